@@ -1,0 +1,614 @@
+/*
+ * config.c: INI file (via libinih) and command line into struct config.
+ *
+ * inih does not report line numbers to its handler in Debian's build, so
+ * the file is read here, split into lines, and fed to inih one line per
+ * reader call; the reader therefore always knows the line being handled.
+ * Every key has one row in the key table: its parser, its range and the
+ * words used to explain a bad value.
+ */
+#include "config/config.h"
+
+#include <errno.h>
+#include <ini.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "util/compiler.h"
+#include "util/parse.h"
+
+#define CONFIG_FILE_MAX (1u << 20)
+#define CONFIG_LINE_MAX 4000
+
+/* State of one load: the config being built and where we are in the file. */
+struct loader {
+    struct config *c;
+    struct config_errors *errs;
+    const char *file;
+    int line;     /* line being handled */
+    char *text;   /* the whole file */
+    char *next;   /* next unread line in text */
+    int seen[32]; /* line a key was first set on (by key index), 0 = unset */
+    bool listen_from_file;
+    bool workers_auto;
+    bool max_conn_auto;
+};
+
+struct key {
+    const char *name;
+    int (*set)(struct loader *ld, const struct key *k, const char *v);
+    size_t off;
+    uint64_t min, max;
+    const char *expect; /* what a valid value looks like, for messages */
+    bool repeatable;
+};
+
+void config_errors_fini(struct config_errors *e)
+{
+    for (size_t i = 0; i < e->n; i++)
+        free(e->msg[i]);
+    free(e->msg);
+    e->msg = NULL;
+    e->n = 0;
+}
+
+static void PRINTF_LIKE(2, 3) errs_add(struct config_errors *e, const char *fmt, ...)
+{
+    char *m = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vasprintf(&m, fmt, ap);
+    va_end(ap);
+    if (rc < 0)
+        return;
+    char **v = realloc(e->msg, (e->n + 1) * sizeof(*v));
+    if (!v) {
+        free(m);
+        return;
+    }
+    e->msg = v;
+    e->msg[e->n++] = m;
+}
+
+/* "file:line: key: message" */
+static void PRINTF_LIKE(3, 4) bad(struct loader *ld, const char *key, const char *fmt, ...)
+{
+    char m[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m, sizeof(m), fmt, ap);
+    va_end(ap);
+    if (key)
+        errs_add(ld->errs, "%s:%d: %s: %s", ld->file, ld->line, key, m);
+    else
+        errs_add(ld->errs, "%s:%d: %s", ld->file, ld->line, m);
+}
+
+static uint32_t *field_u32(struct loader *ld, const struct key *k)
+{
+    return (uint32_t *)(void *)((char *)ld->c + k->off);
+}
+
+static int set_duration(struct loader *ld, const struct key *k, const char *v)
+{
+    uint64_t ms;
+    int rc = parse_duration_ms(v, k->min, k->max, &ms);
+    if (rc) {
+        bad(ld, k->name, "'%s' is %s (expected %s)", v,
+            rc == -ERANGE ? "out of range" : "not a duration", k->expect);
+        return rc;
+    }
+    *field_u32(ld, k) = (uint32_t)ms;
+    return 0;
+}
+
+static int set_size(struct loader *ld, const struct key *k, const char *v)
+{
+    uint64_t n;
+    int rc = parse_size(v, k->min, k->max, &n);
+    if (rc) {
+        bad(ld, k->name, "'%s' is %s (expected %s)", v,
+            rc == -ERANGE ? "out of range" : "not a size", k->expect);
+        return rc;
+    }
+    *field_u32(ld, k) = (uint32_t)n;
+    return 0;
+}
+
+/* 0 means "the kernel's default"; otherwise a size within range. */
+static int set_size_or_zero(struct loader *ld, const struct key *k, const char *v)
+{
+    if (strcmp(v, "0") == 0) {
+        *field_u32(ld, k) = 0;
+        return 0;
+    }
+    return set_size(ld, k, v);
+}
+
+static int set_u32_or_auto(struct loader *ld, const struct key *k, const char *v, bool *is_auto)
+{
+    uint64_t n;
+    if (strcmp(v, "auto") == 0) {
+        *is_auto = true;
+        return 0;
+    }
+    int rc = parse_u64(v, k->min, k->max, &n);
+    if (rc) {
+        bad(ld, k->name, "'%s' is %s (expected %s)", v,
+            rc == -ERANGE ? "out of range" : "not a whole number", k->expect);
+        return rc;
+    }
+    *is_auto = false;
+    *field_u32(ld, k) = (uint32_t)n;
+    return 0;
+}
+
+static int set_workers(struct loader *ld, const struct key *k, const char *v)
+{
+    return set_u32_or_auto(ld, k, v, &ld->workers_auto);
+}
+
+static int set_max_conn(struct loader *ld, const struct key *k, const char *v)
+{
+    return set_u32_or_auto(ld, k, v, &ld->max_conn_auto);
+}
+
+static int set_u32(struct loader *ld, const struct key *k, const char *v)
+{
+    uint64_t n;
+    int rc = parse_u64(v, k->min, k->max, &n);
+    if (rc) {
+        bad(ld, k->name, "'%s' is %s (expected %s)", v,
+            rc == -ERANGE ? "out of range" : "not a whole number", k->expect);
+        return rc;
+    }
+    *field_u32(ld, k) = (uint32_t)n;
+    return 0;
+}
+
+static int set_bool(struct loader *ld, const struct key *k, const char *v)
+{
+    bool b;
+    if (parse_bool(v, &b)) {
+        bad(ld, k->name, "'%s' is not a boolean (expected %s)", v, k->expect);
+        return -EINVAL;
+    }
+    *(bool *)(void *)((char *)ld->c + k->off) = b;
+    return 0;
+}
+
+static int set_log_level(struct loader *ld, const struct key *k, const char *v)
+{
+    if (log_level_parse(v, &ld->c->log_level)) {
+        bad(ld, k->name, "'%s' is not a log level (expected %s)", v, k->expect);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int set_string(struct loader *ld, const struct key *k, const char *v)
+{
+    char **field = (char **)(void *)((char *)ld->c + k->off);
+    char *s = strdup(v);
+    if (!s) {
+        bad(ld, k->name, "out of memory");
+        return -ENOMEM;
+    }
+    free(*field);
+    *field = *v ? s : (free(s), NULL);
+    return 0;
+}
+
+static int set_splice(struct loader *ld, const struct key *k, const char *v)
+{
+    bool b;
+    if (strcmp(v, "auto") == 0) {
+        ld->c->splice = SPLICE_AUTO;
+    } else if (parse_bool(v, &b) == 0) {
+        ld->c->splice = b ? SPLICE_ALWAYS : SPLICE_NEVER;
+    } else {
+        bad(ld, k->name, "'%s' is not valid (expected %s)", v, k->expect);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* One listen address; origin says where it came from for later messages. */
+static int add_listen(struct config *c, struct config_errors *errs, const char *text,
+                      const char *origin)
+{
+    if (c->nlisten == CONFIG_MAX_LISTEN) {
+        errs_add(errs, "%s: listen: more than %d addresses", origin, CONFIG_MAX_LISTEN);
+        return -E2BIG;
+    }
+    struct config_listen *l = &c->listen[c->nlisten];
+    if (addr_parse(text, -1, &l->addr)) {
+        errs_add(errs,
+                 "%s: listen: '%s' is not a numeric address and port "
+                 "(expected e.g. 127.0.0.1:1080 or [::1]:1080)",
+                 origin, text);
+        return -EINVAL;
+    }
+    snprintf(l->origin, sizeof(l->origin), "%s", origin);
+    c->nlisten++;
+    return 0;
+}
+
+/* "listen" may be given several times and each value may hold several
+ * addresses separated by commas or spaces. The first listen line in the
+ * file replaces the built-in default. */
+static int set_listen(struct loader *ld, const struct key *k, const char *v)
+{
+    (void)k;
+    char origin[160], word[128];
+    snprintf(origin, sizeof(origin), "%s:%d", ld->file, ld->line);
+    if (!ld->listen_from_file) {
+        ld->c->nlisten = 0;
+        ld->listen_from_file = true;
+    }
+    int rc = 0;
+    const char *p = v;
+    while (*p) {
+        size_t n = strcspn(p, ", \t");
+        if (n > 0) {
+            if (n >= sizeof(word)) {
+                bad(ld, "listen", "address too long");
+                return -EINVAL;
+            }
+            memcpy(word, p, n);
+            word[n] = '\0';
+            if (add_listen(ld->c, ld->errs, word, origin))
+                rc = -EINVAL;
+        }
+        p += n;
+        p += strspn(p, ", \t");
+    }
+    if (!rc && ld->c->nlisten == 0) {
+        bad(ld, "listen", "no address given");
+        rc = -EINVAL;
+    }
+    return rc;
+}
+
+#define OFF(f) offsetof(struct config, f)
+#define DAY_MS (24ull * 3600 * 1000)
+
+static const struct key keys[] = {
+    {"listen", set_listen, 0, 0, 0, "ADDR:PORT[, ADDR:PORT...]", true},
+    {"workers", set_workers, OFF(workers), 1, CONFIG_MAX_WORKERS, "auto or 1..256", false},
+    {"handshake_timeout", set_duration, OFF(handshake_timeout_ms), 1, DAY_MS,
+     "a duration such as 10s or 500ms, up to 24h", false},
+    {"connect_timeout", set_duration, OFF(connect_timeout_ms), 1, DAY_MS,
+     "a duration such as 10s or 500ms, up to 24h", false},
+    {"iotimeout", set_duration, OFF(iotimeout_ms), 0, 7 * DAY_MS,
+     "a duration such as 5m, up to 7 days; 0 disables", false},
+    {"shutdown_timeout", set_duration, OFF(shutdown_timeout_ms), 0, DAY_MS,
+     "a duration such as 30s, up to 24h", false},
+    {"max_connections", set_max_conn, OFF(max_connections), 1, 10000000, "auto or 1..10000000",
+     false},
+    {"backlog", set_u32, OFF(backlog), 1, 65535, "1..65535", false},
+    {"buffer_size", set_size, OFF(buffer_size), 1024, 1 << 20, "a size from 1k to 1m", false},
+    {"pipe_size", set_size_or_zero, OFF(pipe_size), 4096, 1 << 20,
+     "0 for the kernel default, or a size from 4k to 1m", false},
+    {"splice", set_splice, 0, 0, 0, "auto, yes or no", false},
+    {"log_level", set_log_level, 0, 0, 0, "debug, info, warn or error", false},
+    {"log_file", set_string, OFF(log_file), 0, 0, "a file path, or empty for stderr", false},
+    {"access_log", set_bool, OFF(access_log), 0, 0, "yes or no", false},
+    {"open_proxy", set_bool, OFF(open_proxy), 0, 0, "yes or no", false},
+};
+_Static_assert(ARRAY_LEN(keys) <= 32, "loader.seen is too small");
+
+/* Edit distance, for "did you mean" on unknown keys. */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 40 || lb > 40)
+        return 99;
+    size_t row[41];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+            row[j] = MIN(MIN(row[j] + 1, row[j - 1] + 1), diag + cost);
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* Strip one pair of surrounding double quotes, if present. */
+static const char *unquote(const char *v, char *buf, size_t cap)
+{
+    size_t n = strlen(v);
+    if (n >= 2 && v[0] == '"' && v[n - 1] == '"' && n - 2 < cap) {
+        memcpy(buf, v + 1, n - 2);
+        buf[n - 2] = '\0';
+        return buf;
+    }
+    return v;
+}
+
+static int ini_handler_cb(void *user, const char *section, const char *name, const char *value)
+{
+    struct loader *ld = user;
+    char qbuf[CONFIG_LINE_MAX];
+    if (section[0] != '\0')
+        return 1; /* the reader reported the unknown section at its header */
+    for (size_t i = 0; i < ARRAY_LEN(keys); i++) {
+        const struct key *k = &keys[i];
+        if (strcmp(name, k->name) != 0)
+            continue;
+        if (ld->seen[i] && !k->repeatable) {
+            bad(ld, name, "set twice (first on line %d)", ld->seen[i]);
+            return 1;
+        }
+        if (!ld->seen[i])
+            ld->seen[i] = ld->line;
+        k->set(ld, k, unquote(value, qbuf, sizeof(qbuf)));
+        return 1;
+    }
+    const char *best = NULL;
+    size_t best_d = 3;
+    for (size_t i = 0; i < ARRAY_LEN(keys); i++) {
+        size_t d = edit_distance(name, keys[i].name);
+        if (d < best_d) {
+            best_d = d;
+            best = keys[i].name;
+        }
+    }
+    if (best)
+        bad(ld, name, "unknown key (did you mean '%s'?)", best);
+    else
+        bad(ld, name, "unknown key");
+    return 1;
+}
+
+/* Judge a line's shape before inih sees it, so that syntax errors are
+ * reported at their own line and in order with the others. */
+static void check_line(struct loader *ld, const char *line)
+{
+    const char *p = line + strspn(line, " \t\r\n");
+    if (*p == '\0' || *p == '#' || *p == ';')
+        return;
+    if (*p == '[') {
+        const char *end = strchr(p, ']');
+        if (!end) {
+            bad(ld, NULL, "syntax error: section header without ']'");
+            return;
+        }
+        bad(ld, NULL, "unknown section [%.*s] (ferry has no sections yet; put keys at the top)",
+            (int)(end - p - 1), p + 1);
+        return;
+    }
+    if (!strpbrk(p, "=:"))
+        bad(ld, NULL, "syntax error: expected 'key = value', a comment, or a blank line");
+}
+
+/* inih reader: hand out one line of ld->text per call, tracking its number. */
+static char *ini_reader_cb(char *str, int num, void *stream)
+{
+    struct loader *ld = stream;
+    if (!ld->next || !*ld->next)
+        return NULL;
+    char *nl = strchr(ld->next, '\n');
+    size_t n = nl ? (size_t)(nl - ld->next) + 1 : strlen(ld->next);
+    ld->line++;
+    if (n + 1 > (size_t)num || memchr(ld->next, '\0', n)) {
+        bad(ld, NULL, "line longer than %d characters", num - 2);
+        str[0] = '\n';
+        str[1] = '\0';
+    } else {
+        memcpy(str, ld->next, n);
+        str[n] = '\0';
+        check_line(ld, str);
+    }
+    ld->next += n;
+    return str;
+}
+
+static int read_file(struct loader *ld, const char *path)
+{
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        errs_add(ld->errs, "%s: cannot open: %s", path, strerror(errno));
+        return -errno;
+    }
+    ld->text = malloc(CONFIG_FILE_MAX + 1);
+    if (!ld->text) {
+        fclose(f);
+        return -ENOMEM;
+    }
+    size_t n = fread(ld->text, 1, CONFIG_FILE_MAX + 1, f);
+    int err = ferror(f);
+    fclose(f);
+    if (err) {
+        errs_add(ld->errs, "%s: read error", path);
+        return -EIO;
+    }
+    if (n > CONFIG_FILE_MAX) {
+        errs_add(ld->errs, "%s: larger than %u bytes", path, CONFIG_FILE_MAX);
+        return -EFBIG;
+    }
+    ld->text[n] = '\0';
+    if (strlen(ld->text) != n) {
+        errs_add(ld->errs, "%s: contains a NUL byte; not a text file", path);
+        return -EINVAL;
+    }
+    ld->next = ld->text;
+    return 0;
+}
+
+static void set_defaults(struct config *c)
+{
+    memset(c, 0, sizeof(*c));
+    addr_parse("127.0.0.1:1080", -1, &c->listen[0].addr);
+    snprintf(c->listen[0].origin, sizeof(c->listen[0].origin), "built-in default");
+    c->nlisten = 1;
+    c->handshake_timeout_ms = 10000;
+    c->connect_timeout_ms = 10000;
+    c->iotimeout_ms = 0;
+    c->shutdown_timeout_ms = 30000;
+    c->backlog = 4096;
+    c->buffer_size = 16384;
+    c->pipe_size = 0;
+    c->splice = SPLICE_AUTO;
+    c->log_level = LOG_INFO;
+    c->access_log = true;
+}
+
+unsigned config_default_workers(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1)
+        return 1;
+    return n > CONFIG_MAX_WORKERS ? CONFIG_MAX_WORKERS : (unsigned)n;
+}
+
+const char *config_splice_name(enum splice_mode m)
+{
+    switch (m) {
+    case SPLICE_AUTO:
+        return "auto";
+    case SPLICE_ALWAYS:
+        return "yes";
+    case SPLICE_NEVER:
+        return "no";
+    }
+    return "?";
+}
+
+/* Sessions use two sockets each; keep some descriptors for listeners, pipes,
+ * DNS and logs. */
+static uint32_t auto_max_connections(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+        return 100000;
+    uint64_t fds = rl.rlim_cur > 256 ? rl.rlim_cur - 128 : rl.rlim_cur / 2;
+    uint64_t n = fds / 2;
+    return n < 1 ? 1 : (n > 10000000 ? 10000000 : (uint32_t)n);
+}
+
+static void apply_cli(struct config *c, const struct config_cli *cli, struct loader *ld)
+{
+    if (cli->nlisten) {
+        c->nlisten = 0;
+        for (size_t i = 0; i < cli->nlisten; i++)
+            add_listen(c, ld->errs, cli->listen[i], "command line (-l)");
+    }
+    if (cli->workers) {
+        uint64_t n;
+        if (strcmp(cli->workers, "auto") == 0) {
+            ld->workers_auto = true;
+        } else if (parse_u64(cli->workers, 1, CONFIG_MAX_WORKERS, &n) == 0) {
+            c->workers = (unsigned)n;
+            ld->workers_auto = false;
+        } else {
+            errs_add(ld->errs, "command line (-w): '%s' is not a worker count (expected %s)",
+                     cli->workers, "auto or 1..256");
+        }
+    }
+}
+
+static bool any_public_listener(const struct config *c, const struct config_listen **which)
+{
+    for (size_t i = 0; i < c->nlisten; i++) {
+        if (!addr_is_loopback(&c->listen[i].addr)) {
+            *which = &c->listen[i];
+            return true;
+        }
+    }
+    return false;
+}
+
+static void validate(struct config *c, struct config_errors *errs)
+{
+    const struct config_listen *pub;
+    /* No authentication or rules exist yet, so any listener reachable from
+     * another host makes an open proxy: demand that it be said out loud. */
+    if (!c->open_proxy && any_public_listener(c, &pub)) {
+        char a[ADDR_STRLEN];
+        errs_add(errs,
+                 "%s: listen: %s is not a loopback address and neither authentication nor "
+                 "rules are configured, so anyone who can reach it could use this proxy; "
+                 "set 'open_proxy = yes' if that is what you want",
+                 pub->origin, addr_format(&pub->addr, a, sizeof(a)));
+    }
+    for (size_t i = 0; i < c->nlisten; i++) {
+        for (size_t j = 0; j < i; j++) {
+            if (addr_equal(&c->listen[i].addr, &c->listen[j].addr) && c->listen[i].addr.port) {
+                char a[ADDR_STRLEN];
+                errs_add(errs, "%s: listen: %s is listed twice (also at %s)", c->listen[i].origin,
+                         addr_format(&c->listen[i].addr, a, sizeof(a)), c->listen[j].origin);
+            }
+        }
+    }
+}
+
+int config_load(const struct config_cli *cli, struct config **out, struct config_errors *errs)
+{
+    struct config *c = calloc(1, sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    set_defaults(c);
+    struct loader ld = {.c = c, .errs = errs, .workers_auto = true, .max_conn_auto = true};
+    size_t nerr0 = errs->n;
+
+    if (cli->path) {
+        c->path = strdup(cli->path);
+        ld.file = cli->path;
+        if (read_file(&ld, cli->path) == 0) {
+            /* Runtime knobs of Debian's libinih: '#' and ';' start comments
+             * anywhere, continuation lines are errors, lines up to 4000. */
+            static char comment_prefixes[] = ";#";
+            ini_inline_comment_prefixes = comment_prefixes;
+            ini_allow_multiline = false;
+            ini_use_stack = false;
+            ini_max_line = CONFIG_LINE_MAX + 3;
+            /* Syntax errors were reported line by line by check_line(), so
+             * inih's own "first bad line" result adds nothing. */
+            int rc = ini_parse_stream(ini_reader_cb, &ld, ini_handler_cb, &ld);
+            if (rc == -2) {
+                errs_add(errs, "%s: out of memory while parsing", cli->path);
+            }
+        }
+        free(ld.text);
+    }
+    apply_cli(c, cli, &ld);
+    if (ld.workers_auto)
+        c->workers = config_default_workers();
+    if (ld.max_conn_auto)
+        c->max_connections = auto_max_connections();
+    const char *env = getenv("FERRY_LOG");
+    if (env && *env && log_level_parse(env, &c->log_level))
+        errs_add(errs,
+                 "environment: FERRY_LOG: '%s' is not a log level (expected debug, info, "
+                 "warn or error)",
+                 env);
+    if (errs->n == nerr0)
+        validate(c, errs);
+
+    if (errs->n != nerr0) {
+        config_free(c);
+        return -EINVAL;
+    }
+    *out = c;
+    return 0;
+}
+
+void config_free(struct config *c)
+{
+    if (!c)
+        return;
+    free(c->path);
+    free(c->log_file);
+    free(c);
+}

@@ -1,0 +1,79 @@
+/*
+ * config.h: ferry's configuration: built-in defaults, then the INI file,
+ * then command-line overrides, validated into one immutable struct config.
+ *
+ * Every problem is reported as "FILE:LINE: KEY: message" (or "command
+ * line: ..."), all of them at once rather than one per attempt; unknown keys
+ * and bad values are errors, never silently ignored.
+ */
+#ifndef FERRY_CONFIG_CONFIG_H
+#define FERRY_CONFIG_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "log/log.h"
+#include "util/addr.h"
+
+#define CONFIG_MAX_LISTEN  64
+#define CONFIG_MAX_WORKERS 256
+
+enum splice_mode {
+    SPLICE_AUTO, /* buffers first; splice once a direction moves bulk data */
+    SPLICE_ALWAYS,
+    SPLICE_NEVER,
+};
+
+struct config_listen {
+    struct addr addr;
+    char origin[160]; /* "ferry.conf:3" or "command line": where it was set */
+};
+
+/* Immutable once loaded. Owned by whoever loaded it; config_free() releases. */
+struct config {
+    char *path; /* NULL when running on built-in defaults */
+    struct config_listen listen[CONFIG_MAX_LISTEN];
+    size_t nlisten;
+    unsigned workers; /* resolved: never 0 */
+    uint32_t handshake_timeout_ms;
+    uint32_t connect_timeout_ms;
+    uint32_t iotimeout_ms; /* 0 = no idle timeout while relaying */
+    uint32_t shutdown_timeout_ms;
+    uint32_t max_connections; /* resolved: never 0 */
+    uint32_t backlog;
+    uint32_t buffer_size;
+    uint32_t pipe_size;
+    enum splice_mode splice;
+    enum log_level log_level;
+    char *log_file; /* NULL: stderr */
+    bool access_log;
+    bool open_proxy;
+};
+
+/* What the command line says; NULL/0 fields mean "not given". */
+struct config_cli {
+    const char *path;
+    const char *listen[CONFIG_MAX_LISTEN];
+    size_t nlisten;
+    const char *workers;
+};
+
+/* A growing list of error messages. */
+struct config_errors {
+    char **msg;
+    size_t n;
+};
+
+void config_errors_fini(struct config_errors *e);
+
+/* Load and validate. On success *out is set and 0 returned; otherwise
+ * -EINVAL (or -ENOMEM) with every problem in errs. */
+int config_load(const struct config_cli *cli, struct config **out, struct config_errors *errs);
+void config_free(struct config *c);
+
+/* Online CPUs, at least 1. */
+unsigned config_default_workers(void);
+const char *config_splice_name(enum splice_mode m);
+
+#endif

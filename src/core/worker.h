@@ -1,0 +1,93 @@
+/*
+ * worker.h: a worker thread: one loop, its own SO_REUSEPORT listeners,
+ * buffer and pipe pools, a resolver and a counters shard. Nothing a worker
+ * owns is touched by another thread, except the command word and eventfd
+ * through which the main thread asks it to drain or stop.
+ *
+ * The session layer (relay/) plugs in through struct worker_ops so this
+ * room stays free of protocol knowledge.
+ */
+#ifndef FERRY_CORE_WORKER_H
+#define FERRY_CORE_WORKER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/buf.h"
+#include "core/loop.h"
+#include "core/pipe.h"
+#include "dns/resolver.h"
+#include "metrics/stats.h"
+#include "util/addr.h"
+#include "util/list.h"
+
+struct config;
+struct worker;
+
+enum worker_cmd {
+    WORKER_CMD_DRAIN = 1u << 0, /* stop accepting; exit once no session is left */
+    WORKER_CMD_ABORT = 1u << 1, /* close every session now and exit */
+};
+
+struct listener {
+    struct io io;
+    struct worker *w;
+    struct addr addr; /* as bound (port resolved) */
+};
+
+struct worker_ops {
+    /* A connection was accepted: take ownership of fd. */
+    void (*accept)(struct worker *w, struct listener *ls, int fd, const struct addr *peer);
+    /* Close every session (shutdown timeout passed). */
+    void (*abort_all)(struct worker *w);
+    /* Release what the session layer keeps per worker (freelists). */
+    void (*fini)(struct worker *w);
+};
+
+/* State shared by all workers, owned by the main thread. */
+struct shared {
+    const struct config *cfg;
+    _Atomic uint64_t next_id;  /* session ids, unique across workers */
+    _Atomic uint32_t sessions; /* open sessions, for max_connections */
+    int exit_efd;              /* each worker writes 1 when it exits */
+};
+
+struct worker {
+    unsigned id;
+    pthread_t thread;
+    struct shared *sh;
+    const struct worker_ops *ops;
+    struct loop loop;
+    struct io ctl; /* eventfd: commands from the main thread */
+    _Atomic uint32_t cmd;
+    struct listener *listeners;
+    size_t nlisteners;
+    bool draining;
+    struct timer accept_pause; /* re-enables accepting after EMFILE */
+    struct buf_pool bufs;
+    struct pipe_pool pipes;
+    struct resolver dns;
+    struct list sessions; /* the session layer's objects */
+    uint32_t nsessions;
+    void *free_sessions; /* session freelist, owned by relay/ */
+    uint32_t nfree_sessions;
+    struct worker_stats stats;
+};
+
+/* Prepare w (on the main thread). fds are listening sockets, one per
+ * address, now owned by the worker. Returns 0 or -errno. */
+int worker_init(struct worker *w, unsigned id, struct shared *sh, const struct worker_ops *ops,
+                const int *fds, const struct addr *addrs, size_t n);
+int worker_start(struct worker *w);
+/* Ask the worker to do something (any thread). */
+void worker_command(struct worker *w, enum worker_cmd cmd);
+void worker_join(struct worker *w);
+void worker_fini(struct worker *w);
+
+/* The session layer tells the worker a session ended; a draining worker
+ * stops its loop when the last one goes. */
+void worker_session_ended(struct worker *w);
+
+#endif

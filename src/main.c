@@ -1,0 +1,155 @@
+/*
+ * main.c: argv to subcommand. The only file that decides the process exit
+ * status; everything else returns errors to it.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/config.h"
+#include "log/log.h"
+#include "server/server.h"
+#include "version.h"
+
+static const char usage_main[] =
+    "usage: ferry COMMAND [OPTIONS]\n"
+    "\n"
+    "A SOCKS5 proxy server (Linux).\n"
+    "\n"
+    "Commands:\n"
+    "  serve      run the proxy (default: 127.0.0.1:1080, no config file needed)\n"
+    "  help       show help for a command: ferry help serve\n"
+    "\n"
+    "Options:\n"
+    "  -h, --help     show this help\n"
+    "  -V, --version  print the version\n";
+
+static const char usage_serve[] =
+    "usage: ferry serve [-c FILE] [-l ADDR:PORT]... [-w WORKERS] [--check]\n"
+    "\n"
+    "Run the SOCKS5 proxy in the foreground. Without -c, built-in defaults\n"
+    "apply: listen on 127.0.0.1:1080, one worker per CPU, no authentication.\n"
+    "\n"
+    "Options:\n"
+    "  -c, --config FILE     read settings from FILE (see ferry.conf.example)\n"
+    "  -l, --listen ADDR:PORT\n"
+    "                        listen here instead of the config's addresses;\n"
+    "                        repeat for several (IPv6 as [::1]:1080; port 0\n"
+    "                        picks a free port, shown in the log)\n"
+    "  -w, --workers N       worker threads (auto = one per CPU)\n"
+    "      --check           validate the configuration, print any errors\n"
+    "                        as FILE:LINE: KEY: message, and exit 0 or 1\n"
+    "  -h, --help            show this help\n"
+    "\n"
+    "Environment:\n"
+    "  FERRY_LOG=debug|info|warn|error   overrides log_level\n"
+    "\n"
+    "Signals:\n"
+    "  SIGINT, SIGTERM   stop accepting, let sessions finish for up to\n"
+    "                    shutdown_timeout, then exit 0; a second signal\n"
+    "                    closes the remaining sessions at once\n";
+
+static int cmd_serve(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},  {"listen", required_argument, NULL, 'l'},
+        {"workers", required_argument, NULL, 'w'}, {"check", no_argument, NULL, 'C'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+    };
+    struct config_cli cli = {0};
+    bool check = false;
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "c:l:w:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'c':
+            cli.path = optarg;
+            break;
+        case 'l':
+            if (cli.nlisten == CONFIG_MAX_LISTEN) {
+                log_print(true, "ferry serve: at most %d -l options\n", CONFIG_MAX_LISTEN);
+                return 2;
+            }
+            cli.listen[cli.nlisten++] = optarg;
+            break;
+        case 'w':
+            cli.workers = optarg;
+            break;
+        case 'C':
+            check = true;
+            break;
+        case 'h':
+            log_print(false, "%s", usage_serve);
+            return 0;
+        default:
+            log_print(true, "Try 'ferry serve --help'.\n");
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        log_print(true, "ferry serve: unexpected argument '%s'\nTry 'ferry serve --help'.\n",
+                  argv[optind]);
+        return 2;
+    }
+
+    server_raise_nofile();
+    struct config *cfg = NULL;
+    struct config_errors errs = {0};
+    int rc = config_load(&cli, &cfg, &errs);
+    if (rc) {
+        for (size_t i = 0; i < errs.n; i++)
+            log_print(true, "%s\n", errs.msg[i]);
+        if (errs.n == 0)
+            log_print(true, "ferry: cannot load configuration: %s\n", strerror(-rc));
+        config_errors_fini(&errs);
+        return 1;
+    }
+    config_errors_fini(&errs);
+    if (check) {
+        log_print(false, "%s: configuration OK\n", cli.path ? cli.path : "built-in defaults");
+        config_free(cfg);
+        return 0;
+    }
+    return server_run(cfg);
+}
+
+int main(int argc, char **argv)
+{
+    /* A peer that vanishes must surface as EPIPE on one session, not kill
+     * the process. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, NULL);
+
+    if (argc < 2) {
+        log_print(true, "%s", usage_main);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) {
+        log_print(false, "%s", usage_main);
+        return 0;
+    }
+    if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
+        log_print(false, "ferry %s\n", FERRY_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "help") == 0) {
+        if (argc < 3) {
+            log_print(false, "%s", usage_main);
+            return 0;
+        }
+        if (strcmp(argv[2], "serve") == 0) {
+            log_print(false, "%s", usage_serve);
+            return 0;
+        }
+        log_print(true, "ferry help: no command '%s'\n", argv[2]);
+        return 2;
+    }
+    if (strcmp(cmd, "serve") == 0)
+        return cmd_serve(argc - 1, argv + 1);
+    log_print(true, "ferry: unknown command '%s'\n\n%s", cmd, usage_main);
+    return 2;
+}

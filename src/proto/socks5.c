@@ -1,0 +1,167 @@
+/*
+ * socks5.c: RFC 1928 messages, parsed and written byte by byte (never through
+ * packed structs). Incomplete input returns 0 so a caller can feed bytes as
+ * they arrive, one at a time if the client writes them so. This file must
+ * stay free of I/O, allocation and logging: it is fuzzed on its own.
+ */
+#include "proto/socks5.h"
+
+#include <string.h>
+#include <sys/socket.h>
+
+ssize_t socks5_parse_greeting(const uint8_t *p, size_t len, struct socks5_greeting *out)
+{
+    if (len < 1)
+        return 0;
+    if (p[0] != SOCKS5_VERSION)
+        return SOCKS5_E_VERSION;
+    if (len < 2)
+        return 0;
+    size_t n = p[1];
+    if (len < 2 + n)
+        return 0;
+    memset(out, 0, sizeof(*out));
+    out->nmethods = (uint8_t)n;
+    for (size_t i = 0; i < n; i++)
+        out->offered[p[2 + i] >> 6] |= (uint64_t)1 << (p[2 + i] & 63);
+    return (ssize_t)(2 + n);
+}
+
+bool socks5_offers(const struct socks5_greeting *g, uint8_t method)
+{
+    return (g->offered[method >> 6] >> (method & 63)) & 1;
+}
+
+/* A domain must be non-empty and printable: control bytes would end up in
+ * logs and resolver queries, and no DNS name needs them. */
+static bool domain_ok(const uint8_t *name, size_t len)
+{
+    if (len == 0)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        if (name[i] < 0x21 || name[i] == 0x7f)
+            return false;
+    }
+    return true;
+}
+
+ssize_t socks5_parse_request(const uint8_t *p, size_t len, struct socks5_request *out)
+{
+    /* VER CMD RSV ATYP: each byte is judged as soon as it arrives, so a bad
+     * request is answered without waiting for bytes that may never come. */
+    if (len < 1)
+        return 0;
+    if (p[0] != SOCKS5_VERSION)
+        return SOCKS5_E_VERSION;
+    if (len < 3)
+        return 0;
+    if (p[2] != 0)
+        return SOCKS5_E_RSV;
+    if (len < 4)
+        return 0;
+
+    size_t addr_len;
+    switch (p[3]) {
+    case SOCKS5_ATYP_IPV4:
+        addr_len = 4;
+        break;
+    case SOCKS5_ATYP_IPV6:
+        addr_len = 16;
+        break;
+    case SOCKS5_ATYP_DOMAIN:
+        if (len < 5)
+            return 0;
+        if (p[4] == 0)
+            return SOCKS5_E_DOMAIN;
+        addr_len = 1 + (size_t)p[4];
+        break;
+    default:
+        return SOCKS5_E_ATYP;
+    }
+    size_t total = 4 + addr_len + 2;
+    if (len < total)
+        return 0;
+
+    memset(out, 0, sizeof(*out));
+    out->cmd = p[1];
+    out->dst.atyp = p[3];
+    if (p[3] == SOCKS5_ATYP_DOMAIN) {
+        if (!domain_ok(p + 5, p[4]))
+            return SOCKS5_E_DOMAIN;
+        out->dst.domain_len = p[4];
+        memcpy(out->dst.u.domain, p + 5, p[4]);
+        out->dst.u.domain[p[4]] = '\0';
+    } else {
+        memcpy(out->dst.u.ip, p + 4, addr_len);
+    }
+    out->dst.port = (uint16_t)((p[4 + addr_len] << 8) | p[4 + addr_len + 1]);
+    return (ssize_t)total;
+}
+
+int socks5_error_reply(ssize_t err)
+{
+    switch (err) {
+    case SOCKS5_E_RSV:
+    case SOCKS5_E_DOMAIN:
+        return SOCKS5_REP_GENERAL_FAILURE;
+    case SOCKS5_E_ATYP:
+        return SOCKS5_REP_ATYP_NOT_SUPPORTED;
+    default:
+        return -1;
+    }
+}
+
+size_t socks5_write_method(uint8_t out[2], uint8_t method)
+{
+    out[0] = SOCKS5_VERSION;
+    out[1] = method;
+    return 2;
+}
+
+size_t socks5_write_reply(uint8_t *out, size_t cap, uint8_t rep, const struct addr *bnd)
+{
+    bool v6 = bnd && bnd->family == AF_INET6;
+    size_t alen = v6 ? 16 : 4;
+    size_t n = 4 + alen + 2;
+    if (cap < n)
+        return 0;
+    out[0] = SOCKS5_VERSION;
+    out[1] = rep;
+    out[2] = 0;
+    out[3] = v6 ? SOCKS5_ATYP_IPV6 : SOCKS5_ATYP_IPV4;
+    if (bnd && bnd->family)
+        memcpy(out + 4, bnd->ip, alen);
+    else
+        memset(out + 4, 0, alen);
+    uint16_t port = (bnd && bnd->family) ? bnd->port : 0;
+    out[4 + alen] = (uint8_t)(port >> 8);
+    out[5 + alen] = (uint8_t)(port & 0xff);
+    return n;
+}
+
+bool socks5_addr_to_addr(const struct socks5_addr *s, struct addr *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->port = s->port;
+    if (s->atyp == SOCKS5_ATYP_IPV4) {
+        out->family = AF_INET;
+        memcpy(out->ip, s->u.ip, 4);
+        return true;
+    }
+    if (s->atyp == SOCKS5_ATYP_IPV6) {
+        out->family = AF_INET6;
+        memcpy(out->ip, s->u.ip, 16);
+        return true;
+    }
+    return false;
+}
+
+const char *socks5_rep_str(uint8_t rep)
+{
+    static const char *const names[] = {
+        "succeeded",           "general-failure",       "not-allowed",
+        "network-unreachable", "host-unreachable",      "connection-refused",
+        "ttl-expired",         "command-not-supported", "address-type-not-supported",
+    };
+    return rep < sizeof(names) / sizeof(names[0]) ? names[rep] : "unknown";
+}

@@ -1,0 +1,101 @@
+/*
+ * conn.h: a proxied session and its state machine.
+ *
+ *   GREETING -> REQUEST -> [RESOLVE] -> CONNECT -> RELAY -> CLOSED
+ *        \          \            \           \
+ *         +----------+------------+-----------+--> LINGER -> CLOSED
+ *
+ * LINGER follows a failure reply: the reply is flushed, our side is shut
+ * for writing, and whatever the client still sends is read and discarded for
+ * a short while, so the reply is not destroyed by a reset. Each state owns
+ * one deadline, held in the session's single timer.
+ *
+ * A session is owned by its worker and touched only by that worker's
+ * thread. It is freed late (from a deferred task), never inside one of its
+ * own callbacks.
+ */
+#ifndef FERRY_RELAY_CONN_H
+#define FERRY_RELAY_CONN_H
+
+#include <stdint.h>
+
+#include "core/loop.h"
+#include "core/worker.h"
+#include "util/addr.h"
+
+enum conn_state {
+    CONN_ST_GREETING,
+    CONN_ST_REQUEST,
+    CONN_ST_RESOLVE,
+    CONN_ST_CONNECT,
+    CONN_ST_RELAY,
+    CONN_ST_LINGER,
+    CONN_ST_CLOSED,
+    CONN_ST_COUNT
+};
+
+/* Readiness of one socket, learnt from edge-triggered epoll and cleared when
+ * a call returns EAGAIN (or reads short before any EOF was announced). */
+enum {
+    SIDE_RD = 1u << 0,
+    SIDE_WR = 1u << 1,
+    SIDE_RDHUP = 1u << 2, /* the peer shut its sending side: read until 0 */
+};
+
+/* One direction of the relay: bytes read from src waiting to go to dst. */
+enum {
+    HALF_EOF = 1u << 0,    /* src has given EOF */
+    HALF_SHUT = 1u << 1,   /* dst has been shut for writing */
+    HALF_SPLICE = 1u << 2, /* move this direction with splice() */
+};
+
+struct buf;
+struct pipe_pair;
+struct dns_answer;
+struct dns_req;
+
+struct half {
+    struct buf *buf;        /* bytes in user space, or NULL */
+    struct pipe_pair *pipe; /* bytes in a kernel pipe, or NULL */
+    uint64_t bytes;         /* payload delivered to dst */
+    uint8_t flags;
+};
+
+struct conn {
+    struct list link; /* in worker->sessions */
+    struct worker *w;
+    struct io cli, up;
+    uint8_t cli_ev, up_ev; /* SIDE_* */
+    uint8_t state;
+    uint8_t reply; /* SOCKS5 REP sent, 0xff while none */
+    uint8_t next_addr;
+    uint8_t cmd;
+    uint16_t dst_port;
+    int err; /* errno behind an error close, for the access log */
+    struct timer timer;
+    struct task task; /* continue pumping after yielding; free when closed */
+    struct half c2u, u2c;
+    struct addr client, target, bnd;
+    char *dst_name;         /* the name the client asked for; NULL for IP requests */
+    struct dns_answer *ans; /* addresses to try, while connecting */
+    struct dns_req *dns;    /* pending lookup */
+    uint64_t id;
+    uint64_t t_start;     /* loop ms at accept */
+    uint64_t deadline;    /* end of the connect budget */
+    uint64_t last_active; /* loop ms of the last byte moved */
+    const char *why;      /* why it ended, for the access log */
+};
+
+extern const struct worker_ops relay_worker_ops;
+
+const char *conn_state_name(enum conn_state s);
+
+/* pump.c: move bytes both ways until blocked. Returns 0, or a negative
+ * errno after which the session must close (c->why is set). */
+int relay_pump(struct conn *c);
+/* The relay is finished in both directions. */
+bool relay_done(const struct conn *c);
+/* Give back buffers and pipes. */
+void relay_release(struct conn *c);
+
+#endif

@@ -1,0 +1,138 @@
+/*
+ * parse.c: number, duration, size and boolean words. Written by hand rather
+ * than with strtoul so that signs, spaces, hex and silent wrap-around are all
+ * rejected the same way.
+ */
+#include "util/parse.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+#include <strings.h>
+
+/* Parse leading decimal digits; *end points past them. */
+static int parse_digits(const char *s, const char **end, uint64_t *out)
+{
+    uint64_t v = 0;
+    const char *p = s;
+    if (*p < '0' || *p > '9')
+        return -EINVAL;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        uint64_t d = (uint64_t)(*p - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return -ERANGE;
+        v = v * 10 + d;
+    }
+    *end = p;
+    *out = v;
+    return 0;
+}
+
+static int check_range(uint64_t v, uint64_t min, uint64_t max, uint64_t *out)
+{
+    if (v < min || v > max)
+        return -ERANGE;
+    *out = v;
+    return 0;
+}
+
+int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+    const char *end;
+    uint64_t v;
+    int rc = parse_digits(s, &end, &v);
+    if (rc)
+        return rc;
+    if (*end)
+        return -EINVAL;
+    return check_range(v, min, max, out);
+}
+
+static int scale(uint64_t v, uint64_t mul, uint64_t *out)
+{
+    if (mul && v > UINT64_MAX / mul)
+        return -ERANGE;
+    *out = v * mul;
+    return 0;
+}
+
+int parse_duration_ms(const char *s, uint64_t min_ms, uint64_t max_ms, uint64_t *out_ms)
+{
+    static const struct {
+        const char *suffix;
+        uint64_t ms;
+    } units[] = {{"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
+    const char *end;
+    uint64_t v, ms;
+    int rc = parse_digits(s, &end, &v);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (strcmp(end, units[i].suffix) == 0) {
+            rc = scale(v, units[i].ms, &ms);
+            if (rc)
+                return rc;
+            return check_range(ms, min_ms, max_ms, out_ms);
+        }
+    }
+    return -EINVAL;
+}
+
+int parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+    static const struct {
+        const char *suffix;
+        unsigned shift;
+    } units[] = {{"", 0},    {"b", 0},    {"k", 10}, {"kb", 10}, {"kib", 10}, {"m", 20},
+                 {"mb", 20}, {"mib", 20}, {"g", 30}, {"gb", 30}, {"gib", 30}};
+    const char *end;
+    uint64_t v, bytes;
+    int rc = parse_digits(s, &end, &v);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (strcasecmp(end, units[i].suffix) == 0) {
+            rc = scale(v, (uint64_t)1 << units[i].shift, &bytes);
+            if (rc)
+                return rc;
+            return check_range(bytes, min, max, out);
+        }
+    }
+    return -EINVAL;
+}
+
+int parse_bool(const char *s, bool *out)
+{
+    static const char *const yes[] = {"yes", "true", "on", "1"};
+    static const char *const no[] = {"no", "false", "off", "0"};
+    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+        if (strcasecmp(s, yes[i]) == 0) {
+            *out = true;
+            return 0;
+        }
+        if (strcasecmp(s, no[i]) == 0) {
+            *out = false;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+int str_copy(char *dst, size_t cap, const char *src)
+{
+    size_t n = strlen(src);
+    if (n >= cap)
+        return -ENAMETOOLONG;
+    memcpy(dst, src, n + 1);
+    return 0;
+}
+
+char *str_trim(char *s)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t n = strlen(s);
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+        s[--n] = '\0';
+    return s;
+}

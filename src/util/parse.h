@@ -1,0 +1,32 @@
+/*
+ * parse.h: bounded parsing of the words operators write: whole numbers,
+ * durations, sizes and booleans. Every function takes a NUL-terminated word,
+ * accepts the whole word or nothing, and returns 0 or a negative errno
+ * (-EINVAL malformed, -ERANGE outside [min, max]). Nothing here logs.
+ */
+#ifndef FERRY_UTIL_PARSE_H
+#define FERRY_UTIL_PARSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Decimal digits only: no sign, no spaces, no hex. */
+int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
+/* "250ms", "10s", "5m", "1h", or a bare number of seconds ("10"). */
+int parse_duration_ms(const char *s, uint64_t min_ms, uint64_t max_ms, uint64_t *out_ms);
+
+/* "65536", "64k", "64KiB", "1m", "1MiB", "1g" (binary multiples). */
+int parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
+/* yes/no, true/false, on/off, 1/0 (case-insensitive). */
+int parse_bool(const char *s, bool *out);
+
+/* Copy src into dst[cap] with NUL; returns -ENAMETOOLONG when it does not fit. */
+int str_copy(char *dst, size_t cap, const char *src);
+
+/* Trim ASCII spaces and tabs in place; returns the start of the trimmed text. */
+char *str_trim(char *s);
+
+#endif

@@ -1,0 +1,4 @@
+#ifndef FERRY_VERSION_H
+#define FERRY_VERSION_H
+#define FERRY_VERSION "0.1.0"
+#endif
