@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/bench.h"
 #include "config/config.h"
 #include "log/log.h"
 #include "server/server.h"
@@ -19,6 +20,7 @@ static const char usage_main[] =
     "\n"
     "Commands:\n"
     "  serve      run the proxy (default: 127.0.0.1:1080, no config file needed)\n"
+    "  bench      measure a proxy (ferry itself by default): ferry bench --help\n"
     "  help       show help for a command: ferry help serve\n"
     "\n"
     "Options:\n"
@@ -145,11 +147,18 @@ int main(int argc, char **argv)
             log_print(false, "%s", usage_serve);
             return 0;
         }
+        if (strcmp(argv[2], "bench") == 0) {
+            static char help[] = "--help";
+            char *args[] = {argv[2], help, NULL};
+            return bench_main(2, args);
+        }
         log_print(true, "ferry help: no command '%s'\n", argv[2]);
         return 2;
     }
     if (strcmp(cmd, "serve") == 0)
         return cmd_serve(argc - 1, argv + 1);
+    if (strcmp(cmd, "bench") == 0)
+        return bench_main(argc - 1, argv + 1);
     log_print(true, "ferry: unknown command '%s'\n\n%s", cmd, usage_main);
     return 2;
 }

@@ -18,7 +18,7 @@
 
 #define ACCEPT_BATCH       64
 #define ACCEPT_PAUSE_MS    100
-#define BUF_POOL_MAX_FREE  256
+#define BUF_POOL_MAX_FREE  64
 #define PIPE_POOL_MAX_FREE 64
 
 static void listeners_enable(struct worker *w, bool on)

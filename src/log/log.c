@@ -45,6 +45,8 @@ static struct {
     pthread_t thread;
 } q = {.fd = STDERR_FILENO, .efd = -1};
 
+#define LOG_BATCH_MS 10
+
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
 const char *log_level_name(enum log_level lvl)
@@ -207,12 +209,14 @@ void log_print(bool to_stderr, const char *fmt, ...)
     write_all(to_stderr ? STDERR_FILENO : STDOUT_FILENO, line, (size_t)n);
 }
 
-/* Drain the queue into batches of up to 64 KiB per write(). */
-static void writer_drain(char *batch, size_t cap)
+/* Drain the queue into batches of up to 64 KiB per write(). Returns the
+ * number of records written. */
+static size_t writer_drain(char *batch, size_t cap)
 {
-    size_t used = 0;
+    size_t used = 0, count = 0;
     struct log_rec *r;
     while ((r = dequeue())) {
+        count++;
         if (used + r->len > cap) {
             write_all(q.fd, batch, used);
             used = 0;
@@ -239,6 +243,7 @@ static void writer_drain(char *batch, size_t cap)
     }
     if (used)
         write_all(q.fd, batch, used);
+    return count;
 }
 
 static bool dequeue_peek_nonempty(void)
@@ -253,9 +258,18 @@ static void *writer_main(void *arg)
     (void)arg;
     static char batch[65536];
     for (;;) {
-        writer_drain(batch, sizeof(batch));
+        size_t n = writer_drain(batch, sizeof(batch));
         if (atomic_load(&q.stop))
             break;
+        if (n) {
+            /* Busy: collect for a while without asking producers to wake
+             * us, so a steady stream costs one write() per interval instead
+             * of an eventfd write and a wakeup per record. The queue holds
+             * LOG_QUEUE_LEN records; that is 800,000 records/s at 10 ms. */
+            struct timespec ts = {0, LOG_BATCH_MS * 1000000L};
+            nanosleep(&ts, NULL);
+            continue;
+        }
         atomic_store(&q.sleeping, true);
         /* Re-check after announcing sleep: a producer that enqueued before
          * seeing the flag would not wake us. */

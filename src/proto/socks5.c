@@ -45,18 +45,10 @@ static bool domain_ok(const uint8_t *name, size_t len)
     return true;
 }
 
-ssize_t socks5_parse_request(const uint8_t *p, size_t len, struct socks5_request *out)
+/* ATYP ADDR PORT starting at p[3] of a request or reply whose first three
+ * bytes were checked by the caller. */
+static ssize_t parse_addr(const uint8_t *p, size_t len, struct socks5_addr *out)
 {
-    /* VER CMD RSV ATYP: each byte is judged as soon as it arrives, so a bad
-     * request is answered without waiting for bytes that may never come. */
-    if (len < 1)
-        return 0;
-    if (p[0] != SOCKS5_VERSION)
-        return SOCKS5_E_VERSION;
-    if (len < 3)
-        return 0;
-    if (p[2] != 0)
-        return SOCKS5_E_RSV;
     if (len < 4)
         return 0;
 
@@ -83,19 +75,141 @@ ssize_t socks5_parse_request(const uint8_t *p, size_t len, struct socks5_request
         return 0;
 
     memset(out, 0, sizeof(*out));
-    out->cmd = p[1];
-    out->dst.atyp = p[3];
+    out->atyp = p[3];
     if (p[3] == SOCKS5_ATYP_DOMAIN) {
         if (!domain_ok(p + 5, p[4]))
             return SOCKS5_E_DOMAIN;
-        out->dst.domain_len = p[4];
-        memcpy(out->dst.u.domain, p + 5, p[4]);
-        out->dst.u.domain[p[4]] = '\0';
+        out->domain_len = p[4];
+        memcpy(out->u.domain, p + 5, p[4]);
+        out->u.domain[p[4]] = '\0';
     } else {
-        memcpy(out->dst.u.ip, p + 4, addr_len);
+        memcpy(out->u.ip, p + 4, addr_len);
     }
-    out->dst.port = (uint16_t)((p[4 + addr_len] << 8) | p[4 + addr_len + 1]);
+    out->port = (uint16_t)((p[4 + addr_len] << 8) | p[4 + addr_len + 1]);
     return (ssize_t)total;
+}
+
+/* VER, then a second byte the caller keeps, then RSV: each byte is judged
+ * as soon as it arrives, so a bad message is answered without waiting for
+ * bytes that may never come. */
+static ssize_t parse_head(const uint8_t *p, size_t len)
+{
+    if (len < 1)
+        return 0;
+    if (p[0] != SOCKS5_VERSION)
+        return SOCKS5_E_VERSION;
+    if (len < 3)
+        return 0;
+    if (p[2] != 0)
+        return SOCKS5_E_RSV;
+    return 3;
+}
+
+ssize_t socks5_parse_request(const uint8_t *p, size_t len, struct socks5_request *out)
+{
+    ssize_t n = parse_head(p, len);
+    if (n <= 0)
+        return n;
+    struct socks5_addr dst;
+    n = parse_addr(p, len, &dst);
+    if (n <= 0)
+        return n;
+    out->cmd = p[1];
+    out->dst = dst;
+    return n;
+}
+
+ssize_t socks5_parse_reply(const uint8_t *p, size_t len, struct socks5_reply *out)
+{
+    ssize_t n = parse_head(p, len);
+    if (n <= 0)
+        return n;
+    struct socks5_addr bnd;
+    n = parse_addr(p, len, &bnd);
+    if (n <= 0)
+        return n;
+    out->rep = p[1];
+    out->bnd = bnd;
+    return n;
+}
+
+size_t socks5_write_greeting(uint8_t *out, size_t cap, const uint8_t *methods, size_t n)
+{
+    if (n == 0 || n > 255 || cap < 2 + n)
+        return 0;
+    out[0] = SOCKS5_VERSION;
+    out[1] = (uint8_t)n;
+    memcpy(out + 2, methods, n);
+    return 2 + n;
+}
+
+ssize_t socks5_parse_method(const uint8_t *p, size_t len, uint8_t *method)
+{
+    if (len < 1)
+        return 0;
+    if (p[0] != SOCKS5_VERSION)
+        return SOCKS5_E_VERSION;
+    if (len < 2)
+        return 0;
+    *method = p[1];
+    return 2;
+}
+
+size_t socks5_write_request(uint8_t *out, size_t cap, uint8_t cmd, const struct socks5_addr *dst)
+{
+    size_t alen;
+    switch (dst->atyp) {
+    case SOCKS5_ATYP_IPV4:
+        alen = 4;
+        break;
+    case SOCKS5_ATYP_IPV6:
+        alen = 16;
+        break;
+    case SOCKS5_ATYP_DOMAIN:
+        if (dst->domain_len == 0)
+            return 0;
+        alen = 1 + (size_t)dst->domain_len;
+        break;
+    default:
+        return 0;
+    }
+    size_t n = 4 + alen + 2;
+    if (cap < n)
+        return 0;
+    out[0] = SOCKS5_VERSION;
+    out[1] = cmd;
+    out[2] = 0;
+    out[3] = dst->atyp;
+    if (dst->atyp == SOCKS5_ATYP_DOMAIN) {
+        out[4] = dst->domain_len;
+        memcpy(out + 5, dst->u.domain, dst->domain_len);
+    } else {
+        memcpy(out + 4, dst->u.ip, alen);
+    }
+    out[4 + alen] = (uint8_t)(dst->port >> 8);
+    out[5 + alen] = (uint8_t)(dst->port & 0xff);
+    return n;
+}
+
+void socks5_addr_from_addr(struct socks5_addr *s, const struct addr *a)
+{
+    memset(s, 0, sizeof(*s));
+    s->atyp = a->family == AF_INET6 ? SOCKS5_ATYP_IPV6 : SOCKS5_ATYP_IPV4;
+    s->port = a->port;
+    memcpy(s->u.ip, a->ip, a->family == AF_INET6 ? 16 : 4);
+}
+
+int socks5_addr_from_name(struct socks5_addr *s, const char *name, uint16_t port)
+{
+    size_t n = strlen(name);
+    memset(s, 0, sizeof(*s));
+    if (n == 0 || n > 255)
+        return -1;
+    s->atyp = SOCKS5_ATYP_DOMAIN;
+    s->domain_len = (uint8_t)n;
+    memcpy(s->u.domain, name, n);
+    s->port = port;
+    return 0;
 }
 
 int socks5_error_reply(ssize_t err)

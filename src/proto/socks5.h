@@ -108,4 +108,26 @@ bool socks5_addr_to_addr(const struct socks5_addr *s, struct addr *out);
 
 const char *socks5_rep_str(uint8_t rep);
 
+/* ---- client side (used by `ferry bench`) ---- */
+
+/* The reply of section 6 as a client reads it. */
+struct socks5_reply {
+    uint8_t rep;
+    struct socks5_addr bnd;
+};
+
+/* VER NMETHODS METHODS. Returns bytes written, or 0 if cap is too small or
+ * n is 0 or over 255. */
+size_t socks5_write_greeting(uint8_t *out, size_t cap, const uint8_t *methods, size_t n);
+/* VER METHOD: 2 bytes consumed, 0 need more, SOCKS5_E_VERSION. */
+ssize_t socks5_parse_method(const uint8_t *p, size_t len, uint8_t *method);
+/* VER CMD RSV ATYP DST.ADDR DST.PORT. Returns bytes written or 0 when cap is
+ * too small or the address is malformed (domain of 0 or over 255 bytes). */
+size_t socks5_write_request(uint8_t *out, size_t cap, uint8_t cmd, const struct socks5_addr *dst);
+/* VER REP RSV ATYP BND.ADDR BND.PORT, same convention as the request. */
+ssize_t socks5_parse_reply(const uint8_t *p, size_t len, struct socks5_reply *out);
+/* Build a socks5_addr from an IP address, or from a host name. */
+void socks5_addr_from_addr(struct socks5_addr *s, const struct addr *a);
+int socks5_addr_from_name(struct socks5_addr *s, const char *name, uint16_t port);
+
 #endif

@@ -337,8 +337,12 @@ static void conn_connect_next(struct conn *c, int last_err)
 
 static void conn_check_connect(struct conn *c, uint32_t events)
 {
-    int err = sock_error(c->up.fd);
-    if (err == 0 && (events & EPOLLOUT)) {
+    /* EPOLLOUT alone means the connect succeeded; only an error or hangup
+     * needs SO_ERROR to say why. */
+    if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
+        return;
+    int err = (events & (EPOLLERR | EPOLLHUP)) ? sock_error(c->up.fd) : 0;
+    if (err == 0 && !(events & (EPOLLERR | EPOLLHUP))) {
         conn_connected(c);
         return;
     }
@@ -422,9 +426,13 @@ static int conn_read_handshake(struct conn *c)
     if (!h->buf && !(h->buf = buf_get(&c->w->bufs)))
         return -ENOMEM;
     while ((c->cli_ev & SIDE_RD) && buf_room(h->buf) > 0 && !(h->flags & HALF_EOF)) {
-        ssize_t n = recv(c->cli.fd, buf_tail(h->buf), buf_room(h->buf), 0);
+        uint32_t room = buf_room(h->buf);
+        ssize_t n = recv(c->cli.fd, buf_tail(h->buf), room, 0);
         if (n > 0) {
             h->buf->end += (uint32_t)n;
+            /* A short read emptied the socket (see pump.c for the RDHUP rule). */
+            if ((uint32_t)n < room && !(c->cli_ev & SIDE_RDHUP))
+                c->cli_ev &= (uint8_t)~SIDE_RD;
         } else if (n == 0) {
             h->flags |= HALF_EOF;
         } else if (errno == EAGAIN) {
@@ -647,7 +655,7 @@ static void relay_accept(struct worker *w, struct listener *ls, int fd, const st
     list_add_tail(&w->sessions, &c->link);
     c->state = CONN_ST_GREETING;
 
-    sock_set_nodelay(fd);
+    /* TCP_NODELAY is inherited from the listening socket (server.c). */
     int rc = loop_io_add(&w->loop, &c->cli, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET);
     if (rc) {
         close(fd);

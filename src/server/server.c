@@ -58,6 +58,9 @@ static int bind_all(const struct config *cfg, int *fds, struct addr *bound)
                           cfg->listen[i].origin, strerror(-fd));
                 return fd;
             }
+            /* Accepted sockets inherit TCP_NODELAY on Linux: one setsockopt
+             * here instead of one per connection. */
+            sock_set_nodelay(fd);
             fds[w * nl + i] = fd;
             if (bound[i].port == 0) {
                 int rc = sock_local_addr(fd, &bound[i]);

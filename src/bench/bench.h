@@ -1,0 +1,198 @@
+/*
+ * bench.h: `ferry bench`, the load generator. It is built on core/ (loop,
+ * sockets) and proto/ (SOCKS5 client messages) and never reaches into
+ * relay/: it measures any SOCKS5 proxy from the outside, ferry included.
+ *
+ * One bench process holds the targets (TCP echo, HTTP, UDP echo) on one
+ * thread, the load on --threads generator threads, and, when self-hosted,
+ * a ferry child process on an ephemeral loopback port.
+ */
+#ifndef FERRY_BENCH_BENCH_H
+#define FERRY_BENCH_BENCH_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "core/loop.h"
+#include "proto/socks5.h"
+#include "util/addr.h"
+
+enum bench_mode {
+    BENCH_SELF,   /* a ferry child started by the bench */
+    BENCH_PROXY,  /* --proxy ADDR: any SOCKS5 proxy */
+    BENCH_DIRECT, /* --direct: no proxy, the machine's limit */
+    BENCH_RELAY,  /* --relay ADDR: a plain TCP relay to the echo target (no SOCKS) */
+};
+
+struct bench_opts {
+    const char *scenario;
+    enum bench_mode mode;
+    struct addr proxy;        /* --proxy / --relay */
+    pid_t proxy_pid;          /* --proxy-pid, or the child's */
+    const char *ferry;        /* binary for self-hosting */
+    const char *proxy_config; /* extra config lines for the self-hosted ferry */
+    unsigned proxy_workers;   /* 0 = ferry's default */
+    unsigned runs;
+    double warmup_s, duration_s;
+    unsigned threads; /* generator threads */
+    unsigned connections;
+    unsigned concurrency; /* handshakes/requests: setups in flight */
+    size_t payload;
+    unsigned requests, warm_requests;
+    unsigned downloads;
+    size_t download_size;
+    double ping_s;        /* connections: one message per connection every ping_s (0 = off) */
+    uint16_t target_port; /* fixed echo port (for relays configured in advance) */
+    bool spread_src;      /* bind clients to random 127.x.y.z sources */
+    bool json;
+    bool progress; /* stderr is a TTY */
+};
+
+/* A named figure of one run. */
+struct metric {
+    const char *name;
+    const char *unit;
+    double v;
+};
+
+#define RESULT_MAX_METRICS 32
+
+struct result {
+    struct metric m[RESULT_MAX_METRICS];
+    size_t n;
+    char note[512]; /* hints for the reader (e.g. the OS ran out of ports) */
+};
+
+void result_add(struct result *r, const char *name, const char *unit, double v);
+void result_note(struct result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- targets (target.c) ---- */
+struct targets;
+/* Start echo listeners (nports of them; the first on port if non-zero),
+ * the HTTP server and the UDP echo on 127.0.0.1, in their own thread. */
+struct targets *targets_start(uint16_t port, unsigned nports, size_t download_size);
+void targets_stop(struct targets *t);
+const struct addr *targets_echo(const struct targets *t, unsigned i);
+unsigned targets_echo_count(const struct targets *t);
+const struct addr *targets_http(const struct targets *t);
+const struct addr *targets_udp(const struct targets *t);
+/* Handshake runs: close echo connections abortively (RST) at EOF, so no
+ * TIME_WAIT piles up on the proxy's outgoing ports. */
+void targets_set_abort_on_eof(struct targets *t, bool on);
+
+/* The deterministic byte stream every payload is drawn from: byte i of a
+ * stream is pattern[(seed + i) % PATTERN_LEN]. pattern_ext holds
+ * PATTERN_LEN + PATTERN_SLACK bytes so any chunk up to the slack can be sent
+ * or compared without wrapping. */
+#define PATTERN_LEN   (1048573u) /* prime: never aligned with chunk sizes */
+#define PATTERN_SLACK (1u << 20)
+extern uint8_t *pattern_ext;
+void pattern_init(void);
+static inline const uint8_t *pattern_at(uint64_t off)
+{
+    return pattern_ext + (off % PATTERN_LEN);
+}
+
+/* ---- client connections (client.c) ---- */
+
+enum sc_phase { SC_CONNECT, SC_METHOD, SC_REPLY, SC_OPEN, SC_FAILED };
+
+enum sc_fail {
+    SC_FAIL_NONE,
+    SC_FAIL_SOCKET, /* the OS: connect() errors, resets before a reply */
+    SC_FAIL_SOCKS,  /* the proxy: a SOCKS failure reply or a protocol error */
+};
+
+/* Where a client connection goes and how. */
+struct route {
+    enum bench_mode mode;
+    struct addr via; /* proxy or relay; unused when direct */
+    struct addr dst; /* the target */
+    bool spread_src;
+};
+
+/* One client connection; embedded in a scenario's own struct. */
+struct sclient {
+    struct io io;
+    uint8_t phase;
+    uint8_t ev; /* SIDE-like readiness: 1 readable, 2 writable, 4 rdhup */
+    uint8_t fail;
+    uint8_t rep;
+    int err; /* -errno of a socket-level failure */
+    uint16_t rlen;
+    uint8_t rbuf[32];
+    uint64_t t0_ns;
+};
+
+#define SC_RD    1u
+#define SC_WR    2u
+#define SC_RDHUP 4u
+
+/* Start connecting; io callback cb receives all events. Returns 0 or
+ * -errno (then s->fail says which kind). */
+int sclient_open(struct sclient *s, struct loop *l, const struct route *r, io_cb cb);
+/* Advance the handshake with the events just received. Returns 1 once the
+ * connection is open for data, 0 while in progress, -1 on failure. */
+int sclient_step(struct sclient *s, const struct route *r, uint32_t events);
+void sclient_close(struct sclient *s, bool abortive);
+
+uint64_t now_ns(void);
+
+/* ---- generator threads (client.c) ---- */
+
+struct gen {
+    unsigned id;
+    pthread_t thread;
+    struct loop loop;
+    struct timer tick;
+    _Atomic bool stop;
+    void *scenario; /* the scenario's per-thread state */
+    void (*on_start)(struct gen *g);
+    void (*on_tick)(struct gen *g); /* every 20 ms, on the thread */
+};
+
+int gen_start(struct gen *g, unsigned id, void *scenario, void (*on_start)(struct gen *g));
+void gen_stop_join(struct gen *g);
+
+/* ---- latency samples (stats.c) ---- */
+struct lat {
+    uint32_t *v; /* microseconds */
+    size_t n, cap;
+};
+void lat_add(struct lat *l, uint64_t ns);
+void lat_free(struct lat *l);
+/* Merge several into one (sorted). */
+void lat_merge(struct lat *out, struct lat *parts, size_t n);
+
+/* ---- the environment ---- */
+struct proc_sample {
+    double cpu_s; /* user + system CPU seconds of the whole process */
+    double rss_kib;
+};
+bool proc_sample(pid_t pid, struct proc_sample *out);
+
+/* Shared by scenarios: options, route, targets, the proxy's pid. */
+struct bench {
+    struct bench_opts o;
+    struct targets *t;
+    struct route route; /* dst = echo 0 */
+    pid_t pid;          /* proxy to sample, 0 if unknown */
+};
+
+/* Sleep in small steps until the window ends; print progress if asked. */
+void bench_window(const struct bench *b, const char *label, double seconds,
+                  double (*rate)(void *arg), void *arg, const char *unit);
+
+typedef int (*scenario_fn)(struct bench *b, struct result *r);
+int scenario_throughput(struct bench *b, struct result *r);
+int scenario_handshakes(struct bench *b, struct result *r);
+int scenario_requests(struct bench *b, struct result *r);
+int scenario_connections(struct bench *b, struct result *r);
+
+int bench_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,300 @@
+/*
+ * client.c: the bench's client side: a SOCKS5 client connection driven by
+ * a generator thread's loop, and the generator threads themselves. The
+ * handshake is done the strict way real clients do it (greeting, wait for
+ * the method, request, wait for the reply), never pipelined, so a proxy is
+ * not flattered.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+#include "core/sock.h"
+
+uint8_t *pattern_ext;
+
+void pattern_init(void)
+{
+    if (pattern_ext)
+        return;
+    pattern_ext = malloc(PATTERN_LEN + PATTERN_SLACK);
+    if (!pattern_ext)
+        abort(); /* the bench cannot run without its payload */
+    /* xorshift64: deterministic and fast; the libc generator is banned here */
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < PATTERN_LEN; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        pattern_ext[i] = (uint8_t)(x >> 32);
+    }
+    for (size_t i = 0; i < PATTERN_SLACK; i++)
+        pattern_ext[PATTERN_LEN + i] = pattern_ext[i % PATTERN_LEN];
+}
+
+uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static _Thread_local uint64_t src_rng;
+
+/* A random source in 127.0.0.0/8 (never .0 or .255 in the last byte), so
+ * that many connections to one proxy port do not exhaust the ephemeral
+ * ports of a single source address. */
+static void random_loopback(struct addr *a)
+{
+    if (!src_rng) {
+        if (getrandom(&src_rng, sizeof(src_rng), 0) != sizeof(src_rng) || !src_rng)
+            src_rng = 0x2545f4914f6cdd1dull ^ (uint64_t)(uintptr_t)a;
+    }
+    src_rng ^= src_rng << 13;
+    src_rng ^= src_rng >> 7;
+    src_rng ^= src_rng << 17;
+    memset(a, 0, sizeof(*a));
+    a->family = AF_INET;
+    a->ip[0] = 127;
+    a->ip[1] = (uint8_t)(src_rng >> 8);
+    a->ip[2] = (uint8_t)(src_rng >> 16);
+    a->ip[3] = (uint8_t)(1 + (src_rng >> 24) % 254);
+}
+
+static int connect_from(const struct addr *dst, bool spread)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = addr_to_sockaddr(dst, &ss);
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
+    if (fd < 0)
+        return -errno;
+    if (spread && dst->family == AF_INET && dst->ip[0] == 127) {
+        struct addr src;
+        struct sockaddr_storage sss;
+        random_loopback(&src);
+        socklen_t slen = addr_to_sockaddr(&src, &sss);
+        int one = 1;
+        /* Pick the port at connect() time, per 4-tuple, not at bind(). */
+        (void)setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
+        if (bind(fd, (struct sockaddr *)&sss, slen) < 0) {
+            int rc = -errno;
+            close(fd);
+            return rc;
+        }
+    }
+    if (connect(fd, (struct sockaddr *)&ss, len) < 0 && errno != EINPROGRESS) {
+        int rc = -errno;
+        close(fd);
+        return rc;
+    }
+    sock_set_nodelay(fd);
+    return fd;
+}
+
+int sclient_open(struct sclient *s, struct loop *l, const struct route *r, io_cb cb)
+{
+    memset(s, 0, sizeof(*s));
+    io_init(&s->io, cb);
+    s->t0_ns = now_ns();
+    s->phase = SC_CONNECT;
+    const struct addr *to = r->mode == BENCH_DIRECT ? &r->dst : &r->via;
+    int fd = connect_from(to, r->spread_src);
+    if (fd < 0) {
+        s->fail = SC_FAIL_SOCKET;
+        s->err = fd;
+        s->phase = SC_FAILED;
+        return fd;
+    }
+    int rc = loop_io_add(l, &s->io, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET);
+    if (rc) {
+        close(fd);
+        s->fail = SC_FAIL_SOCKET;
+        s->err = rc;
+        s->phase = SC_FAILED;
+        return rc;
+    }
+    return 0;
+}
+
+static int sc_fail(struct sclient *s, uint8_t kind, int err)
+{
+    s->fail = kind;
+    s->err = err;
+    s->phase = SC_FAILED;
+    return -1;
+}
+
+static int sc_send(struct sclient *s, const uint8_t *p, size_t n)
+{
+    ssize_t w = send(s->io.fd, p, n, MSG_NOSIGNAL);
+    if (w == (ssize_t)n)
+        return 0;
+    return sc_fail(s, SC_FAIL_SOCKET, w < 0 ? -errno : -EAGAIN);
+}
+
+/* Read what is there into rbuf. Returns 0, or -1 after failing s. */
+static int sc_read(struct sclient *s)
+{
+    while (s->ev & SC_RD) {
+        if (s->rlen == sizeof(s->rbuf))
+            return 0;
+        ssize_t n = recv(s->io.fd, s->rbuf + s->rlen, sizeof(s->rbuf) - s->rlen, 0);
+        if (n > 0) {
+            s->rlen = (uint16_t)(s->rlen + n);
+        } else if (n == 0) {
+            /* The proxy closed before answering: it refused us at the socket level
+             * (e.g. over its connection limit) rather than with a SOCKS reply. */
+            return sc_fail(s, SC_FAIL_SOCKET, -ECONNRESET);
+        } else if (errno == EAGAIN) {
+            s->ev &= (uint8_t)~SC_RD;
+        } else if (errno != EINTR) {
+            return sc_fail(s, SC_FAIL_SOCKET, -errno);
+        }
+    }
+    return 0;
+}
+
+static void sc_consume(struct sclient *s, size_t n)
+{
+    memmove(s->rbuf, s->rbuf + n, s->rlen - n);
+    s->rlen = (uint16_t)(s->rlen - n);
+}
+
+int sclient_step(struct sclient *s, const struct route *r, uint32_t events)
+{
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+        s->ev |= SC_RD;
+    if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR))
+        s->ev |= SC_WR;
+    if (events & (EPOLLRDHUP | EPOLLHUP))
+        s->ev |= SC_RDHUP;
+
+    for (;;) {
+        switch ((enum sc_phase)s->phase) {
+        case SC_CONNECT: {
+            if (!(s->ev & SC_WR))
+                return 0;
+            int err = sock_error(s->io.fd);
+            if (err)
+                return sc_fail(s, SC_FAIL_SOCKET, err);
+            if (r->mode == BENCH_DIRECT || r->mode == BENCH_RELAY) {
+                s->phase = SC_OPEN;
+                return 1;
+            }
+            uint8_t msg[3];
+            uint8_t method = SOCKS5_METHOD_NONE;
+            size_t n = socks5_write_greeting(msg, sizeof(msg), &method, 1);
+            if (sc_send(s, msg, n))
+                return -1;
+            s->phase = SC_METHOD;
+            break;
+        }
+        case SC_METHOD: {
+            if (sc_read(s))
+                return -1;
+            uint8_t method;
+            ssize_t n = socks5_parse_method(s->rbuf, s->rlen, &method);
+            if (n == 0)
+                return 0;
+            if (n < 0 || method != SOCKS5_METHOD_NONE)
+                return sc_fail(s, SC_FAIL_SOCKS, 0);
+            sc_consume(s, (size_t)n);
+            struct socks5_addr dst;
+            socks5_addr_from_addr(&dst, &r->dst);
+            uint8_t req[SOCKS5_REQUEST_MAX];
+            size_t len = socks5_write_request(req, sizeof(req), SOCKS5_CMD_CONNECT, &dst);
+            if (sc_send(s, req, len))
+                return -1;
+            s->phase = SC_REPLY;
+            break;
+        }
+        case SC_REPLY: {
+            if (sc_read(s))
+                return -1;
+            struct socks5_reply rep;
+            ssize_t n = socks5_parse_reply(s->rbuf, s->rlen, &rep);
+            if (n == 0)
+                return 0;
+            if (n < 0)
+                return sc_fail(s, SC_FAIL_SOCKS, 0);
+            s->rep = rep.rep;
+            if (rep.rep != SOCKS5_REP_SUCCEEDED)
+                return sc_fail(s, SC_FAIL_SOCKS, 0);
+            sc_consume(s, (size_t)n);
+            s->phase = SC_OPEN;
+            return 1;
+        }
+        case SC_OPEN:
+            return 1;
+        case SC_FAILED:
+            return -1;
+        }
+    }
+}
+
+void sclient_close(struct sclient *s, bool abortive)
+{
+    if (s->io.fd < 0)
+        return;
+    if (abortive)
+        sock_abort(s->io.fd);
+    int fd = s->io.fd;
+    s->io.fd = -1;
+    close(fd);
+}
+
+/* ---- generator threads ---- */
+
+static void gen_on_tick(struct timer *t)
+{
+    struct gen *g = container_of(t, struct gen, tick);
+    if (atomic_load(&g->stop)) {
+        loop_stop(&g->loop);
+        return;
+    }
+    if (g->on_tick)
+        g->on_tick(g);
+    loop_timer_arm(&g->loop, &g->tick, 20);
+}
+
+static void *gen_main(void *arg)
+{
+    struct gen *g = arg;
+    loop_update_time(&g->loop);
+    if (g->on_start)
+        g->on_start(g);
+    loop_timer_arm(&g->loop, &g->tick, 20);
+    loop_run(&g->loop);
+    return NULL;
+}
+
+int gen_start(struct gen *g, unsigned id, void *scenario, void (*on_start)(struct gen *g))
+{
+    memset(g, 0, sizeof(*g));
+    g->id = id;
+    g->scenario = scenario;
+    g->on_start = on_start;
+    timer_init(&g->tick, gen_on_tick);
+    int rc = loop_init(&g->loop);
+    if (rc)
+        return rc;
+    rc = pthread_create(&g->thread, NULL, gen_main, g);
+    if (rc) {
+        loop_fini(&g->loop);
+        return -rc;
+    }
+    return 0;
+}
+
+void gen_stop_join(struct gen *g)
+{
+    atomic_store(&g->stop, true);
+    pthread_join(g->thread, NULL);
+    loop_fini(&g->loop);
+}

@@ -1,0 +1,25 @@
+/*
+ * proc.h: the self-hosted proxy: a ferry child on an ephemeral loopback
+ * port, started and stopped by the bench.
+ */
+#ifndef FERRY_BENCH_PROC_H
+#define FERRY_BENCH_PROC_H
+
+#include <sys/types.h>
+
+#include "util/addr.h"
+
+struct child {
+    pid_t pid;
+    struct addr addr; /* where it listens */
+    char dir[64];     /* temporary directory for its config and log */
+};
+
+/* Start `ferry serve -c DIR/ferry.conf` with listen = 127.0.0.1:0, workers
+ * (0 = its default) and extra config lines; wait until it listens. */
+int child_start(struct child *c, const char *ferry, unsigned workers, const char *extra);
+/* SIGTERM, wait (bounded), SIGKILL if needed; remove the directory.
+ * Returns the exit status, or -1. */
+int child_stop(struct child *c);
+
+#endif

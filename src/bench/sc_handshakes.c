@@ -1,0 +1,240 @@
+/*
+ * sc_handshakes.c: connection setup rate and latency. --concurrency slots
+ * each repeat a full setup: TCP connect (from a random 127.x.y.z source, so
+ * one source's ephemeral ports are not the limit), greeting, method, request,
+ * reply, one byte echoed end to end, then an abortive close (no TIME_WAIT).
+ * Latency runs from connect() to the echoed byte. Failures are counted by
+ * kind: the OS (connect errors, resets) apart from the proxy (SOCKS replies).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+#include "bench/stats.h"
+
+struct hs_thread;
+
+struct hs_slot {
+    struct sclient sc;
+    struct hs_thread *th;
+    struct task restart;
+    bool sent;
+};
+
+struct hs_thread {
+    struct gen g;
+    struct bench *b;
+    struct hs_slot *slots;
+    unsigned n;
+    struct lat lat; /* owned by the thread until it is joined */
+    _Atomic bool measuring;
+    _Atomic uint64_t ok, fail_socket, fail_socks, addrnotavail;
+    uint64_t total; /* all completions, measured or not */
+};
+
+static void bump(_Atomic uint64_t *v)
+{
+    atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
+
+static void hs_begin(struct hs_slot *s);
+
+static void hs_finish(struct hs_slot *s, bool ok)
+{
+    struct hs_thread *th = s->th;
+    bool measuring = atomic_load_explicit(&th->measuring, memory_order_relaxed);
+    if (ok) {
+        if (measuring) {
+            lat_add(&th->lat, now_ns() - s->sc.t0_ns);
+            bump(&th->ok);
+        }
+    } else if (measuring) {
+        if (s->sc.fail == SC_FAIL_SOCKS) {
+            bump(&th->fail_socks);
+        } else {
+            bump(&th->fail_socket);
+            if (s->sc.err == -EADDRNOTAVAIL)
+                bump(&th->addrnotavail);
+        }
+    }
+    sclient_close(&s->sc, true);
+    loop_defer(&th->g.loop, &s->restart); /* begin again after this event batch */
+}
+
+static void hs_on_io(struct io *io, uint32_t events)
+{
+    struct hs_slot *s = container_of(io, struct hs_slot, sc.io);
+    const struct route *r = &s->th->b->route;
+    int rc = sclient_step(&s->sc, r, events);
+    if (rc < 0) {
+        hs_finish(s, false);
+        return;
+    }
+    if (rc == 0)
+        return;
+    if (!s->sent) {
+        uint8_t one = 0x5a;
+        if (send(io->fd, &one, 1, MSG_NOSIGNAL) != 1) {
+            s->sc.fail = SC_FAIL_SOCKET;
+            s->sc.err = -errno;
+            hs_finish(s, false);
+            return;
+        }
+        s->sent = true;
+    }
+    uint8_t back;
+    ssize_t n = recv(io->fd, &back, 1, 0);
+    if (n == 1) {
+        hs_finish(s, back == 0x5a);
+    } else if (n == 0 || (n < 0 && errno != EAGAIN)) {
+        s->sc.fail = SC_FAIL_SOCKET;
+        s->sc.err = n == 0 ? -ECONNRESET : -errno;
+        hs_finish(s, false);
+    }
+}
+
+static void hs_begin(struct hs_slot *s)
+{
+    struct hs_thread *th = s->th;
+    s->sent = false;
+    if (atomic_load_explicit(&th->g.stop, memory_order_relaxed))
+        return;
+    if (sclient_open(&s->sc, &th->g.loop, &th->b->route, hs_on_io) < 0)
+        hs_finish(s, false);
+}
+
+static void hs_on_restart(struct task *t)
+{
+    hs_begin(container_of(t, struct hs_slot, restart));
+}
+
+static void hs_on_start(struct gen *g)
+{
+    struct hs_thread *th = g->scenario;
+    for (unsigned i = 0; i < th->n; i++) {
+        struct hs_slot *s = &th->slots[i];
+        s->th = th;
+        task_init(&s->restart, hs_on_restart);
+        hs_begin(s);
+    }
+}
+
+static uint64_t hs_sum(struct hs_thread *ths, unsigned n, size_t off)
+{
+    uint64_t s = 0;
+    for (unsigned i = 0; i < n; i++)
+        s += atomic_load_explicit((_Atomic uint64_t *)(void *)((char *)&ths[i] + off),
+                                  memory_order_relaxed);
+    return s;
+}
+
+struct hs_rate {
+    struct hs_thread *ths;
+    unsigned n;
+    uint64_t last, last_ns;
+};
+
+static double hs_rate(void *arg)
+{
+    struct hs_rate *r = arg;
+    uint64_t now = now_ns(), v = hs_sum(r->ths, r->n, offsetof(struct hs_thread, ok));
+    double rate = r->last_ns ? (double)(v - r->last) / ((double)(now - r->last_ns) / 1e9) : 0;
+    r->last = v;
+    r->last_ns = now;
+    return rate;
+}
+
+int scenario_handshakes(struct bench *b, struct result *res)
+{
+    const struct bench_opts *o = &b->o;
+    unsigned nth = MIN(o->threads, o->concurrency);
+    struct hs_thread *ths = calloc(nth, sizeof(*ths));
+    struct hs_slot *slots = calloc(o->concurrency, sizeof(*slots));
+    if (!ths || !slots) {
+        free(ths);
+        free(slots);
+        return -ENOMEM;
+    }
+    for (unsigned i = 0; i < o->concurrency; i++)
+        slots[i].sc.io.fd = -1;
+    targets_set_abort_on_eof(b->t, true);
+    unsigned base = 0, started = 0;
+    for (unsigned t = 0; t < nth; t++) {
+        ths[t].b = b;
+        ths[t].n = o->concurrency / nth + (t < o->concurrency % nth ? 1 : 0);
+        ths[t].slots = slots + base;
+        base += ths[t].n;
+    }
+    int rc = 0;
+    for (; started < nth; started++) {
+        if (gen_start(&ths[started].g, started, &ths[started], hs_on_start)) {
+            rc = -ENOMEM;
+            break;
+        }
+    }
+    if (!rc) {
+        struct hs_rate rate = {ths, started, 0, 0};
+        bench_window(b, "warm-up", o->warmup_s, NULL, NULL, NULL);
+        struct proc_sample p0, p1;
+        bool have_cpu = proc_sample(b->pid, &p0);
+        for (unsigned t = 0; t < started; t++)
+            atomic_store(&ths[t].measuring, true);
+        uint64_t t0 = now_ns();
+        bench_window(b, "measure", o->duration_s, hs_rate, &rate, "setups/s");
+        for (unsigned t = 0; t < started; t++)
+            atomic_store(&ths[t].measuring, false);
+        double secs = (double)(now_ns() - t0) / 1e9;
+        have_cpu = have_cpu && proc_sample(b->pid, &p1);
+        for (unsigned t = 0; t < started; t++)
+            gen_stop_join(&ths[t].g);
+
+        uint64_t ok = hs_sum(ths, started, offsetof(struct hs_thread, ok));
+        uint64_t f_sock = hs_sum(ths, started, offsetof(struct hs_thread, fail_socket));
+        uint64_t f_socks = hs_sum(ths, started, offsetof(struct hs_thread, fail_socks));
+        uint64_t f_port = hs_sum(ths, started, offsetof(struct hs_thread, addrnotavail));
+        struct lat parts[64], all;
+        unsigned np = MIN(started, 64u);
+        for (unsigned t = 0; t < np; t++)
+            parts[t] = ths[t].lat;
+        lat_merge(&all, parts, np);
+        result_add(res, "setups", "1/s", (double)ok / secs);
+        result_add(res, "latency_p50", "ms", stats_percentile(all.v, all.n, 50) / 1000.0);
+        result_add(res, "latency_p95", "ms", stats_percentile(all.v, all.n, 95) / 1000.0);
+        result_add(res, "latency_p99", "ms", stats_percentile(all.v, all.n, 99) / 1000.0);
+        result_add(res, "failed_socket", "", (double)f_sock);
+        result_add(res, "failed_socks", "", (double)f_socks);
+        if (have_cpu) {
+            result_add(res, "proxy_cpu", "s/s", (p1.cpu_s - p0.cpu_s) / secs);
+            result_add(res, "proxy_cpu_per_1k", "s/1000",
+                       ok ? (p1.cpu_s - p0.cpu_s) / ((double)ok / 1000.0) : 0);
+        }
+        if (f_port)
+            result_note(res,
+                        "%llu connects failed with EADDRNOTAVAIL: the OS ran out of ephemeral "
+                        "ports, not the proxy of capacity (spread sources are %s)",
+                        (unsigned long long)f_port, o->spread_src ? "on" : "off");
+        else if (f_sock)
+            result_note(res, "%llu setups failed at the socket level (connect errors, resets)",
+                        (unsigned long long)f_sock);
+        if (f_socks)
+            result_note(res, "%llu setups got a SOCKS failure reply or a protocol error",
+                        (unsigned long long)f_socks);
+        lat_free(&all);
+    } else {
+        for (unsigned t = 0; t < started; t++)
+            gen_stop_join(&ths[t].g);
+    }
+    for (unsigned i = 0; i < o->concurrency; i++)
+        sclient_close(&slots[i].sc, true);
+    for (unsigned t = 0; t < nth; t++)
+        lat_free(&ths[t].lat);
+    targets_set_abort_on_eof(b->t, false);
+    free(ths);
+    free(slots);
+    return rc;
+}

@@ -1,0 +1,292 @@
+/*
+ * sc_requests.c: small HTTP requests, each on a new proxied connection (what
+ * a browser or API client does through a SOCKS proxy without keep-alive),
+ * then a few large downloads. The bench's own HTTP target answers /small
+ * with 128 bytes and /large with --download-size bytes; every body is
+ * checked against the pattern.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+#include "bench/stats.h"
+
+#define RQ_HEAD_MAX 1024
+
+struct rq_thread;
+
+struct rq_slot {
+    struct sclient sc;
+    struct rq_thread *th;
+    struct task restart;
+    bool sent, measured, head_done;
+    uint64_t ticket;
+    uint64_t body_len, body_got;
+    uint16_t hlen;
+    char head[RQ_HEAD_MAX];
+};
+
+/* A phase: `total` tickets, of which the first `warm` are not measured. */
+struct rq_phase {
+    const char *path;
+    uint64_t total, warm;
+    _Atomic uint64_t next; /* next ticket to hand out */
+    _Atomic uint64_t done; /* tickets completed (ok or failed) */
+    _Atomic uint64_t failed, corrupt, bytes;
+    _Atomic uint64_t t_first_ns; /* start of the first measured request */
+    _Atomic uint64_t t_last_ns;  /* end of the last one */
+};
+
+struct rq_thread {
+    struct gen g;
+    struct bench *b;
+    struct rq_phase *ph;
+    struct route route;
+    struct rq_slot *slots;
+    unsigned n;
+    struct lat lat;
+};
+
+static void rq_begin(struct rq_slot *s);
+
+static void rq_end(struct rq_slot *s, bool ok)
+{
+    struct rq_thread *th = s->th;
+    struct rq_phase *ph = th->ph;
+    if (s->measured) {
+        uint64_t now = now_ns();
+        if (ok)
+            lat_add(&th->lat, now - s->sc.t0_ns);
+        else
+            atomic_fetch_add(&ph->failed, 1);
+        uint64_t last = atomic_load(&ph->t_last_ns);
+        while (now > last && !atomic_compare_exchange_weak(&ph->t_last_ns, &last, now))
+            ;
+    }
+    atomic_fetch_add(&ph->done, 1);
+    sclient_close(&s->sc, false);
+    loop_defer(&th->g.loop, &s->restart);
+}
+
+/* Parse the response head once it is complete; returns -1 on a bad one. */
+static int rq_parse_head(struct rq_slot *s)
+{
+    s->head[s->hlen] = '\0';
+    char *end = strstr(s->head, "\r\n\r\n");
+    if (!end)
+        return s->hlen >= RQ_HEAD_MAX - 1 ? -1 : 0;
+    if (strncmp(s->head, "HTTP/1.1 200 ", 13) != 0)
+        return -1;
+    char *cl = strcasestr(s->head, "\r\ncontent-length:");
+    if (!cl || cl > end)
+        return -1;
+    s->body_len = strtoull(cl + 17, NULL, 10);
+    s->head_done = true;
+    /* Body bytes that came with the head. */
+    size_t extra = (size_t)(s->head + s->hlen - (end + 4));
+    if (extra) {
+        if (memcmp(end + 4, pattern_at(0), extra) != 0)
+            atomic_fetch_add(&s->th->ph->corrupt, 1);
+        s->body_got = extra;
+    }
+    return 1;
+}
+
+static void rq_on_io(struct io *io, uint32_t events)
+{
+    struct rq_slot *s = container_of(io, struct rq_slot, sc.io);
+    struct rq_thread *th = s->th;
+    int rc = sclient_step(&s->sc, &th->route, events);
+    if (rc < 0) {
+        rq_end(s, false);
+        return;
+    }
+    if (rc == 0)
+        return;
+    if (!s->sent) {
+        char req[128];
+        int n =
+            snprintf(req, sizeof(req),
+                     "GET %s HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n", th->ph->path);
+        if (send(io->fd, req, (size_t)n, MSG_NOSIGNAL) != n) {
+            rq_end(s, false);
+            return;
+        }
+        s->sent = true;
+    }
+    static _Thread_local uint8_t body[65536];
+    for (;;) {
+        if (!s->head_done) {
+            ssize_t n = recv(io->fd, s->head + s->hlen, RQ_HEAD_MAX - 1 - s->hlen, 0);
+            if (n < 0 && errno == EAGAIN)
+                return;
+            if (n <= 0) {
+                rq_end(s, false);
+                return;
+            }
+            s->hlen = (uint16_t)(s->hlen + n);
+            int ph = rq_parse_head(s);
+            if (ph < 0) {
+                rq_end(s, false);
+                return;
+            }
+            continue;
+        }
+        if (s->body_got >= s->body_len) {
+            if (s->measured)
+                atomic_fetch_add(&th->ph->bytes, s->body_len);
+            rq_end(s, s->body_got == s->body_len);
+            return;
+        }
+        size_t want = MIN(sizeof(body), (size_t)(s->body_len - s->body_got));
+        ssize_t n = recv(io->fd, body, want, 0);
+        if (n < 0 && errno == EAGAIN)
+            return;
+        if (n <= 0) {
+            rq_end(s, false);
+            return;
+        }
+        if (memcmp(body, pattern_at(s->body_got), (size_t)n) != 0)
+            atomic_fetch_add(&th->ph->corrupt, 1);
+        s->body_got += (uint64_t)n;
+    }
+}
+
+static void rq_begin(struct rq_slot *s)
+{
+    struct rq_thread *th = s->th;
+    struct rq_phase *ph = th->ph;
+    uint64_t ticket = atomic_fetch_add(&ph->next, 1);
+    if (ticket >= ph->total)
+        return; /* this slot is done */
+    s->ticket = ticket;
+    s->measured = ticket >= ph->warm;
+    s->sent = s->head_done = false;
+    s->hlen = 0;
+    s->body_len = s->body_got = 0;
+    if (sclient_open(&s->sc, &th->g.loop, &th->route, rq_on_io) < 0) {
+        rq_end(s, false);
+        return;
+    }
+    if (s->measured) {
+        uint64_t zero = 0;
+        atomic_compare_exchange_strong(&ph->t_first_ns, &zero, s->sc.t0_ns);
+    }
+}
+
+static void rq_on_restart(struct task *t)
+{
+    rq_begin(container_of(t, struct rq_slot, restart));
+}
+
+static void rq_on_start(struct gen *g)
+{
+    struct rq_thread *th = g->scenario;
+    for (unsigned i = 0; i < th->n; i++) {
+        th->slots[i].th = th;
+        task_init(&th->slots[i].restart, rq_on_restart);
+        rq_begin(&th->slots[i]);
+    }
+}
+
+/* Run one phase to completion (bounded by 120 s) on nth threads with
+ * `conc` slots. Fills lat (sorted) and returns the measured seconds. */
+static double rq_run(struct bench *b, struct rq_phase *ph, unsigned conc, struct lat *lat,
+                     bool *timed_out)
+{
+    unsigned nth = MIN(b->o.threads, conc);
+    struct rq_thread *ths = calloc(nth, sizeof(*ths));
+    struct rq_slot *slots = calloc(conc, sizeof(*slots));
+    double secs = 0;
+    *timed_out = false;
+    memset(lat, 0, sizeof(*lat));
+    if (!ths || !slots)
+        goto out;
+    for (unsigned i = 0; i < conc; i++)
+        slots[i].sc.io.fd = -1;
+    unsigned base = 0, started = 0;
+    for (unsigned t = 0; t < nth; t++) {
+        ths[t].b = b;
+        ths[t].ph = ph;
+        ths[t].route = b->route;
+        ths[t].route.dst = *targets_http(b->t);
+        ths[t].n = conc / nth + (t < conc % nth ? 1 : 0);
+        ths[t].slots = slots + base;
+        base += ths[t].n;
+    }
+    for (; started < nth; started++)
+        if (gen_start(&ths[started].g, started, &ths[started], rq_on_start))
+            break;
+    uint64_t t0 = now_ns();
+    while (atomic_load(&ph->done) < ph->total) {
+        if (now_ns() - t0 > 120ull * 1000000000u) {
+            *timed_out = true;
+            break;
+        }
+        bench_window(b, NULL, 0.005, NULL, NULL, NULL);
+    }
+    for (unsigned t = 0; t < started; t++)
+        gen_stop_join(&ths[t].g);
+    for (unsigned i = 0; i < conc; i++)
+        sclient_close(&slots[i].sc, false);
+    struct lat parts[64];
+    unsigned np = MIN(started, 64u);
+    for (unsigned t = 0; t < np; t++)
+        parts[t] = ths[t].lat;
+    lat_merge(lat, parts, np);
+    for (unsigned t = 0; t < nth; t++)
+        lat_free(&ths[t].lat);
+    uint64_t first = atomic_load(&ph->t_first_ns), last = atomic_load(&ph->t_last_ns);
+    secs = last > first ? (double)(last - first) / 1e9 : 0;
+out:
+    free(ths);
+    free(slots);
+    return secs;
+}
+
+int scenario_requests(struct bench *b, struct result *res)
+{
+    const struct bench_opts *o = &b->o;
+    struct rq_phase small = {.path = "/small",
+                             .total = (uint64_t)o->warm_requests + o->requests,
+                             .warm = o->warm_requests};
+    struct lat lat;
+    bool timed_out;
+    struct proc_sample p0, p1;
+    bool have_cpu = proc_sample(b->pid, &p0);
+    double secs = rq_run(b, &small, o->concurrency, &lat, &timed_out);
+    have_cpu = have_cpu && proc_sample(b->pid, &p1);
+    uint64_t ok = lat.n;
+    result_add(res, "requests", "1/s", secs > 0 ? (double)ok / secs : 0);
+    result_add(res, "latency_mean", "ms", stats_mean(lat.v, lat.n) / 1000.0);
+    result_add(res, "latency_p50", "ms", stats_percentile(lat.v, lat.n, 50) / 1000.0);
+    result_add(res, "latency_p95", "ms", stats_percentile(lat.v, lat.n, 95) / 1000.0);
+    result_add(res, "failed_requests", "", (double)atomic_load(&small.failed));
+    if (have_cpu && ok)
+        result_add(res, "proxy_cpu_per_1k_requests", "s/1000",
+                   (p1.cpu_s - p0.cpu_s) / ((double)ok / 1000.0));
+    lat_free(&lat);
+
+    struct rq_phase large = {.path = "/large", .total = o->downloads, .warm = 0};
+    bool timed_out2;
+    double dsecs = rq_run(b, &large, o->downloads, &lat, &timed_out2);
+    uint64_t bytes = atomic_load(&large.bytes);
+    result_add(res, "download", "MiB/s", dsecs > 0 ? (double)bytes / dsecs / 1048576.0 : 0);
+    result_add(res, "failed_downloads", "", (double)atomic_load(&large.failed));
+    uint64_t corrupt = atomic_load(&small.corrupt) + atomic_load(&large.corrupt);
+    result_add(res, "corrupt_bodies", "", (double)corrupt);
+    lat_free(&lat);
+    if (timed_out || timed_out2)
+        result_note(res, "a phase did not finish within 120 s");
+    if (corrupt)
+        result_note(res, "%llu response bodies did not match", (unsigned long long)corrupt);
+    if (atomic_load(&small.failed) || atomic_load(&large.failed))
+        result_note(res, "%llu requests and %llu downloads failed",
+                    (unsigned long long)atomic_load(&small.failed),
+                    (unsigned long long)atomic_load(&large.failed));
+    return 0;
+}

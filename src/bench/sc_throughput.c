@@ -1,0 +1,279 @@
+/*
+ * sc_throughput.c: steady-state relay throughput. N connections are set up
+ * through the proxy to the echo target before the window opens; then each
+ * writes --payload sized chunks as fast as the path takes them while reading
+ * the echo back and checking every byte. Reported per direction.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+
+#define TP_EVENT_BUDGET 16 /* chunks per direction per wakeup, then yield */
+
+struct tp_thread;
+
+struct tp_conn {
+    struct sclient sc;
+    struct tp_thread *th;
+    struct task task;
+    uint64_t seed, sent, recvd;
+    bool open, dead;
+};
+
+struct tp_thread {
+    struct gen g;
+    struct bench *b;
+    struct tp_conn *conns;
+    unsigned n;
+    uint8_t *rbuf;
+    bool started;
+    _Atomic bool go;
+    _Atomic uint64_t sent, recvd, corrupt;
+    _Atomic unsigned open, failed, broken;
+};
+
+static void stat_store(_Atomic uint64_t *s, uint64_t v)
+{
+    atomic_store_explicit(s, v, memory_order_relaxed);
+}
+
+static void tp_kill(struct tp_conn *c)
+{
+    if (c->dead)
+        return;
+    c->dead = true;
+    atomic_fetch_add(&c->th->broken, 1);
+    sclient_close(&c->sc, false);
+}
+
+static void tp_pump(struct tp_conn *c)
+{
+    struct tp_thread *th = c->th;
+    size_t payload = th->b->o.payload;
+    for (int i = 0; i < TP_EVENT_BUDGET; i++) {
+        bool progress = false;
+        if (c->sc.ev & SC_RD) {
+            ssize_t n = recv(c->sc.io.fd, th->rbuf, payload, 0);
+            if (n > 0) {
+                if (memcmp(th->rbuf, pattern_at(c->seed + c->recvd), (size_t)n) != 0)
+                    atomic_fetch_add(&th->corrupt, 1);
+                c->recvd += (uint64_t)n;
+                stat_store(&th->recvd,
+                           atomic_load_explicit(&th->recvd, memory_order_relaxed) + (uint64_t)n);
+                progress = true;
+            } else if (n < 0 && errno == EAGAIN) {
+                c->sc.ev &= (uint8_t)~SC_RD;
+            } else {
+                tp_kill(c); /* EOF or error in the middle of a stream */
+                return;
+            }
+        }
+        if ((c->sc.ev & SC_WR) && atomic_load_explicit(&th->go, memory_order_relaxed)) {
+            ssize_t n = send(c->sc.io.fd, pattern_at(c->seed + c->sent), payload, MSG_NOSIGNAL);
+            if (n > 0) {
+                c->sent += (uint64_t)n;
+                stat_store(&th->sent,
+                           atomic_load_explicit(&th->sent, memory_order_relaxed) + (uint64_t)n);
+                progress = true;
+                if ((size_t)n < payload)
+                    c->sc.ev &= (uint8_t)~SC_WR;
+            } else if (n < 0 && errno == EAGAIN) {
+                c->sc.ev &= (uint8_t)~SC_WR;
+            } else {
+                tp_kill(c);
+                return;
+            }
+        }
+        if (!progress)
+            return;
+    }
+    loop_defer(&th->g.loop, &c->task); /* budget spent: let the others run */
+}
+
+static void tp_on_task(struct task *t)
+{
+    struct tp_conn *c = container_of(t, struct tp_conn, task);
+    if (!c->dead)
+        tp_pump(c);
+}
+
+static void tp_on_io(struct io *io, uint32_t events)
+{
+    struct tp_conn *c = container_of(io, struct tp_conn, sc.io);
+    struct tp_thread *th = c->th;
+    if (!c->open) {
+        int rc = sclient_step(&c->sc, &th->b->route, events);
+        if (rc < 0) {
+            c->dead = true;
+            atomic_fetch_add(&th->failed, 1);
+            sclient_close(&c->sc, false);
+            return;
+        }
+        if (rc == 0)
+            return;
+        c->open = true;
+        atomic_fetch_add(&th->open, 1);
+    } else {
+        sclient_step(&c->sc, &th->b->route, events); /* updates readiness only */
+    }
+    tp_pump(c);
+}
+
+static void tp_on_tick(struct gen *g)
+{
+    struct tp_thread *th = g->scenario;
+    if (th->started || !atomic_load(&th->go))
+        return;
+    th->started = true; /* the window opened: kick every stream once */
+    for (unsigned i = 0; i < th->n; i++)
+        if (th->conns[i].open && !th->conns[i].dead)
+            tp_pump(&th->conns[i]);
+}
+
+static void tp_on_start(struct gen *g)
+{
+    struct tp_thread *th = g->scenario;
+    g->on_tick = tp_on_tick;
+    for (unsigned i = 0; i < th->n; i++) {
+        struct tp_conn *c = &th->conns[i];
+        c->th = th;
+        task_init(&c->task, tp_on_task);
+        if (sclient_open(&c->sc, &g->loop, &th->b->route, tp_on_io) < 0) {
+            c->dead = true;
+            atomic_fetch_add(&th->failed, 1);
+        }
+    }
+}
+
+static uint64_t sum_bytes(struct tp_thread *ths, unsigned n, bool up)
+{
+    uint64_t s = 0;
+    for (unsigned i = 0; i < n; i++)
+        s += atomic_load_explicit(up ? &ths[i].sent : &ths[i].recvd, memory_order_relaxed);
+    return s;
+}
+
+struct tp_rate {
+    struct tp_thread *ths;
+    unsigned n;
+    uint64_t last;
+    uint64_t last_ns;
+};
+
+static double tp_rate(void *arg)
+{
+    struct tp_rate *r = arg;
+    uint64_t now = now_ns(), b = sum_bytes(r->ths, r->n, false);
+    double v =
+        r->last_ns ? (double)(b - r->last) / ((double)(now - r->last_ns) / 1e9) / 1048576.0 : 0;
+    r->last = b;
+    r->last_ns = now;
+    return v;
+}
+
+int scenario_throughput(struct bench *b, struct result *res)
+{
+    const struct bench_opts *o = &b->o;
+    unsigned nth = MIN(o->threads, o->connections);
+    struct tp_thread *ths = calloc(nth, sizeof(*ths));
+    struct tp_conn *conns = calloc(o->connections, sizeof(*conns));
+    if (!ths || !conns) {
+        free(ths);
+        free(conns);
+        return -ENOMEM;
+    }
+    unsigned base = 0;
+    for (unsigned t = 0; t < nth; t++) {
+        ths[t].b = b;
+        ths[t].n = o->connections / nth + (t < o->connections % nth ? 1 : 0);
+        ths[t].conns = conns + base;
+        ths[t].rbuf = malloc(o->payload);
+        for (unsigned i = 0; i < ths[t].n; i++) {
+            ths[t].conns[i].seed = (uint64_t)(base + i) * 7919u;
+            ths[t].conns[i].sc.io.fd = -1;
+        }
+        base += ths[t].n;
+    }
+    unsigned started = 0;
+    int rc = 0;
+    for (; started < nth; started++) {
+        if (!ths[started].rbuf || gen_start(&ths[started].g, started, &ths[started], tp_on_start)) {
+            rc = -ENOMEM;
+            break;
+        }
+    }
+
+    /* Wait (bounded) until every stream is open or has failed. */
+    uint64_t t_setup = now_ns();
+    unsigned open = 0, failed = 0;
+    while (!rc && now_ns() - t_setup < 30ull * 1000000000u) {
+        open = failed = 0;
+        for (unsigned t = 0; t < started; t++) {
+            open += atomic_load(&ths[t].open);
+            failed += atomic_load(&ths[t].failed);
+        }
+        if (open + failed >= o->connections)
+            break;
+        bench_window(b, NULL, 0.01, NULL, NULL, NULL);
+    }
+    if (!rc && open < o->connections) {
+        result_note(res, "%u of %u streams could not be set up", o->connections - open,
+                    o->connections);
+        rc = open ? 0 : -ECONNREFUSED;
+    }
+
+    if (!rc) {
+        for (unsigned t = 0; t < started; t++)
+            atomic_store(&ths[t].go, true);
+        struct tp_rate rate = {ths, started, 0, 0};
+        bench_window(b, "warm-up", o->warmup_s, tp_rate, &rate, "MiB/s");
+        struct proc_sample p0, p1;
+        bool have_cpu = proc_sample(b->pid, &p0);
+        uint64_t up0 = sum_bytes(ths, started, true), down0 = sum_bytes(ths, started, false);
+        uint64_t t0 = now_ns();
+        bench_window(b, "measure", o->duration_s, tp_rate, &rate, "MiB/s");
+        uint64_t up1 = sum_bytes(ths, started, true), down1 = sum_bytes(ths, started, false);
+        double secs = (double)(now_ns() - t0) / 1e9;
+        have_cpu = have_cpu && proc_sample(b->pid, &p1);
+
+        uint64_t corrupt = 0;
+        unsigned broken = 0;
+        for (unsigned t = 0; t < started; t++) {
+            corrupt += atomic_load(&ths[t].corrupt);
+            broken += atomic_load(&ths[t].broken);
+        }
+        double up = (double)(up1 - up0) / secs / 1048576.0;
+        double down = (double)(down1 - down0) / secs / 1048576.0;
+        result_add(res, "up", "MiB/s", up);
+        result_add(res, "down", "MiB/s", down);
+        result_add(res, "total", "MiB/s", up + down);
+        if (have_cpu) {
+            double gib = (double)(up1 - up0 + down1 - down0) / 1073741824.0;
+            result_add(res, "proxy_cpu", "s/s", (p1.cpu_s - p0.cpu_s) / secs);
+            result_add(res, "proxy_cpu_per_gib", "s/GiB",
+                       gib > 0 ? (p1.cpu_s - p0.cpu_s) / gib : 0);
+        }
+        result_add(res, "streams", "", open);
+        result_add(res, "corrupt_chunks", "", (double)corrupt);
+        result_add(res, "broken_streams", "", broken);
+        if (corrupt)
+            result_note(res, "%llu received chunks did not match what was sent",
+                        (unsigned long long)corrupt);
+        if (broken)
+            result_note(res, "%u streams ended early", broken);
+    }
+
+    for (unsigned t = 0; t < started; t++)
+        gen_stop_join(&ths[t].g);
+    for (unsigned i = 0; i < o->connections; i++)
+        sclient_close(&conns[i].sc, false);
+    for (unsigned t = 0; t < nth; t++)
+        free(ths[t].rbuf);
+    free(ths);
+    free(conns);
+    return rc;
+}
