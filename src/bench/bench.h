@@ -31,8 +31,9 @@ enum bench_mode {
 struct bench_opts {
     const char *scenario;
     enum bench_mode mode;
-    struct addr proxy;        /* --proxy / --relay */
-    pid_t proxy_pid;          /* --proxy-pid, or the child's */
+    struct addr proxy;   /* --proxy / --relay */
+    pid_t proxy_pids[8]; /* --proxy-pid PID[,PID...] */
+    unsigned nproxy_pids;
     const char *ferry;        /* binary for self-hosting */
     const char *proxy_config; /* extra config lines for the self-hosted ferry */
     unsigned proxy_workers;   /* 0 = ferry's default */
@@ -180,8 +181,12 @@ struct bench {
     struct bench_opts o;
     struct targets *t;
     struct route route; /* dst = echo 0 */
-    pid_t pid;          /* proxy to sample, 0 if unknown */
+    pid_t pids[8];      /* the proxy's processes (ss-local + ss-server, say) */
+    unsigned npids;     /* 0: CPU and memory unknown */
 };
+
+/* CPU and memory of all the proxy's processes, summed. */
+bool bench_sample(const struct bench *b, struct proc_sample *out);
 
 /* Sleep in small steps until the window ends; print progress if asked. */
 void bench_window(const struct bench *b, const char *label, double seconds,

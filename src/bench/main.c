@@ -39,7 +39,8 @@ static const char usage[] =
     "\n"
     "What to measure:\n"
     "  (default)            a ferry child (this binary, or --ferry PATH)\n"
-    "  --proxy ADDR:PORT    any SOCKS5 proxy (add --proxy-pid PID for its CPU and memory)\n"
+    "  --proxy ADDR:PORT    any SOCKS5 proxy; --proxy-pid PID[,PID...] adds its CPU and\n"
+    "                       memory (summed over the processes listed)\n"
     "  --relay ADDR:PORT    a plain TCP relay already forwarding to the echo target\n"
     "                       (use with --target-port; no SOCKS, e.g. haproxy in TCP mode)\n"
     "  --direct             no proxy at all: this machine's limit\n"
@@ -309,11 +310,17 @@ int bench_main(int argc, char **argv)
                 return bad_value(ch == 'p' ? "--proxy" : "--relay", optarg);
             o->mode = ch == 'p' ? BENCH_PROXY : BENCH_RELAY;
             break;
-        case 'P':
-            if (parse_u64(optarg, 1, 4194304, &n))
+        case 'P': {
+            char list[256], *save = NULL;
+            if (snprintf(list, sizeof(list), "%s", optarg) >= (int)sizeof(list))
                 return bad_value("--proxy-pid", optarg);
-            o->proxy_pid = (pid_t)n;
+            for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                if (o->nproxy_pids == 8 || parse_u64(tok, 1, 4194304, &n))
+                    return bad_value("--proxy-pid", optarg);
+                o->proxy_pids[o->nproxy_pids++] = (pid_t)n;
+            }
             break;
+        }
         case 'D':
             o->mode = BENCH_DIRECT;
             break;
@@ -468,16 +475,18 @@ int bench_main(int argc, char **argv)
             return 1;
         }
         b.route.via = child.addr;
-        b.pid = child.pid;
+        b.pids[0] = child.pid;
+        b.npids = 1;
         snprintf(target, sizeof(target), "ferry (self-hosted, pid %d) at %s", (int)child.pid,
                  addr_format(&child.addr, a, sizeof(a)));
         break;
     case BENCH_PROXY:
     case BENCH_RELAY:
         b.route.via = o->proxy;
-        b.pid = o->proxy_pid;
+        memcpy(b.pids, o->proxy_pids, sizeof(b.pids));
+        b.npids = o->nproxy_pids;
         snprintf(target, sizeof(target), "%s at %s%s", o->mode == BENCH_PROXY ? "proxy" : "relay",
-                 addr_format(&o->proxy, a, sizeof(a)), b.pid ? "" : " (no --proxy-pid: no CPU)");
+                 addr_format(&o->proxy, a, sizeof(a)), b.npids ? "" : " (no --proxy-pid: no CPU)");
         break;
     case BENCH_DIRECT:
         snprintf(target, sizeof(target), "direct (no proxy)");

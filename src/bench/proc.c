@@ -205,3 +205,18 @@ int child_stop(struct child *c)
     }
     return status;
 }
+
+bool bench_sample(const struct bench *b, struct proc_sample *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (b->npids == 0)
+        return false;
+    for (unsigned i = 0; i < b->npids; i++) {
+        struct proc_sample one;
+        if (!proc_sample(b->pids[i], &one))
+            return false;
+        out->cpu_s += one.cpu_s;
+        out->rss_kib += one.rss_kib;
+    }
+    return true;
+}

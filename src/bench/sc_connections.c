@@ -200,7 +200,7 @@ int scenario_connections(struct bench *b, struct result *res)
         conns[i].index = i;
     }
     struct proc_sample before, held;
-    bool have_mem = proc_sample(b->pid, &before);
+    bool have_mem = bench_sample(b, &before);
 
     unsigned base = 0, started = 0;
     for (unsigned t = 0; t < nth; t++) {
@@ -231,7 +231,7 @@ int scenario_connections(struct bench *b, struct result *res)
     }
     double setup_s = (double)(now_ns() - t0) / 1e9;
     bench_window(b, "hold", o->duration_s, NULL, NULL, NULL);
-    have_mem = have_mem && proc_sample(b->pid, &held);
+    have_mem = have_mem && bench_sample(b, &held);
 
     for (unsigned t = 0; t < started; t++)
         atomic_store(&ths[t].phase, 1);

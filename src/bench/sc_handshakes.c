@@ -181,7 +181,7 @@ int scenario_handshakes(struct bench *b, struct result *res)
         struct hs_rate rate = {ths, started, 0, 0};
         bench_window(b, "warm-up", o->warmup_s, NULL, NULL, NULL);
         struct proc_sample p0, p1;
-        bool have_cpu = proc_sample(b->pid, &p0);
+        bool have_cpu = bench_sample(b, &p0);
         for (unsigned t = 0; t < started; t++)
             atomic_store(&ths[t].measuring, true);
         uint64_t t0 = now_ns();
@@ -189,7 +189,7 @@ int scenario_handshakes(struct bench *b, struct result *res)
         for (unsigned t = 0; t < started; t++)
             atomic_store(&ths[t].measuring, false);
         double secs = (double)(now_ns() - t0) / 1e9;
-        have_cpu = have_cpu && proc_sample(b->pid, &p1);
+        have_cpu = have_cpu && bench_sample(b, &p1);
         for (unsigned t = 0; t < started; t++)
             gen_stop_join(&ths[t].g);
 

@@ -257,9 +257,9 @@ int scenario_requests(struct bench *b, struct result *res)
     struct lat lat;
     bool timed_out;
     struct proc_sample p0, p1;
-    bool have_cpu = proc_sample(b->pid, &p0);
+    bool have_cpu = bench_sample(b, &p0);
     double secs = rq_run(b, &small, o->concurrency, &lat, &timed_out);
-    have_cpu = have_cpu && proc_sample(b->pid, &p1);
+    have_cpu = have_cpu && bench_sample(b, &p1);
     uint64_t ok = lat.n;
     result_add(res, "requests", "1/s", secs > 0 ? (double)ok / secs : 0);
     result_add(res, "latency_mean", "ms", stats_mean(lat.v, lat.n) / 1000.0);

@@ -232,13 +232,13 @@ int scenario_throughput(struct bench *b, struct result *res)
         struct tp_rate rate = {ths, started, 0, 0};
         bench_window(b, "warm-up", o->warmup_s, tp_rate, &rate, "MiB/s");
         struct proc_sample p0, p1;
-        bool have_cpu = proc_sample(b->pid, &p0);
+        bool have_cpu = bench_sample(b, &p0);
         uint64_t up0 = sum_bytes(ths, started, true), down0 = sum_bytes(ths, started, false);
         uint64_t t0 = now_ns();
         bench_window(b, "measure", o->duration_s, tp_rate, &rate, "MiB/s");
         uint64_t up1 = sum_bytes(ths, started, true), down1 = sum_bytes(ths, started, false);
         double secs = (double)(now_ns() - t0) / 1e9;
-        have_cpu = have_cpu && proc_sample(b->pid, &p1);
+        have_cpu = have_cpu && bench_sample(b, &p1);
 
         uint64_t corrupt = 0;
         unsigned broken = 0;
