@@ -38,7 +38,7 @@ static bool cpu_schedstat(pid_t pid, double *out)
     while ((e = readdir(d))) {
         if (e->d_name[0] == '.')
             continue;
-        char p[128];
+        char p[320];
         snprintf(p, sizeof(p), "/proc/%d/task/%s/schedstat", (int)pid, e->d_name);
         FILE *f = fopen(p, "re");
         if (!f)

@@ -118,6 +118,8 @@ void lat_merge(struct lat *out, struct lat *parts, size_t n)
     if (!out->v)
         return;
     for (size_t i = 0; i < n; i++) {
+        if (parts[i].n == 0)
+            continue; /* its array may be NULL */
         memcpy(out->v + out->n, parts[i].v, parts[i].n * sizeof(*out->v));
         out->n += parts[i].n;
     }

@@ -17,6 +17,7 @@
 #include "bench/bench.h"
 #include "core/buf.h"
 #include "core/sock.h"
+#include "util/list.h"
 
 #define ECHO_MAX_PORTS 16
 #define ECHO_BUF       (64 * 1024)
@@ -46,12 +47,14 @@ struct targets {
     struct addr udp;
     struct buf_pool bufs;
     uint8_t *udp_bufs;
+    struct list echo_conns, http_conns;
 };
 
 /* ---- TCP echo ---- */
 
 struct echo_conn {
     struct io io;
+    struct list link; /* in targets->echo_conns */
     struct targets *t;
     struct buf *b;
     uint8_t ev;
@@ -64,6 +67,7 @@ static void echo_close(struct echo_conn *c)
         sock_abort(c->io.fd);
     close(c->io.fd);
     c->io.fd = -1;
+    list_del(&c->link);
     buf_put(&c->t->bufs, c->b);
     /* Freeing inside its own callback is safe here: epoll reports an fd at
      * most once per batch and nothing else points at an echo connection. */
@@ -126,6 +130,7 @@ static void echo_on_io(struct io *io, uint32_t events)
 
 struct http_conn {
     struct io io;
+    struct list link; /* in targets->http_conns */
     struct targets *t;
     uint8_t ev;
     bool responding;
@@ -140,6 +145,7 @@ static void http_close(struct http_conn *c)
 {
     close(c->io.fd);
     c->io.fd = -1;
+    list_del(&c->link);
     free(c);
 }
 
@@ -240,6 +246,7 @@ static void on_accept(struct io *io, uint32_t events)
             }
             c->t = t;
             io_init(&c->io, http_on_io);
+            list_add_tail(&t->http_conns, &c->link);
             cio = &c->io;
         } else {
             struct echo_conn *c = calloc(1, sizeof(*c));
@@ -249,12 +256,15 @@ static void on_accept(struct io *io, uint32_t events)
             }
             c->t = t;
             io_init(&c->io, echo_on_io);
+            list_add_tail(&t->echo_conns, &c->link);
             cio = &c->io;
         }
         if (loop_io_add(&t->g.loop, cio, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET) < 0) {
-            close(fd);
-            free(ls->http ? (void *)container_of(cio, struct http_conn, io)
-                          : (void *)container_of(cio, struct echo_conn, io));
+            cio->fd = fd;
+            if (ls->http)
+                http_close(container_of(cio, struct http_conn, io));
+            else
+                echo_close(container_of(cio, struct echo_conn, io));
         }
     }
 }
@@ -354,6 +364,8 @@ struct targets *targets_start(uint16_t port, unsigned nports, size_t download_si
     t->want_port = port;
     t->nports = nports < 1 ? 1 : MIN(nports, ECHO_MAX_PORTS);
     t->download_size = download_size;
+    list_init(&t->echo_conns);
+    list_init(&t->http_conns);
     buf_pool_init(&t->bufs, ECHO_BUF, 1024);
     if (gen_start(&t->g, 0, t, targets_on_start)) {
         free(t);
@@ -377,7 +389,22 @@ void targets_stop(struct targets *t)
     if (!t)
         return;
     gen_stop_join(&t->g);
-    /* Connections still open are closed with the process; listeners too. */
+    struct list *pos, *tmp;
+    list_for_each_safe(pos, tmp, &t->echo_conns)
+    {
+        echo_close(container_of(pos, struct echo_conn, link));
+    }
+    list_for_each_safe(pos, tmp, &t->http_conns)
+    {
+        http_close(container_of(pos, struct http_conn, link));
+    }
+    for (unsigned i = 0; i < ECHO_MAX_PORTS; i++)
+        if (t->echo_ls[i].t && t->echo_ls[i].io.fd >= 0)
+            close(t->echo_ls[i].io.fd);
+    if (t->http_ls.t && t->http_ls.io.fd >= 0)
+        close(t->http_ls.io.fd);
+    if (t->udp_bufs && t->udp_io.fd >= 0)
+        close(t->udp_io.fd);
     buf_pool_fini(&t->bufs);
     free(t->udp_bufs);
     free(t);
