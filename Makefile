@@ -4,6 +4,8 @@
 #   make run        build, then run ferry with built-in defaults (127.0.0.1:1080)
 #   make test       unit tests + end-to-end tests (ASan+UBSan), fuzz smoke run
 #   make lint       clang-format check, cppcheck, banned-function grep
+#   make bench      the standard `ferry bench` suite on ferry alone
+#   make bench-compare   ferry against peer proxies from Debian (docs/benchmarks.md)
 #
 # Missing Debian packages are installed with apt-get when run as root;
 # otherwise make stops and prints the command to run.
@@ -57,7 +59,7 @@ REPLAY_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/san/replay/%)
 FUZZ_BIN  := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 
 .PHONY: all run test unit e2e fuzz-smoke fuzz replay clang-check lint format clean \
-        deps-build deps-test deps-lint bench-quick
+        deps-build deps-test deps-lint bench bench-compare
 .DEFAULT_GOAL := all
 
 all: ferry
@@ -176,6 +178,19 @@ test: deps-test
 	$(MAKE) --no-print-directory e2e
 	$(MAKE) --no-print-directory clang-check
 	$(MAKE) --no-print-directory fuzz-smoke
+
+# ---- benchmarks (never part of `make test`: speed is measured, not asserted) --
+BENCH_ARGS ?=
+
+bench: ferry
+	./ferry bench throughput --connections 1 $(BENCH_ARGS)
+	./ferry bench throughput --connections 8 $(BENCH_ARGS)
+	./ferry bench handshakes $(BENCH_ARGS)
+	./ferry bench requests $(BENCH_ARGS)
+	./ferry bench connections $(BENCH_ARGS)
+
+bench-compare: ferry
+	bench/compare.sh $(BENCH_ARGS)
 
 # ---- lint --------------------------------------------------------------------
 BANNED := strcpy|strcat|sprintf|vsprintf|gets|strtok|atoi|atol|atoll|alloca|rand|signal|select

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -258,8 +259,20 @@ int scenario_connections(struct bench *b, struct result *res)
         result_add(res, "proxy_rss", "MiB", held.rss_kib / 1024.0);
         result_add(res, "proxy_rss_per_conn", "B", (held.rss_kib - before.rss_kib) * 1024.0 / open);
     }
-    if (failed)
+    if (failed) {
         result_note(res, "%u of %u connections could not be set up", failed, n);
+        struct rlimit rl;
+        /* A proxied connection costs the proxy two descriptors (and the
+         * bench two: client and echo), so the open-files limit may be the
+         * ceiling rather than the proxy. */
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 2ull * n + 256)
+            result_note(res,
+                        "the open-files limit here is %llu and could not be raised (root "
+                        "without CAP_SYS_RESOURCE?): a process can relay about %llu "
+                        "connections at two descriptors each",
+                        (unsigned long long)rl.rlim_cur,
+                        (unsigned long long)(rl.rlim_cur > 256 ? (rl.rlim_cur - 128) / 2 : 0));
+    }
     if (ok < open)
         result_note(res, "%u of %u held connections did not echo at the end", open - ok, open);
 out:
