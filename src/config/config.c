@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "util/compiler.h"
+#include "util/file.h"
 #include "util/parse.h"
 
 #define CONFIG_FILE_MAX (1u << 20)
@@ -56,7 +57,7 @@ void config_errors_fini(struct config_errors *e)
     e->n = 0;
 }
 
-static void PRINTF_LIKE(2, 3) errs_add(struct config_errors *e, const char *fmt, ...)
+void config_error(struct config_errors *e, const char *fmt, ...)
 {
     char *m = NULL;
     va_list ap;
@@ -83,9 +84,9 @@ static void PRINTF_LIKE(3, 4) bad(struct loader *ld, const char *key, const char
     vsnprintf(m, sizeof(m), fmt, ap);
     va_end(ap);
     if (key)
-        errs_add(ld->errs, "%s:%d: %s: %s", ld->file, ld->line, key, m);
+        config_error(ld->errs, "%s:%d: %s: %s", ld->file, ld->line, key, m);
     else
-        errs_add(ld->errs, "%s:%d: %s", ld->file, ld->line, m);
+        config_error(ld->errs, "%s:%d: %s", ld->file, ld->line, m);
 }
 
 static uint32_t *field_u32(struct loader *ld, const struct key *k)
@@ -222,12 +223,12 @@ static int add_listen(struct config *c, struct config_errors *errs, const char *
                       const char *origin)
 {
     if (c->nlisten == CONFIG_MAX_LISTEN) {
-        errs_add(errs, "%s: listen: more than %d addresses", origin, CONFIG_MAX_LISTEN);
+        config_error(errs, "%s: listen: more than %d addresses", origin, CONFIG_MAX_LISTEN);
         return -E2BIG;
     }
     struct config_listen *l = &c->listen[c->nlisten];
     if (addr_parse(text, -1, &l->addr)) {
-        errs_add(errs,
+        config_error(errs,
                  "%s: listen: '%s' is not a numeric address and port "
                  "(expected e.g. 127.0.0.1:1080 or [::1]:1080)",
                  origin, text);
@@ -416,34 +417,22 @@ static char *ini_reader_cb(char *str, int num, void *stream)
 
 static int read_file(struct loader *ld, const char *path)
 {
-    FILE *f = fopen(path, "re");
-    if (!f) {
-        errs_add(ld->errs, "%s: cannot open: %s", path, strerror(errno));
-        return -errno;
+    int rc = file_read_text(path, CONFIG_FILE_MAX, &ld->text, NULL);
+    switch (rc) {
+    case 0:
+        ld->next = ld->text;
+        return 0;
+    case -EFBIG:
+        config_error(ld->errs, "%s: larger than %u bytes", path, CONFIG_FILE_MAX);
+        break;
+    case -EINVAL:
+        config_error(ld->errs, "%s: contains a NUL byte; not a text file", path);
+        break;
+    default:
+        config_error(ld->errs, "%s: cannot open: %s", path, strerror(-rc));
+        break;
     }
-    ld->text = malloc(CONFIG_FILE_MAX + 1);
-    if (!ld->text) {
-        fclose(f);
-        return -ENOMEM;
-    }
-    size_t n = fread(ld->text, 1, CONFIG_FILE_MAX + 1, f);
-    int err = ferror(f);
-    fclose(f);
-    if (err) {
-        errs_add(ld->errs, "%s: read error", path);
-        return -EIO;
-    }
-    if (n > CONFIG_FILE_MAX) {
-        errs_add(ld->errs, "%s: larger than %u bytes", path, CONFIG_FILE_MAX);
-        return -EFBIG;
-    }
-    ld->text[n] = '\0';
-    if (strlen(ld->text) != n) {
-        errs_add(ld->errs, "%s: contains a NUL byte; not a text file", path);
-        return -EINVAL;
-    }
-    ld->next = ld->text;
-    return 0;
+    return rc;
 }
 
 static void set_defaults(struct config *c)
@@ -512,7 +501,7 @@ static void apply_cli(struct config *c, const struct config_cli *cli, struct loa
             c->workers = (unsigned)n;
             ld->workers_auto = false;
         } else {
-            errs_add(ld->errs, "command line (-w): '%s' is not a worker count (expected %s)",
+            config_error(ld->errs, "command line (-w): '%s' is not a worker count (expected %s)",
                      cli->workers, "auto or 1..256");
         }
     }
@@ -536,7 +525,7 @@ static void validate(struct config *c, struct config_errors *errs)
      * another host makes an open proxy: demand that it be said out loud. */
     if (!c->open_proxy && any_public_listener(c, &pub)) {
         char a[ADDR_STRLEN];
-        errs_add(errs,
+        config_error(errs,
                  "%s: listen: %s is not a loopback address and neither authentication nor "
                  "rules are configured, so anyone who can reach it could use this proxy; "
                  "set 'open_proxy = yes' if that is what you want",
@@ -546,7 +535,7 @@ static void validate(struct config *c, struct config_errors *errs)
         for (size_t j = 0; j < i; j++) {
             if (addr_equal(&c->listen[i].addr, &c->listen[j].addr) && c->listen[i].addr.port) {
                 char a[ADDR_STRLEN];
-                errs_add(errs, "%s: listen: %s is listed twice (also at %s)", c->listen[i].origin,
+                config_error(errs, "%s: listen: %s is listed twice (also at %s)", c->listen[i].origin,
                          addr_format(&c->listen[i].addr, a, sizeof(a)), c->listen[j].origin);
             }
         }
@@ -573,11 +562,14 @@ int config_load(const struct config_cli *cli, struct config **out, struct config
             ini_allow_multiline = false;
             ini_use_stack = false;
             ini_max_line = CONFIG_LINE_MAX + 3;
+            /* With the heap buffer, Debian's build sizes it from
+             * ini_initial_alloc, not ini_max_line. */
+            ini_initial_alloc = CONFIG_LINE_MAX + 3;
             /* Syntax errors were reported line by line by check_line(), so
              * inih's own "first bad line" result adds nothing. */
             int rc = ini_parse_stream(ini_reader_cb, &ld, ini_handler_cb, &ld);
             if (rc == -2) {
-                errs_add(errs, "%s: out of memory while parsing", cli->path);
+                config_error(errs, "%s: out of memory while parsing", cli->path);
             }
         }
         free(ld.text);
@@ -589,12 +581,11 @@ int config_load(const struct config_cli *cli, struct config **out, struct config
         c->max_connections = auto_max_connections();
     const char *env = getenv("FERRY_LOG");
     if (env && *env && log_level_parse(env, &c->log_level))
-        errs_add(errs,
+        config_error(errs,
                  "environment: FERRY_LOG: '%s' is not a log level (expected debug, info, "
                  "warn or error)",
                  env);
-    if (errs->n == nerr0)
-        validate(c, errs);
+    validate(c, errs); /* every problem at once, not one per attempt */
 
     if (errs->n != nerr0) {
         config_free(c);

@@ -66,6 +66,8 @@ struct config_errors {
 };
 
 void config_errors_fini(struct config_errors *e);
+/* Append a message (printf-style). */
+void config_error(struct config_errors *e, const char *fmt, ...) PRINTF_LIKE(2, 3);
 
 /* Load and validate. On success *out is set and 0 returned; otherwise
  * -EINVAL (or -ENOMEM) with every problem in errs. */

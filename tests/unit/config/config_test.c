@@ -1,0 +1,769 @@
+/*
+ * config_test.c: config_load() over real files in a private temporary
+ * directory. Messages are compared in full, because "FILE:LINE: KEY: ..."
+ * is the contract an operator reads; several problems in one file must all
+ * be reported by one load.
+ */
+#include "harness.h"
+
+#include <errno.h>
+#include <stdarg.h>
+
+#include "config/config.h"
+#include "util/compiler.h"
+
+struct ctx {
+    char dir[HARNESS_PATH_MAX];
+    char path[HARNESS_PATH_MAX]; /* dir/ferry.conf */
+    struct config_errors errs;
+    struct config *c;
+};
+
+static int setup(void **state)
+{
+    struct ctx *x = calloc(1, sizeof(*x));
+    assert_non_null(x);
+    harness_mkdtemp(x->dir, sizeof(x->dir));
+    harness_path(x->path, sizeof(x->path), x->dir, "ferry.conf");
+    /* The environment of whoever runs the tests must not leak in. */
+    assert_int_equal(unsetenv("FERRY_LOG"), 0);
+    *state = x;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct ctx *x = *state;
+    config_free(x->c);
+    config_errors_fini(&x->errs);
+    unlink(x->path);
+    assert_int_equal(rmdir(x->dir), 0);
+    unsetenv("FERRY_LOG");
+    free(x);
+    return 0;
+}
+
+static void dump_errors(const struct config_errors *e)
+{
+    for (size_t i = 0; i < e->n; i++)
+        print_message("  error %zu: %s\n", i, e->msg[i]);
+}
+
+/* Write text as the config file and load it with cli (path filled in). */
+static int load_text(struct ctx *x, const char *text, struct config_cli *cli)
+{
+    struct config_cli none;
+    if (!cli) {
+        memset(&none, 0, sizeof(none));
+        cli = &none;
+    }
+    harness_write_file(x->path, text);
+    cli->path = x->path;
+    config_free(x->c);
+    x->c = NULL;
+    config_errors_fini(&x->errs);
+    int rc = config_load(cli, &x->c, &x->errs);
+    if (rc == 0)
+        assert_non_null(x->c);
+    return rc;
+}
+
+static void load_ok(struct ctx *x, const char *text, struct config_cli *cli)
+{
+    int rc = load_text(x, text, cli);
+    if (rc != 0) {
+        dump_errors(&x->errs);
+        fail_msg("config_load failed (%d) on:\n%s", rc, text);
+    }
+    assert_int_equal(x->errs.n, 0);
+}
+
+static void load_fails(struct ctx *x, const char *text, struct config_cli *cli, size_t nerr)
+{
+    int rc = load_text(x, text, cli);
+    if (rc != -EINVAL || x->errs.n != nerr) {
+        dump_errors(&x->errs);
+        fail_msg("config_load returned %d with %zu errors, expected -EINVAL with %zu, on:\n%s", rc,
+                 x->errs.n, nerr, text);
+    }
+    assert_null(x->c);
+}
+
+/* errs[i] must equal the message formatted from fmt (the path goes in as
+ * the first %s of most formats). */
+static void PRINTF_LIKE(3, 4) expect_msg(const struct ctx *x, size_t i, const char *fmt, ...)
+{
+    char want[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(want, sizeof(want), fmt, ap);
+    va_end(ap);
+    assert_true(i < x->errs.n);
+    if (strcmp(x->errs.msg[i], want) != 0) {
+        dump_errors(&x->errs);
+        fail_msg("error %zu:\n  got:  %s\n  want: %s", i, x->errs.msg[i], want);
+    }
+}
+
+static bool has_prefix(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static void expect_listen(const struct config *c, size_t i, const char *text, const char *origin)
+{
+    char buf[ADDR_STRLEN];
+    assert_true(i < c->nlisten);
+    assert_string_equal(addr_format(&c->listen[i].addr, buf, sizeof(buf)), text);
+    assert_string_equal(c->listen[i].origin, origin);
+}
+
+/* ---- defaults and every key ------------------------------------------- */
+
+static void test_defaults_without_file(void **state)
+{
+    struct ctx *x = *state;
+    struct config_cli cli;
+    memset(&cli, 0, sizeof(cli));
+    assert_int_equal(config_load(&cli, &x->c, &x->errs), 0);
+    assert_int_equal(x->errs.n, 0);
+    const struct config *c = x->c;
+    assert_null(c->path);
+    assert_int_equal(c->nlisten, 1);
+    expect_listen(c, 0, "127.0.0.1:1080", "built-in default");
+    assert_int_equal(c->handshake_timeout_ms, 10000);
+    assert_int_equal(c->connect_timeout_ms, 10000);
+    assert_int_equal(c->iotimeout_ms, 0);
+    assert_int_equal(c->shutdown_timeout_ms, 30000);
+    assert_int_equal(c->workers, config_default_workers());
+    assert_true(c->workers >= 1 && c->workers <= CONFIG_MAX_WORKERS);
+    assert_true(c->max_connections > 0);
+    assert_int_equal(c->backlog, 4096);
+    assert_int_equal(c->buffer_size, 16384);
+    assert_int_equal(c->splice, SPLICE_AUTO);
+    assert_int_equal(c->log_level, LOG_INFO);
+    assert_null(c->log_file);
+    assert_true(c->access_log);
+    assert_false(c->open_proxy);
+}
+
+static void test_empty_file_keeps_defaults(void **state)
+{
+    struct ctx *x = *state;
+    load_ok(x, "", NULL);
+    assert_string_equal(x->c->path, x->path);
+    expect_listen(x->c, 0, "127.0.0.1:1080", "built-in default");
+    load_ok(x, "\n; only a comment\n# and another\n\n   \n", NULL);
+    assert_int_equal(x->c->nlisten, 1);
+    assert_int_equal(x->c->handshake_timeout_ms, 10000);
+}
+
+static void test_every_key_valid(void **state)
+{
+    struct ctx *x = *state;
+    char log_path[HARNESS_PATH_MAX + 32];
+    snprintf(log_path, sizeof(log_path), "log_file = %s/ferry.log\n", x->dir);
+    char text[2048];
+    snprintf(text, sizeof(text),
+             "listen = 127.0.0.1:1081\n"
+             "workers = 3\n"
+             "handshake_timeout = 500ms\n"
+             "connect_timeout = 2s\n"
+             "iotimeout = 5m\n"
+             "shutdown_timeout = 1h\n"
+             "max_connections = 1000\n"
+             "backlog = 128\n"
+             "buffer_size = 32k\n"
+             "pipe_size = 64KiB\n"
+             "splice = no\n"
+             "log_level = debug\n"
+             "%s"
+             "access_log = off\n"
+             "open_proxy = no\n",
+             log_path);
+    load_ok(x, text, NULL);
+    const struct config *c = x->c;
+    assert_string_equal(c->path, x->path);
+    assert_int_equal(c->nlisten, 1);
+    char origin[HARNESS_PATH_MAX + 8];
+    snprintf(origin, sizeof(origin), "%s:1", x->path);
+    expect_listen(c, 0, "127.0.0.1:1081", origin);
+    assert_int_equal(c->workers, 3);
+    assert_int_equal(c->handshake_timeout_ms, 500);
+    assert_int_equal(c->connect_timeout_ms, 2000);
+    assert_int_equal(c->iotimeout_ms, 300000);
+    assert_int_equal(c->shutdown_timeout_ms, 3600000);
+    assert_int_equal(c->max_connections, 1000);
+    assert_int_equal(c->backlog, 128);
+    assert_int_equal(c->buffer_size, 32768);
+    assert_int_equal(c->pipe_size, 65536);
+    assert_int_equal(c->splice, SPLICE_NEVER);
+    assert_int_equal(c->log_level, LOG_DEBUG);
+    char want_log[HARNESS_PATH_MAX + 16];
+    snprintf(want_log, sizeof(want_log), "%s/ferry.log", x->dir);
+    assert_string_equal(c->log_file, want_log);
+    assert_false(c->access_log);
+    assert_false(c->open_proxy);
+}
+
+static void test_key_value_variants(void **state)
+{
+    struct ctx *x = *state;
+    load_ok(x, "splice = yes\nlog_level = warning\naccess_log = TRUE\n", NULL);
+    assert_int_equal(x->c->splice, SPLICE_ALWAYS);
+    assert_int_equal(x->c->log_level, LOG_WARN);
+    assert_true(x->c->access_log);
+    load_ok(x, "splice = auto\nlog_level = ERROR\niotimeout = 0\nshutdown_timeout = 0\n", NULL);
+    assert_int_equal(x->c->splice, SPLICE_AUTO);
+    assert_int_equal(x->c->log_level, LOG_ERROR);
+    assert_int_equal(x->c->iotimeout_ms, 0);
+    assert_int_equal(x->c->shutdown_timeout_ms, 0);
+    load_ok(x, "pipe_size = 0\n", NULL); /* 0: the kernel's default */
+    assert_int_equal(x->c->pipe_size, 0);
+    /* Range edges. */
+    load_ok(x,
+            "workers = 256\nbacklog = 65535\nbuffer_size = 1m\npipe_size = 4k\n"
+            "handshake_timeout = 24h\niotimeout = 168h\nmax_connections = 10000000\n",
+            NULL);
+    assert_int_equal(x->c->workers, 256);
+    assert_int_equal(x->c->backlog, 65535);
+    assert_int_equal(x->c->buffer_size, 1 << 20);
+    assert_int_equal(x->c->pipe_size, 4096);
+    assert_int_equal(x->c->handshake_timeout_ms, 86400000);
+    assert_int_equal(x->c->iotimeout_ms, 604800000);
+    assert_int_equal(x->c->max_connections, 10000000);
+    load_ok(x, "workers = 1\nbacklog = 1\nbuffer_size = 1024\nhandshake_timeout = 1ms\n", NULL);
+    assert_int_equal(x->c->workers, 1);
+    assert_int_equal(x->c->buffer_size, 1024);
+    assert_int_equal(x->c->handshake_timeout_ms, 1);
+}
+
+static void test_auto_values(void **state)
+{
+    struct ctx *x = *state;
+    load_ok(x, "workers = auto\nmax_connections = auto\n", NULL);
+    assert_true(x->c->workers >= 1);
+    assert_int_equal(x->c->workers, config_default_workers());
+    assert_true(x->c->max_connections >= 1 && x->c->max_connections <= 10000000);
+    assert_true(config_default_workers() >= 1);
+}
+
+static void test_empty_log_file_means_stderr(void **state)
+{
+    struct ctx *x = *state;
+    load_ok(x, "log_file =\n", NULL);
+    assert_null(x->c->log_file);
+    load_ok(x, "log_file = \"\"\n", NULL);
+    assert_null(x->c->log_file);
+}
+
+/* ---- bad values ------------------------------------------------------- */
+
+static void test_every_key_bad_value(void **state)
+{
+    struct ctx *x = *state;
+    /* One bad line per file; the expected text follows "FILE:1: ". */
+    static const struct {
+        const char *line;
+        const char *msg;
+    } cases[] = {
+        {"workers = 0", "workers: '0' is out of range (expected auto or 1..256)"},
+        {"workers = 257", "workers: '257' is out of range (expected auto or 1..256)"},
+        {"workers = many", "workers: 'many' is not a whole number (expected auto or 1..256)"},
+        {"handshake_timeout = 0",
+         "handshake_timeout: '0' is out of range (expected a duration such as 10s or 500ms, "
+         "up to 24h)"},
+        {"handshake_timeout = 25h",
+         "handshake_timeout: '25h' is out of range (expected a duration such as 10s or 500ms, "
+         "up to 24h)"},
+        {"connect_timeout = 10x",
+         "connect_timeout: '10x' is not a duration (expected a duration such as 10s or 500ms, "
+         "up to 24h)"},
+        {"iotimeout = 169h",
+         "iotimeout: '169h' is out of range (expected a duration such as 5m, up to 7 days; 0 "
+         "disables)"},
+        {"iotimeout = 1d",
+         "iotimeout: '1d' is not a duration (expected a duration such as 5m, up to 7 days; 0 "
+         "disables)"},
+        {"shutdown_timeout = -1",
+         "shutdown_timeout: '-1' is not a duration (expected a duration such as 30s, up to 24h)"},
+        {"max_connections = 0",
+         "max_connections: '0' is out of range (expected auto or 1..10000000)"},
+        {"max_connections = 10000001",
+         "max_connections: '10000001' is out of range (expected auto or 1..10000000)"},
+        {"max_connections = lots",
+         "max_connections: 'lots' is not a whole number (expected auto or 1..10000000)"},
+        {"backlog = 0", "backlog: '0' is out of range (expected 1..65535)"},
+        {"backlog = 65536", "backlog: '65536' is out of range (expected 1..65535)"},
+        {"backlog = 1k", "backlog: '1k' is not a whole number (expected 1..65535)"},
+        {"buffer_size = 512", "buffer_size: '512' is out of range (expected a size from 1k to 1m)"},
+        {"buffer_size = 2m", "buffer_size: '2m' is out of range (expected a size from 1k to 1m)"},
+        {"buffer_size = big", "buffer_size: 'big' is not a size (expected a size from 1k to 1m)"},
+        {"pipe_size = 1k", "pipe_size: '1k' is out of range (expected 0 for the kernel default, "
+                           "or a size from 4k to 1m)"},
+        {"pipe_size = 2m", "pipe_size: '2m' is out of range (expected 0 for the kernel default, "
+                           "or a size from 4k to 1m)"},
+        {"splice = maybe", "splice: 'maybe' is not valid (expected auto, yes or no)"},
+        {"log_level = loud",
+         "log_level: 'loud' is not a log level (expected debug, info, warn or error)"},
+        {"access_log = 2", "access_log: '2' is not a boolean (expected yes or no)"},
+        {"open_proxy = perhaps", "open_proxy: 'perhaps' is not a boolean (expected yes or no)"},
+        {"listen = localhost:1080",
+         "listen: 'localhost:1080' is not a numeric address and port (expected e.g. "
+         "127.0.0.1:1080 or [::1]:1080)"},
+        {"listen = 127.0.0.1",
+         "listen: '127.0.0.1' is not a numeric address and port (expected e.g. "
+         "127.0.0.1:1080 or [::1]:1080)"},
+        {"listen = 127.0.0.1:65536",
+         "listen: '127.0.0.1:65536' is not a numeric address and port (expected e.g. "
+         "127.0.0.1:1080 or [::1]:1080)"},
+        {"listen =", "listen: no address given"},
+        {"listen = , ,", "listen: no address given"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char text[256];
+        snprintf(text, sizeof(text), "%s\n", cases[i].line);
+        load_fails(x, text, NULL, 1);
+        expect_msg(x, 0, "%s:1: %s", x->path, cases[i].msg);
+    }
+}
+
+static void test_listen_address_too_long(void **state)
+{
+    struct ctx *x = *state;
+    /* One word longer than any address (128 bytes), on a short line. */
+    char text[512] = "listen = ";
+    memset(text + 9, '1', 130);
+    memcpy(text + 9 + 130, "\n", 2);
+    load_fails(x, text, NULL, 1);
+    expect_msg(x, 0, "%s:1: listen: address too long", x->path);
+}
+
+/* ---- keys: unknown, twice, repeated ----------------------------------- */
+
+static void test_unknown_key(void **state)
+{
+    struct ctx *x = *state;
+    load_fails(x, "listne = 127.0.0.1:1080\n", NULL, 1);
+    expect_msg(x, 0, "%s:1: listne: unknown key (did you mean 'listen'?)", x->path);
+    load_fails(x, "\n\nwrokers = 2\n", NULL, 1);
+    expect_msg(x, 0, "%s:3: wrokers: unknown key (did you mean 'workers'?)", x->path);
+    load_fails(x, "iotimout = 5m\n", NULL, 1);
+    expect_msg(x, 0, "%s:1: iotimout: unknown key (did you mean 'iotimeout'?)", x->path);
+    load_fails(x, "frobnicate = 1\n", NULL, 1);
+    expect_msg(x, 0, "%s:1: frobnicate: unknown key", x->path);
+}
+
+static void test_key_set_twice(void **state)
+{
+    struct ctx *x = *state;
+    load_fails(x, "workers = 2\nbacklog = 10\n\nworkers = 3\n", NULL, 1);
+    expect_msg(x, 0, "%s:4: workers: set twice (first on line 1)", x->path);
+    /* Even when the first value was itself bad, both problems are shown. */
+    load_fails(x, "# c\nsplice = perhaps\nsplice = yes\n", NULL, 2);
+    expect_msg(x, 0, "%s:2: splice: 'perhaps' is not valid (expected auto, yes or no)", x->path);
+    expect_msg(x, 1, "%s:3: splice: set twice (first on line 2)", x->path);
+}
+
+static void test_listen_repeated_and_lists(void **state)
+{
+    struct ctx *x = *state;
+    load_ok(x,
+            "listen = 127.0.0.1:1081, 127.0.0.1:1082\n"
+            "workers = 1\n"
+            "listen = [::1]:1083 127.0.0.2:1084,[::1]:1085\n",
+            NULL);
+    const struct config *c = x->c;
+    char o1[HARNESS_PATH_MAX + 8], o3[HARNESS_PATH_MAX + 8];
+    snprintf(o1, sizeof(o1), "%s:1", x->path);
+    snprintf(o3, sizeof(o3), "%s:3", x->path);
+    /* The file's listen lines replace the built-in 127.0.0.1:1080. */
+    assert_int_equal(c->nlisten, 5);
+    expect_listen(c, 0, "127.0.0.1:1081", o1);
+    expect_listen(c, 1, "127.0.0.1:1082", o1);
+    expect_listen(c, 2, "[::1]:1083", o3);
+    expect_listen(c, 3, "127.0.0.2:1084", o3);
+    expect_listen(c, 4, "[::1]:1085", o3);
+}
+
+static void test_listen_bad_word_in_list(void **state)
+{
+    struct ctx *x = *state;
+    load_fails(x, "listen = 127.0.0.1:1081, nowhere:80, [::1]:99999\n", NULL, 2);
+    const char *tail = "is not a numeric address and port (expected e.g. 127.0.0.1:1080 or "
+                       "[::1]:1080)";
+    expect_msg(x, 0, "%s:1: listen: 'nowhere:80' %s", x->path, tail);
+    expect_msg(x, 1, "%s:1: listen: '[::1]:99999' %s", x->path, tail);
+}
+
+static void test_duplicate_listen(void **state)
+{
+    struct ctx *x = *state;
+    load_fails(x, "listen = 127.0.0.1:1081\nlisten = 127.0.0.2:1081, 127.0.0.1:1081\n", NULL, 1);
+    expect_msg(x, 0, "%s:2: listen: 127.0.0.1:1081 is listed twice (also at %s:1)", x->path,
+               x->path);
+    /* Port 0 asks the kernel for a free port each time: not a duplicate. */
+    load_ok(x, "listen = 127.0.0.1:0, 127.0.0.1:0\n", NULL);
+    assert_int_equal(x->c->nlisten, 2);
+}
+
+/* ---- syntax ----------------------------------------------------------- */
+
+static void test_syntax_error_line(void **state)
+{
+    struct ctx *x = *state;
+    load_fails(x, "workers = 2\n# fine\nthis line has no equals sign\nbacklog = 5\n", NULL, 1);
+    expect_msg(x, 0, "%s:3: syntax error: expected 'key = value', a comment, or a blank line",
+               x->path);
+}
+
+static void test_section_is_error(void **state)
+{
+    struct ctx *x = *state;
+    const char *msg = "unknown section [server] (ferry has no sections yet; put keys at the top)";
+    /* Reported at the header's own line, whether or not keys follow it. */
+    load_fails(x, "workers = 2\n[server]\nbacklog = 5\n", NULL, 1);
+    expect_msg(x, 0, "%s:2: %s", x->path, msg);
+    load_fails(x, "workers = 2\n\n[server]\n", NULL, 1);
+    expect_msg(x, 0, "%s:3: %s", x->path, msg);
+    load_fails(x, "[a]\n[b]\nworkers = 0\n", NULL, 2);
+    expect_msg(x, 0, "%s:1: unknown section [a] (ferry has no sections yet; put keys at the top)",
+               x->path);
+    expect_msg(x, 1, "%s:2: unknown section [b] (ferry has no sections yet; put keys at the top)",
+               x->path);
+    load_fails(x, "[server\n", NULL, 1);
+    expect_msg(x, 0, "%s:1: syntax error: section header without ']'", x->path);
+}
+
+static void test_inline_comments(void **state)
+{
+    struct ctx *x = *state;
+    load_ok(x,
+            "; a comment\n"
+            "# another\n"
+            "workers = 2 ; two workers\n"
+            "backlog = 100 # a comment too\n"
+            "listen = 127.0.0.1:1090 ; loopback only\n"
+            "   splice = no\t# indented\n",
+            NULL);
+    assert_int_equal(x->c->workers, 2);
+    assert_int_equal(x->c->backlog, 100);
+    char origin[HARNESS_PATH_MAX + 8];
+    snprintf(origin, sizeof(origin), "%s:5", x->path);
+    expect_listen(x->c, 0, "127.0.0.1:1090", origin);
+    assert_int_equal(x->c->nlisten, 1);
+    assert_int_equal(x->c->splice, SPLICE_NEVER);
+}
+
+static void test_quoted_values(void **state)
+{
+    struct ctx *x = *state;
+    load_ok(x,
+            "log_file = \"/var/log/ferry proxy.log\"\n"
+            "listen = \"127.0.0.1:1085\"\n"
+            "workers = \"4\"\n"
+            "log_level = \"warn\"\n",
+            NULL);
+    assert_string_equal(x->c->log_file, "/var/log/ferry proxy.log");
+    char origin[HARNESS_PATH_MAX + 8];
+    snprintf(origin, sizeof(origin), "%s:2", x->path);
+    expect_listen(x->c, 0, "127.0.0.1:1085", origin);
+    assert_int_equal(x->c->workers, 4);
+    assert_int_equal(x->c->log_level, LOG_WARN);
+    /* One pair only, and only when both ends are quotes. */
+    load_fails(x, "workers = \"4\n", NULL, 1);
+    expect_msg(x, 0, "%s:1: workers: '\"4' is not a whole number (expected auto or 1..256)",
+               x->path);
+}
+
+static void test_crlf_and_no_final_newline(void **state)
+{
+    struct ctx *x = *state;
+    load_ok(x, "workers = 2\r\nbacklog = 7\r\n", NULL);
+    assert_int_equal(x->c->workers, 2);
+    assert_int_equal(x->c->backlog, 7);
+    load_fails(x, "workers = 2\r\n\r\nbacklog = x", NULL, 1);
+    expect_msg(x, 0, "%s:3: backlog: 'x' is not a whole number (expected 1..65535)", x->path);
+}
+
+static void test_long_line(void **state)
+{
+    struct ctx *x = *state;
+    size_t n = 6000;
+    char *text = malloc(n + 64);
+    assert_non_null(text);
+    memcpy(text, "log_file = /", 12);
+    memset(text + 12, 'a', n);
+    memcpy(text + 12 + n, "\nworkers = 0\n", 14);
+    load_fails(x, text, NULL, 2);
+    free(text);
+    char prefix[HARNESS_PATH_MAX + 32];
+    snprintf(prefix, sizeof(prefix), "%s:1: line longer than ", x->path);
+    assert_true(has_prefix(x->errs.msg[0], prefix));
+    /* The line after it is still counted right. */
+    expect_msg(x, 1, "%s:2: workers: '0' is out of range (expected auto or 1..256)", x->path);
+}
+
+static void test_long_line_within_limit(void **state)
+{
+    struct ctx *x = *state;
+    /* Lines up to CONFIG_LINE_MAX (4000) characters are allowed: a long
+     * log_file path or a long list of listen addresses must load. */
+    char text[1024];
+    int n = snprintf(text, sizeof(text), "log_file = /");
+    memset(text + n, 'p', 600);
+    memcpy(text + n + 600, "\n", 2);
+    load_ok(x, text, NULL);
+    assert_int_equal(strlen(x->c->log_file), 601);
+
+    char list[1024] = "listen =";
+    size_t len = strlen(list);
+    for (int i = 0; i < 20; i++)
+        len += (size_t)snprintf(list + len, sizeof(list) - len, " 127.0.0.1:%d,", 20000 + i);
+    memcpy(list + len, "\n", 2);
+    load_ok(x, list, NULL);
+    assert_int_equal(x->c->nlisten, 20);
+}
+
+static void test_unreadable_files(void **state)
+{
+    struct ctx *x = *state;
+    char missing[HARNESS_PATH_MAX + 16];
+    harness_path(missing, sizeof(missing), x->dir, "missing.conf");
+    struct config_cli cli;
+    memset(&cli, 0, sizeof(cli));
+    cli.path = missing;
+    assert_int_equal(config_load(&cli, &x->c, &x->errs), -EINVAL);
+    assert_null(x->c);
+    assert_int_equal(x->errs.n, 1);
+    expect_msg(x, 0, "%s: cannot open: No such file or directory", missing);
+    config_errors_fini(&x->errs);
+
+    harness_write_bytes(x->path, "workers = 2\n\0backlog = 3\n", 25);
+    cli.path = x->path;
+    assert_int_equal(config_load(&cli, &x->c, &x->errs), -EINVAL);
+    assert_int_equal(x->errs.n, 1);
+    expect_msg(x, 0, "%s: contains a NUL byte; not a text file", x->path);
+}
+
+/* ---- several at once -------------------------------------------------- */
+
+static void test_all_errors_reported_at_once(void **state)
+{
+    struct ctx *x = *state;
+    load_fails(x,
+               "workers = 0\n"
+               "backlog = 10\n"
+               "bogus = 1\n"
+               "buffer_size = tiny\n"
+               "backlog = 11\n"
+               "no equals here\n",
+               NULL, 5);
+    expect_msg(x, 0, "%s:1: workers: '0' is out of range (expected auto or 1..256)", x->path);
+    expect_msg(x, 1, "%s:3: bogus: unknown key", x->path);
+    expect_msg(x, 2, "%s:4: buffer_size: 'tiny' is not a size (expected a size from 1k to 1m)",
+               x->path);
+    expect_msg(x, 3, "%s:5: backlog: set twice (first on line 2)", x->path);
+    expect_msg(x, 4, "%s:6: syntax error: expected 'key = value', a comment, or a blank line",
+               x->path);
+}
+
+static void test_errors_accumulate_across_loads(void **state)
+{
+    struct ctx *x = *state;
+    /* errs is appended to, not reset: a caller may collect from several. */
+    harness_write_file(x->path, "workers = 0\n");
+    struct config_cli cli;
+    memset(&cli, 0, sizeof(cli));
+    cli.path = x->path;
+    assert_int_equal(config_load(&cli, &x->c, &x->errs), -EINVAL);
+    assert_int_equal(config_load(&cli, &x->c, &x->errs), -EINVAL);
+    assert_int_equal(x->errs.n, 2);
+    assert_string_equal(x->errs.msg[0], x->errs.msg[1]);
+    /* A good load after a failed one succeeds with the old errors kept. */
+    harness_write_file(x->path, "workers = 1\n");
+    assert_int_equal(config_load(&cli, &x->c, &x->errs), 0);
+    assert_int_equal(x->errs.n, 2);
+    assert_int_equal(x->c->workers, 1);
+}
+
+/* ---- command line ----------------------------------------------------- */
+
+static void test_cli_overrides(void **state)
+{
+    struct ctx *x = *state;
+    struct config_cli cli;
+    memset(&cli, 0, sizeof(cli));
+    cli.listen[0] = "127.0.0.1:2000";
+    cli.listen[1] = "[::1]:2001";
+    cli.nlisten = 2;
+    cli.workers = "4";
+    load_ok(x, "listen = 127.0.0.1:1081\nworkers = 2\n", &cli);
+    const struct config *c = x->c;
+    assert_int_equal(c->nlisten, 2); /* -l replaces the file's addresses */
+    expect_listen(c, 0, "127.0.0.1:2000", "command line (-l)");
+    expect_listen(c, 1, "[::1]:2001", "command line (-l)");
+    assert_int_equal(c->workers, 4);
+
+    memset(&cli, 0, sizeof(cli));
+    cli.workers = "auto";
+    load_ok(x, "workers = 2\n", &cli);
+    assert_int_equal(x->c->workers, config_default_workers());
+    expect_listen(x->c, 0, "127.0.0.1:1080", "built-in default");
+
+    /* Without a file at all. */
+    memset(&cli, 0, sizeof(cli));
+    cli.listen[0] = "127.0.0.9:3000";
+    cli.nlisten = 1;
+    cli.workers = "256";
+    config_free(x->c);
+    x->c = NULL;
+    assert_int_equal(config_load(&cli, &x->c, &x->errs), 0);
+    assert_int_equal(x->c->workers, 256);
+    expect_listen(x->c, 0, "127.0.0.9:3000", "command line (-l)");
+}
+
+static void test_cli_errors(void **state)
+{
+    struct ctx *x = *state;
+    struct config_cli cli;
+    memset(&cli, 0, sizeof(cli));
+    cli.listen[0] = "nope";
+    cli.listen[1] = "127.0.0.1:99999";
+    cli.nlisten = 2;
+    cli.workers = "0";
+    load_fails(x, "", &cli, 3);
+    expect_msg(x, 0,
+               "command line (-l): listen: 'nope' is not a numeric address and port (expected "
+               "e.g. 127.0.0.1:1080 or [::1]:1080)");
+    expect_msg(x, 1,
+               "command line (-l): listen: '127.0.0.1:99999' is not a numeric address and port "
+               "(expected e.g. 127.0.0.1:1080 or [::1]:1080)");
+    expect_msg(x, 2, "command line (-w): '0' is not a worker count (expected auto or 1..256)");
+
+    memset(&cli, 0, sizeof(cli));
+    cli.workers = "two";
+    load_fails(x, "", &cli, 1);
+    expect_msg(x, 0, "command line (-w): 'two' is not a worker count (expected auto or 1..256)");
+    cli.workers = "257";
+    load_fails(x, "", &cli, 1);
+    expect_msg(x, 0, "command line (-w): '257' is not a worker count (expected auto or 1..256)");
+
+    memset(&cli, 0, sizeof(cli));
+    cli.listen[0] = "127.0.0.1:2000";
+    cli.listen[1] = "127.0.0.1:2000";
+    cli.nlisten = 2;
+    load_fails(x, "", &cli, 1);
+    expect_msg(x, 0,
+               "command line (-l): listen: 127.0.0.1:2000 is listed twice (also at command "
+               "line (-l))");
+}
+
+/* ---- open proxy ------------------------------------------------------- */
+
+static const char open_tail[] =
+    "is not a loopback address and neither authentication nor rules are configured, so anyone "
+    "who can reach it could use this proxy; set 'open_proxy = yes' if that is what you want";
+
+static void test_open_proxy_refused(void **state)
+{
+    struct ctx *x = *state;
+    load_fails(x, "workers = 1\nlisten = 127.0.0.1:1080, 0.0.0.0:1080\n", NULL, 1);
+    expect_msg(x, 0, "%s:2: listen: 0.0.0.0:1080 %s", x->path, open_tail);
+    load_fails(x, "listen = [::]:1080\nopen_proxy = no\n", NULL, 1);
+    expect_msg(x, 0, "%s:1: listen: [::]:1080 %s", x->path, open_tail);
+    load_fails(x, "listen = 192.0.2.1:1080\n", NULL, 1);
+    expect_msg(x, 0, "%s:1: listen: 192.0.2.1:1080 %s", x->path, open_tail);
+
+    struct config_cli cli;
+    memset(&cli, 0, sizeof(cli));
+    cli.listen[0] = "[2001:db8::1]:1080";
+    cli.nlisten = 1;
+    load_fails(x, "", &cli, 1);
+    expect_msg(x, 0, "command line (-l): listen: [2001:db8::1]:1080 %s", open_tail);
+}
+
+static void test_open_proxy_accepted(void **state)
+{
+    struct ctx *x = *state;
+    load_ok(x, "listen = 0.0.0.0:1080, [::]:1080\nopen_proxy = yes\n", NULL);
+    assert_true(x->c->open_proxy);
+    assert_int_equal(x->c->nlisten, 2);
+    /* Loopback of either family needs no such consent. */
+    load_ok(x, "listen = 127.0.0.1:1080, [::1]:1080, 127.8.9.10:1\n", NULL);
+    assert_false(x->c->open_proxy);
+    assert_int_equal(x->c->nlisten, 3);
+
+    struct config_cli cli;
+    memset(&cli, 0, sizeof(cli));
+    cli.listen[0] = "0.0.0.0:1080";
+    cli.nlisten = 1;
+    load_ok(x, "open_proxy = on\n", &cli);
+    expect_listen(x->c, 0, "0.0.0.0:1080", "command line (-l)");
+}
+
+/* ---- environment ------------------------------------------------------ */
+
+static void test_ferry_log_env(void **state)
+{
+    struct ctx *x = *state;
+    assert_int_equal(setenv("FERRY_LOG", "debug", 1), 0);
+    load_ok(x, "log_level = error\n", NULL); /* the environment wins */
+    assert_int_equal(x->c->log_level, LOG_DEBUG);
+
+    assert_int_equal(setenv("FERRY_LOG", "WARNING", 1), 0);
+    load_ok(x, "", NULL);
+    assert_int_equal(x->c->log_level, LOG_WARN);
+
+    assert_int_equal(setenv("FERRY_LOG", "", 1), 0); /* empty: not set */
+    load_ok(x, "log_level = error\n", NULL);
+    assert_int_equal(x->c->log_level, LOG_ERROR);
+
+    assert_int_equal(setenv("FERRY_LOG", "chatty", 1), 0);
+    load_fails(x, "workers = 0\n", NULL, 2);
+    expect_msg(x, 0, "%s:1: workers: '0' is out of range (expected auto or 1..256)", x->path);
+    expect_msg(x, 1,
+               "environment: FERRY_LOG: 'chatty' is not a log level (expected debug, info, "
+               "warn or error)");
+
+    assert_int_equal(unsetenv("FERRY_LOG"), 0);
+    load_ok(x, "", NULL);
+    assert_int_equal(x->c->log_level, LOG_INFO);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_defaults_without_file),
+        T(test_empty_file_keeps_defaults),
+        T(test_every_key_valid),
+        T(test_key_value_variants),
+        T(test_auto_values),
+        T(test_empty_log_file_means_stderr),
+        T(test_every_key_bad_value),
+        T(test_listen_address_too_long),
+        T(test_unknown_key),
+        T(test_key_set_twice),
+        T(test_listen_repeated_and_lists),
+        T(test_listen_bad_word_in_list),
+        T(test_duplicate_listen),
+        T(test_syntax_error_line),
+        T(test_section_is_error),
+        T(test_inline_comments),
+        T(test_quoted_values),
+        T(test_crlf_and_no_final_newline),
+        T(test_long_line),
+        T(test_long_line_within_limit),
+        T(test_unreadable_files),
+        T(test_all_errors_reported_at_once),
+        T(test_errors_accumulate_across_loads),
+        T(test_cli_overrides),
+        T(test_cli_errors),
+        T(test_open_proxy_refused),
+        T(test_open_proxy_accepted),
+        T(test_ferry_log_env),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
