@@ -21,7 +21,7 @@ BUILD_PKGS := gcc make pkg-config libsodium-dev libc-ares-dev libinih-dev
 TEST_PKGS  := libcmocka-dev python3-pytest python3-socks curl
 LINT_PKGS  := clang-format cppcheck
 
-PKGS_LIBS  := libcares inih
+PKGS_LIBS  := libsodium libcares inih
 
 WARN := -Wall -Wextra -Wpedantic -Wshadow -Wformat=2 -Wstrict-prototypes \
         -Wmissing-prototypes -Wcast-qual -Wwrite-strings -Wvla -Wundef \

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth/passwd.h"
 #include "bench/bench.h"
 #include "config/config.h"
 #include "log/log.h"
@@ -20,6 +21,7 @@ static const char usage_main[] =
     "\n"
     "Commands:\n"
     "  serve      run the proxy (default: 127.0.0.1:1080, no config file needed)\n"
+    "  passwd     print a userlist line for a user: ferry passwd NAME\n"
     "  bench      measure a proxy (ferry itself by default): ferry bench --help\n"
     "  help       show help for a command: ferry help serve\n"
     "\n"
@@ -113,7 +115,7 @@ static int cmd_serve(int argc, char **argv)
         config_free(cfg);
         return 0;
     }
-    return server_run(cfg);
+    return server_run(cfg, &cli);
 }
 
 int main(int argc, char **argv)
@@ -147,6 +149,11 @@ int main(int argc, char **argv)
             log_print(false, "%s", usage_serve);
             return 0;
         }
+        if (strcmp(argv[2], "passwd") == 0) {
+            static char help[] = "--help";
+            char *args[] = {argv[2], help, NULL};
+            return passwd_main(2, args);
+        }
         if (strcmp(argv[2], "bench") == 0) {
             static char help[] = "--help";
             char *args[] = {argv[2], help, NULL};
@@ -159,6 +166,8 @@ int main(int argc, char **argv)
         return cmd_serve(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0)
         return bench_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "passwd") == 0)
+        return passwd_main(argc - 1, argv + 1);
     log_print(true, "ferry: unknown command '%s'\n\n%s", cmd, usage_main);
     return 2;
 }

@@ -49,6 +49,8 @@ struct bench_opts {
     double ping_s;        /* connections: one message per connection every ping_s (0 = off) */
     uint16_t target_port; /* fixed echo port (for relays configured in advance) */
     bool spread_src;      /* bind clients to random 127.x.y.z sources */
+    const char *auth;     /* none, plain or argon2 */
+    int auth_cachettl_s;  /* -1: ferry's default */
     bool json;
     bool progress; /* stderr is a TTY */
 };
@@ -100,7 +102,7 @@ static inline const uint8_t *pattern_at(uint64_t off)
 
 /* ---- client connections (client.c) ---- */
 
-enum sc_phase { SC_CONNECT, SC_METHOD, SC_REPLY, SC_OPEN, SC_FAILED };
+enum sc_phase { SC_CONNECT, SC_METHOD, SC_AUTH, SC_REPLY, SC_OPEN, SC_FAILED };
 
 enum sc_fail {
     SC_FAIL_NONE,
@@ -114,6 +116,7 @@ struct route {
     struct addr via; /* proxy or relay; unused when direct */
     struct addr dst; /* the target */
     bool spread_src;
+    const char *user, *pass; /* RFC 1929 credentials, or NULL for no auth */
 };
 
 /* One client connection; embedded in a scenario's own struct. */

@@ -188,7 +188,7 @@ int sclient_step(struct sclient *s, const struct route *r, uint32_t events)
                 return 1;
             }
             uint8_t msg[3];
-            uint8_t method = SOCKS5_METHOD_NONE;
+            uint8_t method = r->user ? SOCKS5_METHOD_USERPASS : SOCKS5_METHOD_NONE;
             size_t n = socks5_write_greeting(msg, sizeof(msg), &method, 1);
             if (sc_send(s, msg, n))
                 return -1;
@@ -202,9 +202,35 @@ int sclient_step(struct sclient *s, const struct route *r, uint32_t events)
             ssize_t n = socks5_parse_method(s->rbuf, s->rlen, &method);
             if (n == 0)
                 return 0;
-            if (n < 0 || method != SOCKS5_METHOD_NONE)
+            uint8_t want = r->user ? SOCKS5_METHOD_USERPASS : SOCKS5_METHOD_NONE;
+            if (n < 0 || method != want)
                 return sc_fail(s, SC_FAIL_SOCKS, 0);
             sc_consume(s, (size_t)n);
+            if (r->user) {
+                uint8_t up[520];
+                size_t len = socks5_write_userpass(up, sizeof(up), r->user, strlen(r->user),
+                                                   r->pass, strlen(r->pass));
+                if (sc_send(s, up, len))
+                    return -1;
+                s->phase = SC_AUTH;
+                break;
+            }
+            s->phase = SC_AUTH; /* no sub-negotiation: go straight to the request */
+            goto send_request;
+        }
+        case SC_AUTH: {
+            if (r->user) {
+                if (sc_read(s))
+                    return -1;
+                uint8_t status;
+                ssize_t n = socks5_parse_auth_status(s->rbuf, s->rlen, &status);
+                if (n == 0)
+                    return 0;
+                if (n < 0 || status != SOCKS5_AUTH_OK)
+                    return sc_fail(s, SC_FAIL_SOCKS, 0);
+                sc_consume(s, (size_t)n);
+            }
+        send_request:;
             struct socks5_addr dst;
             socks5_addr_from_addr(&dst, &r->dst);
             uint8_t req[SOCKS5_REQUEST_MAX];

@@ -18,10 +18,15 @@
 #include "bench/bench.h"
 #include "bench/proc.h"
 #include "bench/stats.h"
+#include "crypto/fcrypto.h"
 #include "util/parse.h"
 #include "version.h"
 
-#define MAX_RUNS 100
+#define MAX_RUNS   100
+/* The credentials of --auth (RFC 1929); a self-hosted ferry gets a userlist
+ * holding them, an external proxy must know them. */
+#define BENCH_USER "bench"
+#define BENCH_PASS "benchpass"
 
 static const char usage[] =
     "usage: ferry bench SCENARIO [options]\n"
@@ -62,6 +67,9 @@ static const char usage[] =
     "  --proxy-set K=V      extra config line for the self-hosted ferry (repeatable)\n"
     "  --target-port P      fixed port for the echo target (default: any free port)\n"
     "  --no-spread          do not spread client source addresses over 127.0.0.0/8\n"
+    "  --auth MODE          none (default), plain or argon2: authenticate with RFC 1929 as\n"
+    "                       bench/benchpass; a self-hosted ferry gets a matching userlist\n"
+    "  --auth-cachettl S    self-hosted ferry's auth.cachettl (0 disables the cache)\n"
     "  --json               print one JSON line with every figure and parameter\n"
     "  -h, --help           show this help\n";
 
@@ -199,10 +207,12 @@ static void report(const struct bench *b, const char *target, struct result *run
         printf(",\"version\":\"%s\",\"params\":{\"runs\":%u,\"duration_s\":%g,\"warmup_s\":%g,"
                "\"connections\":%u,\"concurrency\":%u,\"payload\":%zu,\"requests\":%u,"
                "\"warm_requests\":%u,\"downloads\":%u,\"download_size\":%zu,\"ping_s\":%g,"
-               "\"threads\":%u,\"proxy_workers\":%u,\"spread_src\":%s},\"metrics\":{",
+               "\"threads\":%u,\"proxy_workers\":%u,\"spread_src\":%s,\"auth\":\"%s\","
+               "\"auth_cachettl_s\":%d},\"metrics\":{",
                FERRY_VERSION, o->runs, o->duration_s, o->warmup_s, o->connections, o->concurrency,
                o->payload, o->requests, o->warm_requests, o->downloads, o->download_size, o->ping_s,
-               o->threads, o->proxy_workers, o->spread_src ? "true" : "false");
+               o->threads, o->proxy_workers, o->spread_src ? "true" : "false", o->auth,
+               o->auth_cachettl_s);
         for (size_t i = 0; i < first->n; i++) {
             for (unsigned r = 0; r < nruns; r++)
                 v[r] = i < runs[r].n ? runs[r].m[i].v : 0;
@@ -233,7 +243,7 @@ static void report(const struct bench *b, const char *target, struct result *run
     if (!strcmp(o->scenario, "throughput"))
         printf(", connections %u, payload %zu", o->connections, o->payload);
     else if (!strcmp(o->scenario, "handshakes"))
-        printf(", concurrency %u", o->concurrency);
+        printf(", concurrency %u, auth %s", o->concurrency, o->auth);
     else if (!strcmp(o->scenario, "requests"))
         printf(", concurrency %u, requests %u (+%u warm-up), downloads %u x %zu", o->concurrency,
                o->requests, o->warm_requests, o->downloads, o->download_size);
@@ -278,6 +288,8 @@ int bench_main(int argc, char **argv)
         {"target-port", required_argument, NULL, 'T'},
         {"no-spread", no_argument, NULL, 'N'},
         {"json", no_argument, NULL, 'j'},
+        {"auth", required_argument, NULL, 'A'},
+        {"auth-cachettl", required_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -295,6 +307,8 @@ int bench_main(int argc, char **argv)
     o->download_size = 1 << 20;
     o->spread_src = true;
     o->ferry = "/proc/self/exe";
+    o->auth = "none";
+    o->auth_cachettl_s = -1;
     bool set_conn = false, set_conc = false;
     char extra[4096] = "";
     unsigned target_port = 0;
@@ -401,6 +415,18 @@ int bench_main(int argc, char **argv)
         case 'j':
             o->json = true;
             break;
+        case 'A':
+            if (strcmp(optarg, "none") && strcmp(optarg, "plain") && strcmp(optarg, "argon2"))
+                return bad_value("--auth", optarg);
+            o->auth = optarg;
+            break;
+        case 'C': {
+            unsigned ttl;
+            if ((rc = parse_count("--auth-cachettl", optarg, 0, 86400, &ttl)))
+                return rc;
+            o->auth_cachettl_s = (int)ttl;
+            break;
+        }
         case 'h':
             fputs(usage, stdout);
             return 0;
@@ -466,9 +492,30 @@ int bench_main(int argc, char **argv)
     b.route.mode = o->mode;
     b.route.dst = *targets_echo(b.t, 0);
     b.route.spread_src = o->spread_src;
+    if (strcmp(o->auth, "none") != 0) {
+        b.route.user = BENCH_USER;
+        b.route.pass = BENCH_PASS;
+    }
     switch (o->mode) {
-    case BENCH_SELF:
-        rc = child_start(&child, o->ferry, o->proxy_workers, extra);
+    case BENCH_SELF: {
+        char userlist[FCRYPTO_PWHASH_MAX + 64] = "", auth_extra[64] = "";
+        if (strcmp(o->auth, "plain") == 0) {
+            snprintf(userlist, sizeof(userlist), "%s:plain:%s", BENCH_USER, BENCH_PASS);
+        } else if (strcmp(o->auth, "argon2") == 0) {
+            char phc[FCRYPTO_PWHASH_MAX];
+            if (fcrypto_init() ||
+                fcrypto_pwhash(phc, BENCH_PASS, strlen(BENCH_PASS), FCRYPTO_PWHASH_OPS_DEFAULT,
+                               FCRYPTO_PWHASH_MEM_DEFAULT)) {
+                fputs("ferry bench: cannot hash the bench password\n", stderr);
+                targets_stop(b.t);
+                return 1;
+            }
+            snprintf(userlist, sizeof(userlist), "%s:%s", BENCH_USER, phc);
+        }
+        if (o->auth_cachettl_s >= 0)
+            snprintf(auth_extra, sizeof(auth_extra), "cachettl = %d", o->auth_cachettl_s);
+        rc = child_start(&child, o->ferry, o->proxy_workers, extra, userlist[0] ? userlist : NULL,
+                         auth_extra);
         if (rc) {
             fprintf(stderr, "ferry bench: cannot start %s: %s\n", o->ferry, strerror(-rc));
             targets_stop(b.t);
@@ -480,6 +527,7 @@ int bench_main(int argc, char **argv)
         snprintf(target, sizeof(target), "ferry (self-hosted, pid %d) at %s", (int)child.pid,
                  addr_format(&child.addr, a, sizeof(a)));
         break;
+    }
     case BENCH_PROXY:
     case BENCH_RELAY:
         b.route.via = o->proxy;

@@ -117,7 +117,8 @@ static bool find_listen_line(const char *log, struct addr *out)
     return found;
 }
 
-int child_start(struct child *c, const char *ferry, unsigned workers, const char *extra)
+int child_start(struct child *c, const char *ferry, unsigned workers, const char *extra,
+                const char *userlist, const char *auth_extra)
 {
     memset(c, 0, sizeof(*c));
     snprintf(c->dir, sizeof(c->dir), "/tmp/ferry-bench-XXXXXX");
@@ -134,6 +135,18 @@ int child_start(struct child *c, const char *ferry, unsigned workers, const char
         fprintf(f, "workers = %u\n", workers);
     if (extra && *extra)
         fprintf(f, "%s\n", extra);
+    if (userlist) {
+        char up[128];
+        snprintf(up, sizeof(up), "%s/users", c->dir);
+        FILE *u = fopen(up, "we");
+        if (!u) {
+            fclose(f);
+            return -errno;
+        }
+        fprintf(u, "%s\n", userlist);
+        fclose(u);
+        fprintf(f, "[auth]\nuserlist = users\n%s\n", auth_extra ? auth_extra : "");
+    }
     fclose(f);
 
     pid_t pid = fork();
@@ -199,6 +212,8 @@ int child_stop(struct child *c)
         snprintf(p, sizeof(p), "%s/ferry.conf", c->dir);
         unlink(p);
         snprintf(p, sizeof(p), "%s/ferry.log", c->dir);
+        unlink(p);
+        snprintf(p, sizeof(p), "%s/users", c->dir);
         unlink(p);
         rmdir(c->dir);
         c->dir[0] = '\0';

@@ -16,8 +16,11 @@ struct child {
 };
 
 /* Start `ferry serve -c DIR/ferry.conf` with listen = 127.0.0.1:0, workers
- * (0 = its default) and extra config lines; wait until it listens. */
-int child_start(struct child *c, const char *ferry, unsigned workers, const char *extra);
+ * (0 = its default), extra top-level config lines, and when userlist is
+ * given, an [auth] section using it (with auth_extra lines); wait until it
+ * listens. */
+int child_start(struct child *c, const char *ferry, unsigned workers, const char *extra,
+                const char *userlist, const char *auth_extra);
 /* SIGTERM, wait (bounded), SIGKILL if needed; remove the directory.
  * Returns the exit status, or -1. */
 int child_stop(struct child *c);

@@ -26,6 +26,7 @@ struct cn_conn {
     uint8_t state; /* 0 idle-not-started, 1 opening, 2 open, 3 dead */
     uint8_t got;   /* bytes of the current echo received */
     bool waiting;  /* a message is out */
+    bool check;    /* the next echo completes the final health check */
     uint64_t msgs;
     uint64_t next_ping_ms;
 };
@@ -110,8 +111,10 @@ static void cn_on_io(struct io *io, uint32_t events)
         if (c->got == CN_MSG) {
             c->waiting = false;
             c->msgs++;
-            if (atomic_load(&th->phase) == 1)
+            if (c->check) {
+                c->check = false;
                 atomic_fetch_add(&th->checked_ok, 1);
+            }
         }
     }
 }
@@ -143,7 +146,10 @@ static void cn_on_tick(struct gen *g)
             for (unsigned i = 0; i < th->n; i++) {
                 struct cn_conn *c = &th->conns[i];
                 /* One still waiting for a ping's echo passes when it arrives. */
-                if (c->state == 2 && !c->waiting)
+                if (c->state != 2)
+                    continue;
+                c->check = true;
+                if (!c->waiting)
                     cn_send(c);
             }
         }

@@ -18,6 +18,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "auth/userlist.h"
 #include "util/compiler.h"
 #include "util/file.h"
 #include "util/parse.h"
@@ -33,7 +34,7 @@ struct loader {
     int line;     /* line being handled */
     char *text;   /* the whole file */
     char *next;   /* next unread line in text */
-    int seen[32]; /* line a key was first set on (by key index), 0 = unset */
+    int seen[64]; /* line a key was first set on (by key index), 0 = unset */
     bool listen_from_file;
     bool workers_auto;
     bool max_conn_auto;
@@ -229,9 +230,9 @@ static int add_listen(struct config *c, struct config_errors *errs, const char *
     struct config_listen *l = &c->listen[c->nlisten];
     if (addr_parse(text, -1, &l->addr)) {
         config_error(errs,
-                 "%s: listen: '%s' is not a numeric address and port "
-                 "(expected e.g. 127.0.0.1:1080 or [::1]:1080)",
-                 origin, text);
+                     "%s: listen: '%s' is not a numeric address and port "
+                     "(expected e.g. 127.0.0.1:1080 or [::1]:1080)",
+                     origin, text);
         return -EINVAL;
     }
     snprintf(l->origin, sizeof(l->origin), "%s", origin);
@@ -300,8 +301,25 @@ static const struct key keys[] = {
     {"log_file", set_string, OFF(log_file), 0, 0, "a file path, or empty for stderr", false},
     {"access_log", set_bool, OFF(access_log), 0, 0, "yes or no", false},
     {"open_proxy", set_bool, OFF(open_proxy), 0, 0, "yes or no", false},
+    /* [auth] */
+    {"auth.userlist", set_string, OFF(auth.userlist), 0, 0,
+     "a file of NAME:$argon2id$... or NAME:plain:SECRET lines", false},
+    {"auth.workers", set_u32, OFF(auth.workers), 1, 64, "1..64", false},
+    {"auth.queue", set_u32, OFF(auth.queue), 1, 65536, "1..65536", false},
+    {"auth.cachettl", set_duration, OFF(auth.cachettl_ms), 0, DAY_MS,
+     "seconds (or a duration such as 5m), up to 24h; 0 disables the cache", false},
+    {"auth.cache_size", set_u32, OFF(auth.cache_size), 4, 10000000, "4..10000000", false},
+    {"auth.max_failures", set_u32, OFF(auth.max_failures), 0, 1000000,
+     "0..1000000; 0 disables throttling", false},
+    {"auth.failure_window", set_duration, OFF(auth.failure_window_ms), 1000, DAY_MS,
+     "a duration from 1s to 24h", false},
+    {"auth.block_time", set_duration, OFF(auth.block_ms), 1000, DAY_MS, "a duration from 1s to 24h",
+     false},
 };
-_Static_assert(ARRAY_LEN(keys) <= 32, "loader.seen is too small");
+_Static_assert(ARRAY_LEN(keys) <= 64, "loader.seen is too small");
+
+/* Sections a file may contain; keys in them are named "section.key". */
+static const char *const sections[] = {"auth"};
 
 /* Edit distance, for "did you mean" on unknown keys. */
 static size_t edit_distance(const char *a, const char *b)
@@ -340,15 +358,23 @@ static const char *unquote(const char *v, char *buf, size_t cap)
 static int ini_handler_cb(void *user, const char *section, const char *name, const char *value)
 {
     struct loader *ld = user;
-    char qbuf[CONFIG_LINE_MAX];
-    if (section[0] != '\0')
-        return 1; /* the reader reported the unknown section at its header */
+    char qbuf[CONFIG_LINE_MAX], qname[160];
+    if (section[0] != '\0') {
+        bool known = false;
+        for (size_t i = 0; i < ARRAY_LEN(sections); i++)
+            known = known || strcmp(section, sections[i]) == 0;
+        if (!known)
+            return 1; /* the reader reported the unknown section at its header */
+        snprintf(qname, sizeof(qname), "%s.%s", section, name);
+    } else {
+        snprintf(qname, sizeof(qname), "%s", name);
+    }
     for (size_t i = 0; i < ARRAY_LEN(keys); i++) {
         const struct key *k = &keys[i];
-        if (strcmp(name, k->name) != 0)
+        if (strcmp(qname, k->name) != 0)
             continue;
         if (ld->seen[i] && !k->repeatable) {
-            bad(ld, name, "set twice (first on line %d)", ld->seen[i]);
+            bad(ld, qname, "set twice (first on line %d)", ld->seen[i]);
             return 1;
         }
         if (!ld->seen[i])
@@ -359,16 +385,16 @@ static int ini_handler_cb(void *user, const char *section, const char *name, con
     const char *best = NULL;
     size_t best_d = 3;
     for (size_t i = 0; i < ARRAY_LEN(keys); i++) {
-        size_t d = edit_distance(name, keys[i].name);
+        size_t d = edit_distance(qname, keys[i].name);
         if (d < best_d) {
             best_d = d;
             best = keys[i].name;
         }
     }
     if (best)
-        bad(ld, name, "unknown key (did you mean '%s'?)", best);
+        bad(ld, qname, "unknown key (did you mean '%s'?)", best);
     else
-        bad(ld, name, "unknown key");
+        bad(ld, qname, "unknown key");
     return 1;
 }
 
@@ -385,7 +411,12 @@ static void check_line(struct loader *ld, const char *line)
             bad(ld, NULL, "syntax error: section header without ']'");
             return;
         }
-        bad(ld, NULL, "unknown section [%.*s] (ferry has no sections yet; put keys at the top)",
+        for (size_t i = 0; i < ARRAY_LEN(sections); i++) {
+            if ((size_t)(end - p - 1) == strlen(sections[i]) &&
+                strncmp(p + 1, sections[i], strlen(sections[i])) == 0)
+                return;
+        }
+        bad(ld, NULL, "unknown section [%.*s] (known: [auth]; other keys go at the top)",
             (int)(end - p - 1), p + 1);
         return;
     }
@@ -438,6 +469,7 @@ static int read_file(struct loader *ld, const char *path)
 static void set_defaults(struct config *c)
 {
     memset(c, 0, sizeof(*c));
+    atomic_init(&c->refs, 1);
     addr_parse("127.0.0.1:1080", -1, &c->listen[0].addr);
     snprintf(c->listen[0].origin, sizeof(c->listen[0].origin), "built-in default");
     c->nlisten = 1;
@@ -451,6 +483,13 @@ static void set_defaults(struct config *c)
     c->splice = SPLICE_AUTO;
     c->log_level = LOG_INFO;
     c->access_log = true;
+    c->auth.workers = 4;
+    c->auth.queue = 256;
+    c->auth.cachettl_ms = 300000;
+    c->auth.cache_size = 10000;
+    c->auth.max_failures = 10;
+    c->auth.failure_window_ms = 60000;
+    c->auth.block_ms = 60000;
 }
 
 unsigned config_default_workers(void)
@@ -502,7 +541,7 @@ static void apply_cli(struct config *c, const struct config_cli *cli, struct loa
             ld->workers_auto = false;
         } else {
             config_error(ld->errs, "command line (-w): '%s' is not a worker count (expected %s)",
-                     cli->workers, "auto or 1..256");
+                         cli->workers, "auto or 1..256");
         }
     }
 }
@@ -518,25 +557,50 @@ static bool any_public_listener(const struct config *c, const struct config_list
     return false;
 }
 
+/* The userlist, named relative to the config file's directory. */
+static void load_userlist(struct config *c, const char *cfg_path, int line,
+                          struct config_errors *errs)
+{
+    char path[4096];
+    const char *ul = c->auth.userlist;
+    const char *slash = cfg_path ? strrchr(cfg_path, '/') : NULL;
+    if (ul[0] != '/' && slash)
+        snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - cfg_path), cfg_path, ul);
+    else
+        snprintf(path, sizeof(path), "%s", ul);
+    if (access(path, R_OK) < 0) {
+        config_error(errs, "%s:%d: auth.userlist: cannot read %s: %s", cfg_path, line, path,
+                     strerror(errno));
+        return;
+    }
+    if (userlist_load(path, &c->auth.users, errs) == 0 && c->auth.users->n == 0) {
+        config_error(errs, "%s:%d: auth.userlist: %s has no users", cfg_path, line, path);
+        userlist_unref(c->auth.users);
+        c->auth.users = NULL;
+    }
+}
+
 static void validate(struct config *c, struct config_errors *errs)
 {
     const struct config_listen *pub;
-    /* No authentication or rules exist yet, so any listener reachable from
-     * another host makes an open proxy: demand that it be said out loud. */
-    if (!c->open_proxy && any_public_listener(c, &pub)) {
+    /* Without authentication (rules come later), any listener reachable
+     * from another host makes an open proxy: demand that it be said out
+     * loud. */
+    if (!c->open_proxy && !c->auth.userlist && any_public_listener(c, &pub)) {
         char a[ADDR_STRLEN];
         config_error(errs,
-                 "%s: listen: %s is not a loopback address and neither authentication nor "
-                 "rules are configured, so anyone who can reach it could use this proxy; "
-                 "set 'open_proxy = yes' if that is what you want",
-                 pub->origin, addr_format(&pub->addr, a, sizeof(a)));
+                     "%s: listen: %s is not a loopback address and no authentication is "
+                     "configured, so anyone who can reach it could use this proxy; configure "
+                     "[auth] userlist, or set 'open_proxy = yes' if that is what you want",
+                     pub->origin, addr_format(&pub->addr, a, sizeof(a)));
     }
     for (size_t i = 0; i < c->nlisten; i++) {
         for (size_t j = 0; j < i; j++) {
             if (addr_equal(&c->listen[i].addr, &c->listen[j].addr) && c->listen[i].addr.port) {
                 char a[ADDR_STRLEN];
-                config_error(errs, "%s: listen: %s is listed twice (also at %s)", c->listen[i].origin,
-                         addr_format(&c->listen[i].addr, a, sizeof(a)), c->listen[j].origin);
+                config_error(errs, "%s: listen: %s is listed twice (also at %s)",
+                             c->listen[i].origin, addr_format(&c->listen[i].addr, a, sizeof(a)),
+                             c->listen[j].origin);
             }
         }
     }
@@ -574,6 +638,23 @@ int config_load(const struct config_cli *cli, struct config **out, struct config
         }
         free(ld.text);
     }
+    if (c->auth.userlist) {
+        int line = 0;
+        for (size_t i = 0; i < ARRAY_LEN(keys); i++)
+            if (strcmp(keys[i].name, "auth.userlist") == 0)
+                line = ld.seen[i];
+        load_userlist(c, cli->path, line, errs);
+    } else {
+        for (size_t i = 0; i < ARRAY_LEN(keys); i++) {
+            if (ld.seen[i] && strncmp(keys[i].name, "auth.", 5) == 0) {
+                config_error(errs,
+                             "%s:%d: %s: [auth] settings without auth.userlist (add "
+                             "'userlist = FILE' to [auth] to turn authentication on)",
+                             cli->path, ld.seen[i], keys[i].name);
+                break;
+            }
+        }
+    }
     apply_cli(c, cli, &ld);
     if (ld.workers_auto)
         c->workers = config_default_workers();
@@ -582,9 +663,9 @@ int config_load(const struct config_cli *cli, struct config **out, struct config
     const char *env = getenv("FERRY_LOG");
     if (env && *env && log_level_parse(env, &c->log_level))
         config_error(errs,
-                 "environment: FERRY_LOG: '%s' is not a log level (expected debug, info, "
-                 "warn or error)",
-                 env);
+                     "environment: FERRY_LOG: '%s' is not a log level (expected debug, info, "
+                     "warn or error)",
+                     env);
     validate(c, errs); /* every problem at once, not one per attempt */
 
     if (errs->n != nerr0) {
@@ -595,11 +676,29 @@ int config_load(const struct config_cli *cli, struct config **out, struct config
     return 0;
 }
 
-void config_free(struct config *c)
+static void config_destroy(struct config *c)
 {
-    if (!c)
-        return;
     free(c->path);
     free(c->log_file);
+    free(c->auth.userlist);
+    userlist_unref(c->auth.users);
     free(c);
+}
+
+struct config *config_ref(struct config *c)
+{
+    if (c)
+        atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
+    return c;
+}
+
+void config_unref(struct config *c)
+{
+    if (c && atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1)
+        config_destroy(c);
+}
+
+void config_free(struct config *c)
+{
+    config_unref(c);
 }

@@ -9,6 +9,7 @@
 #ifndef FERRY_CONFIG_CONFIG_H
 #define FERRY_CONFIG_CONFIG_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -30,8 +31,25 @@ struct config_listen {
     char origin[160]; /* "ferry.conf:3" or "command line": where it was set */
 };
 
-/* Immutable once loaded. Owned by whoever loaded it; config_free() releases. */
+struct userlist;
+
+/* [auth]: RFC 1929 username/password against a userlist. */
+struct config_auth {
+    char *userlist;         /* path as written; NULL: authentication is off */
+    struct userlist *users; /* loaded with the config */
+    uint32_t workers;       /* verifier threads */
+    uint32_t queue;         /* verifications waiting, at most */
+    uint32_t cachettl_ms;   /* 0: no credential cache */
+    uint32_t cache_size;    /* cached successes per worker */
+    uint32_t max_failures;  /* 0: no throttling */
+    uint32_t failure_window_ms;
+    uint32_t block_ms;
+};
+
+/* Immutable once loaded and shared by reference count: the main thread
+ * holds the current one, each worker holds the ones its sessions use. */
 struct config {
+    _Atomic uint32_t refs;
     char *path; /* NULL when running on built-in defaults */
     struct config_listen listen[CONFIG_MAX_LISTEN];
     size_t nlisten;
@@ -49,6 +67,7 @@ struct config {
     char *log_file; /* NULL: stderr */
     bool access_log;
     bool open_proxy;
+    struct config_auth auth;
 };
 
 /* What the command line says; NULL/0 fields mean "not given". */
@@ -72,7 +91,16 @@ void config_error(struct config_errors *e, const char *fmt, ...) PRINTF_LIKE(2, 
 /* Load and validate. On success *out is set and 0 returned; otherwise
  * -EINVAL (or -ENOMEM) with every problem in errs. */
 int config_load(const struct config_cli *cli, struct config **out, struct config_errors *errs);
+/* Reference counting; config_unref() frees with the last reference.
+ * config_free() is config_unref(). NULL is a no-op for both. */
+struct config *config_ref(struct config *c);
+void config_unref(struct config *c);
 void config_free(struct config *c);
+
+static inline bool config_auth_enabled(const struct config *c)
+{
+    return c->auth.users != NULL;
+}
 
 /* Online CPUs, at least 1. */
 unsigned config_default_workers(void);

@@ -53,7 +53,7 @@ static void on_listener(struct io *io, uint32_t events)
     (void)events;
     struct listener *ls = container_of(io, struct listener, io);
     struct worker *w = ls->w;
-    uint32_t max = w->sh->cfg->max_connections;
+    uint32_t max = w->cur->cfg->max_connections;
     for (int i = 0; i < ACCEPT_BATCH && io->fd >= 0; i++) {
         struct addr peer;
         int fd = sock_accept(io->fd, &peer);
@@ -104,6 +104,64 @@ static void worker_stop_listening(struct worker *w)
     loop_timer_stop(&w->loop, &w->accept_pause);
 }
 
+/* Drop every generation (all sessions have ended) and any posted one. */
+static void worker_cfgs_fini(struct worker *w)
+{
+    struct list *pos, *tmp;
+    list_for_each_safe(pos, tmp, &w->cfgs)
+    {
+        struct wcfg *wc = container_of(pos, struct wcfg, link);
+        list_del(&wc->link);
+        config_unref(wc->cfg);
+        free(wc);
+    }
+    w->cur = NULL;
+    config_unref(atomic_exchange(&w->next_cfg, NULL));
+}
+
+/* Make cfg (whose reference the caller hands over) the current one. */
+static int worker_cfg_set(struct worker *w, struct config *cfg)
+{
+    struct wcfg *wc = calloc(1, sizeof(*wc));
+    if (!wc)
+        return -ENOMEM;
+    wc->cfg = cfg;
+    list_add_tail(&w->cfgs, &wc->link);
+    struct wcfg *old = w->cur;
+    w->cur = wc;
+    if (old && old->sessions == 0) {
+        list_del(&old->link);
+        config_unref(old->cfg);
+        free(old);
+    }
+    /* Buffers of an old size are freed rather than pooled as they return. */
+    w->bufs.size = cfg->buffer_size;
+    w->pipes.size = cfg->pipe_size;
+    return 0;
+}
+
+struct wcfg *worker_cfg_hold(struct worker *w)
+{
+    w->cur->sessions++;
+    return w->cur;
+}
+
+void worker_cfg_release(struct worker *w, struct wcfg *wc)
+{
+    if (--wc->sessions == 0 && wc != w->cur) {
+        list_del(&wc->link);
+        config_unref(wc->cfg);
+        free(wc);
+    }
+}
+
+void worker_post_config(struct worker *w, struct config *cfg)
+{
+    struct config *old = atomic_exchange(&w->next_cfg, config_ref(cfg));
+    config_unref(old); /* posted before and never picked up */
+    worker_command(w, WORKER_CMD_CONFIG);
+}
+
 static void on_command(struct io *io, uint32_t events)
 {
     (void)events;
@@ -112,6 +170,15 @@ static void on_command(struct io *io, uint32_t events)
     while (read(io->fd, &v, sizeof(v)) > 0)
         ;
     uint32_t cmd = atomic_exchange(&w->cmd, 0);
+    if (cmd & WORKER_CMD_CONFIG) {
+        struct config *cfg = atomic_exchange(&w->next_cfg, NULL);
+        if (cfg && worker_cfg_set(w, cfg) < 0) {
+            log_error("worker %u: out of memory applying the new configuration", w->id);
+            config_unref(cfg);
+        } else if (cfg && w->ops->config_changed) {
+            w->ops->config_changed(w);
+        }
+    }
     if (cmd & (WORKER_CMD_DRAIN | WORKER_CMD_ABORT)) {
         w->draining = true;
         worker_stop_listening(w);
@@ -133,20 +200,26 @@ void worker_session_ended(struct worker *w)
 }
 
 int worker_init(struct worker *w, unsigned id, struct shared *sh, const struct worker_ops *ops,
-                const int *fds, const struct addr *addrs, size_t n)
+                struct config *cfg, const int *fds, const struct addr *addrs, size_t n)
 {
     memset(w, 0, sizeof(*w));
     w->id = id;
     w->sh = sh;
     w->ops = ops;
     list_init(&w->sessions);
+    list_init(&w->cfgs);
+    atomic_init(&w->next_cfg, NULL);
+    if (worker_cfg_set(w, config_ref(cfg)) < 0) {
+        config_unref(cfg);
+        return -ENOMEM;
+    }
     timer_init(&w->accept_pause, on_accept_pause_end);
     io_init(&w->ctl, on_command);
     int rc = loop_init(&w->loop);
     if (rc)
-        return rc;
-    buf_pool_init(&w->bufs, sh->cfg->buffer_size, BUF_POOL_MAX_FREE);
-    pipe_pool_init(&w->pipes, sh->cfg->pipe_size, PIPE_POOL_MAX_FREE);
+        goto out_cfg;
+    buf_pool_init(&w->bufs, cfg->buffer_size, BUF_POOL_MAX_FREE);
+    pipe_pool_init(&w->pipes, cfg->pipe_size, PIPE_POOL_MAX_FREE);
     rc = resolver_init(&w->dns, &w->loop);
     if (rc)
         goto out_loop;
@@ -175,6 +248,8 @@ int worker_init(struct worker *w, unsigned id, struct shared *sh, const struct w
             goto out_listeners;
         w->nlisteners++;
     }
+    if (w->ops->config_changed)
+        w->ops->config_changed(w);
     return 0;
 
 out_listeners:
@@ -190,6 +265,8 @@ out_dns:
     resolver_fini(&w->dns);
 out_loop:
     loop_fini(&w->loop);
+out_cfg:
+    worker_cfgs_fini(w);
     return rc;
 }
 
@@ -243,4 +320,5 @@ void worker_fini(struct worker *w)
     buf_pool_fini(&w->bufs);
     pipe_pool_fini(&w->pipes);
     loop_fini(&w->loop);
+    worker_cfgs_fini(w);
 }

@@ -27,8 +27,19 @@ struct config;
 struct worker;
 
 enum worker_cmd {
-    WORKER_CMD_DRAIN = 1u << 0, /* stop accepting; exit once no session is left */
-    WORKER_CMD_ABORT = 1u << 1, /* close every session now and exit */
+    WORKER_CMD_DRAIN = 1u << 0,  /* stop accepting; exit once no session is left */
+    WORKER_CMD_ABORT = 1u << 1,  /* close every session now and exit */
+    WORKER_CMD_CONFIG = 1u << 2, /* a new configuration waits in next_cfg */
+};
+
+/* A configuration as one worker uses it: new sessions take the current
+ * one, and a session keeps the one it started with until it ends. The
+ * worker holds one reference per generation and counts its sessions
+ * without atomics. */
+struct wcfg {
+    struct list link; /* in worker->cfgs */
+    struct config *cfg;
+    uint32_t sessions;
 };
 
 struct listener {
@@ -44,14 +55,18 @@ struct worker_ops {
     void (*abort_all)(struct worker *w);
     /* Release what the session layer keeps per worker (freelists). */
     void (*fini)(struct worker *w);
+    /* w->cur changed (also called once at init, on the main thread). */
+    void (*config_changed)(struct worker *w);
 };
 
 /* State shared by all workers, owned by the main thread. */
+struct auth;
+
 struct shared {
-    const struct config *cfg;
-    _Atomic uint64_t next_id;  /* session ids, unique across workers */
-    _Atomic uint32_t sessions; /* open sessions, for max_connections */
-    int exit_efd;              /* each worker writes 1 when it exits */
+    _Atomic(struct auth *) auth; /* the verifier pool, once started */
+    _Atomic uint64_t next_id;    /* session ids, unique across workers */
+    _Atomic uint32_t sessions;   /* open sessions, for max_connections */
+    int exit_efd;                /* each worker writes 1 when it exits */
 };
 
 struct worker {
@@ -62,6 +77,10 @@ struct worker {
     struct loop loop;
     struct io ctl; /* eventfd: commands from the main thread */
     _Atomic uint32_t cmd;
+    _Atomic(struct config *) next_cfg; /* posted by the main thread, one reference */
+    struct wcfg *cur;                  /* for new sessions */
+    struct list cfgs;                  /* generations still in use */
+    void *auth;                        /* struct auth_worker, or NULL */
     struct listener *listeners;
     size_t nlisteners;
     bool draining;
@@ -77,14 +96,22 @@ struct worker {
 };
 
 /* Prepare w (on the main thread). fds are listening sockets, one per
- * address, now owned by the worker. Returns 0 or -errno. */
+ * address, now owned by the worker; the worker takes its own reference on
+ * cfg. Returns 0 or -errno. */
 int worker_init(struct worker *w, unsigned id, struct shared *sh, const struct worker_ops *ops,
-                const int *fds, const struct addr *addrs, size_t n);
+                struct config *cfg, const int *fds, const struct addr *addrs, size_t n);
 int worker_start(struct worker *w);
 /* Ask the worker to do something (any thread). */
 void worker_command(struct worker *w, enum worker_cmd cmd);
+/* Hand a new configuration to the worker (main thread); takes its own
+ * reference on cfg. */
+void worker_post_config(struct worker *w, struct config *cfg);
 void worker_join(struct worker *w);
 void worker_fini(struct worker *w);
+
+/* A session starts under the current configuration / has ended. */
+struct wcfg *worker_cfg_hold(struct worker *w);
+void worker_cfg_release(struct worker *w, struct wcfg *wc);
 
 /* The session layer tells the worker a session ended; a draining worker
  * stops its loop when the last one goes. */

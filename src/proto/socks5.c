@@ -212,6 +212,66 @@ int socks5_addr_from_name(struct socks5_addr *s, const char *name, uint16_t port
     return 0;
 }
 
+ssize_t socks5_parse_userpass(const uint8_t *p, size_t len, struct socks5_userpass *out)
+{
+    if (len < 1)
+        return 0;
+    if (p[0] != SOCKS5_AUTH_VERSION)
+        return SOCKS5_E_AUTH_VERSION;
+    if (len < 2)
+        return 0;
+    size_t ulen = p[1];
+    if (ulen == 0)
+        return SOCKS5_E_AUTH_LEN;
+    if (len < 3 + ulen)
+        return 0;
+    size_t plen = p[2 + ulen];
+    if (plen == 0)
+        return SOCKS5_E_AUTH_LEN;
+    size_t total = 3 + ulen + plen;
+    if (len < total)
+        return 0;
+    out->ulen = (uint8_t)ulen;
+    out->plen = (uint8_t)plen;
+    memcpy(out->user, p + 2, ulen);
+    out->user[ulen] = '\0';
+    memcpy(out->pass, p + 3 + ulen, plen);
+    out->pass[plen] = '\0';
+    return (ssize_t)total;
+}
+
+size_t socks5_write_auth_status(uint8_t out[2], uint8_t status)
+{
+    out[0] = SOCKS5_AUTH_VERSION;
+    out[1] = status;
+    return 2;
+}
+
+size_t socks5_write_userpass(uint8_t *out, size_t cap, const char *user, size_t ulen,
+                             const char *pass, size_t plen)
+{
+    if (ulen == 0 || ulen > 255 || plen == 0 || plen > 255 || cap < 3 + ulen + plen)
+        return 0;
+    out[0] = SOCKS5_AUTH_VERSION;
+    out[1] = (uint8_t)ulen;
+    memcpy(out + 2, user, ulen);
+    out[2 + ulen] = (uint8_t)plen;
+    memcpy(out + 3 + ulen, pass, plen);
+    return 3 + ulen + plen;
+}
+
+ssize_t socks5_parse_auth_status(const uint8_t *p, size_t len, uint8_t *status)
+{
+    if (len < 1)
+        return 0;
+    if (p[0] != SOCKS5_AUTH_VERSION)
+        return SOCKS5_E_AUTH_VERSION;
+    if (len < 2)
+        return 0;
+    *status = p[1];
+    return 2;
+}
+
 int socks5_error_reply(ssize_t err)
 {
     switch (err) {

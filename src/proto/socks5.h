@@ -52,11 +52,18 @@ enum socks5_rep {
 };
 
 enum socks5_error {
-    SOCKS5_E_VERSION = -1, /* VER is not 5: the peer does not speak SOCKS5; close */
-    SOCKS5_E_RSV = -2,     /* reserved byte is not zero */
-    SOCKS5_E_ATYP = -3,    /* unknown address type */
-    SOCKS5_E_DOMAIN = -4,  /* empty domain name, or one holding NUL/control bytes */
+    SOCKS5_E_VERSION = -1,      /* VER is not 5: the peer does not speak SOCKS5; close */
+    SOCKS5_E_RSV = -2,          /* reserved byte is not zero */
+    SOCKS5_E_ATYP = -3,         /* unknown address type */
+    SOCKS5_E_DOMAIN = -4,       /* empty domain name, or one holding NUL/control bytes */
+    SOCKS5_E_AUTH_VERSION = -5, /* RFC 1929: sub-negotiation VER is not 1 */
+    SOCKS5_E_AUTH_LEN = -6,     /* RFC 1929: ULEN or PLEN is zero */
 };
+
+/* RFC 1929 username/password sub-negotiation. */
+#define SOCKS5_AUTH_VERSION 0x01
+#define SOCKS5_AUTH_OK      0x00
+#define SOCKS5_AUTH_FAIL    0x01
 
 /* Largest messages on the wire: VER NMETHODS METHODS[255]; and
  * VER CMD RSV ATYP LEN NAME[255] PORT[2]. */
@@ -87,6 +94,19 @@ struct socks5_request {
 
 ssize_t socks5_parse_greeting(const uint8_t *p, size_t len, struct socks5_greeting *out);
 bool socks5_offers(const struct socks5_greeting *g, uint8_t method);
+
+/* RFC 1929: VER ULEN UNAME PLEN PASSWD. Both lengths are 1..255. */
+struct socks5_userpass {
+    uint8_t ulen, plen;
+    char user[256]; /* NUL-terminated; may not hold other NULs, see ulen */
+    char pass[256];
+};
+
+/* Same return convention; a bad VER or a zero length is judged as soon as
+ * its byte arrives. */
+ssize_t socks5_parse_userpass(const uint8_t *p, size_t len, struct socks5_userpass *out);
+/* VER STATUS. Writes 2 bytes. */
+size_t socks5_write_auth_status(uint8_t out[2], uint8_t status);
 
 /* The request of RFC 1928 section 4. Any CMD value parses; the caller
  * decides which commands it supports. */
@@ -126,6 +146,13 @@ ssize_t socks5_parse_method(const uint8_t *p, size_t len, uint8_t *method);
 size_t socks5_write_request(uint8_t *out, size_t cap, uint8_t cmd, const struct socks5_addr *dst);
 /* VER REP RSV ATYP BND.ADDR BND.PORT, same convention as the request. */
 ssize_t socks5_parse_reply(const uint8_t *p, size_t len, struct socks5_reply *out);
+/* RFC 1929 request from a client; 0 if a length is 0 or over 255 or cap
+ * is too small. */
+size_t socks5_write_userpass(uint8_t *out, size_t cap, const char *user, size_t ulen,
+                             const char *pass, size_t plen);
+/* VER STATUS as a client reads it: 2 consumed, 0 need more, or
+ * SOCKS5_E_AUTH_VERSION. */
+ssize_t socks5_parse_auth_status(const uint8_t *p, size_t len, uint8_t *status);
 /* Build a socks5_addr from an IP address, or from a host name. */
 void socks5_addr_from_addr(struct socks5_addr *s, const struct addr *a);
 int socks5_addr_from_name(struct socks5_addr *s, const char *name, uint16_t port);

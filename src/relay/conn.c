@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "auth/auth.h"
 #include "config/config.h"
 #include "core/buf.h"
 #include "core/pipe.h"
@@ -30,8 +31,10 @@
 #define LINGER_DISCARD    (64 * 1024)
 
 static const char *const state_names[CONN_ST_COUNT] = {
-    [CONN_ST_GREETING] = "greeting", [CONN_ST_REQUEST] = "request", [CONN_ST_RESOLVE] = "resolve",
-    [CONN_ST_CONNECT] = "connect",   [CONN_ST_RELAY] = "relay",     [CONN_ST_LINGER] = "linger",
+    [CONN_ST_GREETING] = "greeting",   [CONN_ST_AUTH] = "auth",
+    [CONN_ST_AUTH_WAIT] = "auth-wait", [CONN_ST_REQUEST] = "request",
+    [CONN_ST_RESOLVE] = "resolve",     [CONN_ST_CONNECT] = "connect",
+    [CONN_ST_RELAY] = "relay",         [CONN_ST_LINGER] = "linger",
     [CONN_ST_CLOSED] = "closed",
 };
 
@@ -42,7 +45,7 @@ const char *conn_state_name(enum conn_state s)
 
 static const struct config *conn_cfg(const struct conn *c)
 {
-    return c->w->sh->cfg;
+    return c->wc->cfg;
 }
 
 static void conn_set_state(struct conn *c, enum conn_state s)
@@ -83,9 +86,9 @@ static void conn_access_log(struct conn *c)
     if (c->err)
         snprintf(err, sizeof(err), " err=%s", errmap_name(c->err));
     log_write(LOG_INFO,
-              "access id=%llu client=%s cmd=%s dst=%s addr=%s up=%llu down=%llu ms=%llu "
-              "reply=%s end=%s%s",
-              (unsigned long long)c->id, client,
+              "access id=%llu client=%s user=%s cmd=%s dst=%s addr=%s up=%llu down=%llu "
+              "ms=%llu reply=%s end=%s%s",
+              (unsigned long long)c->id, client, c->user ? c->user : "-",
               c->cmd == SOCKS5_CMD_CONNECT ? "connect"
               : c->cmd                     ? "other"
                                            : "-",
@@ -125,6 +128,11 @@ static void conn_close(struct conn *c, const char *why)
     c->ans = NULL;
     free(c->dst_name);
     c->dst_name = NULL;
+    auth_abandon(c->auth);
+    c->auth = NULL;
+    free(c->user);
+    c->user = NULL;
+    worker_cfg_release(w, c->wc);
     list_del(&c->link);
     worker_session_ended(w);
     loop_defer(&w->loop, &c->task); /* freed after this iteration's events */
@@ -332,7 +340,8 @@ static void conn_connect_next(struct conn *c, int last_err)
     if (now >= c->deadline)
         last_err = -ETIMEDOUT;
     c->err = last_err;
-    conn_fail(c, errmap_socks5_connect(last_err), "connect-failed");
+    conn_fail(c, errmap_socks5_connect(last_err),
+              last_err == -ETIMEDOUT ? "connect-timeout" : "connect-failed");
 }
 
 static void conn_check_connect(struct conn *c, uint32_t events)
@@ -444,6 +453,153 @@ static int conn_read_handshake(struct conn *c)
     return 0;
 }
 
+/* Handshake steps return 1 when the state advanced and parsing may go on,
+ * 0 when more bytes are needed, -1 when the session went elsewhere
+ * (closed, lingering, or waiting for a verdict). */
+
+static int hs_greeting(struct conn *c, struct buf *b)
+{
+    struct socks5_greeting g;
+    ssize_t n = socks5_parse_greeting(buf_head(b), buf_len(b), &g);
+    if (n == 0)
+        return 0;
+    if (n < 0) {
+        stat_add(&c->w->stats.handshake_errors, 1);
+        conn_close(c, "bad-version");
+        return -1;
+    }
+    buf_consume(b, (uint32_t)n);
+    bool auth = config_auth_enabled(conn_cfg(c));
+    uint8_t want = auth ? SOCKS5_METHOD_USERPASS : SOCKS5_METHOD_NONE;
+    bool ok = socks5_offers(&g, want);
+    uint8_t msg[2];
+    socks5_write_method(msg, ok ? want : SOCKS5_METHOD_NO_ACCEPTABLE);
+    int rc = conn_send_client(c, msg, sizeof(msg));
+    if (rc) {
+        conn_close_err(c, "client-error", rc);
+        return -1;
+    }
+    if (!ok) {
+        stat_add(&c->w->stats.handshake_errors, 1);
+        c->why = auth ? "auth-required" : "no-acceptable-method";
+        conn_linger(c);
+        return -1;
+    }
+    conn_set_state(c, auth ? CONN_ST_AUTH : CONN_ST_REQUEST);
+    return 1;
+}
+
+/* The verdict: RFC 1929 status, then the request or a lingering close. */
+static void conn_auth_done(struct conn *c, int result)
+{
+    uint8_t msg[2];
+    bool ok = result == AUTH_OK;
+    socks5_write_auth_status(msg, ok ? SOCKS5_AUTH_OK : SOCKS5_AUTH_FAIL);
+    int rc = conn_send_client(c, msg, sizeof(msg));
+    if (rc) {
+        conn_close_err(c, "client-error", rc);
+        return;
+    }
+    if (!ok) {
+        c->why = result == AUTH_THROTTLED ? "auth-throttled"
+                 : result == AUTH_BUSY    ? "auth-busy"
+                                          : "auth-failed";
+        conn_linger(c);
+        return;
+    }
+    conn_set_state(c, CONN_ST_REQUEST);
+}
+
+static void conn_handshake(struct conn *c);
+
+static void conn_on_auth(void *owner, int result)
+{
+    struct conn *c = owner;
+    c->auth = NULL;
+    conn_auth_done(c, result);
+    if (c->state == CONN_ST_REQUEST)
+        conn_handshake(c); /* the request may be waiting already */
+}
+
+/* Keep a printable copy of the claimed name for the access log. */
+static void conn_set_user(struct conn *c, const char *name, size_t len)
+{
+    free(c->user);
+    c->user = malloc(len + 1);
+    if (!c->user)
+        return;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)name[i];
+        c->user[i] = ch <= 0x20 || ch == 0x7f ? '?' : (char)ch;
+    }
+    c->user[len] = '\0';
+}
+
+static int hs_auth(struct conn *c, struct buf *b)
+{
+    struct socks5_userpass up;
+    ssize_t n = socks5_parse_userpass(buf_head(b), buf_len(b), &up);
+    if (n == 0)
+        return 0;
+    if (n < 0) {
+        /* RFC 1929: any status but 0 means failure, and we close. */
+        stat_add(&c->w->stats.handshake_errors, 1);
+        c->why = "bad-auth-message";
+        conn_auth_done(c, AUTH_DENIED);
+        c->why = "bad-auth-message";
+        return -1;
+    }
+    explicit_bzero(buf_head(b), (size_t)n); /* the password leaves no copy behind */
+    buf_consume(b, (uint32_t)n);
+    conn_set_user(c, up.user, up.ulen);
+    const struct config *cfg = conn_cfg(c);
+    struct auth_params p = {cfg->auth.users, cfg->auth.cachettl_ms};
+    int r = AUTH_BUSY;
+    if (c->w->auth)
+        r = auth_begin(c->w->auth, &p, &c->client, up.user, up.ulen, up.pass, up.plen, conn_on_auth,
+                       c, &c->auth);
+    explicit_bzero(&up, sizeof(up));
+    if (r == AUTH_PENDING) {
+        conn_set_state(c, CONN_ST_AUTH_WAIT);
+        return -1;
+    }
+    conn_auth_done(c, r);
+    return c->state == CONN_ST_REQUEST ? 1 : -1;
+}
+
+static int hs_request(struct conn *c, struct buf *b)
+{
+    struct socks5_request req;
+    ssize_t n = socks5_parse_request(buf_head(b), buf_len(b), &req);
+    if (n == 0)
+        return 0;
+    if (n < 0) {
+        stat_add(&c->w->stats.handshake_errors, 1);
+        int rep = socks5_error_reply(n);
+        if (rep < 0) {
+            conn_close(c, "bad-version");
+            return -1;
+        }
+        conn_fail(c, (uint8_t)rep,
+                  n == SOCKS5_E_ATYP  ? "bad-address-type"
+                  : n == SOCKS5_E_RSV ? "bad-reserved-byte"
+                                      : "bad-domain");
+        return -1;
+    }
+    buf_consume(b, (uint32_t)n);
+    c->cmd = req.cmd;
+    if (buf_len(b) == 0) {
+        buf_put(&c->w->bufs, b); /* nothing pipelined: hold no buffer */
+        c->c2u.buf = NULL;
+    }
+    if (req.cmd != SOCKS5_CMD_CONNECT) {
+        conn_fail(c, SOCKS5_REP_COMMAND_NOT_SUPPORTED, "command-not-supported");
+        return -1;
+    }
+    conn_dial(c, &req);
+    return -1;
+}
+
 static void conn_handshake(struct conn *c)
 {
     int rc = conn_read_handshake(c);
@@ -453,64 +609,39 @@ static void conn_handshake(struct conn *c)
         return;
     }
     struct buf *b = c->c2u.buf;
-    while (c->state == CONN_ST_GREETING || c->state == CONN_ST_REQUEST) {
-        ssize_t n;
-        if (c->state == CONN_ST_GREETING) {
-            struct socks5_greeting g;
-            n = socks5_parse_greeting(buf_head(b), buf_len(b), &g);
-            if (n > 0) {
-                buf_consume(b, (uint32_t)n);
-                uint8_t msg[2];
-                bool ok = socks5_offers(&g, SOCKS5_METHOD_NONE);
-                socks5_write_method(msg, ok ? SOCKS5_METHOD_NONE : SOCKS5_METHOD_NO_ACCEPTABLE);
-                rc = conn_send_client(c, msg, sizeof(msg));
-                if (rc) {
-                    conn_close_err(c, "client-error", rc);
-                    return;
-                }
-                if (!ok) {
-                    stat_add(&c->w->stats.handshake_errors, 1);
-                    c->why = "no-acceptable-method";
-                    conn_linger(c);
-                    return;
-                }
-                conn_set_state(c, CONN_ST_REQUEST);
-                continue;
-            }
-        } else {
-            struct socks5_request req;
-            n = socks5_parse_request(buf_head(b), buf_len(b), &req);
-            if (n > 0) {
-                buf_consume(b, (uint32_t)n);
-                c->cmd = req.cmd;
-                if (buf_len(b) == 0) {
-                    buf_put(&c->w->bufs, b); /* nothing pipelined: hold no buffer */
-                    c->c2u.buf = NULL;
-                }
-                if (req.cmd != SOCKS5_CMD_CONNECT) {
-                    conn_fail(c, SOCKS5_REP_COMMAND_NOT_SUPPORTED, "command-not-supported");
-                    return;
-                }
-                conn_dial(c, &req);
-                return;
-            }
-        }
-        if (n < 0) {
-            stat_add(&c->w->stats.handshake_errors, 1);
-            int rep = socks5_error_reply(n);
-            if (rep < 0) {
-                conn_close(c, "bad-version");
-                return;
-            }
-            conn_fail(c, (uint8_t)rep,
-                      n == SOCKS5_E_ATYP  ? "bad-address-type"
-                      : n == SOCKS5_E_RSV ? "bad-reserved-byte"
-                                          : "bad-domain");
+    for (;;) {
+        int step = -1;
+        switch ((enum conn_state)c->state) {
+        case CONN_ST_GREETING:
+            step = hs_greeting(c, b);
+            break;
+        case CONN_ST_AUTH:
+            step = hs_auth(c, b);
+            break;
+        case CONN_ST_REQUEST:
+            step = hs_request(c, b);
+            break;
+        case CONN_ST_AUTH_WAIT:
+        case CONN_ST_RESOLVE:
+        case CONN_ST_CONNECT:
+        case CONN_ST_RELAY:
+        case CONN_ST_LINGER:
+        case CONN_ST_CLOSED:
+        case CONN_ST_COUNT:
             return;
         }
-        /* Need more bytes. */
+        if (step > 0)
+            continue;
+        if (step < 0)
+            return;
+        /* Need more bytes; a client that has closed will send none. */
         if (c->c2u.flags & HALF_EOF) {
             stat_add(&c->w->stats.handshake_errors, 1);
+            if (c->state == CONN_ST_AUTH && buf_len(b)) {
+                conn_auth_done(c, AUTH_DENIED);
+                c->why = "truncated-handshake";
+                return;
+            }
             conn_close(c, buf_len(b) ? "truncated-handshake" : "client-closed");
         }
         return;
@@ -535,9 +666,11 @@ static void conn_drive(struct conn *c, uint32_t cli_events, uint32_t up_events)
 {
     switch ((enum conn_state)c->state) {
     case CONN_ST_GREETING:
+    case CONN_ST_AUTH:
     case CONN_ST_REQUEST:
         conn_handshake(c);
         break;
+    case CONN_ST_AUTH_WAIT:
     case CONN_ST_RESOLVE:
         if (cli_events & (EPOLLHUP | EPOLLERR))
             conn_close(c, "client-closed");
@@ -579,6 +712,8 @@ static void conn_on_timer(struct timer *t)
     struct conn *c = container_of(t, struct conn, timer);
     switch ((enum conn_state)c->state) {
     case CONN_ST_GREETING:
+    case CONN_ST_AUTH:
+    case CONN_ST_AUTH_WAIT:
     case CONN_ST_REQUEST:
         stat_add(&c->w->stats.handshake_errors, 1);
         conn_close(c, "handshake-timeout");
@@ -646,6 +781,7 @@ static void relay_accept(struct worker *w, struct listener *ls, int fd, const st
     c->id = atomic_fetch_add_explicit(&w->sh->next_id, 1, memory_order_relaxed) + 1;
     c->client = *peer;
     c->reply = 0xff;
+    c->wc = worker_cfg_hold(w);
     c->t_start = loop_now(&w->loop);
     io_init(&c->cli, conn_on_cli_io);
     io_init(&c->up, conn_on_up_io);
@@ -681,6 +817,11 @@ static void relay_abort_all(struct worker *w)
 
 static void relay_worker_fini(struct worker *w)
 {
+    if (w->auth) {
+        auth_worker_fini(w->auth);
+        free(w->auth);
+        w->auth = NULL;
+    }
     while (w->free_sessions) {
         void *c = w->free_sessions;
         w->free_sessions = *(void **)c;
@@ -689,8 +830,28 @@ static void relay_worker_fini(struct worker *w)
     w->nfree_sessions = 0;
 }
 
+/* Authentication turned on (at start or by a reload): give this worker
+ * its credential cache and result port, once the pool exists. */
+static void relay_config_changed(struct worker *w)
+{
+    const struct config *cfg = w->cur->cfg;
+    struct auth *a = atomic_load(&w->sh->auth);
+    if (w->auth || !a || !config_auth_enabled(cfg))
+        return;
+    struct auth_worker *aw = malloc(sizeof(*aw));
+    if (!aw || auth_worker_init(aw, a, &w->loop, cfg->auth.cache_size) < 0) {
+        free(aw);
+        log_error("worker %u: cannot set up authentication (out of memory); clients that "
+                  "must authenticate will be refused",
+                  w->id);
+        return;
+    }
+    w->auth = aw;
+}
+
 const struct worker_ops relay_worker_ops = {
     .accept = relay_accept,
     .abort_all = relay_abort_all,
     .fini = relay_worker_fini,
+    .config_changed = relay_config_changed,
 };

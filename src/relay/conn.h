@@ -1,9 +1,11 @@
 /*
  * conn.h: a proxied session and its state machine.
  *
- *   GREETING -> REQUEST -> [RESOLVE] -> CONNECT -> RELAY -> CLOSED
- *        \          \            \           \
- *         +----------+------------+-----------+--> LINGER -> CLOSED
+ *   GREETING -> [AUTH -> AUTH_WAIT] -> REQUEST -> [RESOLVE] -> CONNECT -> RELAY
+ *        \            \                  \           \           \
+ *         +------------+------------------+-----------+-----------+--> LINGER
+ *
+ * and every state may end in CLOSED.
  *
  * LINGER follows a failure reply: the reply is flushed, our side is shut
  * for writing, and whatever the client still sends is read and discarded for
@@ -25,6 +27,8 @@
 
 enum conn_state {
     CONN_ST_GREETING,
+    CONN_ST_AUTH,      /* RFC 1929: waiting for username/password */
+    CONN_ST_AUTH_WAIT, /* the verifier pool is checking them */
     CONN_ST_REQUEST,
     CONN_ST_RESOLVE,
     CONN_ST_CONNECT,
@@ -53,6 +57,7 @@ struct buf;
 struct pipe_pair;
 struct dns_answer;
 struct dns_req;
+struct auth_job;
 
 struct half {
     struct buf *buf;        /* bytes in user space, or NULL */
@@ -64,6 +69,7 @@ struct half {
 struct conn {
     struct list link; /* in worker->sessions */
     struct worker *w;
+    struct wcfg *wc; /* the configuration this session runs under */
     struct io cli, up;
     uint8_t cli_ev, up_ev; /* SIDE_* */
     uint8_t state;
@@ -79,6 +85,8 @@ struct conn {
     char *dst_name;         /* the name the client asked for; NULL for IP requests */
     struct dns_answer *ans; /* addresses to try, while connecting */
     struct dns_req *dns;    /* pending lookup */
+    struct auth_job *auth;  /* pending verification */
+    char *user;             /* authenticated (or claimed) user name, for logs */
     uint64_t id;
     uint64_t t_start;     /* loop ms at accept */
     uint64_t deadline;    /* end of the connect budget */

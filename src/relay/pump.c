@@ -148,7 +148,7 @@ static int pump_dir(struct conn *c, const struct dir *d)
 {
     struct worker *w = c->w;
     struct half *h = d->h;
-    enum splice_mode mode = w->sh->cfg->splice;
+    enum splice_mode mode = c->wc->cfg->splice;
     uint32_t budget = PUMP_BUDGET;
 
     for (;;) {

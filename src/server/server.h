@@ -7,8 +7,9 @@
 #include "config/config.h"
 
 /* Run until SIGINT/SIGTERM has drained the sessions. Returns the process
- * exit status (0 after a clean shutdown). Takes ownership of cfg. */
-int server_run(struct config *cfg);
+ * exit status (0 after a clean shutdown). Takes over the reference to cfg;
+ * cli is kept to load the configuration again on SIGHUP. */
+int server_run(struct config *cfg, const struct config_cli *cli);
 
 /* Raise the soft open-files limit to the hard limit; returns the new soft
  * limit. */

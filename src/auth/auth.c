@@ -1,0 +1,156 @@
+/*
+ * auth.c: throttle, cache and verifier put together in the order that keeps
+ * every outcome honest: a throttled client is refused before any work; a
+ * cached success is accepted after one keyed hash; everything else costs
+ * exactly one Argon2 verification on the pool, whatever the user.
+ */
+#include "auth/auth.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log/log.h"
+
+int auth_start(struct auth *a, unsigned workers, unsigned queue, uint32_t track,
+               uint32_t max_failures, uint32_t window_ms, uint32_t block_ms)
+{
+    memset(a, 0, sizeof(*a));
+    int rc = throttle_init(&a->t, track, max_failures, window_ms, block_ms);
+    if (rc)
+        return rc;
+    rc = verifier_start(&a->v, workers, queue);
+    if (rc)
+        throttle_fini(&a->t);
+    return rc;
+}
+
+void auth_stop(struct auth *a)
+{
+    verifier_stop(&a->v);
+    throttle_fini(&a->t);
+}
+
+int auth_worker_init(struct auth_worker *aw, struct auth *a, struct loop *l, uint32_t cache_entries)
+{
+    memset(aw, 0, sizeof(*aw));
+    aw->a = a;
+    aw->l = l;
+    int rc = auth_cache_init(&aw->cache, cache_entries);
+    if (rc)
+        return rc;
+    rc = auth_port_init(&aw->port, l);
+    if (rc)
+        auth_cache_fini(&aw->cache);
+    return rc;
+}
+
+void auth_worker_fini(struct auth_worker *aw)
+{
+    auth_port_fini(&aw->port, aw->l);
+    auth_cache_fini(&aw->cache);
+}
+
+static void note_failure(struct auth_worker *aw, const struct addr *client)
+{
+    struct throttle *t = &aw->a->t;
+    if (throttle_fail(t, client, loop_now(aw->l))) {
+        char ip[ADDR_STRLEN];
+        aw->stats.blocks++;
+        log_warn("auth: %s blocked for %u ms after %u failed attempts within %u ms",
+                 addr_format_ip(client, ip, sizeof(ip)), t->block_ms, t->max_failures,
+                 t->window_ms);
+    }
+}
+
+/* A verdict from the pool, on the worker's loop. */
+static void auth_job_done(void *owner, struct auth_job *job)
+{
+    struct auth_worker *aw = job->aw;
+    int result = job->result == 0 ? AUTH_OK : AUTH_DENIED;
+    if (result == AUTH_OK) {
+        aw->stats.ok++;
+        auth_cache_store(&aw->cache, &job->probe, job->version, loop_now(aw->l), job->cache_ttl_ms);
+    } else {
+        aw->stats.denied++;
+        note_failure(aw, &job->client);
+    }
+    void (*cb)(void *, int) = job->cb;
+    auth_job_free(job);
+    cb(owner, result);
+}
+
+int auth_begin(struct auth_worker *aw, const struct auth_params *p, const struct addr *client,
+               const char *user, size_t ulen, const char *pass, size_t plen,
+               void (*cb)(void *owner, int result), void *owner, struct auth_job **jobp)
+{
+    *jobp = NULL;
+    uint64_t now = loop_now(aw->l);
+    if (throttle_blocked(&aw->a->t, client, now)) {
+        aw->stats.throttled++;
+        return AUTH_THROTTLED;
+    }
+    const struct user *u = userlist_find(p->ul, user, ulen);
+    struct auth_cache_probe probe;
+    bool use_cache = p->cache_ttl_ms > 0 && u;
+    if (use_cache) {
+        auth_cache_probe(&aw->cache, user, ulen, pass, plen, &probe);
+        if (auth_cache_check(&aw->cache, &probe, u->version, now)) {
+            aw->stats.ok++;
+            aw->stats.cache_hits++;
+            return AUTH_OK;
+        }
+    }
+    struct auth_job *job = calloc(1, sizeof(*job));
+    if (!job) {
+        aw->stats.busy++;
+        return AUTH_BUSY;
+    }
+    job->port = &aw->port;
+    job->ul = userlist_ref(p->ul);
+    job->u = u;
+    job->owner = owner;
+    job->done = auth_job_done;
+    job->cb = cb;
+    job->aw = aw;
+    job->client = *client;
+    job->version = u ? u->version : 0;
+    job->cache_ttl_ms = use_cache ? p->cache_ttl_ms : 0;
+    if (use_cache)
+        job->probe = probe;
+    job->ulen = (uint8_t)ulen;
+    job->plen = (uint8_t)plen;
+    memcpy(job->user, user, ulen);
+    memcpy(job->pass, pass, plen);
+    if (verifier_submit(&aw->a->v, job) < 0) {
+        auth_job_free(job);
+        aw->stats.busy++;
+        return AUTH_BUSY;
+    }
+    *jobp = job;
+    return AUTH_PENDING;
+}
+
+void auth_abandon(struct auth_job *job)
+{
+    if (job)
+        job->owner = NULL; /* freed by the port when its verdict arrives */
+}
+
+const char *auth_result_str(int result)
+{
+    switch (result) {
+    case AUTH_OK:
+        return "ok";
+    case AUTH_PENDING:
+        return "pending";
+    case AUTH_DENIED:
+        return "denied";
+    case AUTH_THROTTLED:
+        return "throttled";
+    case AUTH_BUSY:
+        return "busy";
+    default:
+        return "?";
+    }
+}

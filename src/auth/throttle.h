@@ -1,0 +1,52 @@
+/*
+ * throttle.h: failed-authentication throttling per client address, shared
+ * by all workers. After max_failures failures within window_ms, an address
+ * is refused without verification for block_ms. The table is bounded
+ * (set-associative, least useful entry replaced) and striped by lock; it is
+ * touched only when a client authenticates, never on the relay path.
+ * Time is passed in (milliseconds).
+ */
+#ifndef FERRY_AUTH_THROTTLE_H
+#define FERRY_AUTH_THROTTLE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "crypto/fcrypto.h"
+#include "util/addr.h"
+
+#define THROTTLE_WAYS    4
+#define THROTTLE_STRIPES 64
+
+struct throttle_entry {
+    uint8_t family;
+    uint8_t ip[16];
+    uint32_t failures;
+    uint64_t window_start_ms;
+    uint64_t blocked_until_ms;
+};
+
+struct throttle {
+    struct throttle_entry *e;
+    uint32_t nsets;
+    uint32_t max_failures; /* 0 = never block */
+    uint32_t window_ms, block_ms;
+    uint8_t hash_key[FCRYPTO_SHORTKEY_LEN];
+    pthread_mutex_t locks[THROTTLE_STRIPES];
+};
+
+int throttle_init(struct throttle *t, uint32_t entries, uint32_t max_failures, uint32_t window_ms,
+                  uint32_t block_ms);
+void throttle_fini(struct throttle *t);
+/* Change the limits (a reload); tracked addresses are kept. */
+void throttle_configure(struct throttle *t, uint32_t max_failures, uint32_t window_ms,
+                        uint32_t block_ms);
+
+/* Is the address refused right now? */
+bool throttle_blocked(struct throttle *t, const struct addr *ip, uint64_t now_ms);
+/* Count a failure. Returns true when this failure starts a block (the one
+ * moment worth a log line). */
+bool throttle_fail(struct throttle *t, const struct addr *ip, uint64_t now_ms);
+
+#endif

@@ -1,0 +1,62 @@
+/*
+ * userlist.h: the users who may authenticate, loaded from a file of lines
+ *
+ *     name:$argon2id$v=19$m=65536,t=2,p=1$SALT$HASH    (made by ferry passwd)
+ *     name:plain:secret
+ *
+ * with '#' comments and blank lines. A userlist is immutable once loaded
+ * and shared by reference count between workers and verifier threads; a
+ * reload builds a new one.
+ */
+#ifndef FERRY_AUTH_USERLIST_H
+#define FERRY_AUTH_USERLIST_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/config.h"
+
+#define USERLIST_FILE_MAX (16u << 20)
+
+enum user_kind {
+    USER_ARGON2ID,
+    USER_PLAIN,
+};
+
+struct user {
+    char *name;
+    char *secret; /* PHC string, or the plain password */
+    uint8_t nlen, slen_plain;
+    uint8_t kind;
+    uint64_t version; /* changes when this user's credential changes */
+    int line;
+};
+
+struct userlist {
+    _Atomic uint32_t refs;
+    struct user *users;
+    size_t n;
+    uint32_t *slots; /* open addressing: index + 1 into users, 0 = empty */
+    size_t nslots;   /* a power of two */
+};
+
+/* Parse text (from file, for messages). Returns 0 with *out (refs = 1), or
+ * -EINVAL with every problem in errs as "FILE:LINE: message". */
+int userlist_parse(const char *text, const char *file, struct userlist **out,
+                   struct config_errors *errs);
+/* Read and parse a file. */
+int userlist_load(const char *path, struct userlist **out, struct config_errors *errs);
+
+const struct user *userlist_find(const struct userlist *ul, const char *name, size_t len);
+
+struct userlist *userlist_ref(struct userlist *ul);
+/* Drop a reference; the last one frees (and wipes the secrets). NULL is a
+ * no-op. */
+void userlist_unref(struct userlist *ul);
+
+/* Is this a name a userlist line can carry? (1..255 bytes, no ':', no
+ * control bytes or spaces.) */
+bool userlist_name_ok(const char *name, size_t len);
+
+#endif

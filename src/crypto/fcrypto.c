@@ -1,0 +1,82 @@
+/*
+ * fcrypto.c: libsodium behind ferry's own names.
+ */
+#include "crypto/fcrypto.h"
+
+#include <sodium.h>
+#include <string.h>
+
+int fcrypto_init(void)
+{
+    return sodium_init() < 0 ? -1 : 0;
+}
+
+void fcrypto_random(void *buf, size_t len)
+{
+    randombytes_buf(buf, len);
+}
+
+void fcrypto_tag2(uint8_t out[FCRYPTO_TAG_LEN], const uint8_t key[FCRYPTO_KEY_LEN], const void *a,
+                  size_t alen, const void *b, size_t blen)
+{
+    crypto_generichash_state st;
+    uint8_t lens[16];
+    for (int i = 0; i < 8; i++) {
+        lens[i] = (uint8_t)((uint64_t)alen >> (8 * i));
+        lens[8 + i] = (uint8_t)((uint64_t)blen >> (8 * i));
+    }
+    crypto_generichash_init(&st, key, FCRYPTO_KEY_LEN, FCRYPTO_TAG_LEN);
+    crypto_generichash_update(&st, lens, sizeof(lens));
+    crypto_generichash_update(&st, a, alen);
+    crypto_generichash_update(&st, b, blen);
+    crypto_generichash_final(&st, out, FCRYPTO_TAG_LEN);
+    sodium_memzero(&st, sizeof(st));
+}
+
+uint64_t fcrypto_hash64(const uint8_t key[FCRYPTO_SHORTKEY_LEN], const void *data, size_t len)
+{
+    uint8_t h[crypto_shorthash_BYTES];
+    crypto_shorthash(h, data, len, key);
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)h[i] << (8 * i);
+    return v;
+}
+
+bool fcrypto_equal(const void *a, const void *b, size_t len)
+{
+    return sodium_memcmp(a, b, len) == 0;
+}
+
+int fcrypto_pwhash(char out[FCRYPTO_PWHASH_MAX], const char *pass, size_t len, uint64_t ops,
+                   uint64_t mem)
+{
+    _Static_assert(FCRYPTO_PWHASH_MAX >= crypto_pwhash_STRBYTES, "PHC buffer too small");
+    return crypto_pwhash_str_alg(out, pass, len, ops, (size_t)mem, crypto_pwhash_ALG_ARGON2ID13)
+               ? -1
+               : 0;
+}
+
+int fcrypto_pwhash_verify(const char *phc, const char *pass, size_t len)
+{
+    return crypto_pwhash_str_verify(phc, pass, len) == 0 ? 0 : -1;
+}
+
+bool fcrypto_pwhash_valid(const char *phc)
+{
+    if (strncmp(phc, "$argon2id$", 10) != 0 || strlen(phc) >= crypto_pwhash_STRBYTES)
+        return false;
+    /* -1 means "not a string this algorithm can verify"; 0 and 1 are fine. */
+    return crypto_pwhash_str_needs_rehash(phc, crypto_pwhash_OPSLIMIT_MIN,
+                                          crypto_pwhash_MEMLIMIT_MIN) != -1;
+}
+
+uint64_t fcrypto_pwhash_ops_min(void)
+{
+    return crypto_pwhash_OPSLIMIT_MIN;
+}
+
+uint64_t fcrypto_pwhash_mem_min(void)
+{
+    return crypto_pwhash_MEMLIMIT_MIN;
+}
