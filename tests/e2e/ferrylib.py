@@ -180,20 +180,24 @@ class Ferry:
 
     # -- logs --
 
-    def stderr_text(self) -> str:
+    @staticmethod
+    def _complete_lines(path: Path) -> str:
+        """The file's text up to its last newline: a line the writer thread
+        is still writing is not read half-done."""
         try:
-            return self.stderr_path.read_bytes().decode(errors="replace")
+            data = path.read_bytes()
         except FileNotFoundError:
             return ""
+        return data[: data.rfind(b"\n") + 1].decode(errors="replace")
+
+    def stderr_text(self) -> str:
+        return self._complete_lines(self.stderr_path)
 
     def log_text(self) -> str:
         """ferry's log: stderr, or log_file when the test set one."""
         if self.log_path == self.stderr_path:
             return self.stderr_text()
-        try:
-            return self.log_path.read_bytes().decode(errors="replace")
-        except FileNotFoundError:
-            return ""
+        return self._complete_lines(self.log_path)
 
     def wait_log(self, pattern: str, timeout: float = 5.0, start: int = 0) -> re.Match:
         """Wait (bounded) until regex pattern appears in the log at or after
