@@ -110,6 +110,8 @@ static int cmd_serve(int argc, char **argv)
         return 1;
     }
     config_errors_fini(&errs);
+    for (size_t i = 0; i < cfg->warnings.n; i++)
+        log_print(true, "warning: %s\n", cfg->warnings.msg[i]);
     if (check) {
         log_print(false, "%s: configuration OK\n", cli.path ? cli.path : "built-in defaults");
         config_free(cfg);

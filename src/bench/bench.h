@@ -52,6 +52,7 @@ struct bench_opts {
     const char *auth;     /* none, plain or argon2 */
     int auth_cachettl_s;  /* -1: ferry's default */
     bool json;
+    bool blast;    /* udp: unpaced sending instead of one request in flight */
     bool progress; /* stderr is a TTY */
 };
 
@@ -117,6 +118,7 @@ struct route {
     struct addr dst; /* the target */
     bool spread_src;
     const char *user, *pass; /* RFC 1929 credentials, or NULL for no auth */
+    uint8_t cmd;             /* SOCKS5 command: CONNECT (0 means CONNECT) or UDP ASSOCIATE */
 };
 
 /* One client connection; embedded in a scenario's own struct. */
@@ -130,6 +132,7 @@ struct sclient {
     uint16_t rlen;
     uint8_t rbuf[32];
     uint64_t t0_ns;
+    struct addr bnd; /* BND of the reply (the relay's UDP address for UDP ASSOCIATE) */
 };
 
 #define SC_RD    1u
@@ -200,6 +203,7 @@ int scenario_throughput(struct bench *b, struct result *r);
 int scenario_handshakes(struct bench *b, struct result *r);
 int scenario_requests(struct bench *b, struct result *r);
 int scenario_connections(struct bench *b, struct result *r);
+int scenario_udp(struct bench *b, struct result *r);
 
 int bench_main(int argc, char **argv);
 

@@ -232,9 +232,15 @@ int sclient_step(struct sclient *s, const struct route *r, uint32_t events)
             }
         send_request:;
             struct socks5_addr dst;
-            socks5_addr_from_addr(&dst, &r->dst);
+            uint8_t cmd = r->cmd ? r->cmd : SOCKS5_CMD_CONNECT;
+            if (cmd == SOCKS5_CMD_UDP_ASSOCIATE) {
+                struct addr any = {.family = AF_INET}; /* 0.0.0.0:0, as most clients send */
+                socks5_addr_from_addr(&dst, &any);
+            } else {
+                socks5_addr_from_addr(&dst, &r->dst);
+            }
             uint8_t req[SOCKS5_REQUEST_MAX];
-            size_t len = socks5_write_request(req, sizeof(req), SOCKS5_CMD_CONNECT, &dst);
+            size_t len = socks5_write_request(req, sizeof(req), cmd, &dst);
             if (sc_send(s, req, len))
                 return -1;
             s->phase = SC_REPLY;
@@ -252,6 +258,8 @@ int sclient_step(struct sclient *s, const struct route *r, uint32_t events)
             s->rep = rep.rep;
             if (rep.rep != SOCKS5_REP_SUCCEEDED)
                 return sc_fail(s, SC_FAIL_SOCKS, 0);
+            if (!socks5_addr_to_addr(&rep.bnd, &s->bnd))
+                memset(&s->bnd, 0, sizeof(s->bnd));
             sc_consume(s, (size_t)n);
             s->phase = SC_OPEN;
             return 1;

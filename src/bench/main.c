@@ -41,6 +41,8 @@ static const char usage[] =
     "  requests      one small HTTP request per new connection; req/s, latency; then\n"
     "                --downloads concurrent downloads of --download-size; MiB/s\n"
     "  connections   hold N concurrent connections; setup rate, proxy memory per connection\n"
+    "  udp           N clients, each with a UDP ASSOCIATE and one --payload datagram in\n"
+    "                flight (lost after 100 ms): echoes/s, RTT, loss; --blast: unpaced\n"
     "\n"
     "What to measure:\n"
     "  (default)            a ferry child (this binary, or --ferry PATH)\n"
@@ -54,10 +56,13 @@ static const char usage[] =
     "  --runs R             repeat R times, report median/min/max (default 3)\n"
     "  --duration S         measurement window in seconds (default 5)\n"
     "  --warmup S           seconds before the window, not counted (default 1)\n"
-    "  --connections N      throughput streams (8) or held connections (10000)\n"
+    "  --connections N      throughput streams (8), held connections (10000) or udp\n"
+    "                       clients (16)\n"
     "  --concurrency W      setups in flight for handshakes (32), requests (8),\n"
     "                       connections (256)\n"
-    "  --payload SIZE       throughput chunk size (default 64k)\n"
+    "  --payload SIZE       throughput chunk size (default 64k); udp datagram payload\n"
+    "                       (default 1200)\n"
+    "  --blast              udp: send unpaced for the window; offered vs received pps\n"
     "  --requests N         measured requests (1000), after --warm-requests N (100)\n"
     "  --downloads L        concurrent large downloads (8) of --download-size (1m)\n"
     "  --ping S             connections: each sends 16 bytes every S seconds (off)\n"
@@ -125,6 +130,7 @@ static const struct {
     {"handshakes", scenario_handshakes},
     {"requests", scenario_requests},
     {"connections", scenario_connections},
+    {"udp", scenario_udp},
 };
 
 static int bad_value(const char *opt, const char *v)
@@ -208,11 +214,11 @@ static void report(const struct bench *b, const char *target, struct result *run
                "\"connections\":%u,\"concurrency\":%u,\"payload\":%zu,\"requests\":%u,"
                "\"warm_requests\":%u,\"downloads\":%u,\"download_size\":%zu,\"ping_s\":%g,"
                "\"threads\":%u,\"proxy_workers\":%u,\"spread_src\":%s,\"auth\":\"%s\","
-               "\"auth_cachettl_s\":%d},\"metrics\":{",
+               "\"auth_cachettl_s\":%d,\"blast\":%s},\"metrics\":{",
                FERRY_VERSION, o->runs, o->duration_s, o->warmup_s, o->connections, o->concurrency,
                o->payload, o->requests, o->warm_requests, o->downloads, o->download_size, o->ping_s,
                o->threads, o->proxy_workers, o->spread_src ? "true" : "false", o->auth,
-               o->auth_cachettl_s);
+               o->auth_cachettl_s, o->blast ? "true" : "false");
         for (size_t i = 0; i < first->n; i++) {
             for (unsigned r = 0; r < nruns; r++)
                 v[r] = i < runs[r].n ? runs[r].m[i].v : 0;
@@ -247,6 +253,9 @@ static void report(const struct bench *b, const char *target, struct result *run
     else if (!strcmp(o->scenario, "requests"))
         printf(", concurrency %u, requests %u (+%u warm-up), downloads %u x %zu", o->concurrency,
                o->requests, o->warm_requests, o->downloads, o->download_size);
+    else if (!strcmp(o->scenario, "udp"))
+        printf(", clients %u, payload %zu%s", o->connections, o->payload,
+               o->blast ? ", blast" : "");
     else if (!strcmp(o->scenario, "connections"))
         printf(", connections %u, concurrency %u, ping %gs", o->connections, o->concurrency,
                o->ping_s);
@@ -288,6 +297,7 @@ int bench_main(int argc, char **argv)
         {"target-port", required_argument, NULL, 'T'},
         {"no-spread", no_argument, NULL, 'N'},
         {"json", no_argument, NULL, 'j'},
+        {"blast", no_argument, NULL, 'B'},
         {"auth", required_argument, NULL, 'A'},
         {"auth-cachettl", required_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},
@@ -309,7 +319,7 @@ int bench_main(int argc, char **argv)
     o->ferry = "/proc/self/exe";
     o->auth = "none";
     o->auth_cachettl_s = -1;
-    bool set_conn = false, set_conc = false;
+    bool set_conn = false, set_conc = false, set_payload = false;
     char extra[4096] = "";
     unsigned target_port = 0;
     uint64_t n;
@@ -364,10 +374,12 @@ int bench_main(int argc, char **argv)
         case 'S':
             if (parse_size(optarg, ch == 's' ? 1 : 0, ch == 's' ? PATTERN_SLACK : (1ull << 40), &n))
                 return bad_value(ch == 's' ? "--payload" : "--download-size", optarg);
-            if (ch == 's')
+            if (ch == 's') {
                 o->payload = (size_t)n;
-            else
+                set_payload = true;
+            } else {
                 o->download_size = (size_t)n;
+            }
             break;
         case 'q':
             if ((rc = parse_count("--requests", optarg, 1, 100000000, &o->requests)))
@@ -415,6 +427,9 @@ int bench_main(int argc, char **argv)
         case 'j':
             o->json = true;
             break;
+        case 'B':
+            o->blast = true;
+            break;
         case 'A':
             if (strcmp(optarg, "none") && strcmp(optarg, "plain") && strcmp(optarg, "argon2"))
                 return bad_value("--auth", optarg);
@@ -449,19 +464,26 @@ int bench_main(int argc, char **argv)
         if (!strcmp(o->scenario, scenarios[i].name))
             fn = scenarios[i].fn;
     if (!fn) {
-        if (!strcmp(o->scenario, "udp"))
-            fprintf(stderr, "ferry bench: the udp scenario needs UDP ASSOCIATE, which ferry does "
-                            "not implement yet\n");
-        else
-            fprintf(stderr, "ferry bench: unknown scenario '%s'\nTry 'ferry bench --help'.\n",
-                    o->scenario);
+        fprintf(stderr, "ferry bench: unknown scenario '%s'\nTry 'ferry bench --help'.\n",
+                o->scenario);
         return 2;
     }
     bool is_tp = !strcmp(o->scenario, "throughput"), is_cn = !strcmp(o->scenario, "connections");
+    bool is_udp = !strcmp(o->scenario, "udp");
     if (!set_conn)
-        o->connections = is_cn ? 10000 : 8;
+        o->connections = is_cn ? 10000 : is_udp ? 16 : 8;
+    if (is_udp && !set_payload)
+        o->payload = 1200;
     if (!set_conc)
         o->concurrency = !strcmp(o->scenario, "handshakes") ? 32 : is_cn ? 256 : 8;
+    if (is_udp && o->mode == BENCH_RELAY) {
+        fputs("ferry bench: udp needs a SOCKS5 proxy (or --direct), not a TCP relay\n", stderr);
+        return 2;
+    }
+    if (is_udp && (o->payload < 12 || o->payload > 65507 - 22)) {
+        fputs("ferry bench: udp: --payload must be 12..65485 bytes\n", stderr);
+        return 2;
+    }
     if (o->mode == BENCH_RELAY && !target_port) {
         fputs("ferry bench: --relay needs --target-port (the port the relay forwards to)\n",
               stderr);

@@ -172,6 +172,72 @@ static int set_u32(struct loader *ld, const struct key *k, const char *v)
     return 0;
 }
 
+/* "FILE:LINE: KEY: message" into the config's warnings. */
+static void PRINTF_LIKE(3, 4) warn(struct loader *ld, const char *key, const char *fmt, ...)
+{
+    char m[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m, sizeof(m), fmt, ap);
+    va_end(ap);
+    config_error(&ld->c->warnings, "%s:%d: %s: %s", ld->file, ld->line, key, m);
+}
+
+/* A limit: malformed, zero or below the minimum keeps the default; above
+ * the maximum clamps. Both with a warning, never an error: a typo in a UDP
+ * limit should not keep a proxy from starting. k->min/max bound it; the
+ * default is whatever the field holds. Keys whose expect text mentions
+ * seconds are durations, stored in milliseconds. */
+static int set_limit(struct loader *ld, const struct key *k, const char *v)
+{
+    uint32_t *f = field_u32(ld, k);
+    bool duration = strstr(k->expect, "duration") != NULL;
+    uint64_t n;
+    int rc = duration ? parse_duration_ms(v, 0, UINT64_MAX, &n) : parse_size(v, 0, UINT64_MAX, &n);
+    if (rc || n < k->min) {
+        warn(ld, k->name, "'%s' is not valid (expected %s); using the default %u%s", v, k->expect,
+             duration ? *f / 1000 : *f, duration ? "s" : "");
+        return 0;
+    }
+    if (n > k->max) {
+        warn(ld, k->name, "'%s' is above the maximum; using %llu%s", v,
+             (unsigned long long)(duration ? k->max / 1000 : k->max), duration ? "s" : "");
+        n = k->max;
+    }
+    *f = (uint32_t)n;
+    return 0;
+}
+
+static int set_advertise(struct loader *ld, const struct key *k, const char *v)
+{
+    if (addr_parse_ip(v, 0, &ld->c->udp.advertise)) {
+        bad(ld, k->name, "'%s' is not a numeric IP address", v);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int set_port_range(struct loader *ld, const struct key *k, const char *v)
+{
+    char lo[16], hi[16];
+    const char *dash = strchr(v, '-');
+    uint64_t a, b;
+    if (!dash || (size_t)(dash - v) >= sizeof(lo) || strlen(dash + 1) >= sizeof(hi)) {
+        bad(ld, k->name, "'%s' is not a port range (expected LOW-HIGH, e.g. 40000-40999)", v);
+        return -EINVAL;
+    }
+    memcpy(lo, v, (size_t)(dash - v));
+    lo[dash - v] = '\0';
+    snprintf(hi, sizeof(hi), "%s", dash + 1);
+    if (parse_u64(lo, 1, 65535, &a) || parse_u64(hi, 1, 65535, &b) || a > b) {
+        bad(ld, k->name, "'%s' is not a port range (expected LOW-HIGH within 1..65535)", v);
+        return -EINVAL;
+    }
+    ld->c->udp.port_lo = (uint16_t)a;
+    ld->c->udp.port_hi = (uint16_t)b;
+    return 0;
+}
+
 static int set_bool(struct loader *ld, const struct key *k, const char *v)
 {
     bool b;
@@ -315,11 +381,19 @@ static const struct key keys[] = {
      "a duration from 1s to 24h", false},
     {"auth.block_time", set_duration, OFF(auth.block_ms), 1000, DAY_MS, "a duration from 1s to 24h",
      false},
+    /* [udp]: limits fall back or clamp with a warning (set_limit) */
+    {"udp.associations", set_limit, OFF(udp.associations), 1, 100000, "1..100000", false},
+    {"udp.destinations", set_limit, OFF(udp.destinations), 1, 65536, "1..65536", false},
+    {"udp.idle", set_limit, OFF(udp.idle_ms), 1000, DAY_MS, "a duration from 1s to 24h", false},
+    {"udp.max_datagram", set_limit, OFF(udp.max_datagram), 11, 65507, "11..65507 bytes", false},
+    {"udp.queue", set_limit, OFF(udp.queue), 1, 4096, "1..4096", false},
+    {"udp.advertise", set_advertise, 0, 0, 0, "an IP address", false},
+    {"udp.ports", set_port_range, 0, 0, 0, "LOW-HIGH", false},
 };
 _Static_assert(ARRAY_LEN(keys) <= 64, "loader.seen is too small");
 
 /* Sections a file may contain; keys in them are named "section.key". */
-static const char *const sections[] = {"auth"};
+static const char *const sections[] = {"auth", "udp"};
 
 /* Edit distance, for "did you mean" on unknown keys. */
 static size_t edit_distance(const char *a, const char *b)
@@ -416,7 +490,7 @@ static void check_line(struct loader *ld, const char *line)
                 strncmp(p + 1, sections[i], strlen(sections[i])) == 0)
                 return;
         }
-        bad(ld, NULL, "unknown section [%.*s] (known: [auth]; other keys go at the top)",
+        bad(ld, NULL, "unknown section [%.*s] (known: [auth], [udp]; other keys go at the top)",
             (int)(end - p - 1), p + 1);
         return;
     }
@@ -490,6 +564,11 @@ static void set_defaults(struct config *c)
     c->auth.max_failures = 10;
     c->auth.failure_window_ms = 60000;
     c->auth.block_ms = 60000;
+    c->udp.associations = 100;
+    c->udp.destinations = 100;
+    c->udp.idle_ms = 60000;
+    c->udp.max_datagram = 9012;
+    c->udp.queue = 64;
 }
 
 unsigned config_default_workers(void)
@@ -682,6 +761,7 @@ static void config_destroy(struct config *c)
     free(c->log_file);
     free(c->auth.userlist);
     userlist_unref(c->auth.users);
+    config_errors_fini(&c->warnings);
     free(c);
 }
 

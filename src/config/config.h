@@ -33,6 +33,12 @@ struct config_listen {
 
 struct userlist;
 
+/* A growing list of messages (errors or warnings). */
+struct config_errors {
+    char **msg;
+    size_t n;
+};
+
 /* [auth]: RFC 1929 username/password against a userlist. */
 struct config_auth {
     char *userlist;         /* path as written; NULL: authentication is off */
@@ -44,6 +50,18 @@ struct config_auth {
     uint32_t max_failures;  /* 0: no throttling */
     uint32_t failure_window_ms;
     uint32_t block_ms;
+};
+
+/* [udp]: UDP ASSOCIATE limits. Bad values fall back to the default and
+ * oversized ones clamp, each with a warning (RFC 1928 section 7 relay). */
+struct config_udp {
+    uint32_t associations;     /* per listen address */
+    uint32_t destinations;     /* per association */
+    uint32_t idle_ms;          /* a destination unused this long is forgotten */
+    uint32_t max_datagram;     /* whole SOCKS UDP datagram, header included */
+    uint32_t queue;            /* datagrams held per association while resolving */
+    struct addr advertise;     /* family 0: reply with the bound address */
+    uint16_t port_lo, port_hi; /* 0: any port */
 };
 
 /* Immutable once loaded and shared by reference count: the main thread
@@ -68,6 +86,10 @@ struct config {
     bool access_log;
     bool open_proxy;
     struct config_auth auth;
+    struct config_udp udp;
+    /* Problems that did not stop the load ("FILE:LINE: KEY: ..."); the server
+     * logs them at start and on reload, --check prints them. */
+    struct config_errors warnings;
 };
 
 /* What the command line says; NULL/0 fields mean "not given". */
@@ -76,12 +98,6 @@ struct config_cli {
     const char *listen[CONFIG_MAX_LISTEN];
     size_t nlisten;
     const char *workers;
-};
-
-/* A growing list of error messages. */
-struct config_errors {
-    char **msg;
-    size_t n;
 };
 
 void config_errors_fini(struct config_errors *e);

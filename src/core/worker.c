@@ -242,6 +242,7 @@ int worker_init(struct worker *w, unsigned id, struct shared *sh, const struct w
         struct listener *ls = &w->listeners[i];
         ls->w = w;
         ls->addr = addrs[i];
+        ls->index = (unsigned)i;
         io_init(&ls->io, on_listener);
         rc = loop_io_add(&w->loop, &ls->io, fds[i], EPOLLIN);
         if (rc)

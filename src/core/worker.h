@@ -46,6 +46,7 @@ struct listener {
     struct io io;
     struct worker *w;
     struct addr addr; /* as bound (port resolved) */
+    unsigned index;   /* which listen address of the config */
 };
 
 struct worker_ops {
@@ -63,10 +64,11 @@ struct worker_ops {
 struct auth;
 
 struct shared {
-    _Atomic(struct auth *) auth; /* the verifier pool, once started */
-    _Atomic uint64_t next_id;    /* session ids, unique across workers */
-    _Atomic uint32_t sessions;   /* open sessions, for max_connections */
-    int exit_efd;                /* each worker writes 1 when it exits */
+    _Atomic(struct auth *) auth;     /* the verifier pool, once started */
+    _Atomic uint64_t next_id;        /* session ids, unique across workers */
+    _Atomic uint32_t sessions;       /* open sessions, for max_connections */
+    _Atomic uint32_t udp_assocs[64]; /* UDP associations per listen address */
+    int exit_efd;                    /* each worker writes 1 when it exits */
 };
 
 struct worker {
@@ -81,6 +83,7 @@ struct worker {
     struct wcfg *cur;                  /* for new sessions */
     struct list cfgs;                  /* generations still in use */
     void *auth;                        /* struct auth_worker, or NULL */
+    void *udp;                         /* struct udp_worker, or NULL until needed */
     struct listener *listeners;
     size_t nlisteners;
     bool draining;

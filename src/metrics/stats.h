@@ -30,7 +30,19 @@ struct worker_stats {
     stat_t dns_queries;
     stat_t dns_cache_hits;
     stat_t dns_failures;
-    stat_t splice_bytes; /* the share of payload moved by splice() */
+    stat_t splice_bytes;        /* the share of payload moved by splice() */
+    stat_t udp_assocs;          /* UDP associations opened */
+    stat_t udp_rejected;        /* refused: associations limit reached */
+    stat_t udp_in, udp_out;     /* datagrams client -> destination, and back */
+    stat_t udp_drop_source;     /* from an address that is not the client */
+    stat_t udp_drop_frag;       /* FRAG != 0 */
+    stat_t udp_drop_malformed;  /* short header, RSV, ATYP, bad domain */
+    stat_t udp_drop_size;       /* over udp.max_datagram, either way */
+    stat_t udp_drop_dest_limit; /* a new destination over udp.destinations */
+    stat_t udp_drop_unknown;    /* a reply from a host the client never sent to */
+    stat_t udp_drop_queue;      /* waiting for DNS and the queue was full */
+    stat_t udp_drop_dns;        /* the destination name did not resolve */
+    stat_t udp_drop_send;       /* the kernel refused (buffer full, unreachable) */
 } __attribute__((aligned(CACHELINE)));
 
 static inline void stat_add(stat_t *s, uint64_t n)

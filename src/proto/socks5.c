@@ -133,6 +133,28 @@ ssize_t socks5_parse_reply(const uint8_t *p, size_t len, struct socks5_reply *ou
     return n;
 }
 
+ssize_t socks5_parse_udp(const uint8_t *p, size_t len, struct socks5_addr *dst)
+{
+    if (len < 4)
+        return SOCKS5_E_UDP_SHORT;
+    if (p[0] != 0 || p[1] != 0)
+        return SOCKS5_E_RSV;
+    if (p[2] != 0)
+        return SOCKS5_E_UDP_FRAG;
+    /* parse_addr reads ATYP at p[3], as in a request. */
+    ssize_t n = parse_addr(p, len, dst);
+    return n == 0 ? SOCKS5_E_UDP_SHORT : n;
+}
+
+size_t socks5_write_udp_header(uint8_t *out, size_t cap, const struct addr *src)
+{
+    /* RSV RSV FRAG, then the same ATYP/ADDR/PORT layout as a reply. */
+    size_t n = socks5_write_reply(out, cap, 0, src);
+    if (n)
+        out[0] = 0;
+    return n;
+}
+
 size_t socks5_write_greeting(uint8_t *out, size_t cap, const uint8_t *methods, size_t n)
 {
     if (n == 0 || n > 255 || cap < 2 + n)

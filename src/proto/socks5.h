@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "util/addr.h"
@@ -58,6 +59,8 @@ enum socks5_error {
     SOCKS5_E_DOMAIN = -4,       /* empty domain name, or one holding NUL/control bytes */
     SOCKS5_E_AUTH_VERSION = -5, /* RFC 1929: sub-negotiation VER is not 1 */
     SOCKS5_E_AUTH_LEN = -6,     /* RFC 1929: ULEN or PLEN is zero */
+    SOCKS5_E_UDP_SHORT = -7,    /* UDP datagram shorter than its header */
+    SOCKS5_E_UDP_FRAG = -8,     /* UDP FRAG != 0: fragmentation is not supported */
 };
 
 /* RFC 1929 username/password sub-negotiation. */
@@ -146,6 +149,21 @@ ssize_t socks5_parse_method(const uint8_t *p, size_t len, uint8_t *method);
 size_t socks5_write_request(uint8_t *out, size_t cap, uint8_t cmd, const struct socks5_addr *dst);
 /* VER REP RSV ATYP BND.ADDR BND.PORT, same convention as the request. */
 ssize_t socks5_parse_reply(const uint8_t *p, size_t len, struct socks5_reply *out);
+/* RFC 1928 section 7: the header of every relayed UDP datagram,
+ *   RSV(2) FRAG ATYP DST.ADDR DST.PORT DATA
+ * A datagram arrives whole, so nothing is "incomplete": a short one is an
+ * error. Returns the header length (the offset of DATA), or SOCKS5_E_UDP_SHORT,
+ * SOCKS5_E_RSV, SOCKS5_E_UDP_FRAG, SOCKS5_E_ATYP or SOCKS5_E_DOMAIN. */
+ssize_t socks5_parse_udp(const uint8_t *p, size_t len, struct socks5_addr *dst);
+/* The header for a datagram from src (IPv4 or IPv6). Returns 10 or 22, or 0
+ * when cap is too small. */
+size_t socks5_write_udp_header(uint8_t *out, size_t cap, const struct addr *src);
+/* Length of that header for src's family. */
+static inline size_t socks5_udp_header_len(const struct addr *src)
+{
+    return src->family == AF_INET6 ? 22 : 10;
+}
+
 /* RFC 1929 request from a client; 0 if a length is 0 or over 255 or cap
  * is too small. */
 size_t socks5_write_userpass(uint8_t *out, size_t cap, const char *user, size_t ulen,

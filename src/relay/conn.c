@@ -25,6 +25,7 @@
 #include "log/log.h"
 #include "proto/socks5.h"
 #include "relay/errmap.h"
+#include "udp/udp.h"
 
 #define CONN_FREELIST_MAX 4096
 #define LINGER_MS         1000
@@ -34,8 +35,8 @@ static const char *const state_names[CONN_ST_COUNT] = {
     [CONN_ST_GREETING] = "greeting",   [CONN_ST_AUTH] = "auth",
     [CONN_ST_AUTH_WAIT] = "auth-wait", [CONN_ST_REQUEST] = "request",
     [CONN_ST_RESOLVE] = "resolve",     [CONN_ST_CONNECT] = "connect",
-    [CONN_ST_RELAY] = "relay",         [CONN_ST_LINGER] = "linger",
-    [CONN_ST_CLOSED] = "closed",
+    [CONN_ST_RELAY] = "relay",         [CONN_ST_UDP] = "udp",
+    [CONN_ST_LINGER] = "linger",       [CONN_ST_CLOSED] = "closed",
 };
 
 const char *conn_state_name(enum conn_state s)
@@ -89,9 +90,10 @@ static void conn_access_log(struct conn *c)
               "access id=%llu client=%s user=%s cmd=%s dst=%s addr=%s up=%llu down=%llu "
               "ms=%llu reply=%s end=%s%s",
               (unsigned long long)c->id, client, c->user ? c->user : "-",
-              c->cmd == SOCKS5_CMD_CONNECT ? "connect"
-              : c->cmd                     ? "other"
-                                           : "-",
+              c->cmd == SOCKS5_CMD_CONNECT         ? "connect"
+              : c->cmd == SOCKS5_CMD_UDP_ASSOCIATE ? "udp"
+              : c->cmd                             ? "other"
+                                                   : "-",
               dst, c->target.family ? target : "-", (unsigned long long)c->c2u.bytes,
               (unsigned long long)c->u2c.bytes,
               (unsigned long long)(loop_now(&c->w->loop) - c->t_start),
@@ -114,6 +116,10 @@ static void conn_close(struct conn *c, const char *why)
     struct worker *w = c->w;
     if (!c->why)
         c->why = why;
+    if (c->udp) {
+        udp_assoc_close(c->udp, &c->c2u.bytes, &c->u2c.bytes);
+        c->udp = NULL;
+    }
     stat_add(&w->stats.bytes_up, c->c2u.bytes);
     stat_add(&w->stats.bytes_down, c->u2c.bytes);
     conn_access_log(c);
@@ -453,6 +459,77 @@ static int conn_read_handshake(struct conn *c)
     return 0;
 }
 
+/* ---- UDP ASSOCIATE ----------------------------------------------------- */
+
+static void conn_udp_activity(void *arg)
+{
+    struct conn *c = arg;
+    c->last_active = loop_now(&c->w->loop);
+}
+
+/* RFC 1928 section 7. The request's DST.ADDR/DST.PORT are not used: many
+ * clients put the destination or zeros there; the association accepts the
+ * control connection's client address, from the port of its first
+ * datagram. */
+static void conn_udp(struct conn *c)
+{
+    struct worker *w = c->w;
+    struct addr local, bnd;
+    if (sock_local_addr(c->cli.fd, &local) < 0) {
+        conn_fail(c, SOCKS5_REP_GENERAL_FAILURE, "udp-socket");
+        return;
+    }
+    int rc = udp_assoc_open(w, &conn_cfg(c)->udp, c->listen_index, &c->client, &local, &bnd,
+                            conn_udp_activity, c, &c->udp);
+    if (rc) {
+        c->err = rc == -ENOMEM ? rc : 0;
+        conn_fail(c, SOCKS5_REP_GENERAL_FAILURE,
+                  rc == UDP_OPEN_LIMIT ? "udp-associations-limit" : "udp-socket");
+        return;
+    }
+    uint8_t msg[SOCKS5_REPLY_MAX];
+    size_t n = socks5_write_reply(msg, sizeof(msg), SOCKS5_REP_SUCCEEDED, &bnd);
+    c->reply = SOCKS5_REP_SUCCEEDED;
+    c->bnd = bnd;
+    c->target = bnd;
+    stat_add(&w->stats.socks5_replies[0], 1);
+    rc = conn_send_client(c, msg, n);
+    if (rc) {
+        conn_close_err(c, "client-error", rc);
+        return;
+    }
+    conn_set_state(c, CONN_ST_UDP);
+    c->last_active = loop_now(&w->loop);
+    conn_arm_idle(c);
+    /* The control connection carries nothing more; bytes already read
+     * behind the request are discarded with the rest. */
+    buf_put(&w->bufs, c->c2u.buf);
+    c->c2u.buf = NULL;
+}
+
+/* The control connection of an association: whatever arrives is read and
+ * discarded; its end (EOF or error) ends the association. */
+static void conn_udp_drive(struct conn *c)
+{
+    char sink[512];
+    while (c->cli_ev & SIDE_RD) {
+        ssize_t n = recv(c->cli.fd, sink, sizeof(sink), 0);
+        if (n > 0)
+            continue;
+        if (n < 0 && errno == EAGAIN) {
+            c->cli_ev &= (uint8_t)~SIDE_RD;
+            return;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n == 0)
+            conn_close(c, "done");
+        else
+            conn_close_err(c, "client-error", -errno);
+        return;
+    }
+}
+
 /* Handshake steps return 1 when the state advanced and parsing may go on,
  * 0 when more bytes are needed, -1 when the session went elsewhere
  * (closed, lingering, or waiting for a verdict). */
@@ -489,8 +566,9 @@ static int hs_greeting(struct conn *c, struct buf *b)
     return 1;
 }
 
-/* The verdict: RFC 1929 status, then the request or a lingering close. */
-static void conn_auth_done(struct conn *c, int result)
+/* The verdict: RFC 1929 status, then the request or a lingering close
+ * (why: the reason to log, or NULL to derive it from result). */
+static void conn_auth_verdict(struct conn *c, int result, const char *why)
 {
     uint8_t msg[2];
     bool ok = result == AUTH_OK;
@@ -501,13 +579,19 @@ static void conn_auth_done(struct conn *c, int result)
         return;
     }
     if (!ok) {
-        c->why = result == AUTH_THROTTLED ? "auth-throttled"
-                 : result == AUTH_BUSY    ? "auth-busy"
-                                          : "auth-failed";
+        c->why = why                        ? why
+                 : result == AUTH_THROTTLED ? "auth-throttled"
+                 : result == AUTH_BUSY      ? "auth-busy"
+                                            : "auth-failed";
         conn_linger(c);
         return;
     }
     conn_set_state(c, CONN_ST_REQUEST);
+}
+
+static void conn_auth_done(struct conn *c, int result)
+{
+    conn_auth_verdict(c, result, NULL);
 }
 
 static void conn_handshake(struct conn *c);
@@ -544,9 +628,7 @@ static int hs_auth(struct conn *c, struct buf *b)
     if (n < 0) {
         /* RFC 1929: any status but 0 means failure, and we close. */
         stat_add(&c->w->stats.handshake_errors, 1);
-        c->why = "bad-auth-message";
-        conn_auth_done(c, AUTH_DENIED);
-        c->why = "bad-auth-message";
+        conn_auth_verdict(c, AUTH_DENIED, "bad-auth-message");
         return -1;
     }
     explicit_bzero(buf_head(b), (size_t)n); /* the password leaves no copy behind */
@@ -592,6 +674,10 @@ static int hs_request(struct conn *c, struct buf *b)
         buf_put(&c->w->bufs, b); /* nothing pipelined: hold no buffer */
         c->c2u.buf = NULL;
     }
+    if (req.cmd == SOCKS5_CMD_UDP_ASSOCIATE) {
+        conn_udp(c);
+        return -1;
+    }
     if (req.cmd != SOCKS5_CMD_CONNECT) {
         conn_fail(c, SOCKS5_REP_COMMAND_NOT_SUPPORTED, "command-not-supported");
         return -1;
@@ -625,6 +711,7 @@ static void conn_handshake(struct conn *c)
         case CONN_ST_RESOLVE:
         case CONN_ST_CONNECT:
         case CONN_ST_RELAY:
+        case CONN_ST_UDP:
         case CONN_ST_LINGER:
         case CONN_ST_CLOSED:
         case CONN_ST_COUNT:
@@ -638,8 +725,7 @@ static void conn_handshake(struct conn *c)
         if (c->c2u.flags & HALF_EOF) {
             stat_add(&c->w->stats.handshake_errors, 1);
             if (c->state == CONN_ST_AUTH && buf_len(b)) {
-                conn_auth_done(c, AUTH_DENIED);
-                c->why = "truncated-handshake";
+                conn_auth_verdict(c, AUTH_DENIED, "truncated-handshake");
                 return;
             }
             conn_close(c, buf_len(b) ? "truncated-handshake" : "client-closed");
@@ -684,6 +770,9 @@ static void conn_drive(struct conn *c, uint32_t cli_events, uint32_t up_events)
     case CONN_ST_RELAY:
         conn_relay_drive(c);
         break;
+    case CONN_ST_UDP:
+        conn_udp_drive(c);
+        break;
     case CONN_ST_LINGER:
         conn_linger_drive(c);
         break;
@@ -724,7 +813,8 @@ static void conn_on_timer(struct timer *t)
     case CONN_ST_CONNECT:
         conn_connect_next(c, -ETIMEDOUT);
         break;
-    case CONN_ST_RELAY: {
+    case CONN_ST_RELAY:
+    case CONN_ST_UDP: {
         uint32_t idle = conn_cfg(c)->iotimeout_ms;
         if (idle && loop_now(&c->w->loop) - c->last_active >= idle)
             conn_close(c, "idle-timeout");
@@ -770,7 +860,6 @@ static struct conn *conn_alloc(struct worker *w)
 
 static void relay_accept(struct worker *w, struct listener *ls, int fd, const struct addr *peer)
 {
-    (void)ls;
     struct conn *c = conn_alloc(w);
     if (!c) {
         close(fd);
@@ -781,6 +870,7 @@ static void relay_accept(struct worker *w, struct listener *ls, int fd, const st
     c->id = atomic_fetch_add_explicit(&w->sh->next_id, 1, memory_order_relaxed) + 1;
     c->client = *peer;
     c->reply = 0xff;
+    c->listen_index = (uint8_t)ls->index;
     c->wc = worker_cfg_hold(w);
     c->t_start = loop_now(&w->loop);
     io_init(&c->cli, conn_on_cli_io);
@@ -817,6 +907,7 @@ static void relay_abort_all(struct worker *w)
 
 static void relay_worker_fini(struct worker *w)
 {
+    udp_worker_fini(w);
     if (w->auth) {
         auth_worker_fini(w->auth);
         free(w->auth);

@@ -33,6 +33,7 @@ enum conn_state {
     CONN_ST_RESOLVE,
     CONN_ST_CONNECT,
     CONN_ST_RELAY,
+    CONN_ST_UDP, /* UDP ASSOCIATE: the control connection holds the association */
     CONN_ST_LINGER,
     CONN_ST_CLOSED,
     CONN_ST_COUNT
@@ -58,6 +59,7 @@ struct pipe_pair;
 struct dns_answer;
 struct dns_req;
 struct auth_job;
+struct udp_assoc;
 
 struct half {
     struct buf *buf;        /* bytes in user space, or NULL */
@@ -87,6 +89,8 @@ struct conn {
     struct dns_req *dns;    /* pending lookup */
     struct auth_job *auth;  /* pending verification */
     char *user;             /* authenticated (or claimed) user name, for logs */
+    struct udp_assoc *udp;  /* UDP ASSOCIATE */
+    uint8_t listen_index;   /* which listen address accepted it */
     uint64_t id;
     uint64_t t_start;     /* loop ms at accept */
     uint64_t deadline;    /* end of the connect budget */

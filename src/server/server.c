@@ -175,6 +175,8 @@ static void reload(struct server *s)
         return;
     }
     config_errors_fini(&errs);
+    for (size_t i = 0; i < nc->warnings.n; i++)
+        log_warn("reload: %s", nc->warnings.msg[i]);
     warn_restart_needed(s->cfg, nc);
     if (auth_ensure(s, nc)) {
         config_unref(nc);

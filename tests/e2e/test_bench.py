@@ -127,7 +127,8 @@ def test_refused_proxy_is_reported_not_hidden():
 
 @pytest.mark.parametrize("args,needle", [
     (["nosuch"], "unknown scenario"),
-    (["udp"], "UDP ASSOCIATE"),
+    (["udp", "--relay", "127.0.0.1:1", "--target-port", "9"], "not a TCP relay"),
+    (["udp", "--payload", "8"], "--payload must be"),
     (["throughput", "--runs", "0"], "invalid value"),
     (["throughput", "--payload", "huge"], "invalid value"),
     (["throughput", "--relay", "127.0.0.1:1"], "--target-port"),
@@ -144,3 +145,30 @@ def test_help():
     assert proc.returncode == 0
     for word in ("throughput", "handshakes", "requests", "connections", "--proxy", "--json"):
         assert word in proc.stdout
+
+
+def test_udp_paced_self_hosted():
+    r = bench_json("udp", "--connections", "4")
+    assert r["params"]["payload"] == 1200
+    assert metric(r, "echoes") > 0
+    assert metric(r, "clients") == 4
+    assert metric(r, "corrupt") == 0
+    assert 0 < metric(r, "rtt_p50") <= metric(r, "rtt_p95")
+    assert 0 <= metric(r, "loss") <= 100
+    assert metric(r, "proxy_cpu_per_echo") > 0
+
+
+def test_udp_large_datagrams_and_direct():
+    r = bench_json("udp", "--connections", "2", "--payload", "8192")
+    assert metric(r, "echoes") > 0 and metric(r, "corrupt") == 0
+    d = bench_json("udp", "--connections", "2", "--direct")
+    assert d["mode"] == "direct" and metric(d, "echoes") > 0
+
+
+def test_udp_blast():
+    r = bench_json("udp", "--connections", "2", "--blast", "--payload", "512")
+    assert r["params"]["blast"] is True
+    offered, received = metric(r, "offered"), metric(r, "received")
+    assert offered > 0 and 0 < received <= offered * 1.01
+    assert 0 < metric(r, "delivered") <= 100.5
+    assert metric(r, "corrupt") == 0

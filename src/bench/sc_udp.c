@@ -1,0 +1,418 @@
+/*
+ * sc_udp.c: UDP relay. --connections clients each open a UDP ASSOCIATE
+ * through the proxy (or, with --direct, talk to the echo themselves) and
+ * keep exactly one sequence-numbered datagram of --payload bytes in flight:
+ * an echo with the current sequence number counts and is timed; none within
+ * 100 ms counts as lost and the next request goes out; a late echo of an
+ * older request is ignored, never credited to a later one.
+ *
+ * --blast instead sends unpaced for the whole window while reading
+ * concurrently, and reports what was offered and what came back.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+#include "bench/stats.h"
+#include "core/sock.h"
+
+#define UD_TIMEOUT_MS 100
+#define UD_MAX        65536
+#define UD_ID_LEN     12 /* seq (8) + client index (4) at the start of the payload */
+#define UD_BURST      64
+
+struct ud_thread;
+
+struct ud_client {
+    struct sclient sc; /* the control connection (not in --direct) */
+    struct io uio;
+    struct ud_thread *th;
+    struct timer timeout;
+    struct task burst;
+    uint32_t index;
+    bool open, dead, waiting;
+    uint64_t seq, sent_ns;
+    uint8_t hdr[22];
+    uint8_t hlen;
+    struct sockaddr_storage to;
+    socklen_t tolen;
+};
+
+struct ud_thread {
+    struct gen g;
+    struct bench *b;
+    struct ud_client *cl;
+    unsigned n;
+    uint8_t *sbuf, *rbuf;
+    struct lat lat;
+    _Atomic bool measuring;
+    _Atomic unsigned open, failed;
+    _Atomic uint64_t echoes, lost, late, corrupt, sent, recvd, refused_rep;
+};
+
+static void bump(_Atomic uint64_t *v, uint64_t n)
+{
+    atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
+static void ud_fill(struct ud_client *c, uint64_t seq, size_t payload)
+{
+    uint8_t *p = c->th->sbuf;
+    memcpy(p, c->hdr, c->hlen);
+    uint8_t *d = p + c->hlen;
+    memcpy(d, &seq, 8);
+    memcpy(d + 8, &c->index, 4);
+    if (payload > UD_ID_LEN)
+        memcpy(d + UD_ID_LEN, pattern_at(seq * 31u + c->index), payload - UD_ID_LEN);
+}
+
+static void ud_send_next(struct ud_client *c)
+{
+    struct ud_thread *th = c->th;
+    size_t payload = th->b->o.payload;
+    c->seq++;
+    ud_fill(c, c->seq, payload);
+    c->sent_ns = now_ns();
+    c->waiting = true;
+    if (sendto(c->uio.fd, th->sbuf, c->hlen + payload, MSG_DONTWAIT, (struct sockaddr *)&c->to,
+               c->tolen) < 0) {
+        /* counted as lost when the timeout fires */
+    }
+    bump(&th->sent, 1);
+    loop_timer_arm(&th->g.loop, &c->timeout, UD_TIMEOUT_MS);
+}
+
+static void ud_on_timeout(struct timer *t)
+{
+    struct ud_client *c = container_of(t, struct ud_client, timeout);
+    if (atomic_load_explicit(&c->th->measuring, memory_order_relaxed))
+        bump(&c->th->lost, 1);
+    ud_send_next(c);
+}
+
+/* An echo: check it is ours and whole, then credit it if it is current. */
+static void ud_got(struct ud_client *c, const uint8_t *p, size_t len)
+{
+    struct ud_thread *th = c->th;
+    size_t payload = th->b->o.payload;
+    bool measuring = atomic_load_explicit(&th->measuring, memory_order_relaxed);
+    if (len != c->hlen + payload || memcmp(p, c->hdr, c->hlen) != 0) {
+        if (measuring)
+            bump(&th->corrupt, 1);
+        return;
+    }
+    const uint8_t *d = p + c->hlen;
+    uint64_t seq;
+    uint32_t idx;
+    memcpy(&seq, d, 8);
+    memcpy(&idx, d + 8, 4);
+    if (idx != c->index || seq > c->seq ||
+        (payload > UD_ID_LEN &&
+         memcmp(d + UD_ID_LEN, pattern_at(seq * 31u + c->index), payload - UD_ID_LEN) != 0)) {
+        if (measuring)
+            bump(&th->corrupt, 1);
+        return;
+    }
+    if (th->b->o.blast) {
+        if (measuring)
+            bump(&th->recvd, 1);
+        return;
+    }
+    if (seq != c->seq || !c->waiting) {
+        if (measuring)
+            bump(&th->late, 1);
+        return;
+    }
+    c->waiting = false;
+    loop_timer_stop(&th->g.loop, &c->timeout);
+    if (measuring) {
+        lat_add(&th->lat, now_ns() - c->sent_ns);
+        bump(&th->echoes, 1);
+    }
+    ud_send_next(c);
+}
+
+static void ud_on_udp(struct io *io, uint32_t events)
+{
+    (void)events;
+    struct ud_client *c = container_of(io, struct ud_client, uio);
+    for (int i = 0; i < 256; i++) {
+        ssize_t n = recv(io->fd, c->th->rbuf, UD_MAX, MSG_DONTWAIT);
+        if (n < 0)
+            return;
+        ud_got(c, c->th->rbuf, (size_t)n);
+    }
+}
+
+/* --blast: send a burst, then come back after other events. */
+static void ud_on_burst(struct task *t)
+{
+    struct ud_client *c = container_of(t, struct ud_client, burst);
+    struct ud_thread *th = c->th;
+    size_t payload = th->b->o.payload;
+    bool measuring = atomic_load_explicit(&th->measuring, memory_order_relaxed);
+    for (int i = 0; i < UD_BURST; i++) {
+        c->seq++;
+        ud_fill(c, c->seq, payload);
+        if (sendto(c->uio.fd, th->sbuf, c->hlen + payload, MSG_DONTWAIT, (struct sockaddr *)&c->to,
+                   c->tolen) < 0)
+            break;
+        if (measuring)
+            bump(&th->sent, 1);
+    }
+    loop_defer(&th->g.loop, &c->burst);
+}
+
+/* The relay's (or echo's) address is known: open the UDP socket and go. */
+static int ud_start(struct ud_client *c, const struct addr *to)
+{
+    struct ud_thread *th = c->th;
+    struct bench *b = th->b;
+    const struct addr *echo = targets_udp(b->t);
+    c->hlen = 0;
+    if (b->o.mode != BENCH_DIRECT)
+        c->hlen = (uint8_t)socks5_write_udp_header(c->hdr, sizeof(c->hdr), echo);
+    c->tolen = addr_to_sockaddr(to, &c->to);
+    int rc, fd = socket(to->family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    /* Send from the address of our control connection: a relay accepts
+     * datagrams only from the client it associated with (RFC 1928). */
+    struct addr src;
+    if (c->sc.io.fd >= 0 && sock_local_addr(c->sc.io.fd, &src) == 0 && src.family == to->family) {
+        struct sockaddr_storage ss;
+        src.port = 0;
+        socklen_t sl = addr_to_sockaddr(&src, &ss);
+        if (bind(fd, (struct sockaddr *)&ss, sl) < 0) {
+            rc = -errno;
+            close(fd);
+            return rc;
+        }
+    }
+    int sz = 4 << 20;
+    (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+    (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+    rc = loop_io_add(&th->g.loop, &c->uio, fd, EPOLLIN);
+    if (rc) {
+        close(fd);
+        return rc;
+    }
+    c->open = true;
+    atomic_fetch_add(&th->open, 1);
+    if (b->o.blast)
+        loop_defer(&th->g.loop, &c->burst);
+    else
+        ud_send_next(c);
+    return 0;
+}
+
+static void ud_fail(struct ud_client *c)
+{
+    c->dead = true;
+    if (c->sc.rep)
+        bump(&c->th->refused_rep, 1);
+    atomic_fetch_add(&c->th->failed, 1);
+    sclient_close(&c->sc, false);
+}
+
+static void ud_on_ctl(struct io *io, uint32_t events)
+{
+    struct ud_client *c = container_of(io, struct ud_client, sc.io);
+    if (c->open) {
+        /* The control connection must stay open and silent: its end ends
+         * the association, and this client with it. */
+        char sink[64];
+        ssize_t n = recv(io->fd, sink, sizeof(sink), MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN)) {
+            c->dead = true;
+            loop_timer_stop(&c->th->g.loop, &c->timeout);
+            loop_task_cancel(&c->burst);
+        }
+        return;
+    }
+    int rc = sclient_step(&c->sc, &c->th->b->route, events);
+    if (rc < 0) {
+        ud_fail(c);
+        return;
+    }
+    if (rc == 0)
+        return;
+    struct addr to = c->sc.bnd;
+    if (to.family == AF_INET && !to.ip[0] && !to.ip[1] && !to.ip[2] && !to.ip[3])
+        to.ip[0] = 127, to.ip[3] = 1; /* a relay that answers 0.0.0.0: use loopback */
+    if (ud_start(c, &to) < 0)
+        ud_fail(c);
+}
+
+static void ud_on_start(struct gen *g)
+{
+    struct ud_thread *th = g->scenario;
+    for (unsigned i = 0; i < th->n; i++) {
+        struct ud_client *c = &th->cl[i];
+        c->th = th;
+        io_init(&c->uio, ud_on_udp);
+        timer_init(&c->timeout, ud_on_timeout);
+        task_init(&c->burst, ud_on_burst);
+        if (th->b->o.mode == BENCH_DIRECT) {
+            if (ud_start(c, targets_udp(th->b->t)) < 0)
+                ud_fail(c);
+        } else if (sclient_open(&c->sc, &g->loop, &th->b->route, ud_on_ctl) < 0) {
+            ud_fail(c);
+        }
+    }
+}
+
+static uint64_t ud_sum(struct ud_thread *ths, unsigned n, size_t off)
+{
+    uint64_t s = 0;
+    for (unsigned i = 0; i < n; i++)
+        s += atomic_load_explicit((_Atomic uint64_t *)(void *)((char *)&ths[i] + off),
+                                  memory_order_relaxed);
+    return s;
+}
+
+#define UD_SUM(field) ud_sum(ths, started, offsetof(struct ud_thread, field))
+
+int scenario_udp(struct bench *b, struct result *res)
+{
+    const struct bench_opts *o = &b->o;
+    if (o->mode == BENCH_RELAY) {
+        result_note(res, "the udp scenario needs a SOCKS5 proxy (or --direct), not a TCP relay");
+        return -EINVAL;
+    }
+    if (o->payload < UD_ID_LEN || o->payload > 65507 - 22) {
+        result_note(res, "--payload must be %d..%d bytes for udp", UD_ID_LEN, 65507 - 22);
+        return -EINVAL;
+    }
+    unsigned nth = MIN(o->threads, o->connections);
+    struct ud_thread *ths = calloc(nth, sizeof(*ths));
+    struct ud_client *cl = calloc(o->connections, sizeof(*cl));
+    int rc = 0;
+    unsigned started = 0;
+    if (!ths || !cl) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (unsigned i = 0; i < o->connections; i++) {
+        cl[i].sc.io.fd = -1;
+        cl[i].uio.fd = -1;
+        cl[i].index = i;
+    }
+    struct bench local = *b;
+    local.route.cmd = SOCKS5_CMD_UDP_ASSOCIATE;
+    unsigned base = 0;
+    for (unsigned t = 0; t < nth; t++) {
+        ths[t].b = &local;
+        ths[t].n = o->connections / nth + (t < o->connections % nth ? 1 : 0);
+        ths[t].cl = cl + base;
+        ths[t].sbuf = malloc(UD_MAX);
+        ths[t].rbuf = malloc(UD_MAX);
+        if (!ths[t].sbuf || !ths[t].rbuf) {
+            rc = -ENOMEM;
+            goto out_free;
+        }
+        base += ths[t].n;
+    }
+    for (; started < nth; started++)
+        if (gen_start(&ths[started].g, started, &ths[started], ud_on_start)) {
+            rc = -ENOMEM;
+            break;
+        }
+    uint64_t t_setup = now_ns();
+    unsigned open = 0, failed = 0;
+    while (!rc && now_ns() - t_setup < 30ull * 1000000000u) {
+        open = failed = 0;
+        for (unsigned t = 0; t < started; t++) {
+            open += atomic_load(&ths[t].open);
+            failed += atomic_load(&ths[t].failed);
+        }
+        if (open + failed >= o->connections)
+            break;
+        bench_window(b, NULL, 0.01, NULL, NULL, NULL);
+    }
+    if (!rc && open == 0) {
+        uint64_t refused = 0;
+        for (unsigned t = 0; t < started; t++)
+            refused += atomic_load(&ths[t].refused_rep);
+        result_note(res, "no UDP association could be opened%s",
+                    refused ? " (the proxy replied with a SOCKS failure: no UDP ASSOCIATE?)" : "");
+        rc = -ECONNREFUSED;
+    }
+    if (!rc) {
+        bench_window(b, "warm-up", o->warmup_s, NULL, NULL, NULL);
+        struct proc_sample p0, p1;
+        bool have_cpu = bench_sample(b, &p0);
+        for (unsigned t = 0; t < started; t++)
+            atomic_store(&ths[t].measuring, true);
+        uint64_t t0 = now_ns();
+        bench_window(b, "measure", o->duration_s, NULL, NULL, NULL);
+        for (unsigned t = 0; t < started; t++)
+            atomic_store(&ths[t].measuring, false);
+        double secs = (double)(now_ns() - t0) / 1e9;
+        have_cpu = have_cpu && bench_sample(b, &p1);
+        for (unsigned t = 0; t < started; t++)
+            gen_stop_join(&ths[t].g);
+        uint64_t echoes = UD_SUM(echoes), lost = UD_SUM(lost), sent = UD_SUM(sent);
+        uint64_t recvd = UD_SUM(recvd), corrupt = UD_SUM(corrupt), late = UD_SUM(late);
+        double cpu = have_cpu ? p1.cpu_s - p0.cpu_s : 0;
+        if (o->blast) {
+            result_add(res, "offered", "pps", (double)sent / secs);
+            result_add(res, "received", "pps", (double)recvd / secs);
+            result_add(res, "delivered", "%", sent ? 100.0 * (double)recvd / (double)sent : 0);
+            result_add(res, "received_payload", "MB/s",
+                       (double)recvd * (double)o->payload / secs / 1e6);
+            if (have_cpu && recvd)
+                result_add(res, "proxy_cpu_per_datagram", "us", cpu / (double)(sent + recvd) * 1e6);
+        } else {
+            struct lat parts[64], all;
+            unsigned np = MIN(started, 64u);
+            for (unsigned t = 0; t < np; t++)
+                parts[t] = ths[t].lat;
+            lat_merge(&all, parts, np);
+            result_add(res, "echoes", "1/s", (double)echoes / secs);
+            result_add(res, "payload", "MB/s", (double)echoes * (double)o->payload / secs / 1e6);
+            result_add(res, "rtt_p50", "ms", stats_percentile(all.v, all.n, 50) / 1000.0);
+            result_add(res, "rtt_p95", "ms", stats_percentile(all.v, all.n, 95) / 1000.0);
+            result_add(res, "loss", "%",
+                       echoes + lost ? 100.0 * (double)lost / (double)(echoes + lost) : 0);
+            result_add(res, "late", "", (double)late);
+            if (have_cpu && echoes)
+                result_add(res, "proxy_cpu_per_echo", "us", cpu / (double)echoes * 1e6);
+            lat_free(&all);
+        }
+        result_add(res, "clients", "", open);
+        result_add(res, "corrupt", "", (double)corrupt);
+        if (failed)
+            result_note(res, "%u of %u clients could not open an association", failed,
+                        o->connections);
+        if (corrupt)
+            result_note(res, "%llu datagrams came back wrong", (unsigned long long)corrupt);
+    } else {
+        for (unsigned t = 0; t < started; t++)
+            gen_stop_join(&ths[t].g);
+    }
+    started = 0;
+out_free:
+    for (unsigned t = 0; t < started; t++)
+        gen_stop_join(&ths[t].g);
+    for (unsigned i = 0; cl && i < o->connections; i++) {
+        sclient_close(&cl[i].sc, false);
+        if (cl[i].uio.fd >= 0)
+            close(cl[i].uio.fd);
+    }
+    for (unsigned t = 0; t < nth; t++) {
+        lat_free(&ths[t].lat);
+        free(ths[t].sbuf);
+        free(ths[t].rbuf);
+    }
+out:
+    free(ths);
+    free(cl);
+    return rc;
+}
