@@ -51,10 +51,12 @@ void auth_worker_fini(struct auth_worker *aw)
     auth_cache_fini(&aw->cache);
 }
 
-static void note_failure(struct auth_worker *aw, const struct addr *client)
+/* A verification ended: settle the throttle's books, and log the one
+ * failure that starts a block. */
+static void note_end(struct auth_worker *aw, const struct addr *client, bool failed)
 {
     struct throttle *t = &aw->a->t;
-    if (throttle_fail(t, client, loop_now(aw->l))) {
+    if (throttle_end(t, client, loop_now(aw->l), failed)) {
         char ip[ADDR_STRLEN];
         aw->stats.blocks++;
         log_warn("auth: %s blocked for %u ms after %u failed attempts within %u ms",
@@ -63,21 +65,28 @@ static void note_failure(struct auth_worker *aw, const struct addr *client)
     }
 }
 
-/* A verdict from the pool, on the worker's loop. */
+/* A verdict from the pool, on the worker's loop; owner is NULL when the
+ * session gave up waiting (its failure still counts). */
 static void auth_job_done(void *owner, struct auth_job *job)
 {
     struct auth_worker *aw = job->aw;
     int result = job->result == 0 ? AUTH_OK : AUTH_DENIED;
-    if (result == AUTH_OK) {
+    note_end(aw, &job->client, result != AUTH_OK);
+    if (result == AUTH_OK && throttle_blocked(&aw->a->t, &job->client, loop_now(aw->l))) {
+        /* Blocked while this one was being checked (parallel guesses): a
+         * right password behind wrong ones must not get through. */
+        result = AUTH_THROTTLED;
+        aw->stats.throttled++;
+    } else if (result == AUTH_OK) {
         aw->stats.ok++;
         auth_cache_store(&aw->cache, &job->probe, job->version, loop_now(aw->l), job->cache_ttl_ms);
     } else {
         aw->stats.denied++;
-        note_failure(aw, &job->client);
     }
     void (*cb)(void *, int) = job->cb;
     auth_job_free(job);
-    cb(owner, result);
+    if (owner)
+        cb(owner, result);
 }
 
 int auth_begin(struct auth_worker *aw, const struct auth_params *p, const struct addr *client,
@@ -101,8 +110,13 @@ int auth_begin(struct auth_worker *aw, const struct auth_params *p, const struct
             return AUTH_OK;
         }
     }
+    if (!throttle_begin(&aw->a->t, client, now)) {
+        aw->stats.throttled++;
+        return AUTH_THROTTLED;
+    }
     struct auth_job *job = calloc(1, sizeof(*job));
     if (!job) {
+        throttle_end(&aw->a->t, client, now, false);
         aw->stats.busy++;
         return AUTH_BUSY;
     }
@@ -124,6 +138,7 @@ int auth_begin(struct auth_worker *aw, const struct auth_params *p, const struct
     memcpy(job->pass, pass, plen);
     if (verifier_submit(&aw->a->v, job) < 0) {
         auth_job_free(job);
+        throttle_end(&aw->a->t, client, now, false);
         aw->stats.busy++;
         return AUTH_BUSY;
     }
@@ -134,7 +149,7 @@ int auth_begin(struct auth_worker *aw, const struct auth_params *p, const struct
 void auth_abandon(struct auth_job *job)
 {
     if (job)
-        job->owner = NULL; /* freed by the port when its verdict arrives */
+        job->owner = NULL; /* the verdict is still counted, then dropped */
 }
 
 const char *auth_result_str(int result)

@@ -72,8 +72,8 @@ static struct throttle_entry *lock_set(struct throttle *t, const struct addr *ip
 /* An entry is worth nothing once its window is over and it blocks nobody. */
 static bool stale(const struct throttle *t, const struct throttle_entry *e, uint64_t now)
 {
-    return e->family == 0 ||
-           (e->blocked_until_ms <= now && now - e->window_start_ms >= t->window_ms);
+    return e->family == 0 || (e->blocked_until_ms <= now && e->pending == 0 &&
+                              now - e->window_start_ms >= t->window_ms);
 }
 
 bool throttle_blocked(struct throttle *t, const struct addr *ip, uint64_t now_ms)
@@ -93,12 +93,11 @@ bool throttle_blocked(struct throttle *t, const struct addr *ip, uint64_t now_ms
     return blocked;
 }
 
-bool throttle_fail(struct throttle *t, const struct addr *ip, uint64_t now_ms)
+/* The entry for ip, made if need be (the caller holds the set's lock). */
+static struct throttle_entry *entry_get(struct throttle *t, struct throttle_entry *set,
+                                        const struct addr *ip, uint64_t now_ms)
 {
-    if (!t->e || t->max_failures == 0)
-        return false;
-    pthread_mutex_t *lock;
-    struct throttle_entry *set = lock_set(t, ip, &lock), *e = NULL;
+    struct throttle_entry *e = NULL;
     for (int i = 0; i < THROTTLE_WAYS && !e; i++)
         if (same_ip(&set[i], ip))
             e = &set[i];
@@ -124,6 +123,12 @@ bool throttle_fail(struct throttle *t, const struct addr *ip, uint64_t now_ms)
         memcpy(e->ip, ip->ip, ip_len(ip));
         e->window_start_ms = now_ms;
     }
+    return e;
+}
+
+/* Count one failure on e; true when it starts a block. */
+static bool entry_fail(struct throttle *t, struct throttle_entry *e, uint64_t now_ms)
+{
     bool starts_block = false;
     if (e->blocked_until_ms <= now_ms) {
         if (now_ms - e->window_start_ms >= t->window_ms) {
@@ -137,6 +142,49 @@ bool throttle_fail(struct throttle *t, const struct addr *ip, uint64_t now_ms)
             starts_block = true;
         }
     }
+    return starts_block;
+}
+
+bool throttle_fail(struct throttle *t, const struct addr *ip, uint64_t now_ms)
+{
+    if (!t->e || t->max_failures == 0)
+        return false;
+    pthread_mutex_t *lock;
+    struct throttle_entry *set = lock_set(t, ip, &lock);
+    bool starts_block = entry_fail(t, entry_get(t, set, ip, now_ms), now_ms);
+    pthread_mutex_unlock(lock);
+    return starts_block;
+}
+
+bool throttle_begin(struct throttle *t, const struct addr *ip, uint64_t now_ms)
+{
+    if (!t->e || t->max_failures == 0)
+        return true;
+    pthread_mutex_t *lock;
+    struct throttle_entry *set = lock_set(t, ip, &lock);
+    struct throttle_entry *e = entry_get(t, set, ip, now_ms);
+    bool ok = e->blocked_until_ms <= now_ms && e->pending < t->max_failures;
+    if (ok)
+        e->pending++;
+    pthread_mutex_unlock(lock);
+    return ok;
+}
+
+bool throttle_end(struct throttle *t, const struct addr *ip, uint64_t now_ms, bool failed)
+{
+    if (!t->e || t->max_failures == 0)
+        return false;
+    pthread_mutex_t *lock;
+    struct throttle_entry *set = lock_set(t, ip, &lock);
+    struct throttle_entry *e = NULL;
+    for (int i = 0; i < THROTTLE_WAYS && !e; i++)
+        if (same_ip(&set[i], ip))
+            e = &set[i];
+    if (e && e->pending)
+        e->pending--;
+    bool starts_block = false;
+    if (failed)
+        starts_block = entry_fail(t, e ? e : entry_get(t, set, ip, now_ms), now_ms);
     pthread_mutex_unlock(lock);
     return starts_block;
 }

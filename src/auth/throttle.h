@@ -23,6 +23,7 @@ struct throttle_entry {
     uint8_t family;
     uint8_t ip[16];
     uint32_t failures;
+    uint32_t pending; /* attempts being verified now */
     uint64_t window_start_ms;
     uint64_t blocked_until_ms;
 };
@@ -48,5 +49,15 @@ bool throttle_blocked(struct throttle *t, const struct addr *ip, uint64_t now_ms
 /* Count a failure. Returns true when this failure starts a block (the one
  * moment worth a log line). */
 bool throttle_fail(struct throttle *t, const struct addr *ip, uint64_t now_ms);
+
+/* An attempt that needs a verification starts. Returns false (refuse it,
+ * without verifying) when the address is blocked or already has
+ * max_failures attempts being verified: guesses sent in parallel cannot
+ * outrun the count of failures. Otherwise the attempt is pending until
+ * throttle_end(). */
+bool throttle_begin(struct throttle *t, const struct addr *ip, uint64_t now_ms);
+/* A pending attempt ended; a failed one counts as a failure. Returns true
+ * when it starts a block. */
+bool throttle_end(struct throttle *t, const struct addr *ip, uint64_t now_ms, bool failed);
 
 #endif

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -174,6 +175,54 @@ static int build_index(struct userlist *ul, const char *file, struct config_erro
     return rc;
 }
 
+/* Argon2id parameters of a PHC string: m (KiB) and t. */
+static bool phc_params(const char *phc, unsigned *m, unsigned *t)
+{
+    const char *p = strstr(phc, "$m=");
+    return p && sscanf(p, "$m=%u,t=%u,", m, t) == 2;
+}
+
+/* The dummy hash, with the parameters most users of the list have. */
+static int make_dummy(struct userlist *ul)
+{
+    struct phc_count {
+        unsigned m, t, n;
+    } seen[16];
+    unsigned nseen = 0, best = 0;
+    for (size_t i = 0; i < ul->n; i++) {
+        unsigned m, t, k;
+        if (ul->users[i].kind != USER_ARGON2ID || !phc_params(ul->users[i].secret, &m, &t))
+            continue;
+        for (k = 0; k < nseen && (seen[k].m != m || seen[k].t != t); k++)
+            ;
+        if (k == nseen) {
+            if (nseen == 16)
+                continue;
+            seen[nseen++] = (struct phc_count){m, t, 0};
+        }
+        seen[k].n++;
+        if (seen[k].n > seen[best].n)
+            best = k;
+    }
+    uint64_t ops = FCRYPTO_PWHASH_OPS_DEFAULT, mem = FCRYPTO_PWHASH_MEM_DEFAULT;
+    if (nseen) {
+        ops = seen[best].t;
+        mem = (uint64_t)seen[best].m * 1024;
+    }
+    uint8_t rnd[24];
+    fcrypto_random(rnd, sizeof(rnd));
+    char pass[49];
+    for (int i = 0; i < 24; i++) {
+        pass[2 * i] = "0123456789abcdef"[rnd[i] >> 4];
+        pass[2 * i + 1] = "0123456789abcdef"[rnd[i] & 15];
+    }
+    pass[48] = '\0';
+    _Static_assert(sizeof(((struct userlist *)0)->dummy) >= FCRYPTO_PWHASH_MAX, "dummy size");
+    int rc = fcrypto_pwhash(ul->dummy, pass, 48, ops, mem);
+    explicit_bzero(pass, sizeof(pass));
+    return rc;
+}
+
 int userlist_parse(const char *text, const char *file, struct userlist **out,
                    struct config_errors *errs)
 {
@@ -220,8 +269,13 @@ int userlist_parse(const char *text, const char *file, struct userlist **out,
         explicit_bzero(line, l);
         free(line);
     }
-    if (!rc && errs->n == nerr0)
+    /* Duplicates are reported together with every other problem. */
+    if (!rc)
         rc = build_index(ul, file, errs);
+    if (!rc && errs->n == nerr0 && make_dummy(ul) < 0) {
+        config_error(errs, "%s: out of memory hashing the dummy password", file);
+        rc = -ENOMEM;
+    }
     if (rc || errs->n != nerr0) {
         userlist_free(ul);
         return rc ? rc : -EINVAL;

@@ -35,6 +35,10 @@ struct user {
 
 struct userlist {
     _Atomic uint32_t refs;
+    /* What an unknown or plain user pays: an Argon2id hash of a random
+     * password with the parameters most of this list's users have (the
+     * defaults when it has none). */
+    char dummy[128];
     struct user *users;
     size_t n;
     uint32_t *slots; /* open addressing: index + 1 into users, 0 = empty */

@@ -13,11 +13,11 @@
 
 #include "log/log.h"
 
-int verifier_check(const struct verifier *v, const struct user *u, const char *pass, size_t plen)
+int verifier_check(const struct userlist *ul, const struct user *u, const char *pass, size_t plen)
 {
     if (!u || u->kind == USER_PLAIN) {
-        /* Pay what an Argon2id user pays, whatever the outcome. */
-        (void)fcrypto_pwhash_verify(v->dummy, pass, plen);
+        /* Pay what an Argon2id user of this list pays, whatever the outcome. */
+        (void)fcrypto_pwhash_verify(ul->dummy, pass, plen);
         if (!u)
             return -1;
         /* Compare tags of equal length: constant time whatever the lengths. */
@@ -63,7 +63,7 @@ static void *verifier_main(void *arg)
         pthread_mutex_unlock(&v->mu);
         if (!job)
             break;
-        job->result = stop ? -1 : verifier_check(v, job->u, job->pass, job->plen);
+        job->result = stop ? -1 : verifier_check(job->ul, job->u, job->pass, job->plen);
         atomic_fetch_add_explicit(job->result ? &v->rejected : &v->verified, 1,
                                   memory_order_relaxed);
         explicit_bzero(job->pass, sizeof(job->pass));
@@ -77,17 +77,6 @@ int verifier_start(struct verifier *v, unsigned nthreads, unsigned queue_cap)
     memset(v, 0, sizeof(*v));
     if (fcrypto_init())
         return -EIO;
-    uint8_t rnd[32];
-    char pass[65];
-    fcrypto_random(rnd, sizeof(rnd));
-    for (int i = 0; i < 32; i++) {
-        pass[2 * i] = "0123456789abcdef"[rnd[i] >> 4];
-        pass[2 * i + 1] = "0123456789abcdef"[rnd[i] & 15];
-    }
-    pass[64] = '\0';
-    if (fcrypto_pwhash(v->dummy, pass, 64, FCRYPTO_PWHASH_OPS_DEFAULT, FCRYPTO_PWHASH_MEM_DEFAULT))
-        return -ENOMEM;
-    explicit_bzero(pass, sizeof(pass));
     pthread_mutex_init(&v->mu, NULL);
     pthread_cond_init(&v->cv, NULL);
     v->cap = queue_cap;
@@ -167,8 +156,8 @@ static void auth_port_on_io(struct io *io, uint32_t events)
     while (fifo) {
         struct auth_job *job = fifo;
         fifo = job->next;
-        if (job->owner)
-            job->done(job->owner, job); /* the callback frees the job */
+        if (job->done)
+            job->done(job->owner, job); /* frees the job; owner may be NULL */
         else
             auth_job_free(job);
     }

@@ -5,8 +5,9 @@
  * and an eventfd on the worker's loop.
  *
  * Every verification costs the same: an unknown user and a plain: entry
- * each pay one Argon2id verification against a dummy hash made at start
- * with the default parameters, and secrets are compared in constant time.
+ * each pay one Argon2id verification against the userlist's dummy hash
+ * (made at load with the parameters most of its users have, or the
+ * defaults), and secrets are compared in constant time.
  */
 #ifndef FERRY_AUTH_VERIFIER_H
 #define FERRY_AUTH_VERIFIER_H
@@ -60,12 +61,10 @@ struct verifier {
     struct auth_job *head, *tail;
     unsigned len, cap;
     bool stop;
-    char dummy[FCRYPTO_PWHASH_MAX];
     _Atomic uint64_t verified, rejected;
 };
 
-/* Make the dummy hash (one Argon2id hash with the default parameters: this
- * takes a moment) and start n threads. Returns 0 or -errno. */
+/* Start n threads. Returns 0 or -errno. */
 int verifier_start(struct verifier *v, unsigned nthreads, unsigned queue_cap);
 /* Stop the threads; queued jobs are delivered as failures. */
 void verifier_stop(struct verifier *v);
@@ -79,7 +78,9 @@ void auth_port_fini(struct auth_port *p, struct loop *l);
 /* Free a job (drops its userlist reference, wipes the password). */
 void auth_job_free(struct auth_job *job);
 
-/* The verification itself, as the pool runs it (exposed for tests). */
-int verifier_check(const struct verifier *v, const struct user *u, const char *pass, size_t plen);
+/* The verification itself, as the pool runs it (exposed for tests). An
+ * unknown user (u NULL) and a plain entry pay one verification against the
+ * list's dummy hash, which has the parameters of its Argon2id users. */
+int verifier_check(const struct userlist *ul, const struct user *u, const char *pass, size_t plen);
 
 #endif

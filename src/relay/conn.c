@@ -800,9 +800,15 @@ static void conn_on_timer(struct timer *t)
 {
     struct conn *c = container_of(t, struct conn, timer);
     switch ((enum conn_state)c->state) {
+    case CONN_ST_AUTH_WAIT:
+        /* The pool did not answer in time (a long queue): say no rather
+         * than close in silence. The verdict, when it comes, is dropped. */
+        auth_abandon(c->auth);
+        c->auth = NULL;
+        conn_auth_verdict(c, AUTH_BUSY, "auth-timeout");
+        break;
     case CONN_ST_GREETING:
     case CONN_ST_AUTH:
-    case CONN_ST_AUTH_WAIT:
     case CONN_ST_REQUEST:
         stat_add(&c->w->stats.handshake_errors, 1);
         conn_close(c, "handshake-timeout");

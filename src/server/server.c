@@ -156,8 +156,10 @@ static void warn_restart_needed(const struct config *old, const struct config *n
     if (old->backlog != nc->backlog)
         log_warn("reload: backlog changed; applies after a restart");
     if (config_auth_enabled(old) &&
-        (old->auth.workers != nc->auth.workers || old->auth.queue != nc->auth.queue))
-        log_warn("reload: auth.workers/auth.queue changed; apply after a restart");
+        (old->auth.workers != nc->auth.workers || old->auth.queue != nc->auth.queue ||
+         old->auth.cache_size != nc->auth.cache_size))
+        log_warn("reload: auth.workers, auth.queue or auth.cache_size changed; they apply after "
+                 "a restart");
 }
 
 static void reload(struct server *s)

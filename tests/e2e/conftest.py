@@ -1,6 +1,7 @@
 """Fixtures for ferry's end-to-end tests (helpers live in ferrylib.py).
 
-  ferry          function-scoped factory: ferry(config={...}, listens=[...])
+  ferry          function-scoped factory: ferry(config={...}, auth={...},
+                 listens=[...])
                  starts `ferry serve`, waits for 'ready:' and returns a
                  ferrylib.Ferry (.port, .addrs, .proc, .log_text(), .stop()).
                  Teardown stops every instance and fails the test on a

@@ -10,6 +10,8 @@ stopped (threads joined with a bound) by its owner.
   EchoServer, SinkThenReplyServer, ServerHalfCloseServer, ServerAbortServer,
   HttpFileServer         threaded loopback servers
   socks5 helpers         a raw RFC 1928 client: greeting, request, reply
+  RFC 1929 helpers       userpass, auth_handshake, socks_connect_auth,
+                         expect_auth_refused; passwd_line (ferry passwd)
 """
 
 from __future__ import annotations
@@ -76,13 +78,16 @@ class CliResult(NamedTuple):
         return self.out + self.err
 
 
-def run_ferry(args, timeout: float = 20.0, env: dict | None = None) -> CliResult:
+def run_ferry(args, timeout: float = 20.0, env: dict | None = None, input: bytes | str | None = None) -> CliResult:
     """Run ferry to completion (bounded) and check it produced no sanitizer
-    report."""
+    report. input, when given, is its standard input (else /dev/null)."""
+    if isinstance(input, str):
+        input = input.encode()
     try:
         p = subprocess.run(
             _pdeathsig_prefix() + [ferry_bin(), *args],
-            stdin=subprocess.DEVNULL,
+            input=input,
+            stdin=subprocess.DEVNULL if input is None else None,
             capture_output=True,
             timeout=timeout,
             env=ferry_env(env),
@@ -130,7 +135,12 @@ def parse_access(line: str) -> dict:
 
 
 class Ferry:
-    """One `ferry serve` process. Use through FerryFactory (fixtures)."""
+    """One `ferry serve` process. Use through FerryFactory (fixtures).
+
+    config holds top-level keys (merged over DEFAULT_CONFIG); auth, when
+    given, the keys of an [auth] section written after them (a relative
+    userlist is found next to the config file, in workdir). raw_config
+    replaces both."""
 
     def __init__(
         self,
@@ -144,6 +154,7 @@ class Ferry:
         env: dict | None = None,
         log_path: Path | None = None,
         expect_exit: int | None = 0,
+        auth: dict | None = None,
     ):
         self.workdir = workdir
         self.name = name
@@ -159,6 +170,8 @@ class Ferry:
                 merged = dict(DEFAULT_CONFIG)
                 merged.update({k: str(v) for k, v in (config or {}).items()})
                 raw_config = "".join(f"{k} = {v}\n" for k, v in merged.items())
+                if auth is not None:
+                    raw_config += "\n[auth]\n" + "".join(f"{k} = {v}\n" for k, v in auth.items())
             self.config_path = workdir / f"{name}.conf"
             self.config_path.write_text(raw_config)
             cmd += ["-c", str(self.config_path)]
@@ -737,8 +750,9 @@ def request(host, port: int, cmd: int = CMD_CONNECT, ver: int = 5, rsv: int = 0,
     return bytes([ver, cmd, rsv]) + encode_addr(host, atyp) + struct.pack(">H", port)
 
 
-def open_client(proxy: tuple[str, int], timeout: float = IO_TIMEOUT) -> socket.socket:
-    s = socket.create_connection(proxy, timeout=timeout)
+def open_client(proxy: tuple[str, int], timeout: float = IO_TIMEOUT, source: str | None = None) -> socket.socket:
+    """Connect to proxy (from the loopback address source, when given)."""
+    s = socket.create_connection(proxy, timeout=timeout, source_address=(source, 0) if source else None)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     s.settimeout(timeout)
     return s
@@ -820,3 +834,83 @@ def echo_roundtrip(sock: socket.socket, payload: bytes, timeout: float = IO_TIME
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+# ---- RFC 1929 username/password ------------------------------------------------
+
+METHOD_NONE, METHOD_USERPASS, METHOD_NO_ACCEPTABLE = 0x00, 0x02, 0xFF
+AUTH_OK, AUTH_FAIL = 0x00, 0x01
+
+
+def _b(x) -> bytes:
+    return x.encode() if isinstance(x, str) else bytes(x)
+
+
+def userpass(user, password, ver: int = 1) -> bytes:
+    """VER ULEN UNAME PLEN PASSWD (str or bytes; lengths as they are)."""
+    u, p = _b(user), _b(password)
+    return bytes([ver, len(u)]) + u + bytes([len(p)]) + p
+
+
+def read_auth_status(sock: socket.socket, timeout: float = IO_TIMEOUT) -> int:
+    r = recv_exact(sock, 2, timeout)
+    assert r[0] == 1, f"auth status with VER {r[0]}: {r!r}"
+    return r[1]
+
+
+def auth_handshake(sock: socket.socket, user, password, timeout: float = IO_TIMEOUT) -> int:
+    """Offer username/password, send the credentials; returns the status."""
+    sock.sendall(greeting((METHOD_USERPASS,)))
+    m = read_method(sock, timeout)
+    assert m == METHOD_USERPASS, f"ferry chose method {m:#x}, expected 0x02"
+    sock.sendall(userpass(user, password))
+    return read_auth_status(sock, timeout)
+
+
+def socks_connect_auth(proxy, user, password, host, port: int, timeout: float = IO_TIMEOUT,
+                       source: str | None = None, expect: int | None = 0):
+    """An authenticated CONNECT through proxy. Returns (sock, reply); the
+    authentication must succeed, and when expect is not None the reply code
+    must equal it."""
+    s = open_client(proxy, timeout, source=source)
+    try:
+        st = auth_handshake(s, user, password, timeout)
+        assert st == AUTH_OK, f"authentication as {user!r} refused (status {st:#x})"
+        s.sendall(request(host, port))
+        r = read_reply(s, timeout)
+    except BaseException:
+        s.close()
+        raise
+    assert r.ver == 5 and r.rsv == 0, f"malformed reply {r.raw!r}"
+    if expect is not None:
+        assert r.rep == expect, f"reply {r.rep:#04x} ({REP_NAME.get(r.rep)}), expected {expect:#04x}"
+    return s, r
+
+
+def expect_auth_refused(sock: socket.socket, timeout: float = IO_TIMEOUT) -> None:
+    """Status 01 01, then EOF with nothing after it."""
+    st = read_auth_status(sock, timeout)
+    assert st == AUTH_FAIL, f"auth status {st:#x}, expected failure (0x01)"
+    rest, how = read_until_close(sock, timeout)
+    assert rest == b"", f"bytes after the auth failure: {rest[:64]!r}"
+    assert how == "eof", "ferry reset the connection after the auth failure instead of closing it"
+
+
+def passwd_line(name: str, password: str, plain: bool = False, ops: int | None = 1,
+                mem: str | None = "8m") -> str:
+    """A userlist line from `ferry passwd` (cheap Argon2id unless ops/mem are
+    None, which leaves ferry's defaults)."""
+    args = ["passwd"]
+    if plain:
+        args.append("--plain")
+    else:
+        if ops is not None:
+            args += ["--ops", str(ops)]
+        if mem is not None:
+            args += ["--mem", mem]
+    r = run_ferry(args + [name], input=password + "\n")
+    assert r.rc == 0, f"ferry passwd {name}: rc={r.rc} {r.err}"
+    line = r.out.strip()
+    assert line.startswith(name + ":"), line
+    return line
+

@@ -1,0 +1,821 @@
+"""RFC 1929 username/password authentication, end to end: real clients
+(curl, PySocks) and the raw client against ferry with an [auth] userlist;
+every malformed sub-negotiation; constant-cost verification (timing does
+not tell unknown names apart); throttling per client address; the
+credential cache; busy and abandoned verifications; SIGHUP reloads of the
+userlist (good and bad, auth turned on and off) without touching
+established sessions; `ferry passwd` and `ferry serve --check` on
+userlists.
+
+Hashes are made with `ferry passwd --ops 1 --mem 8m` (milliseconds) except
+where the cost is the point. Only loopback addresses; every wait bounded.
+"""
+
+import os
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import socks
+
+import ferrylib
+from ferrylib import (
+    AUTH_FAIL,
+    AUTH_OK,
+    METHOD_NO_ACCEPTABLE,
+    METHOD_USERPASS,
+    auth_handshake,
+    echo_roundtrip,
+    expect_auth_refused,
+    expect_closed_silently,
+    greeting,
+    open_client,
+    passwd_line,
+    read_auth_status,
+    read_method,
+    read_reply,
+    read_until_close,
+    recv_exact,
+    request,
+    run_ferry,
+    socks_connect,
+    socks_connect_auth,
+    userpass,
+)
+
+ALICE_PW = "alice-s3cret"
+BOB_PW = "bob-plain-pw"
+LISTENS = ["127.0.0.1:0"] + (["[::1]:0"] if ferrylib.HAVE_IPV6 else [])
+
+
+def write_users(directory, *lines) -> Path:
+    path = Path(directory) / "users.txt"
+    path.write_text("".join(line + "\n" for line in lines))
+    return path
+
+
+def curl_env():
+    # no proxy variables from the environment may steer or bypass curl
+    return {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+
+
+def run_curl(args, timeout=30):
+    try:
+        return subprocess.run(
+            ["curl", "-sS", "--fail", "--max-time", "20", "--connect-timeout", "5", *args],
+            stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, env=curl_env(),
+        )
+    except subprocess.TimeoutExpired as e:
+        raise AssertionError(f"curl did not finish within {timeout}s") from e
+
+
+def check_access(f, client, **want):
+    entry = f.access_for(client)
+    for k, v in want.items():
+        assert entry.get(k) == v, f"access log {k}={entry.get(k)!r}, expected {v!r}: {entry}"
+    return entry
+
+
+def login(f, user, password, source=None, addr=None) -> tuple[int, tuple]:
+    """One attempt on a fresh connection; returns (status, client address).
+    A refusal must be followed by EOF."""
+    with open_client(addr or f.addr, source=source) as s:
+        client = s.getsockname()
+        st = auth_handshake(s, user, password)
+        if st != AUTH_OK:
+            assert st == AUTH_FAIL, f"status {st:#x}"
+            rest, how = read_until_close(s)
+            assert rest == b"" and how == "eof", (rest, how)
+    return st, client
+
+
+@pytest.fixture(scope="module")
+def alice_line():
+    return passwd_line("alice", ALICE_PW)
+
+
+@pytest.fixture(scope="module")
+def proxy(module_ferry, alice_line):
+    """The shared instance: alice (Argon2id), bob (plain); no throttling, so
+    the many wrong passwords below do not block 127.0.0.1."""
+    write_users(module_ferry.workdir, "# test users", alice_line, f"bob:plain:{BOB_PW}")
+    return module_ferry(
+        listens=LISTENS,
+        config={"handshake_timeout": "3s"},
+        auth={"userlist": "users.txt", "max_failures": "0"},
+    )
+
+
+# ---- real clients ------------------------------------------------------------
+
+CURL_MODES = [("--socks5", "127.0.0.1", "127.0.0.1"), ("--socks5-hostname", "localhost", "localhost")]
+
+
+@pytest.mark.parametrize("user,password", [("alice", ALICE_PW), ("bob", BOB_PW)], ids=["argon2id", "plain"])
+@pytest.mark.parametrize("mode,url_host,dst_host", CURL_MODES, ids=["socks5", "socks5-hostname"])
+def test_curl_good_credentials(proxy, http_server, tmp_path, mode, url_host, dst_host, user, password):
+    out = tmp_path / "small.txt"
+    start = proxy.log_offset()
+    r = run_curl([mode, f"127.0.0.1:{proxy.port}", "--proxy-user", f"{user}:{password}", "-o", str(out),
+                  http_server.url("small.txt", host=url_host)])
+    assert r.returncode == 0, f"curl: rc={r.returncode} {r.stderr.decode(errors='replace')}"
+    assert ferrylib.sha256(out.read_bytes()) == http_server.files["small.txt"]
+    proxy.wait_log(rf"access .* user={user} cmd=connect dst={dst_host}:{http_server.port} .*reply=succeeded end=done",
+                   start=start)
+
+
+@pytest.mark.parametrize("user,password", [("alice", "wrong"), ("alice", ALICE_PW[:-1]), ("mallory", ALICE_PW),
+                                           ("bob", BOB_PW + "x")], ids=["wrong", "prefix", "unknown", "plain-longer"])
+@pytest.mark.parametrize("mode,url_host,dst_host", CURL_MODES, ids=["socks5", "socks5-hostname"])
+def test_curl_bad_credentials(proxy, http_server, tmp_path, mode, url_host, dst_host, user, password):
+    out = tmp_path / "small.txt"
+    start = proxy.log_offset()
+    r = run_curl([mode, f"127.0.0.1:{proxy.port}", "--proxy-user", f"{user}:{password}", "-o", str(out),
+                  http_server.url("small.txt", host=url_host)])
+    assert r.returncode != 0, "curl succeeded with bad credentials"
+    assert not out.exists() or out.read_bytes() == b""
+    proxy.wait_log(rf"access .* user={user} cmd=- dst=- .*reply=- end=auth-failed", start=start)
+
+
+def test_curl_without_credentials_refused(proxy, http_server):
+    start = proxy.log_offset()
+    r = run_curl(["--socks5", f"127.0.0.1:{proxy.port}", http_server.url("small.txt")])
+    assert r.returncode != 0
+    proxy.wait_log(r"access .* user=- .*end=auth-required", start=start)
+
+
+@pytest.mark.parametrize("user,password", [("alice", ALICE_PW), ("bob", BOB_PW)], ids=["argon2id", "plain"])
+@pytest.mark.parametrize("via", ["v4", "v6"])
+def test_pysocks_good(proxy, echo_server, via, user, password):
+    if via == "v6" and not ferrylib.HAVE_IPV6:
+        pytest.skip("no IPv6 loopback")
+    lst = proxy.listener(socket.AF_INET if via == "v4" else socket.AF_INET6)
+    s = socks.socksocket(lst.family, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.set_proxy(socks.SOCKS5, lst.host, lst.port, rdns=True, username=user, password=password)
+    try:
+        s.connect(echo_server.addr)
+        echo_roundtrip(s, b"authenticated through PySocks " * 100)
+        client = s.getsockname()  # the proxy-side socket: same as ferry's client
+    finally:
+        s.close()
+    check_access(proxy, client, user=user, end="done", reply="succeeded")
+
+
+@pytest.mark.parametrize("user,password", [("alice", "nope"), ("nobody", "nope"), (None, None)],
+                         ids=["wrong", "unknown", "no-credentials"])
+def test_pysocks_bad(proxy, echo_server, user, password):
+    s = socks.socksocket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.set_proxy(socks.SOCKS5, *proxy.addr, username=user, password=password)
+    try:
+        with pytest.raises(socks.ProxyError) as ei:
+            s.connect(echo_server.addr)
+        # PySocks wraps its SOCKS5AuthError: "SOCKS5 authentication failed"
+        # or "All offered authentication methods were rejected"
+        assert "authentication" in str(ei.value), repr(ei.value)
+    finally:
+        s.close()
+
+
+# ---- the method negotiation and the sub-negotiation on the wire ---------------
+
+
+@pytest.mark.parametrize("methods", [(0x00,), (0x00, 0x01), (0x01,), (0x00, 0x80, 0xFE)],
+                         ids=["none", "none+gssapi", "gssapi", "none+private"])
+def test_offering_no_userpass_refused(proxy, methods):
+    with open_client(proxy.addr) as s:
+        client = s.getsockname()
+        s.sendall(greeting(methods))
+        assert recv_exact(s, 2) == bytes([5, METHOD_NO_ACCEPTABLE])
+        rest, how = read_until_close(s)
+        assert rest == b"" and how == "eof"
+    check_access(proxy, client, user="-", reply="-", end="auth-required")
+
+
+@pytest.mark.parametrize("methods", [(0x02,), (0x00, 0x02), (0x02, 0x00), (0x80, 0x01, 0x00, 0x02)])
+def test_userpass_chosen_among_offers(proxy, echo_server, methods):
+    with open_client(proxy.addr) as s:
+        s.sendall(greeting(methods))
+        assert read_method(s) == METHOD_USERPASS
+        s.sendall(userpass("alice", ALICE_PW))
+        assert read_auth_status(s) == AUTH_OK
+        s.sendall(request(*echo_server.addr))
+        assert read_reply(s).rep == 0
+        echo_roundtrip(s, b"ping")
+
+
+@pytest.mark.parametrize("user,password", [("alice", "wrong"), ("alice", ALICE_PW + "x"), ("nobody", ALICE_PW),
+                                           ("bob", BOB_PW[:-1]), ("ALICE", ALICE_PW), ("bob", ALICE_PW)],
+                         ids=["wrong", "longer", "unknown", "plain-prefix", "case", "other-users-password"])
+def test_wrong_credentials_status_then_eof(proxy, user, password):
+    with open_client(proxy.addr) as s:
+        client = s.getsockname()
+        s.sendall(greeting((METHOD_USERPASS,)))
+        assert read_method(s) == METHOD_USERPASS
+        s.sendall(userpass(user, password))
+        expect_auth_refused(s)
+    check_access(proxy, client, user=user, cmd="-", reply="-", end="auth-failed")
+
+
+# Each is sent alone, the connection left open: ferry must judge it on the
+# byte that makes it bad, not wait for more.
+BAD_SUBNEGOTIATION = {
+    "ver5-first-byte": b"\x05",
+    "ver0-first-byte": b"\x00",
+    "ver2-whole": b"\x02\x05alice\x02pw",
+    "ver5-whole": b"\x05\x05alice\x02pw",
+    "ulen0": b"\x01\x00",
+    "ulen0-plen": b"\x01\x00\x02pw",
+    "plen0": b"\x01\x05alice\x00",
+}
+
+
+@pytest.mark.parametrize("msg", list(BAD_SUBNEGOTIATION.values()), ids=list(BAD_SUBNEGOTIATION))
+def test_bad_subnegotiation(proxy, msg):
+    with open_client(proxy.addr) as s:
+        client = s.getsockname()
+        s.sendall(greeting((METHOD_USERPASS,)))
+        assert read_method(s) == METHOD_USERPASS
+        s.sendall(msg)
+        expect_auth_refused(s)
+    check_access(proxy, client, user="-", reply="-", end="bad-auth-message")
+
+
+@pytest.mark.parametrize("msg", [b"\x05", b"\x01\x00", b"\x01\x05alice\x00"], ids=["ver5", "ulen0", "plen0"])
+def test_bad_subnegotiation_then_eof(proxy, msg):
+    """The same, with the client's FIN right behind the bad bytes: still
+    01 01, and still logged as a bad message. TCP_CORK holds the bytes until
+    the shutdown, so they and the FIN travel in one segment and ferry reads
+    them and the EOF together."""
+    with open_client(proxy.addr) as s:
+        client = s.getsockname()
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
+        s.sendall(greeting((METHOD_USERPASS,)) + msg)
+        s.shutdown(socket.SHUT_WR)
+        assert read_method(s) == METHOD_USERPASS
+        expect_auth_refused(s)
+    check_access(proxy, client, user="-", reply="-", end="bad-auth-message")
+
+
+FULL = userpass("alice", ALICE_PW)
+
+
+@pytest.mark.parametrize("cut", [1, 2, 4, 7, 8, len(FULL) - 1], ids=lambda n: f"{n}-bytes")
+def test_truncated_auth_then_eof(proxy, cut):
+    with open_client(proxy.addr) as s:
+        client = s.getsockname()
+        s.sendall(greeting((METHOD_USERPASS,)))
+        assert read_method(s) == METHOD_USERPASS
+        s.sendall(FULL[:cut])
+        time.sleep(0.05)  # let it arrive on its own before the FIN
+        s.shutdown(socket.SHUT_WR)
+        expect_auth_refused(s)
+    check_access(proxy, client, user="-", reply="-", end="truncated-handshake")
+
+
+def test_eof_before_auth_closes_silently(proxy):
+    with open_client(proxy.addr) as s:
+        client = s.getsockname()
+        s.sendall(greeting((METHOD_USERPASS,)))
+        assert read_method(s) == METHOD_USERPASS
+        s.shutdown(socket.SHUT_WR)
+        assert expect_closed_silently(s) == "eof"
+    check_access(proxy, client, end="client-closed")
+
+
+def test_auth_byte_by_byte(proxy, echo_server):
+    """Greeting, credentials and request, each byte in its own segment."""
+    data = greeting((METHOD_USERPASS,)) + userpass("alice", ALICE_PW) + request(*echo_server.addr)
+    with open_client(proxy.addr) as s:
+        client = s.getsockname()
+        for i in range(len(data)):
+            s.sendall(data[i:i + 1])
+            time.sleep(0.003)
+        assert recv_exact(s, 2) == bytes([5, METHOD_USERPASS])
+        assert read_auth_status(s) == AUTH_OK
+        assert read_reply(s).rep == 0
+        echo_roundtrip(s, b"slowly but surely")
+    check_access(proxy, client, user="alice", end="done")
+
+
+def test_auth_pipelined_with_request_and_data(proxy, echo_server):
+    """Everything in one write: the request and the first payload bytes wait
+    in the buffer while the password is verified on the pool."""
+    payload = b"first bytes ride along " * 10
+    with open_client(proxy.addr) as s:
+        s.sendall(greeting((METHOD_USERPASS,)) + userpass("alice", ALICE_PW) + request(*echo_server.addr) + payload)
+        assert recv_exact(s, 2) == bytes([5, METHOD_USERPASS])
+        assert read_auth_status(s) == AUTH_OK
+        assert read_reply(s).rep == 0
+        assert recv_exact(s, len(payload)) == payload
+
+
+def test_pipelined_request_after_wrong_password_is_not_served(proxy, echo_server):
+    before = len(echo_server.peers)
+    with open_client(proxy.addr) as s:
+        s.sendall(greeting((METHOD_USERPASS,)) + userpass("alice", "wrong") + request(*echo_server.addr) + b"data")
+        assert recv_exact(s, 2) == bytes([5, METHOD_USERPASS])
+        expect_auth_refused(s)
+    assert len(echo_server.peers) == before, "ferry connected upstream for a refused client"
+
+
+def test_user_name_is_sanitized_in_access_log(proxy):
+    """A claimed name is logged, but spaces and control bytes cannot forge
+    access-log fields or lines."""
+    with open_client(proxy.addr) as s:
+        client = s.getsockname()
+        st = auth_handshake(s, b"evil end=done\nx\x01", b"pw")
+        assert st == AUTH_FAIL
+        read_until_close(s)
+    check_access(proxy, client, user="evil?end=done?x?", end="auth-failed")
+
+
+def test_cache_second_login_accepted(proxy, echo_server):
+    for i in range(3):
+        s, _ = socks_connect_auth(proxy.addr, "alice", ALICE_PW, *echo_server.addr)
+        with s:
+            echo_roundtrip(s, f"login {i}".encode())
+    # wrong passwords in between do not evict the good entry
+    assert login(proxy, "alice", "wrong")[0] == AUTH_FAIL
+    s, _ = socks_connect_auth(proxy.addr, "alice", ALICE_PW, *echo_server.addr)
+    s.close()
+
+
+def test_concurrent_logins(proxy, echo_server):
+    """Sixteen clients at once, Argon2id and plain users, right and wrong
+    passwords mixed: each gets its own verdict, and the accepted ones relay."""
+    results = {}
+
+    def one(i):
+        user, pw = ("bob", BOB_PW) if i % 4 == 0 or i % 4 == 1 else ("alice", ALICE_PW)
+        if i % 2:
+            pw = "not-" + pw
+        try:
+            with open_client(proxy.addr) as s:
+                st = auth_handshake(s, user, pw, timeout=10)
+                if st == AUTH_OK:
+                    s.sendall(request(*echo_server.addr))
+                    assert read_reply(s).rep == 0
+                    echo_roundtrip(s, b"client %d" % i)
+                results[i] = st
+        except Exception as e:  # reported below
+            results[i] = e
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert all(not t.is_alive() for t in threads)
+    for i in range(16):
+        want = AUTH_FAIL if i % 2 else AUTH_OK
+        assert results.get(i) == want, f"client {i}: {results.get(i)!r}, expected {want}"
+
+
+def test_client_gone_during_verification(ferry, tmp_path, echo_server, alice_line):
+    """Clients that reset while their password waits on the pool are closed
+    at once; their verdicts, when they come, are dropped. One verifier
+    thread and a few slow attempts ahead of them (default-cost users are the
+    list's majority, so the dummy unknown names pay is default-cost) make sure
+    they are still waiting. ASan at teardown checks nothing was touched
+    after free."""
+    slow = [passwd_line(n, "pw", ops=None, mem=None) for n in ("carol", "dave")]
+    write_users(tmp_path, alice_line, *slow)
+    f = ferry(auth={"userlist": "users.txt", "workers": "1", "max_failures": "0"})
+    ahead = []
+    for _ in range(3):
+        s = open_client(f.addr)
+        s.sendall(greeting((METHOD_USERPASS,)) + userpass("slow", "pw"))
+        ahead.append(s)
+    gone = []
+    for _ in range(4):
+        s = open_client(f.addr)
+        gone.append(s.getsockname())
+        s.sendall(greeting((METHOD_USERPASS,)) + userpass("nobody-here", "pw"))
+        assert read_method(s) == METHOD_USERPASS
+        time.sleep(0.02)  # read and submitted
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        s.close()  # RST
+    for c in gone:
+        check_access(f, c, user="nobody-here", reply="-", end="client-closed")
+    for s in ahead:
+        with s:
+            assert read_method(s) == METHOD_USERPASS
+            expect_auth_refused(s, timeout=10)
+    s, _ = socks_connect_auth(f.addr, "alice", ALICE_PW, *echo_server.addr)
+    with s:
+        echo_roundtrip(s, b"still fine")
+
+
+# ---- timing ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cost", [(None, None), (1, "8m")], ids=["default-cost", "ops1-mem8m"])
+def test_unknown_user_costs_like_known_user(ferry, tmp_path, cost):
+    """An unknown name, a known Argon2id user with a wrong password and a
+    plain user with a wrong password cost the same, so timing does not tell
+    which names exist (README: "Unknown names cost exactly what known ones
+    cost"). Medians of alternating measurements, compared with a generous
+    margin: a property, not a speed. Both the default cost and the cheaper
+    one `ferry passwd --ops 1 --mem 8m` offers are checked."""
+    ops, mem = cost
+    write_users(tmp_path, passwd_line("alice", ALICE_PW, ops=ops, mem=mem), "carol:plain:carol-pw")
+    f = ferry(auth={"userlist": "users.txt", "max_failures": "0", "cachettl": "0"})
+
+    def attempt(user, password):
+        with open_client(f.addr) as s:
+            s.sendall(greeting((METHOD_USERPASS,)))
+            assert read_method(s) == METHOD_USERPASS
+            msg = userpass(user, password)
+            t0 = time.perf_counter()
+            s.sendall(msg)
+            st = read_auth_status(s, timeout=10)
+            dt = time.perf_counter() - t0
+        assert st == AUTH_FAIL
+        return dt
+
+    kinds = {"known": ("alice", "wrong-password"), "unknown": ("nobody", "wrong-password"),
+             "plain": ("carol", "wrong-password")}
+    times = {k: [] for k in kinds}
+    attempt("nobody", "warm-up")
+    for _ in range(13):
+        for k, (u, p) in kinds.items():
+            times[k].append(attempt(u, p))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    shown = ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in med.items())
+    for k in ("unknown", "plain"):
+        ratio = med[k] / med["known"]
+        assert 0.5 <= ratio <= 2.0, f"median {k} / known = {ratio:.2f} ({shown}): timing tells names apart"
+
+
+# ---- throttling ----------------------------------------------------------------
+
+
+def test_throttle_blocks_one_address(ferry, tmp_path, echo_server, alice_line):
+    write_users(tmp_path, alice_line)
+    f = ferry(auth={"userlist": "users.txt", "max_failures": "3", "failure_window": "30s", "block_time": "2s"})
+    # a success first: the cache now knows alice's password
+    assert login(f, "alice", ALICE_PW, source="127.0.0.2")[0] == AUTH_OK
+
+    # a burst of wrong passwords from 127.0.0.2, all at once
+    socks_ = []
+    for _ in range(6):
+        s = open_client(f.addr, source="127.0.0.2")
+        s.sendall(greeting((METHOD_USERPASS,)) + userpass("alice", "wrong"))
+        socks_.append(s)
+    for s in socks_:
+        with s:
+            assert recv_exact(s, 2) == bytes([5, METHOD_USERPASS])
+            expect_auth_refused(s)
+    f.wait_log(r"auth: 127\.0\.0\.2 blocked for 2000 ms after 3 failed attempts")
+
+    # now even the right password (cached, at that) is refused unverified
+    st, c = login(f, "alice", ALICE_PW, source="127.0.0.2")
+    assert st == AUTH_FAIL
+    check_access(f, c, user="alice", end="auth-throttled")
+    st, c = login(f, "nobody", "x", source="127.0.0.2")
+    assert st == AUTH_FAIL
+    check_access(f, c, end="auth-throttled")
+
+    # another address is not blocked
+    s, _ = socks_connect_auth(f.addr, "alice", ALICE_PW, *echo_server.addr, source="127.0.0.3")
+    with s:
+        echo_roundtrip(s, b"from 127.0.0.3")
+    assert login(f, "alice", "wrong", source="127.0.0.3")[0] == AUTH_FAIL
+
+    # logged once, for this address only
+    assert len(re.findall(r"auth: 127\.0\.0\.2 blocked", f.log_text())) == 1
+    assert "auth: 127.0.0.3 blocked" not in f.log_text()
+
+    # the block ends after block_time
+    deadline = time.monotonic() + 6
+    while True:
+        st, c = login(f, "alice", ALICE_PW, source="127.0.0.2")
+        if st == AUTH_OK:
+            break
+        assert time.monotonic() < deadline, "127.0.0.2 still blocked 6 s into a 2 s block"
+        time.sleep(0.2)
+    assert len(re.findall(r"auth: 127\.0\.0\.2 blocked", f.log_text())) == 1
+
+
+def test_throttle_counts_concurrent_attempts(ferry, tmp_path, alice_line):
+    """Attempts already on the pool count too: with max_failures = 3, a
+    client that has six wrong guesses in flight must not get a seventh,
+    right one accepted (else throttling only limits guessing one at a time,
+    and a burst of up to auth.queue guesses goes through). One verifier
+    thread and a default-cost hash keep the guesses in flight."""
+    write_users(tmp_path, passwd_line("alice", ALICE_PW, ops=None, mem=None))
+    f = ferry(config={"handshake_timeout": "10s"},
+              auth={"userlist": "users.txt", "workers": "1", "max_failures": "3", "block_time": "60s"})
+    guesses = []
+    for i in range(6):
+        s = open_client(f.addr, source="127.0.0.2", timeout=10)
+        s.sendall(greeting((METHOD_USERPASS,)) + userpass("alice", f"guess-{i}"))
+        guesses.append(s)
+    for s in guesses:  # the method reply means the credentials were read with it
+        assert read_method(s, timeout=10) == METHOD_USERPASS
+    with open_client(f.addr, source="127.0.0.2", timeout=10) as s:
+        client = s.getsockname()
+        st = auth_handshake(s, "alice", ALICE_PW, timeout=10)
+    for g in guesses:
+        with g:
+            expect_auth_refused(g, timeout=10)
+    assert st == AUTH_FAIL, (f"the right password was accepted behind 6 wrong ones in flight "
+                             f"(max_failures 3): {f.access_for(client)}")
+
+
+def test_max_failures_zero_never_blocks(ferry, tmp_path, alice_line):
+    write_users(tmp_path, alice_line)
+    f = ferry(auth={"userlist": "users.txt", "max_failures": "0"})
+    for _ in range(15):
+        assert login(f, "alice", "wrong", source="127.0.0.2")[0] == AUTH_FAIL
+    assert login(f, "alice", ALICE_PW, source="127.0.0.2")[0] == AUTH_OK
+    assert "blocked" not in f.log_text()
+
+
+# ---- busy pool, shutdown with verifications in flight ---------------------------
+
+
+def test_full_queue_refuses_at_once(ferry, tmp_path, alice_line):
+    """One verifier thread, a queue of one: of several simultaneous slow
+    attempts (unknown names pay a default-cost Argon2id), the ones that find
+    the queue full are refused at once with end=auth-busy."""
+    write_users(tmp_path, alice_line)
+    f = ferry(auth={"userlist": "users.txt", "workers": "1", "queue": "1", "max_failures": "0"})
+    socks_, clients = [], []
+    for _ in range(8):
+        s = open_client(f.addr)
+        clients.append(s.getsockname())
+        socks_.append(s)
+    for s in socks_:
+        s.sendall(greeting((METHOD_USERPASS,)) + userpass("nobody", "pw"))
+    for s in socks_:
+        with s:
+            assert recv_exact(s, 2) == bytes([5, METHOD_USERPASS])
+            expect_auth_refused(s, timeout=10)
+    ends = [f.access_for(c)["end"] for c in clients]
+    assert set(ends) <= {"auth-busy", "auth-failed"}, ends
+    assert ends.count("auth-busy") >= 1, ends
+    assert ends.count("auth-failed") >= 1, ends
+    # the pool recovers
+    assert login(f, "alice", ALICE_PW)[0] == AUTH_OK
+
+
+def test_shutdown_with_verifications_in_flight(ferry, tmp_path, alice_line):
+    """SIGTERM while slow verifications are queued and their clients have
+    gone: ferry exits 0 within bounds and the sanitizers stay quiet (the
+    pool is stopped before the workers' ports are freed)."""
+    write_users(tmp_path, alice_line)
+    f = ferry(auth={"userlist": "users.txt", "workers": "1", "queue": "64", "max_failures": "0"})
+    for _ in range(8):
+        s = open_client(f.addr)
+        s.sendall(greeting((METHOD_USERPASS,)) + userpass("nobody", "pw"))
+        assert recv_exact(s, 2) == bytes([5, METHOD_USERPASS])
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        s.close()
+    assert f.stop(signal.SIGTERM, timeout=10) == 0
+    assert not ferrylib.sanitizer_findings(f.stderr_text())
+
+
+# ---- reload ----------------------------------------------------------------------
+
+
+def sighup_and_wait(f, pattern, timeout=5.0):
+    start = f.log_offset()
+    f.send_signal(signal.SIGHUP)
+    return f.wait_log(pattern, timeout=timeout, start=start), start
+
+
+def test_reload_swaps_users_keeps_sessions(ferry, tmp_path, echo_server, alice_line):
+    write_users(tmp_path, alice_line, "carol:plain:carol-old")
+    f = ferry(auth={"userlist": "users.txt"})
+    held, _ = socks_connect_auth(f.addr, "alice", ALICE_PW, *echo_server.addr)
+    with held:
+        held_client = held.getsockname()
+        echo_roundtrip(held, b"before reload")
+        # cached successes for both, which the reload must not honour
+        assert login(f, "alice", ALICE_PW)[0] == AUTH_OK
+        assert login(f, "carol", "carol-old")[0] == AUTH_OK
+
+        write_users(tmp_path, "bob:plain:" + BOB_PW, "carol:plain:carol-new")
+        sighup_and_wait(f, r"reload: configuration applied to new sessions \(2 users\)")
+
+        # the established session keeps relaying
+        for i in range(5):
+            echo_roundtrip(held, b"after reload %d" % i)
+        # alice is gone, carol's password changed, bob is new
+        st, c = login(f, "alice", ALICE_PW)
+        assert st == AUTH_FAIL
+        check_access(f, c, user="alice", end="auth-failed")
+        assert login(f, "carol", "carol-old")[0] == AUTH_FAIL
+        assert login(f, "carol", "carol-new")[0] == AUTH_OK
+        s, _ = socks_connect_auth(f.addr, "bob", BOB_PW, *echo_server.addr)
+        with s:
+            echo_roundtrip(s, b"bob relays")
+        echo_roundtrip(held, b"still alice's session")
+        held.shutdown(socket.SHUT_WR)
+        read_until_close(held)
+    check_access(f, held_client, user="alice", end="done", reply="succeeded")
+
+
+def test_reload_invalid_userlist_keeps_old(ferry, tmp_path, echo_server, alice_line):
+    users = write_users(tmp_path, alice_line)
+    f = ferry(auth={"userlist": "users.txt"})
+
+    write_users(tmp_path, "bob:plain:" + BOB_PW, "this line is broken", "bob:plain:again")
+    m, start = sighup_and_wait(f, r"reload: the new configuration has \d+ errors?; still running the previous one")
+    log = f.log_text()[start:]
+    assert re.search(rf"reload: {re.escape(str(users))}:2: malformed line", log), log
+    assert "configuration applied" not in log
+    s, _ = socks_connect_auth(f.addr, "alice", ALICE_PW, *echo_server.addr)
+    with s:
+        echo_roundtrip(s, b"old list still in force")
+    assert login(f, "bob", BOB_PW)[0] == AUTH_FAIL
+
+    # a missing userlist is an error too
+    users.unlink()
+    _, start = sighup_and_wait(f, r"still running the previous one")
+    assert re.search(r"reload: .*auth\.userlist: cannot read", f.log_text()[start:])
+    assert login(f, "alice", ALICE_PW)[0] == AUTH_OK
+
+    # an empty one as well: no users would lock everyone out
+    users.write_text("# nobody\n")
+    _, start = sighup_and_wait(f, r"still running the previous one")
+    assert re.search(r"reload: .*has no users", f.log_text()[start:])
+    assert login(f, "alice", ALICE_PW)[0] == AUTH_OK
+
+    # fixed: applied
+    write_users(tmp_path, "bob:plain:" + BOB_PW)
+    sighup_and_wait(f, r"reload: configuration applied to new sessions \(1 users?\)")
+    assert login(f, "bob", BOB_PW)[0] == AUTH_OK
+    assert login(f, "alice", ALICE_PW)[0] == AUTH_FAIL
+
+
+def test_reload_turns_auth_on_and_off(ferry, tmp_path, echo_server, alice_line):
+    write_users(tmp_path, alice_line)
+    f = ferry()
+    s, _ = socks_connect(f.addr, *echo_server.addr)  # no authentication yet
+    with s:
+        echo_roundtrip(s, b"open")
+        base = f.config_path.read_text()
+        f.config_path.write_text(base + "\n[auth]\nuserlist = users.txt\n")
+        sighup_and_wait(f, r"reload: configuration applied to new sessions \(1 users?\)")
+        # new sessions must authenticate; the open one carries on
+        with open_client(f.addr) as c:
+            c.sendall(greeting((0x00,)))
+            assert recv_exact(c, 2) == bytes([5, METHOD_NO_ACCEPTABLE])
+        a, _ = socks_connect_auth(f.addr, "alice", ALICE_PW, *echo_server.addr)
+        with a:
+            echo_roundtrip(a, b"authenticated")
+        echo_roundtrip(s, b"still open")
+
+        f.config_path.write_text(base)
+        sighup_and_wait(f, r"reload: configuration applied to new sessions \(no authentication\)")
+        s2, _ = socks_connect(f.addr, *echo_server.addr)
+        with s2:
+            echo_roundtrip(s2, b"open again")
+        echo_roundtrip(s, b"and the first one too")
+
+
+# ---- ferry passwd ------------------------------------------------------------------
+
+PHC_CHEAP = r"\$argon2id\$v=19\$m=8192,t=1,p=1\$[A-Za-z0-9+/]{16,}\$[A-Za-z0-9+/]{32,}"
+
+
+def test_passwd_lines_are_accepted(ferry, tmp_path, echo_server):
+    argon = passwd_line("dave", "dave pw: with colon")
+    assert re.fullmatch(r"dave:" + PHC_CHEAP, argon), argon
+    assert "dave pw" not in argon
+    plain = passwd_line("erin", "erin-pw", plain=True)
+    assert plain == "erin:plain:erin-pw"
+    write_users(tmp_path, argon, plain)
+    f = ferry(auth={"userlist": "users.txt"})
+    for user, pw in (("dave", "dave pw: with colon"), ("erin", "erin-pw")):
+        s, _ = socks_connect_auth(f.addr, user, pw, *echo_server.addr)
+        with s:
+            echo_roundtrip(s, user.encode())
+    assert login(f, "dave", "dave pw")[0] == AUTH_FAIL
+
+
+def test_passwd_default_cost():
+    line = passwd_line("carol", "pw", ops=None, mem=None)
+    assert re.fullmatch(r"carol:\$argon2id\$v=19\$m=65536,t=2,p=1\$\S+\$\S+", line), line
+
+
+def test_passwd_stdin_details():
+    # CRLF is not part of the password; only the first line counts
+    assert passwd_line("a", "pw\r", plain=True) == "a:plain:pw"
+    r = run_ferry(["passwd", "--plain", "a"], input="first\nsecond\n")
+    assert r.rc == 0 and r.out == "a:plain:first\n"
+    # 255 bytes is RFC 1929's limit, and fine
+    r = run_ferry(["passwd", "--plain", "a"], input="p" * 255 + "\n")
+    assert r.rc == 0 and r.out == "a:plain:" + "p" * 255 + "\n"
+    r = run_ferry(["passwd", "--plain", "a"], input="p" * 256 + "\n")
+    assert r.rc == 1 and "longer than 255" in r.err and "ppp" not in r.out
+
+
+@pytest.mark.parametrize("stdin", ["\n", "", "\r\n"], ids=["empty-line", "eof", "crlf"])
+def test_passwd_empty_password(stdin):
+    r = run_ferry(["passwd", "--ops", "1", "--mem", "8m", "alice"], input=stdin)
+    assert r.rc == 1, r
+    assert "no password given" in r.err
+    assert r.out == ""
+
+
+@pytest.mark.parametrize("name", ["a b", "a:b", "", "x" * 256, "tab\there", "del\x7f", " lead"],
+                         ids=["space", "colon", "empty", "256-bytes", "tab", "del", "leading-space"])
+def test_passwd_invalid_names(name):
+    r = run_ferry(["passwd", "--plain", name], input="pw\n")
+    assert r.rc == 2, r
+    assert "not a valid user name" in r.err
+    assert r.out == ""
+
+
+@pytest.mark.parametrize("args", [[], ["a", "b"], ["--ops", "0", "a"], ["--mem", "1k", "a"], ["--bogus", "a"]],
+                         ids=["no-name", "two-names", "ops-0", "mem-1k", "unknown-option"])
+def test_passwd_usage_errors(args):
+    r = run_ferry(["passwd", *args], input="pw\n")
+    assert r.rc == 2, r
+    assert r.out == ""
+
+
+# ---- serve --check -----------------------------------------------------------------
+
+
+def check_config(tmp_path, users_text: str | None, auth_extra: str = "") -> tuple:
+    conf = tmp_path / "ferry.conf"
+    users = tmp_path / "users.txt"
+    if users_text is not None:
+        users.write_text(users_text)
+    conf.write_text(f"listen = 127.0.0.1:0\n[auth]\nuserlist = users.txt\n{auth_extra}")
+    return run_ferry(["serve", "--check", "-c", str(conf)]), users, conf
+
+
+def test_check_good_userlist(tmp_path, alice_line):
+    r, _, _ = check_config(tmp_path, f"# ok\n{alice_line}\r\nbob:plain:x\n")
+    assert r.rc == 0, r.text
+    assert "configuration OK" in r.text
+
+
+@pytest.mark.parametrize("text,line,msg", [
+    ("alice:plain:x\n# fine\nbroken line\n", 3, "malformed line"),
+    ("alice:plain:x\n\nbob:plain:y\nalice:plain:z\n", 4, "user 'alice' is listed twice (first on line 1)"),
+    ("a b:plain:x\n", 1, "invalid user name"),
+    ("alice:plain:\n", 1, "plain password must be 1 to 255 bytes"),
+    ("alice:$argon2id$v=19$m=zz\n", 1, "not a valid Argon2id hash"),
+    ("alice:md5:abc\n", 1, "unknown credential format"),
+], ids=["malformed", "duplicate", "name", "empty-plain", "bad-hash", "unknown-format"])
+def test_check_reports_userlist_file_line(tmp_path, text, line, msg):
+    r, users, _ = check_config(tmp_path, text)
+    assert r.rc == 1, r.text
+    assert f"{users}:{line}: {msg}" in r.text, r.text
+
+
+def test_check_reports_every_bad_line(tmp_path):
+    r, users, _ = check_config(tmp_path, "x\nalice:plain:ok\ny\nb c:plain:z\n")
+    assert r.rc == 1
+    for n in (1, 3, 4):
+        assert f"{users}:{n}: " in r.text, r.text
+
+
+def test_check_missing_and_empty_userlist(tmp_path):
+    r, users, conf = check_config(tmp_path, None)
+    assert r.rc == 1 and f"{conf}:3: auth.userlist: cannot read {users}" in r.text, r.text
+    r, users, conf = check_config(tmp_path, "# nobody yet\n\n")
+    assert r.rc == 1 and f"{conf}:3: auth.userlist: {users} has no users" in r.text, r.text
+
+
+def test_check_auth_keys_without_userlist(tmp_path):
+    conf = tmp_path / "ferry.conf"
+    conf.write_text("listen = 127.0.0.1:0\n[auth]\nmax_failures = 3\n")
+    r = run_ferry(["serve", "--check", "-c", str(conf)])
+    assert r.rc == 1 and "without auth.userlist" in r.text, r.text
+
+
+@pytest.mark.parametrize("extra,msg", [
+    ("workers = 0\n", "auth.workers"),
+    ("queue = 0\n", "auth.queue"),
+    ("cache_size = 3\n", "auth.cache_size"),
+    ("failure_window = 500ms\n", "auth.failure_window"),
+    ("block_time = 0\n", "auth.block_time"),
+    ("cachettl = forever\n", "auth.cachettl"),
+    ("colour = blue\n", "colour"),
+], ids=["workers", "queue", "cache_size", "window", "block", "cachettl", "unknown-key"])
+def test_check_auth_values(tmp_path, extra, msg):
+    r, _, conf = check_config(tmp_path, "alice:plain:x\n", extra)
+    assert r.rc == 1, r.text
+    assert f"{conf}:4: " in r.text and msg in r.text, r.text
+
+
+def test_check_auth_values_good(tmp_path):
+    r, _, _ = check_config(tmp_path, "alice:plain:x\n",
+                           "workers = 2\nqueue = 8\ncachettl = 500ms\ncache_size = 4\nmax_failures = 0\n"
+                           "failure_window = 1s\nblock_time = 24h\n")
+    assert r.rc == 0, r.text
