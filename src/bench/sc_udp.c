@@ -61,13 +61,18 @@ static void bump(_Atomic uint64_t *v, uint64_t n)
                           memory_order_relaxed);
 }
 
-static void ud_fill(struct ud_client *c, uint64_t seq, size_t payload)
+/* The top bit of the index field marks a datagram sent inside the
+ * measurement window: only those count when they come back. */
+#define UD_MEASURED 0x80000000u
+
+static void ud_fill(struct ud_client *c, uint64_t seq, size_t payload, bool measured)
 {
     uint8_t *p = c->th->sbuf;
     memcpy(p, c->hdr, c->hlen);
     uint8_t *d = p + c->hlen;
+    uint32_t idx = c->index | (measured ? UD_MEASURED : 0);
     memcpy(d, &seq, 8);
-    memcpy(d + 8, &c->index, 4);
+    memcpy(d + 8, &idx, 4);
     if (payload > UD_ID_LEN)
         memcpy(d + UD_ID_LEN, pattern_at(seq * 31u + c->index), payload - UD_ID_LEN);
 }
@@ -77,7 +82,7 @@ static void ud_send_next(struct ud_client *c)
     struct ud_thread *th = c->th;
     size_t payload = th->b->o.payload;
     c->seq++;
-    ud_fill(c, c->seq, payload);
+    ud_fill(c, c->seq, payload, false);
     c->sent_ns = now_ns();
     c->waiting = true;
     if (sendto(c->uio.fd, th->sbuf, c->hlen + payload, MSG_DONTWAIT, (struct sockaddr *)&c->to,
@@ -112,6 +117,8 @@ static void ud_got(struct ud_client *c, const uint8_t *p, size_t len)
     uint32_t idx;
     memcpy(&seq, d, 8);
     memcpy(&idx, d + 8, 4);
+    bool sent_measured = idx & UD_MEASURED;
+    idx &= ~UD_MEASURED;
     if (idx != c->index || seq > c->seq ||
         (payload > UD_ID_LEN &&
          memcmp(d + UD_ID_LEN, pattern_at(seq * 31u + c->index), payload - UD_ID_LEN) != 0)) {
@@ -120,7 +127,7 @@ static void ud_got(struct ud_client *c, const uint8_t *p, size_t len)
         return;
     }
     if (th->b->o.blast) {
-        if (measuring)
+        if (sent_measured)
             bump(&th->recvd, 1);
         return;
     }
@@ -159,7 +166,7 @@ static void ud_on_burst(struct task *t)
     bool measuring = atomic_load_explicit(&th->measuring, memory_order_relaxed);
     for (int i = 0; i < UD_BURST; i++) {
         c->seq++;
-        ud_fill(c, c->seq, payload);
+        ud_fill(c, c->seq, payload, measuring);
         if (sendto(c->uio.fd, th->sbuf, c->hlen + payload, MSG_DONTWAIT, (struct sockaddr *)&c->to,
                    c->tolen) < 0)
             break;
@@ -356,6 +363,8 @@ int scenario_udp(struct bench *b, struct result *res)
             atomic_store(&ths[t].measuring, false);
         double secs = (double)(now_ns() - t0) / 1e9;
         have_cpu = have_cpu && bench_sample(b, &p1);
+        if (o->blast) /* let datagrams still in flight come back and count */
+            bench_window(b, NULL, 0.2, NULL, NULL, NULL);
         for (unsigned t = 0; t < started; t++)
             gen_stop_join(&ths[t].g);
         uint64_t echoes = UD_SUM(echoes), lost = UD_SUM(lost), sent = UD_SUM(sent);
