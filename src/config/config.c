@@ -194,6 +194,10 @@ static int set_limit(struct loader *ld, const struct key *k, const char *v)
     bool duration = strstr(k->expect, "duration") != NULL;
     uint64_t n;
     int rc = duration ? parse_duration_ms(v, 0, UINT64_MAX, &n) : parse_size(v, 0, UINT64_MAX, &n);
+    if (rc == -ERANGE) {
+        rc = 0; /* more digits than 64 bits hold: far above the maximum */
+        n = UINT64_MAX;
+    }
     if (rc || n < k->min) {
         warn(ld, k->name, "'%s' is not valid (expected %s); using the default %u%s", v, k->expect,
              duration ? *f / 1000 : *f, duration ? "s" : "");
@@ -210,8 +214,9 @@ static int set_limit(struct loader *ld, const struct key *k, const char *v)
 
 static int set_advertise(struct loader *ld, const struct key *k, const char *v)
 {
-    if (addr_parse_ip(v, 0, &ld->c->udp.advertise)) {
-        bad(ld, k->name, "'%s' is not a numeric IP address", v);
+    if (addr_parse_ip(v, 0, &ld->c->udp.advertise) || addr_is_any(&ld->c->udp.advertise)) {
+        bad(ld, k->name, "'%s' is not a numeric IP address a client can send to", v);
+        memset(&ld->c->udp.advertise, 0, sizeof(ld->c->udp.advertise));
         return -EINVAL;
     }
     return 0;
@@ -306,9 +311,79 @@ static int add_listen(struct config *c, struct config_errors *errs, const char *
     return 0;
 }
 
+int config_parse_protocols(const char *s, uint8_t *mask)
+{
+    static const struct {
+        const char *name;
+        uint8_t bit;
+    } names[] = {{"socks5", PROTO_SOCKS5}, {"socks4", PROTO_SOCKS4}, {"http", PROTO_HTTP}};
+    uint8_t m = 0;
+    while (*s) {
+        size_t n = strcspn(s, ",+ \t");
+        if (n) {
+            size_t i;
+            for (i = 0; i < ARRAY_LEN(names); i++)
+                if (strlen(names[i].name) == n && strncasecmp(s, names[i].name, n) == 0)
+                    break;
+            if (i == ARRAY_LEN(names))
+                return -EINVAL;
+            m |= names[i].bit;
+        }
+        s += n;
+        s += strspn(s, ",+ \t");
+    }
+    if (!m)
+        return -EINVAL;
+    *mask = m;
+    return 0;
+}
+
+const char *config_protocols_name(uint8_t mask, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s%s%s%s%s", mask & PROTO_SOCKS5 ? "socks5" : "",
+             (mask & PROTO_SOCKS5) && (mask & (PROTO_SOCKS4 | PROTO_HTTP)) ? "+" : "",
+             mask & PROTO_SOCKS4 ? "socks4" : "",
+             (mask & PROTO_SOCKS4) && (mask & PROTO_HTTP) ? "+" : "",
+             mask & PROTO_HTTP ? "http" : "");
+    return buf;
+}
+
+static int set_protocols(struct loader *ld, const struct key *k, const char *v)
+{
+    if (config_parse_protocols(v, &ld->c->protocols)) {
+        bad(ld, k->name, "'%s' is not a protocol list (expected %s)", v, k->expect);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int set_via(struct loader *ld, const struct key *k, const char *v)
+{
+    bool b;
+    if (parse_bool(v, &b) == 0) {
+        snprintf(ld->c->http.via, sizeof(ld->c->http.via), "%s", b ? "ferry" : "");
+        return 0;
+    }
+    size_t n = strlen(v);
+    if (n == 0 || n >= sizeof(ld->c->http.via)) {
+        bad(ld, k->name, "'%s' is not valid (expected %s)", v, k->expect);
+        return -EINVAL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if (c <= 0x20 || c >= 0x7f || c == ',') {
+            bad(ld, k->name, "'%s' is not valid (expected %s)", v, k->expect);
+            return -EINVAL;
+        }
+    }
+    snprintf(ld->c->http.via, sizeof(ld->c->http.via), "%s", v);
+    return 0;
+}
+
 /* "listen" may be given several times and each value may hold several
- * addresses separated by commas or spaces. The first listen line in the
- * file replaces the built-in default. */
+ * addresses separated by commas or spaces. A word with '=' is an option of
+ * the address before it: "listen = 127.0.0.1:8080 protocols=http". The
+ * first listen line in the file replaces the built-in default. */
 static int set_listen(struct loader *ld, const struct key *k, const char *v)
 {
     (void)k;
@@ -329,8 +404,26 @@ static int set_listen(struct loader *ld, const struct key *k, const char *v)
             }
             memcpy(word, p, n);
             word[n] = '\0';
-            if (add_listen(ld->c, ld->errs, word, origin))
+            if (strchr(word, '=')) {
+                uint8_t mask;
+                if (ld->c->nlisten == 0) {
+                    bad(ld, "listen", "option '%s' before any address", word);
+                    rc = -EINVAL;
+                } else if (strncmp(word, "protocols=", 10) != 0) {
+                    bad(ld, "listen", "unknown option '%s' (known: protocols=socks5+socks4+http)",
+                        word);
+                    rc = -EINVAL;
+                } else if (config_parse_protocols(word + 10, &mask)) {
+                    bad(ld, "listen",
+                        "'%s' is not a protocol list (socks5, socks4, http joined by +)",
+                        word + 10);
+                    rc = -EINVAL;
+                } else {
+                    ld->c->listen[ld->c->nlisten - 1].protocols = mask;
+                }
+            } else if (add_listen(ld->c, ld->errs, word, origin)) {
                 rc = -EINVAL;
+            }
         }
         p += n;
         p += strspn(p, ", \t");
@@ -346,7 +439,7 @@ static int set_listen(struct loader *ld, const struct key *k, const char *v)
 #define DAY_MS (24ull * 3600 * 1000)
 
 static const struct key keys[] = {
-    {"listen", set_listen, 0, 0, 0, "ADDR:PORT[, ADDR:PORT...]", true},
+    {"listen", set_listen, 0, 0, 0, "ADDR:PORT [protocols=...][, ADDR:PORT...]", true},
     {"workers", set_workers, OFF(workers), 1, CONFIG_MAX_WORKERS, "auto or 1..256", false},
     {"handshake_timeout", set_duration, OFF(handshake_timeout_ms), 1, DAY_MS,
      "a duration such as 10s or 500ms, up to 24h", false},
@@ -367,6 +460,20 @@ static const struct key keys[] = {
     {"log_file", set_string, OFF(log_file), 0, 0, "a file path, or empty for stderr", false},
     {"access_log", set_bool, OFF(access_log), 0, 0, "yes or no", false},
     {"open_proxy", set_bool, OFF(open_proxy), 0, 0, "yes or no", false},
+    {"protocols", set_protocols, 0, 0, 0, "socks5, socks4 and/or http, e.g. socks5,http", false},
+    {"bind", set_bool, OFF(bind), 0, 0, "yes or no", false},
+    {"bind_timeout", set_duration, OFF(bind_timeout_ms), 1000, DAY_MS, "a duration from 1s to 24h",
+     false},
+    /* [http] */
+    {"http.max_header", set_size, OFF(http.max_header), 1024, 1 << 20, "a size from 1k to 1m",
+     false},
+    {"http.max_line", set_size, OFF(http.max_line), 256, 1 << 20, "a size from 256 to 1m", false},
+    {"http.via", set_via, 0, 0, 0, "yes, no, or a pseudonym such as proxy-1", false},
+    {"http.keepalive_timeout", set_duration, OFF(http.keepalive_ms), 1000, DAY_MS,
+     "a duration from 1s to 24h", false},
+    {"http.pool_size", set_u32, OFF(http.pool_size), 0, 100000, "0..100000", false},
+    {"http.pool_idle", set_duration, OFF(http.pool_idle_ms), 1000, DAY_MS,
+     "a duration from 1s to 24h", false},
     /* [auth] */
     {"auth.userlist", set_string, OFF(auth.userlist), 0, 0,
      "a file of NAME:$argon2id$... or NAME:plain:SECRET lines", false},
@@ -393,7 +500,7 @@ static const struct key keys[] = {
 _Static_assert(ARRAY_LEN(keys) <= 64, "loader.seen is too small");
 
 /* Sections a file may contain; keys in them are named "section.key". */
-static const char *const sections[] = {"auth", "udp"};
+static const char *const sections[] = {"auth", "udp", "http"};
 
 /* Edit distance, for "did you mean" on unknown keys. */
 static size_t edit_distance(const char *a, const char *b)
@@ -490,7 +597,8 @@ static void check_line(struct loader *ld, const char *line)
                 strncmp(p + 1, sections[i], strlen(sections[i])) == 0)
                 return;
         }
-        bad(ld, NULL, "unknown section [%.*s] (known: [auth], [udp]; other keys go at the top)",
+        bad(ld, NULL,
+            "unknown section [%.*s] (known: [auth], [udp], [http]; other keys go at the top)",
             (int)(end - p - 1), p + 1);
         return;
     }
@@ -569,6 +677,14 @@ static void set_defaults(struct config *c)
     c->udp.idle_ms = 60000;
     c->udp.max_datagram = 9012;
     c->udp.queue = 64;
+    c->protocols = PROTO_ALL;
+    c->bind_timeout_ms = 60000;
+    c->http.max_header = 65536;
+    c->http.max_line = 8192;
+    snprintf(c->http.via, sizeof(c->http.via), "ferry");
+    c->http.keepalive_ms = 60000;
+    c->http.pool_size = 64;
+    c->http.pool_idle_ms = 30000;
 }
 
 unsigned config_default_workers(void)

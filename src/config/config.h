@@ -26,9 +26,28 @@ enum splice_mode {
     SPLICE_NEVER,
 };
 
+/* Protocols a listener speaks; the first byte of a connection picks one. */
+enum {
+    PROTO_SOCKS5 = 1u << 0,
+    PROTO_SOCKS4 = 1u << 1,
+    PROTO_HTTP = 1u << 2,
+    PROTO_ALL = PROTO_SOCKS5 | PROTO_SOCKS4 | PROTO_HTTP,
+};
+
 struct config_listen {
     struct addr addr;
-    char origin[160]; /* "ferry.conf:3" or "command line": where it was set */
+    uint8_t protocols; /* PROTO_*; 0 = the config's protocols */
+    char origin[160];  /* "ferry.conf:3" or "command line": where it was set */
+};
+
+/* [http]: the HTTP proxy. */
+struct config_http {
+    uint32_t max_header;   /* request or response head, bytes */
+    uint32_t max_line;     /* request line, bytes */
+    char via[64];          /* pseudonym in the Via header; empty: no Via */
+    uint32_t keepalive_ms; /* idle time allowed between a client's requests */
+    uint32_t pool_size;    /* idle upstream connections kept per worker (0: none) */
+    uint32_t pool_idle_ms; /* how long one may stay idle */
 };
 
 struct userlist;
@@ -87,6 +106,10 @@ struct config {
     bool open_proxy;
     struct config_auth auth;
     struct config_udp udp;
+    struct config_http http;
+    uint8_t protocols; /* PROTO_* for listeners without their own */
+    bool bind;         /* allow the BIND command (SOCKS5 0x02, SOCKS4 2) */
+    uint32_t bind_timeout_ms;
     /* Problems that did not stop the load ("FILE:LINE: KEY: ..."); the server
      * logs them at start and on reload, --check prints them. */
     struct config_errors warnings;
@@ -117,6 +140,11 @@ static inline bool config_auth_enabled(const struct config *c)
 {
     return c->auth.users != NULL;
 }
+
+/* "socks5,http" (',' '+' or spaces between) -> PROTO_* mask; -EINVAL. */
+int config_parse_protocols(const char *s, uint8_t *mask);
+/* "socks5+socks4+http" for logs. */
+const char *config_protocols_name(uint8_t mask, char *buf, size_t len);
 
 /* Online CPUs, at least 1. */
 unsigned config_default_workers(void);

@@ -84,6 +84,7 @@ struct worker {
     struct list cfgs;                  /* generations still in use */
     void *auth;                        /* struct auth_worker, or NULL */
     void *udp;                         /* struct udp_worker, or NULL until needed */
+    void *http;                        /* HTTP upstream pool, or NULL until needed */
     struct listener *listeners;
     size_t nlisteners;
     bool draining;

@@ -31,6 +31,9 @@ struct worker_stats {
     stat_t dns_cache_hits;
     stat_t dns_failures;
     stat_t splice_bytes;        /* the share of payload moved by splice() */
+    stat_t unknown_protocol;    /* first byte not a protocol the listener speaks */
+    stat_t http_errors;         /* error responses sent */
+    stat_t http_pool_hits;      /* requests sent on a pooled upstream connection */
     stat_t udp_assocs;          /* UDP associations opened */
     stat_t udp_rejected;        /* refused: associations limit reached */
     stat_t udp_in, udp_out;     /* datagrams client -> destination, and back */

@@ -1,7 +1,8 @@
 /*
- * conn.c: the life of a SOCKS5 session, from accept to the access-log line.
- * It drives the pure parser in proto/socks5.c with the bytes the client
- * sent, resolves and dials the destination, then hands over to pump.c.
+ * conn.c: the session core: accept, the first byte that picks the
+ * protocol, resolving and dialing, the byte relay, lingering close, timers,
+ * and the access-log line. The protocols themselves live in socks.c and
+ * http.c and come back here through session.h.
  *
  * Rules kept here: conn_set_state() is the only writer of c->state; every
  * path that ends a session goes through conn_close(); after conn_close()
@@ -25,6 +26,7 @@
 #include "log/log.h"
 #include "proto/socks5.h"
 #include "relay/errmap.h"
+#include "relay/session.h"
 #include "udp/udp.h"
 
 #define CONN_FREELIST_MAX 4096
@@ -36,7 +38,9 @@ static const char *const state_names[CONN_ST_COUNT] = {
     [CONN_ST_AUTH_WAIT] = "auth-wait", [CONN_ST_REQUEST] = "request",
     [CONN_ST_RESOLVE] = "resolve",     [CONN_ST_CONNECT] = "connect",
     [CONN_ST_RELAY] = "relay",         [CONN_ST_UDP] = "udp",
-    [CONN_ST_LINGER] = "linger",       [CONN_ST_CLOSED] = "closed",
+    [CONN_ST_BIND] = "bind",           [CONN_ST_HTTP_HEAD] = "http-head",
+    [CONN_ST_HTTP_FWD] = "http-fwd",   [CONN_ST_LINGER] = "linger",
+    [CONN_ST_CLOSED] = "closed",
 };
 
 const char *conn_state_name(enum conn_state s)
@@ -44,12 +48,12 @@ const char *conn_state_name(enum conn_state s)
     return (unsigned)s < CONN_ST_COUNT ? state_names[s] : "?";
 }
 
-static const struct config *conn_cfg(const struct conn *c)
+const struct config *conn_cfg(const struct conn *c)
 {
     return c->wc->cfg;
 }
 
-static void conn_set_state(struct conn *c, enum conn_state s)
+void conn_set_state(struct conn *c, enum conn_state s)
 {
     log_debug("conn %llu: %s -> %s", (unsigned long long)c->id, state_names[c->state],
               state_names[s]);
@@ -70,7 +74,7 @@ static void conn_free(struct conn *c)
     }
 }
 
-static void conn_access_log(struct conn *c)
+void conn_access_log(struct conn *c, const char *cmd, const char *reply)
 {
     if (!conn_cfg(c)->access_log || !log_enabled(LOG_INFO))
         return;
@@ -79,7 +83,7 @@ static void conn_access_log(struct conn *c)
     addr_format(&c->target, target, sizeof(target));
     if (c->dst_name)
         snprintf(dst, sizeof(dst), "%s:%u", c->dst_name, c->dst_port);
-    else if (c->target.family)
+    else if (c->target.family && c->cmd != SOCKS5_CMD_UDP_ASSOCIATE)
         snprintf(dst, sizeof(dst), "%s", target);
     else
         snprintf(dst, sizeof(dst), "-");
@@ -89,18 +93,30 @@ static void conn_access_log(struct conn *c)
     log_write(LOG_INFO,
               "access id=%llu client=%s user=%s cmd=%s dst=%s addr=%s up=%llu down=%llu "
               "ms=%llu reply=%s end=%s%s",
-              (unsigned long long)c->id, client, c->user ? c->user : "-",
-              c->cmd == SOCKS5_CMD_CONNECT         ? "connect"
-              : c->cmd == SOCKS5_CMD_UDP_ASSOCIATE ? "udp"
-              : c->cmd                             ? "other"
-                                                   : "-",
-              dst, c->target.family ? target : "-", (unsigned long long)c->c2u.bytes,
+              (unsigned long long)c->id, client, c->user ? c->user : "-", cmd, dst,
+              c->target.family ? target : "-", (unsigned long long)c->c2u.bytes,
               (unsigned long long)c->u2c.bytes,
-              (unsigned long long)(loop_now(&c->w->loop) - c->t_start),
-              c->reply == 0xff ? "-" : socks5_rep_str(c->reply), c->why ? c->why : "-", err);
+              (unsigned long long)(loop_now(&c->w->loop) - c->t_start), reply,
+              c->why ? c->why : "-", err);
 }
 
-static void close_fd(struct io *io)
+static const char *socks_cmd_name(const struct conn *c)
+{
+    switch (c->cmd) {
+    case 0:
+        return "-";
+    case SOCKS5_CMD_CONNECT:
+        return "connect";
+    case SOCKS5_CMD_BIND:
+        return "bind";
+    case SOCKS5_CMD_UDP_ASSOCIATE:
+        return "udp";
+    default:
+        return "other";
+    }
+}
+
+void conn_close_fd(struct io *io)
 {
     if (io->fd >= 0) {
         int fd = io->fd;
@@ -109,7 +125,7 @@ static void close_fd(struct io *io)
     }
 }
 
-static void conn_close(struct conn *c, const char *why)
+void conn_close(struct conn *c, const char *why)
 {
     if (c->state == CONN_ST_CLOSED)
         return;
@@ -122,13 +138,15 @@ static void conn_close(struct conn *c, const char *why)
     }
     stat_add(&w->stats.bytes_up, c->c2u.bytes);
     stat_add(&w->stats.bytes_down, c->u2c.bytes);
-    conn_access_log(c);
+    if (c->proto != PROTO_HTTP)
+        conn_access_log(c, socks_cmd_name(c), c->reply == 0xff ? "-" : socks5_rep_str(c->reply));
+    http_free(c); /* logs the request in progress, if any */
     conn_set_state(c, CONN_ST_CLOSED);
     resolver_cancel(c->dns);
     c->dns = NULL;
     loop_timer_stop(&w->loop, &c->timer);
-    close_fd(&c->cli);
-    close_fd(&c->up);
+    conn_close_fd(&c->cli);
+    conn_close_fd(&c->up);
     relay_release(c);
     free(c->ans);
     c->ans = NULL;
@@ -144,18 +162,18 @@ static void conn_close(struct conn *c, const char *why)
     loop_defer(&w->loop, &c->task); /* freed after this iteration's events */
 }
 
-static void conn_close_err(struct conn *c, const char *why, int err)
+void conn_close_err(struct conn *c, const char *why, int err)
 {
     c->err = err;
     conn_close(c, why);
 }
 
-/* ---- writing replies -------------------------------------------------- */
+/* ---- replies ---------------------------------------------------------- */
 
-/* Send a short handshake message. The socket is fresh, so it nearly always
- * goes out whole; whatever does not is kept in the client-bound buffer and
- * flushed by the relay or the linger state. Returns 0 or -errno. */
-static int conn_send_client(struct conn *c, const uint8_t *p, size_t len)
+/* The socket is fresh or idle, so a short reply nearly always goes out
+ * whole; whatever does not is kept in the client-bound buffer and flushed by
+ * the relay or the linger state. */
+int conn_send_client(struct conn *c, const uint8_t *p, size_t len)
 {
     struct half *h = &c->u2c;
     size_t sent = 0;
@@ -170,6 +188,8 @@ static int conn_send_client(struct conn *c, const uint8_t *p, size_t len)
     if (!h->buf && !(h->buf = buf_get(&c->w->bufs)))
         return -ENOMEM;
     if (buf_room(h->buf) < len - sent)
+        buf_compact(h->buf);
+    if (buf_room(h->buf) < len - sent)
         return -ENOBUFS;
     memcpy(buf_tail(h->buf), p + sent, len - sent);
     h->buf->end += (uint32_t)(len - sent);
@@ -178,22 +198,15 @@ static int conn_send_client(struct conn *c, const uint8_t *p, size_t len)
     return 0;
 }
 
-static void conn_linger(struct conn *c);
-
-/* Answer with a failure, then linger and close. */
-static void conn_fail(struct conn *c, uint8_t rep, const char *why)
+void conn_fail(struct conn *c, uint8_t rep, const char *why)
 {
-    uint8_t msg[SOCKS5_REPLY_MAX];
-    size_t n = socks5_write_reply(msg, sizeof(msg), rep, NULL);
     c->reply = rep;
     c->why = why;
     stat_add(&c->w->stats.socks5_replies[rep < STATS_SOCKS5_REPLIES ? rep : 1], 1);
-    int rc = conn_send_client(c, msg, n);
-    if (rc) {
-        conn_close_err(c, "client-error", rc);
-        return;
-    }
-    conn_linger(c);
+    if (c->proto == PROTO_HTTP)
+        http_fail_reply(c, rep, why);
+    else
+        socks_fail_reply(c, rep);
 }
 
 /* ---- linger ----------------------------------------------------------- */
@@ -242,10 +255,10 @@ static void conn_linger_drive(struct conn *c)
     }
 }
 
-static void conn_linger(struct conn *c)
+void conn_linger(struct conn *c)
 {
     struct worker *w = c->w;
-    close_fd(&c->up);
+    conn_close_fd(&c->up);
     resolver_cancel(c->dns);
     c->dns = NULL;
     /* Keep nothing but an unsent reply. */
@@ -267,7 +280,7 @@ static void conn_linger(struct conn *c)
 
 /* ---- relay ------------------------------------------------------------ */
 
-static void conn_arm_idle(struct conn *c)
+void conn_arm_idle(struct conn *c)
 {
     uint32_t idle = conn_cfg(c)->iotimeout_ms;
     if (idle)
@@ -287,33 +300,29 @@ static void conn_relay_drive(struct conn *c)
         conn_close(c, "done");
 }
 
+void conn_relay_start(struct conn *c)
+{
+    conn_set_state(c, CONN_ST_RELAY);
+    c->last_active = loop_now(&c->w->loop);
+    conn_arm_idle(c);
+    conn_relay_drive(c);
+}
+
 /* ---- connect ---------------------------------------------------------- */
 
-static void conn_on_up_io(struct io *io, uint32_t events);
 static void conn_connect_next(struct conn *c, int last_err);
 
-static void conn_connected(struct conn *c)
+void conn_connected(struct conn *c)
 {
-    struct worker *w = c->w;
     sock_set_nodelay(c->up.fd);
     if (sock_local_addr(c->up.fd, &c->bnd) < 0)
         memset(&c->bnd, 0, sizeof(c->bnd));
     free(c->ans);
     c->ans = NULL;
-
-    uint8_t msg[SOCKS5_REPLY_MAX];
-    size_t n = socks5_write_reply(msg, sizeof(msg), SOCKS5_REP_SUCCEEDED, &c->bnd);
-    c->reply = SOCKS5_REP_SUCCEEDED;
-    stat_add(&w->stats.socks5_replies[0], 1);
-    int rc = conn_send_client(c, msg, n);
-    if (rc) {
-        conn_close_err(c, "client-error", rc);
-        return;
-    }
-    conn_set_state(c, CONN_ST_RELAY);
-    c->last_active = loop_now(&w->loop);
-    conn_arm_idle(c);
-    conn_relay_drive(c);
+    if (c->proto == PROTO_HTTP)
+        http_connected(c);
+    else
+        socks_connected(c);
 }
 
 /* Try the next address of the answer, giving each remaining address an even
@@ -321,7 +330,7 @@ static void conn_connected(struct conn *c)
 static void conn_connect_next(struct conn *c, int last_err)
 {
     struct worker *w = c->w;
-    close_fd(&c->up);
+    conn_close_fd(&c->up);
     uint64_t now = loop_now(&w->loop);
     while (c->ans && c->next_addr < c->ans->n && now < c->deadline) {
         const struct addr *a = &c->ans->a[c->next_addr++];
@@ -392,39 +401,42 @@ static void conn_on_dns(void *arg, int status, const struct dns_answer *ans)
     conn_begin_connect(c, ans);
 }
 
-/* CONNECT: resolve when needed, then dial. */
-static void conn_dial(struct conn *c, const struct socks5_request *req)
+void conn_dial(struct conn *c, const char *name, const struct addr *ip, uint16_t port)
 {
     struct worker *w = c->w;
     struct dns_answer ans = {0};
     c->deadline = loop_now(&w->loop) + conn_cfg(c)->connect_timeout_ms;
     loop_timer_arm_at(&w->loop, &c->timer, c->deadline);
-    c->dst_port = req->dst.port;
+    c->dst_port = port;
+    free(c->dst_name);
+    c->dst_name = NULL;
 
-    if (socks5_addr_to_addr(&req->dst, &ans.a[0])) {
+    if (!name) {
+        ans.a[0] = *ip;
+        ans.a[0].port = port;
         ans.n = 1;
         conn_begin_connect(c, &ans);
         return;
     }
-    c->dst_name = strdup(req->dst.u.domain);
+    c->dst_name = strdup(name);
     if (!c->dst_name) {
         conn_fail(c, SOCKS5_REP_GENERAL_FAILURE, "no-memory");
         return;
     }
     /* Clients often send an IP literal as a "domain". */
-    if (addr_parse_ip(c->dst_name, req->dst.port, &ans.a[0]) == 0) {
+    if (addr_parse_ip(c->dst_name, port, &ans.a[0]) == 0) {
         ans.n = 1;
         conn_begin_connect(c, &ans);
         return;
     }
     int status;
-    if (resolver_lookup_now(&w->dns, c->dst_name, req->dst.port, &status, &ans)) {
+    if (resolver_lookup_now(&w->dns, c->dst_name, port, &status, &ans)) {
         stat_add(&w->stats.dns_cache_hits, 1);
         conn_on_dns(c, status, &ans);
         return;
     }
     stat_add(&w->stats.dns_queries, 1);
-    c->dns = resolver_query(&w->dns, c->dst_name, req->dst.port, conn_on_dns, c);
+    c->dns = resolver_query(&w->dns, c->dst_name, port, conn_on_dns, c);
     if (!c->dns) {
         conn_fail(c, SOCKS5_REP_GENERAL_FAILURE, "no-memory");
         return;
@@ -432,10 +444,9 @@ static void conn_dial(struct conn *c, const struct socks5_request *req)
     conn_set_state(c, CONN_ST_RESOLVE);
 }
 
-/* ---- handshake -------------------------------------------------------- */
+/* ---- handshake input -------------------------------------------------- */
 
-/* Read what the client sent into c2u.buf. Returns 0 or -errno. */
-static int conn_read_handshake(struct conn *c)
+int conn_read_handshake(struct conn *c)
 {
     struct half *h = &c->c2u;
     if (!h->buf && !(h->buf = buf_get(&c->w->bufs)))
@@ -459,154 +470,7 @@ static int conn_read_handshake(struct conn *c)
     return 0;
 }
 
-/* ---- UDP ASSOCIATE ----------------------------------------------------- */
-
-static void conn_udp_activity(void *arg)
-{
-    struct conn *c = arg;
-    c->last_active = loop_now(&c->w->loop);
-}
-
-/* RFC 1928 section 7. The request's DST.ADDR/DST.PORT are not used: many
- * clients put the destination or zeros there; the association accepts the
- * control connection's client address, from the port of its first
- * datagram. */
-static void conn_udp(struct conn *c)
-{
-    struct worker *w = c->w;
-    struct addr local, bnd;
-    if (sock_local_addr(c->cli.fd, &local) < 0) {
-        conn_fail(c, SOCKS5_REP_GENERAL_FAILURE, "udp-socket");
-        return;
-    }
-    int rc = udp_assoc_open(w, &conn_cfg(c)->udp, c->listen_index, &c->client, &local, &bnd,
-                            conn_udp_activity, c, &c->udp);
-    if (rc) {
-        c->err = rc == -ENOMEM ? rc : 0;
-        conn_fail(c, SOCKS5_REP_GENERAL_FAILURE,
-                  rc == UDP_OPEN_LIMIT ? "udp-associations-limit" : "udp-socket");
-        return;
-    }
-    uint8_t msg[SOCKS5_REPLY_MAX];
-    size_t n = socks5_write_reply(msg, sizeof(msg), SOCKS5_REP_SUCCEEDED, &bnd);
-    c->reply = SOCKS5_REP_SUCCEEDED;
-    c->bnd = bnd;
-    c->target = bnd;
-    stat_add(&w->stats.socks5_replies[0], 1);
-    rc = conn_send_client(c, msg, n);
-    if (rc) {
-        conn_close_err(c, "client-error", rc);
-        return;
-    }
-    conn_set_state(c, CONN_ST_UDP);
-    c->last_active = loop_now(&w->loop);
-    conn_arm_idle(c);
-    /* The control connection carries nothing more; bytes already read
-     * behind the request are discarded with the rest. */
-    buf_put(&w->bufs, c->c2u.buf);
-    c->c2u.buf = NULL;
-}
-
-/* The control connection of an association: whatever arrives is read and
- * discarded; its end (EOF or error) ends the association. */
-static void conn_udp_drive(struct conn *c)
-{
-    char sink[512];
-    while (c->cli_ev & SIDE_RD) {
-        ssize_t n = recv(c->cli.fd, sink, sizeof(sink), 0);
-        if (n > 0)
-            continue;
-        if (n < 0 && errno == EAGAIN) {
-            c->cli_ev &= (uint8_t)~SIDE_RD;
-            return;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n == 0)
-            conn_close(c, "done");
-        else
-            conn_close_err(c, "client-error", -errno);
-        return;
-    }
-}
-
-/* Handshake steps return 1 when the state advanced and parsing may go on,
- * 0 when more bytes are needed, -1 when the session went elsewhere
- * (closed, lingering, or waiting for a verdict). */
-
-static int hs_greeting(struct conn *c, struct buf *b)
-{
-    struct socks5_greeting g;
-    ssize_t n = socks5_parse_greeting(buf_head(b), buf_len(b), &g);
-    if (n == 0)
-        return 0;
-    if (n < 0) {
-        stat_add(&c->w->stats.handshake_errors, 1);
-        conn_close(c, "bad-version");
-        return -1;
-    }
-    buf_consume(b, (uint32_t)n);
-    bool auth = config_auth_enabled(conn_cfg(c));
-    uint8_t want = auth ? SOCKS5_METHOD_USERPASS : SOCKS5_METHOD_NONE;
-    bool ok = socks5_offers(&g, want);
-    uint8_t msg[2];
-    socks5_write_method(msg, ok ? want : SOCKS5_METHOD_NO_ACCEPTABLE);
-    int rc = conn_send_client(c, msg, sizeof(msg));
-    if (rc) {
-        conn_close_err(c, "client-error", rc);
-        return -1;
-    }
-    if (!ok) {
-        stat_add(&c->w->stats.handshake_errors, 1);
-        c->why = auth ? "auth-required" : "no-acceptable-method";
-        conn_linger(c);
-        return -1;
-    }
-    conn_set_state(c, auth ? CONN_ST_AUTH : CONN_ST_REQUEST);
-    return 1;
-}
-
-/* The verdict: RFC 1929 status, then the request or a lingering close
- * (why: the reason to log, or NULL to derive it from result). */
-static void conn_auth_verdict(struct conn *c, int result, const char *why)
-{
-    uint8_t msg[2];
-    bool ok = result == AUTH_OK;
-    socks5_write_auth_status(msg, ok ? SOCKS5_AUTH_OK : SOCKS5_AUTH_FAIL);
-    int rc = conn_send_client(c, msg, sizeof(msg));
-    if (rc) {
-        conn_close_err(c, "client-error", rc);
-        return;
-    }
-    if (!ok) {
-        c->why = why                        ? why
-                 : result == AUTH_THROTTLED ? "auth-throttled"
-                 : result == AUTH_BUSY      ? "auth-busy"
-                                            : "auth-failed";
-        conn_linger(c);
-        return;
-    }
-    conn_set_state(c, CONN_ST_REQUEST);
-}
-
-static void conn_auth_done(struct conn *c, int result)
-{
-    conn_auth_verdict(c, result, NULL);
-}
-
-static void conn_handshake(struct conn *c);
-
-static void conn_on_auth(void *owner, int result)
-{
-    struct conn *c = owner;
-    c->auth = NULL;
-    conn_auth_done(c, result);
-    if (c->state == CONN_ST_REQUEST)
-        conn_handshake(c); /* the request may be waiting already */
-}
-
-/* Keep a printable copy of the claimed name for the access log. */
-static void conn_set_user(struct conn *c, const char *name, size_t len)
+void conn_set_user(struct conn *c, const char *name, size_t len)
 {
     free(c->user);
     c->user = malloc(len + 1);
@@ -619,119 +483,40 @@ static void conn_set_user(struct conn *c, const char *name, size_t len)
     c->user[len] = '\0';
 }
 
-static int hs_auth(struct conn *c, struct buf *b)
-{
-    struct socks5_userpass up;
-    ssize_t n = socks5_parse_userpass(buf_head(b), buf_len(b), &up);
-    if (n == 0)
-        return 0;
-    if (n < 0) {
-        /* RFC 1929: any status but 0 means failure, and we close. */
-        stat_add(&c->w->stats.handshake_errors, 1);
-        conn_auth_verdict(c, AUTH_DENIED, "bad-auth-message");
-        return -1;
-    }
-    explicit_bzero(buf_head(b), (size_t)n); /* the password leaves no copy behind */
-    buf_consume(b, (uint32_t)n);
-    conn_set_user(c, up.user, up.ulen);
-    const struct config *cfg = conn_cfg(c);
-    struct auth_params p = {cfg->auth.users, cfg->auth.cachettl_ms};
-    int r = AUTH_BUSY;
-    if (c->w->auth)
-        r = auth_begin(c->w->auth, &p, &c->client, up.user, up.ulen, up.pass, up.plen, conn_on_auth,
-                       c, &c->auth);
-    explicit_bzero(&up, sizeof(up));
-    if (r == AUTH_PENDING) {
-        conn_set_state(c, CONN_ST_AUTH_WAIT);
-        return -1;
-    }
-    conn_auth_done(c, r);
-    return c->state == CONN_ST_REQUEST ? 1 : -1;
-}
-
-static int hs_request(struct conn *c, struct buf *b)
-{
-    struct socks5_request req;
-    ssize_t n = socks5_parse_request(buf_head(b), buf_len(b), &req);
-    if (n == 0)
-        return 0;
-    if (n < 0) {
-        stat_add(&c->w->stats.handshake_errors, 1);
-        int rep = socks5_error_reply(n);
-        if (rep < 0) {
-            conn_close(c, "bad-version");
-            return -1;
-        }
-        conn_fail(c, (uint8_t)rep,
-                  n == SOCKS5_E_ATYP  ? "bad-address-type"
-                  : n == SOCKS5_E_RSV ? "bad-reserved-byte"
-                                      : "bad-domain");
-        return -1;
-    }
-    buf_consume(b, (uint32_t)n);
-    c->cmd = req.cmd;
-    if (buf_len(b) == 0) {
-        buf_put(&c->w->bufs, b); /* nothing pipelined: hold no buffer */
-        c->c2u.buf = NULL;
-    }
-    if (req.cmd == SOCKS5_CMD_UDP_ASSOCIATE) {
-        conn_udp(c);
-        return -1;
-    }
-    if (req.cmd != SOCKS5_CMD_CONNECT) {
-        conn_fail(c, SOCKS5_REP_COMMAND_NOT_SUPPORTED, "command-not-supported");
-        return -1;
-    }
-    conn_dial(c, &req);
-    return -1;
-}
-
-static void conn_handshake(struct conn *c)
+/* The first byte picks the protocol, among those the listener speaks. */
+static void conn_first_byte(struct conn *c)
 {
     int rc = conn_read_handshake(c);
     if (rc) {
-        stat_add(&c->w->stats.handshake_errors, 1);
         conn_close_err(c, "client-error", rc);
         return;
     }
     struct buf *b = c->c2u.buf;
-    for (;;) {
-        int step = -1;
-        switch ((enum conn_state)c->state) {
-        case CONN_ST_GREETING:
-            step = hs_greeting(c, b);
-            break;
-        case CONN_ST_AUTH:
-            step = hs_auth(c, b);
-            break;
-        case CONN_ST_REQUEST:
-            step = hs_request(c, b);
-            break;
-        case CONN_ST_AUTH_WAIT:
-        case CONN_ST_RESOLVE:
-        case CONN_ST_CONNECT:
-        case CONN_ST_RELAY:
-        case CONN_ST_UDP:
-        case CONN_ST_LINGER:
-        case CONN_ST_CLOSED:
-        case CONN_ST_COUNT:
-            return;
-        }
-        if (step > 0)
-            continue;
-        if (step < 0)
-            return;
-        /* Need more bytes; a client that has closed will send none. */
-        if (c->c2u.flags & HALF_EOF) {
-            stat_add(&c->w->stats.handshake_errors, 1);
-            if (c->state == CONN_ST_AUTH && buf_len(b)) {
-                conn_auth_verdict(c, AUTH_DENIED, "truncated-handshake");
-                return;
-            }
-            conn_close(c, buf_len(b) ? "truncated-handshake" : "client-closed");
-        }
+    if (buf_len(b) == 0) {
+        if (c->c2u.flags & HALF_EOF)
+            conn_close(c, "client-closed");
         return;
     }
+    const struct config *cfg = conn_cfg(c);
+    uint8_t allowed = cfg->listen[c->listen_index].protocols;
+    if (!allowed)
+        allowed = cfg->protocols;
+    uint8_t first = *buf_head(b);
+    uint8_t proto = first == 0x05   ? PROTO_SOCKS5
+                    : first == 0x04 ? PROTO_SOCKS4
+                    : (first >= 'A' && first <= 'Z') || (first >= 'a' && first <= 'z') ? PROTO_HTTP
+                                                                                       : 0;
+    if (!proto || !(allowed & proto)) {
+        stat_add(&c->w->stats.handshake_errors, 1);
+        stat_add(&c->w->stats.unknown_protocol, 1);
+        conn_close(c, proto ? "protocol-not-enabled" : "unknown-protocol");
+        return;
+    }
+    c->proto = proto;
+    if (proto == PROTO_HTTP)
+        http_start(c);
+    else
+        socks_handshake(c);
 }
 
 /* ---- events ----------------------------------------------------------- */
@@ -752,9 +537,15 @@ static void conn_drive(struct conn *c, uint32_t cli_events, uint32_t up_events)
 {
     switch ((enum conn_state)c->state) {
     case CONN_ST_GREETING:
+        if (!c->proto) {
+            conn_first_byte(c);
+            break;
+        }
+        socks_handshake(c);
+        break;
     case CONN_ST_AUTH:
     case CONN_ST_REQUEST:
-        conn_handshake(c);
+        socks_handshake(c);
         break;
     case CONN_ST_AUTH_WAIT:
     case CONN_ST_RESOLVE:
@@ -771,7 +562,14 @@ static void conn_drive(struct conn *c, uint32_t cli_events, uint32_t up_events)
         conn_relay_drive(c);
         break;
     case CONN_ST_UDP:
-        conn_udp_drive(c);
+        socks_udp_drive(c);
+        break;
+    case CONN_ST_BIND:
+        socks_bind_event(c, up_events);
+        break;
+    case CONN_ST_HTTP_HEAD:
+    case CONN_ST_HTTP_FWD:
+        http_drive(c, up_events);
         break;
     case CONN_ST_LINGER:
         conn_linger_drive(c);
@@ -801,11 +599,11 @@ static void conn_on_timer(struct timer *t)
     struct conn *c = container_of(t, struct conn, timer);
     switch ((enum conn_state)c->state) {
     case CONN_ST_AUTH_WAIT:
-        /* The pool did not answer in time (a long queue): say no rather
-         * than close in silence. The verdict, when it comes, is dropped. */
-        auth_abandon(c->auth);
-        c->auth = NULL;
-        conn_auth_verdict(c, AUTH_BUSY, "auth-timeout");
+        if (c->proto == PROTO_HTTP) {
+            http_timeout(c);
+            break;
+        }
+        socks_auth_timeout(c);
         break;
     case CONN_ST_GREETING:
     case CONN_ST_AUTH:
@@ -828,6 +626,13 @@ static void conn_on_timer(struct timer *t)
             conn_arm_idle(c); /* activity since arming: coarse idle accounting */
         break;
     }
+    case CONN_ST_BIND:
+        socks_bind_timeout(c);
+        break;
+    case CONN_ST_HTTP_HEAD:
+    case CONN_ST_HTTP_FWD:
+        http_timeout(c);
+        break;
     case CONN_ST_LINGER:
         conn_close(c, c->why);
         break;
@@ -845,6 +650,8 @@ static void conn_on_task(struct task *t)
         conn_free(c);
     else if (c->state == CONN_ST_RELAY)
         conn_relay_drive(c);
+    else if (c->state == CONN_ST_HTTP_FWD || c->state == CONN_ST_HTTP_HEAD)
+        http_drive(c, 0);
 }
 
 /* ---- worker hooks ----------------------------------------------------- */
@@ -895,10 +702,10 @@ static void relay_accept(struct worker *w, struct listener *ls, int fd, const st
         return;
     }
     loop_timer_arm(&w->loop, &c->timer, conn_cfg(c)->handshake_timeout_ms);
-    /* Clients usually send the greeting right behind the handshake: try to
-     * read it now rather than after another trip through epoll. */
+    /* Clients usually send their first bytes right behind the handshake:
+     * try to read them now rather than after another trip through epoll. */
     c->cli_ev = SIDE_RD | SIDE_WR;
-    conn_handshake(c);
+    conn_first_byte(c);
 }
 
 static void relay_abort_all(struct worker *w)
@@ -914,6 +721,7 @@ static void relay_abort_all(struct worker *w)
 static void relay_worker_fini(struct worker *w)
 {
     udp_worker_fini(w);
+    http_pool_fini(w);
     if (w->auth) {
         auth_worker_fini(w->auth);
         free(w->auth);

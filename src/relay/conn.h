@@ -1,16 +1,22 @@
 /*
  * conn.h: a proxied session and its state machine.
  *
- *   GREETING -> [AUTH -> AUTH_WAIT] -> REQUEST -> [RESOLVE] -> CONNECT -> RELAY
- *        \            \                  \           \           \
- *         +------------+------------------+-----------+-----------+--> LINGER
+ * The first byte a client sends picks the protocol (0x05 SOCKS5, 0x04
+ * SOCKS4, a letter HTTP); then:
  *
- * and every state may end in CLOSED.
+ *   SOCKS5: GREETING -> [AUTH -> AUTH_WAIT] -> REQUEST -> ...
+ *   SOCKS4: REQUEST -> ...
+ *   HTTP:   HTTP_HEAD -> [AUTH_WAIT] -> ...
+ *   ... -> [RESOLVE] -> CONNECT -> RELAY          (CONNECT, HTTP CONNECT)
+ *                               -> HTTP_FWD -> HTTP_HEAD (absolute-form, keep-alive)
+ *       -> UDP                                    (UDP ASSOCIATE)
+ *       -> BIND -> RELAY                          (BIND)
  *
- * LINGER follows a failure reply: the reply is flushed, our side is shut
- * for writing, and whatever the client still sends is read and discarded for
- * a short while, so the reply is not destroyed by a reset. Each state owns
- * one deadline, held in the session's single timer.
+ * and from any state LINGER (a failure reply, then a lingering close) or
+ * CLOSED. LINGER flushes the reply, shuts our side for writing and reads and
+ * discards what the client still sends for a short while, so the reply is
+ * not destroyed by a reset. Each state owns one deadline, held in the
+ * session's single timer.
  *
  * A session is owned by its worker and touched only by that worker's
  * thread. It is freed late (from a deferred task), never inside one of its
@@ -26,14 +32,17 @@
 #include "util/addr.h"
 
 enum conn_state {
-    CONN_ST_GREETING,
+    CONN_ST_GREETING,  /* SOCKS5: the method greeting (and the first byte of any protocol) */
     CONN_ST_AUTH,      /* RFC 1929: waiting for username/password */
     CONN_ST_AUTH_WAIT, /* the verifier pool is checking them */
-    CONN_ST_REQUEST,
+    CONN_ST_REQUEST,   /* SOCKS5 or SOCKS4 request */
     CONN_ST_RESOLVE,
     CONN_ST_CONNECT,
     CONN_ST_RELAY,
-    CONN_ST_UDP, /* UDP ASSOCIATE: the control connection holds the association */
+    CONN_ST_UDP,       /* UDP ASSOCIATE: the control connection holds the association */
+    CONN_ST_BIND,      /* BIND: waiting for the connection back */
+    CONN_ST_HTTP_HEAD, /* HTTP: reading a request head */
+    CONN_ST_HTTP_FWD,  /* HTTP: a request and its response on their way */
     CONN_ST_LINGER,
     CONN_ST_CLOSED,
     CONN_ST_COUNT
@@ -60,6 +69,7 @@ struct dns_answer;
 struct dns_req;
 struct auth_job;
 struct udp_assoc;
+struct http_state;
 
 struct half {
     struct buf *buf;        /* bytes in user space, or NULL */
@@ -75,24 +85,26 @@ struct conn {
     struct io cli, up;
     uint8_t cli_ev, up_ev; /* SIDE_* */
     uint8_t state;
-    uint8_t reply; /* SOCKS5 REP sent, 0xff while none */
+    uint8_t proto; /* PROTO_* of config.h, once the first byte is in */
+    uint8_t reply; /* SOCKS5 REP sent (SOCKS4 and HTTP map to it), 0xff while none */
     uint8_t next_addr;
-    uint8_t cmd;
+    uint8_t cmd;          /* SOCKS command */
+    uint8_t listen_index; /* which listen address accepted it */
     uint16_t dst_port;
     int err; /* errno behind an error close, for the access log */
     struct timer timer;
     struct task task; /* continue pumping after yielding; free when closed */
     struct half c2u, u2c;
     struct addr client, target, bnd;
-    char *dst_name;         /* the name the client asked for; NULL for IP requests */
-    struct dns_answer *ans; /* addresses to try, while connecting */
-    struct dns_req *dns;    /* pending lookup */
-    struct auth_job *auth;  /* pending verification */
-    char *user;             /* authenticated (or claimed) user name, for logs */
-    struct udp_assoc *udp;  /* UDP ASSOCIATE */
-    uint8_t listen_index;   /* which listen address accepted it */
+    char *dst_name;          /* the name the client asked for; NULL for IP requests */
+    struct dns_answer *ans;  /* addresses to try, while connecting */
+    struct dns_req *dns;     /* pending lookup */
+    struct auth_job *auth;   /* pending verification */
+    char *user;              /* authenticated (or claimed) user name, for logs */
+    struct udp_assoc *udp;   /* UDP ASSOCIATE */
+    struct http_state *http; /* HTTP sessions only */
     uint64_t id;
-    uint64_t t_start;     /* loop ms at accept */
+    uint64_t t_start;     /* loop ms at accept (or at the start of an HTTP request) */
     uint64_t deadline;    /* end of the connect budget */
     uint64_t last_active; /* loop ms of the last byte moved */
     const char *why;      /* why it ended, for the access log */

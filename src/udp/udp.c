@@ -330,6 +330,22 @@ static void name_free(struct udp_name *nm)
     free(nm);
 }
 
+/* Forget the oldest name that is not being resolved; false if all are. */
+static bool name_evict(struct udp_assoc *a)
+{
+    struct udp_name **victim = NULL;
+    for (struct udp_name **pp = &a->names; *pp; pp = &(*pp)->next)
+        if ((*pp)->status != 1)
+            victim = pp; /* names are pushed at the head: the last one is the oldest */
+    if (!victim)
+        return false;
+    struct udp_name *nm = *victim;
+    *victim = nm->next;
+    a->nnames--;
+    name_free(nm);
+    return true;
+}
+
 /* A datagram for a name: send it if the name is known, else hold it
  * (bounded by udp.queue) until the lookup answers. */
 static void to_name(struct udp_assoc *a, const char *name, uint16_t port, const uint8_t *data,
@@ -354,8 +370,11 @@ static void to_name(struct udp_assoc *a, const char *name, uint16_t port, const 
                     break;
         }
         if (!nm) {
-            if (a->nnames >= a->cfg->destinations) {
-                stat_add(&a->w->stats.udp_drop_dest_limit, 1);
+            /* Names are not destinations (the address they resolve to is,
+             * and is counted then); their list is bounded all the same,
+             * by forgetting the oldest settled name. */
+            if (a->nnames >= a->cfg->destinations + 16 && !name_evict(a)) {
+                stat_add(&a->w->stats.udp_drop_queue, 1);
                 return;
             }
             size_t nl = strlen(name);
@@ -446,10 +465,6 @@ static void on_client(struct io *io, uint32_t events)
                 stat_add(&st->udp_drop_source, 1);
                 continue;
             }
-            if (!a->port_fixed) {
-                a->client.port = from.port; /* the first datagram fixes the port */
-                a->port_fixed = true;
-            }
             if (len > a->cfg->max_datagram || (uw->in[i].msg_hdr.msg_flags & MSG_TRUNC)) {
                 stat_add(&st->udp_drop_size, 1);
                 continue;
@@ -459,6 +474,11 @@ static void on_client(struct io *io, uint32_t events)
             if (h < 0) {
                 stat_add(h == SOCKS5_E_UDP_FRAG ? &st->udp_drop_frag : &st->udp_drop_malformed, 1);
                 continue;
+            }
+            if (!a->port_fixed) {
+                /* The first well-formed datagram fixes the client's port. */
+                a->client.port = from.port;
+                a->port_fixed = true;
             }
             moved = true;
             struct addr d;

@@ -274,7 +274,7 @@ def test_access_log_lines(ferry, echo_server):
     # 4: no reply at all
     with open_client(f.addr) as s:
         c4 = s.getsockname()
-        s.sendall(b"\x04\x01")
+        s.sendall(b"\x06\x01")
         read_until_close(s)
 
     for c in (c1, c2, c3, c4):
@@ -290,7 +290,7 @@ def test_access_log_lines(ferry, echo_server):
     assert e3 == {**e3, "cmd": "connect", "dst": f"127.0.0.1:{port}", "addr": f"127.0.0.1:{port}",
                   "up": "0", "down": "0", "reply": "connection-refused", "end": "connect-failed",
                   "err": "ECONNREFUSED"}
-    assert e4 == {**e4, "dst": "-", "addr": "-", "up": "0", "down": "0", "reply": "-", "end": "bad-version"}
+    assert e4 == {**e4, "dst": "-", "addr": "-", "up": "0", "down": "0", "reply": "-", "end": "unknown-protocol"}
     assert all(e["user"] == "-" for e in (e1, e2, e3, e4))  # no authentication configured
     ids = [int(e["id"]) for e in (e1, e2, e3, e4)]
     assert len(set(ids)) == 4 and all(i > 0 for i in ids), ids

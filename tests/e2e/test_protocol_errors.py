@@ -82,14 +82,16 @@ def test_method_none_among_others(proxy, echo_server):
         echo_roundtrip(s, b"ok")
 
 
-@pytest.mark.parametrize("first", [b"\x04\x01\x00", b"\x00", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"],
-                         ids=["socks4", "zero", "http"])
-def test_greeting_wrong_version_closes_without_reply(proxy, first):
+@pytest.mark.parametrize("first", [b"\x06\x01\x00", b"\x00", b"\xff\x01", b"\x16\x03\x01"],
+                         ids=["six", "zero", "ff", "tls"])
+def test_first_byte_of_no_protocol_closes_without_reply(proxy, first):
+    # 0x05 is SOCKS5, 0x04 SOCKS4 and a letter HTTP; anything else is no
+    # protocol ferry speaks (a TLS ClientHello included).
     with open_client(proxy.addr) as s:
         client = s.getsockname()
         s.sendall(first)
         expect_closed_silently(s)
-    check_access(proxy, client, reply="-", end="bad-version")
+    check_access(proxy, client, reply="-", end="unknown-protocol")
 
 
 def test_greeting_zero_methods(proxy):

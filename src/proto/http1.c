@@ -1,0 +1,680 @@
+/*
+ * http1.c: HTTP/1.x heads, body framing and the small grammars a proxy
+ * needs (authority, absolute URI, Basic credentials). Strict where
+ * leniency lets two parties disagree about where a message ends.
+ */
+#include "proto/http1.h"
+
+#include <string.h>
+#include <strings.h>
+
+/* RFC 9110 5.6.2 tchar */
+static bool is_tchar(uint8_t c)
+{
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+        return true;
+    return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+/* field-vchar / SP / HTAB, obs-text allowed */
+static bool is_value_char(uint8_t c)
+{
+    return c == '\t' || (c >= 0x20 && c != 0x7f);
+}
+
+ssize_t http1_head_end(const uint8_t *p, size_t len, size_t max, size_t *scanned)
+{
+    size_t i = *scanned;
+    size_t lim = len < max ? len : max;
+    for (; i < lim; i++) {
+        uint8_t c = p[i];
+        if (c == '\0')
+            return HTTP1_E_BAD;
+        if (c == '\r') {
+            if (i + 1 >= len)
+                break; /* judge this CR when its next byte arrives */
+            if (p[i + 1] != '\n')
+                return HTTP1_E_BAD; /* bare CR */
+            continue;
+        }
+        if (c != '\n')
+            continue;
+        if (i == 0 || p[i - 1] != '\r')
+            return HTTP1_E_BAD; /* bare LF */
+        if (i >= 3 && p[i - 2] == '\n' && p[i - 3] == '\r')
+            return (ssize_t)(i + 1);
+    }
+    *scanned = i;
+    if (len >= max)
+        return HTTP1_E_TOO_LARGE;
+    return 0;
+}
+
+/* One line [s, e) without its CRLF; returns the start of the next line. */
+static const uint8_t *next_line(const uint8_t *s, const uint8_t *end, const uint8_t **eol)
+{
+    const uint8_t *q = s;
+    while (q + 1 < end && !(q[0] == '\r' && q[1] == '\n'))
+        q++;
+    *eol = q;
+    return q + 2 <= end ? q + 2 : end;
+}
+
+static bool parse_u64_dec(const char *s, size_t n, uint64_t *out)
+{
+    if (n == 0 || n > 18)
+        return false; /* 10^18 bytes is beyond any real body */
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    }
+    *out = v;
+    return true;
+}
+
+bool http1_name_is(const struct http1_header *h, const char *name)
+{
+    size_t n = strlen(name);
+    return h->nlen == n && strncasecmp(h->name, name, n) == 0;
+}
+
+const struct http1_header *http1_find(const struct http1_msg *m, const char *name)
+{
+    for (unsigned i = 0; i < m->nh; i++)
+        if (http1_name_is(&m->h[i], name))
+            return &m->h[i];
+    return NULL;
+}
+
+bool http1_has_token(const char *v, size_t len, const char *token)
+{
+    size_t tl = strlen(token), i = 0;
+    while (i < len) {
+        while (i < len && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+            i++;
+        size_t s = i;
+        while (i < len && v[i] != ',')
+            i++;
+        size_t e = i;
+        while (e > s && (v[e - 1] == ' ' || v[e - 1] == '\t'))
+            e--;
+        if (e - s == tl && strncasecmp(v + s, token, tl) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Headers and framing facts, shared by requests and responses. */
+static int parse_fields(const uint8_t *s, const uint8_t *end, struct http1_msg *m)
+{
+    bool cl_seen = false;
+    while (s < end) {
+        const uint8_t *eol;
+        const uint8_t *next = next_line(s, end, &eol);
+        if (eol == s)
+            break; /* the blank line */
+        if (*s == ' ' || *s == '\t')
+            return HTTP1_E_BAD; /* obs-fold */
+        const uint8_t *c = s;
+        while (c < eol && is_tchar(*c))
+            c++;
+        if (c == s || c == eol || *c != ':')
+            return HTTP1_E_BAD; /* empty name, no colon, or space before it */
+        if (m->nh == HTTP1_MAX_HEADERS)
+            return HTTP1_E_TOO_LARGE;
+        const uint8_t *v = c + 1, *ve = eol;
+        while (v < ve && (*v == ' ' || *v == '\t'))
+            v++;
+        while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+            ve--;
+        for (const uint8_t *x = v; x < ve; x++)
+            if (!is_value_char(*x))
+                return HTTP1_E_BAD;
+        struct http1_header *h = &m->h[m->nh++];
+        h->name = (const char *)s;
+        h->nlen = (uint16_t)(c - s);
+        h->value = (const char *)v;
+        h->vlen = (uint32_t)(ve - v);
+
+        if (http1_name_is(h, "content-length")) {
+            /* "a, b" lists and repeated fields must all agree */
+            size_t i = 0;
+            while (i < h->vlen) {
+                size_t st = i;
+                while (i < h->vlen && h->value[i] != ',')
+                    i++;
+                size_t a = st, b = i;
+                while (a < b && h->value[a] == ' ')
+                    a++;
+                while (b > a && h->value[b - 1] == ' ')
+                    b--;
+                uint64_t n;
+                if (!parse_u64_dec(h->value + a, b - a, &n))
+                    return HTTP1_E_BAD;
+                if (cl_seen && n != m->content_length)
+                    return HTTP1_E_SMUGGLING;
+                cl_seen = true;
+                m->content_length = n;
+                i++;
+            }
+            if (!cl_seen)
+                return HTTP1_E_BAD;
+            m->has_cl = true;
+        } else if (http1_name_is(h, "transfer-encoding")) {
+            if (m->has_te)
+                return HTTP1_E_CODING; /* stacked codings: not ours to decode */
+            m->has_te = true;
+            size_t a = 0, b = h->vlen;
+            if (b == 7 && strncasecmp(h->value + a, "chunked", 7) == 0)
+                m->chunked = true;
+            else
+                return HTTP1_E_CODING;
+        } else if (http1_name_is(h, "connection")) {
+            if (http1_has_token(h->value, h->vlen, "close"))
+                m->conn_close = true;
+            if (http1_has_token(h->value, h->vlen, "keep-alive"))
+                m->conn_keepalive = true;
+            if (http1_has_token(h->value, h->vlen, "upgrade"))
+                m->upgrade = true;
+        }
+        s = next;
+    }
+    if (m->has_cl && m->has_te)
+        return HTTP1_E_SMUGGLING;
+    if (m->has_te && m->minor == 0)
+        return HTTP1_E_SMUGGLING; /* HTTP/1.0 has no chunked: an old trick */
+    return 0;
+}
+
+static int parse_version(const uint8_t *s, size_t n, int *minor)
+{
+    if (n != 8 || memcmp(s, "HTTP/", 5) != 0 || s[6] != '.')
+        return HTTP1_E_BAD;
+    if (s[5] < '0' || s[5] > '9' || s[7] < '0' || s[7] > '9')
+        return HTTP1_E_BAD;
+    if (s[5] != '1' || (s[7] != '0' && s[7] != '1'))
+        return HTTP1_E_VERSION;
+    *minor = s[7] - '0';
+    return 0;
+}
+
+int http1_parse_request(const uint8_t *p, size_t len, size_t max_line, struct http1_msg *m)
+{
+    memset(m, 0, sizeof(*m));
+    const uint8_t *end = p + len, *eol;
+    const uint8_t *next = next_line(p, end, &eol);
+    if ((size_t)(eol - p) > max_line)
+        return HTTP1_E_URI_TOO_LONG;
+    const uint8_t *sp1 = memchr(p, ' ', (size_t)(eol - p));
+    if (!sp1 || sp1 == p)
+        return HTTP1_E_BAD;
+    for (const uint8_t *x = p; x < sp1; x++)
+        if (!is_tchar(*x))
+            return HTTP1_E_BAD;
+    const uint8_t *t = sp1 + 1;
+    const uint8_t *sp2 = memchr(t, ' ', (size_t)(eol - t));
+    if (!sp2 || sp2 == t)
+        return HTTP1_E_BAD;
+    for (const uint8_t *x = t; x < sp2; x++)
+        if (*x <= 0x20 || *x >= 0x7f)
+            return HTTP1_E_BAD;
+    int rc = parse_version(sp2 + 1, (size_t)(eol - sp2 - 1), &m->minor);
+    if (rc)
+        return rc;
+    m->method = (const char *)p;
+    m->mlen = (uint16_t)(sp1 - p);
+    m->target = (const char *)t;
+    m->tlen = (uint32_t)(sp2 - t);
+    m->status = 0;
+    rc = parse_fields(next, end, m);
+    if (rc)
+        return rc;
+    if (http1_find(m, "upgrade") == NULL)
+        m->upgrade = false;
+    return 0;
+}
+
+int http1_parse_response(const uint8_t *p, size_t len, struct http1_msg *m)
+{
+    memset(m, 0, sizeof(*m));
+    const uint8_t *end = p + len, *eol;
+    const uint8_t *next = next_line(p, end, &eol);
+    size_t n = (size_t)(eol - p);
+    if (n < 12 || p[8] != ' ')
+        return HTTP1_E_BAD;
+    int rc = parse_version(p, 8, &m->minor);
+    if (rc)
+        return rc;
+    int st = 0;
+    for (int i = 9; i < 12; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return HTTP1_E_BAD;
+        st = st * 10 + (p[i] - '0');
+    }
+    if (st < 100 || (n > 12 && p[12] != ' '))
+        return HTTP1_E_BAD;
+    for (const uint8_t *x = p + 12; x < eol; x++)
+        if (!is_value_char(*x))
+            return HTTP1_E_BAD;
+    m->status = st;
+    m->reason = (const char *)(n > 13 ? p + 13 : p + n);
+    m->rlen = n > 13 ? (uint32_t)(n - 13) : 0;
+    rc = parse_fields(next, end, m);
+    if (rc)
+        return rc;
+    if (http1_find(m, "upgrade") == NULL)
+        m->upgrade = false;
+    return 0;
+}
+
+bool http1_hop_by_hop(const struct http1_msg *m, const struct http1_header *h)
+{
+    static const char *const fixed[] = {
+        "connection", "keep-alive",         "proxy-connection", "proxy-authorization",
+        "te",         "proxy-authenticate", "trailer",          "transfer-encoding",
+        "upgrade",
+    };
+    for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+        if (http1_name_is(h, fixed[i]))
+            return true;
+    /* RFC 9110 7.6.1: and every field named in Connection */
+    for (unsigned i = 0; i < m->nh; i++) {
+        const struct http1_header *c = &m->h[i];
+        if (!http1_name_is(c, "connection"))
+            continue;
+        char name[64];
+        if (h->nlen >= sizeof(name))
+            continue;
+        memcpy(name, h->name, h->nlen);
+        name[h->nlen] = '\0';
+        if (http1_has_token(c->value, c->vlen, name))
+            return true;
+    }
+    return false;
+}
+
+/* ---- bodies ------------------------------------------------------------ */
+
+enum {
+    CH_SIZE,
+    CH_EXT,
+    CH_SIZE_LF,
+    CH_DATA,
+    CH_DATA_CR,
+    CH_DATA_LF,
+    CH_TRAILER_START,
+    CH_TRAILER,
+    CH_TRAILER_LF,
+    CH_END_LF,
+};
+
+#define CHUNK_LINE_MAX 4096
+
+void http1_body_request(struct http1_body *b, const struct http1_msg *m)
+{
+    memset(b, 0, sizeof(*b));
+    if (m->chunked) {
+        b->kind = HTTP1_BODY_CHUNKED;
+        b->state = CH_SIZE;
+    } else if (m->has_cl && m->content_length > 0) {
+        b->kind = HTTP1_BODY_LENGTH;
+        b->remaining = m->content_length;
+    } else {
+        b->kind = HTTP1_BODY_NONE;
+        b->done = true;
+    }
+}
+
+void http1_body_response(struct http1_body *b, const struct http1_msg *m, bool head_request)
+{
+    memset(b, 0, sizeof(*b));
+    if (head_request || m->status < 200 || m->status == 204 || m->status == 304) {
+        b->kind = HTTP1_BODY_NONE;
+        b->done = true;
+    } else if (m->chunked) {
+        b->kind = HTTP1_BODY_CHUNKED;
+        b->state = CH_SIZE;
+    } else if (m->has_cl) {
+        b->kind = m->content_length ? HTTP1_BODY_LENGTH : HTTP1_BODY_NONE;
+        b->remaining = m->content_length;
+        b->done = m->content_length == 0;
+    } else {
+        b->kind = HTTP1_BODY_CLOSE;
+    }
+}
+
+static int hexval(uint8_t c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+ssize_t http1_body_scan(struct http1_body *b, const uint8_t *p, size_t len)
+{
+    if (b->done)
+        return 0;
+    switch (b->kind) {
+    case HTTP1_BODY_NONE:
+        b->done = true;
+        return 0;
+    case HTTP1_BODY_CLOSE:
+        return (ssize_t)len;
+    case HTTP1_BODY_LENGTH: {
+        size_t n = len < b->remaining ? len : (size_t)b->remaining;
+        b->remaining -= n;
+        if (b->remaining == 0)
+            b->done = true;
+        return (ssize_t)n;
+    }
+    default:
+        break;
+    }
+    size_t i = 0;
+    while (i < len && !b->done) {
+        uint8_t c = p[i];
+        switch (b->state) {
+        case CH_SIZE: {
+            int h = hexval(c);
+            if (h >= 0) {
+                if (b->remaining >> 56)
+                    return HTTP1_E_CHUNK; /* absurd size: overflow guard */
+                b->remaining = b->remaining * 16 + (uint64_t)h;
+                b->line++;
+            } else if (b->line == 0) {
+                return HTTP1_E_CHUNK; /* no digits */
+            } else if (c == ';') {
+                b->state = CH_EXT;
+            } else if (c == '\r') {
+                b->state = CH_SIZE_LF;
+            } else {
+                return HTTP1_E_CHUNK; /* including spaces: no "BWS" leniency */
+            }
+            i++;
+            break;
+        }
+        case CH_EXT:
+            if (c == '\r')
+                b->state = CH_SIZE_LF;
+            else if ((c < 0x20 && c != '\t') || c == 0x7f || ++b->line > CHUNK_LINE_MAX)
+                return HTTP1_E_CHUNK;
+            i++;
+            break;
+        case CH_SIZE_LF:
+            if (c != '\n')
+                return HTTP1_E_CHUNK;
+            b->line = 0;
+            b->state = b->remaining ? CH_DATA : CH_TRAILER_START;
+            i++;
+            break;
+        case CH_DATA: {
+            size_t n = len - i < b->remaining ? len - i : (size_t)b->remaining;
+            b->remaining -= n;
+            i += n;
+            if (b->remaining == 0)
+                b->state = CH_DATA_CR;
+            break;
+        }
+        case CH_DATA_CR:
+            if (c != '\r')
+                return HTTP1_E_CHUNK;
+            b->state = CH_DATA_LF;
+            i++;
+            break;
+        case CH_DATA_LF:
+            if (c != '\n')
+                return HTTP1_E_CHUNK;
+            b->state = CH_SIZE;
+            b->line = 0;
+            i++;
+            break;
+        case CH_TRAILER_START:
+            if (c == '\r') {
+                b->state = CH_END_LF;
+            } else if (c == ' ' || c == '\t' || c == '\n') {
+                return HTTP1_E_CHUNK;
+            } else {
+                b->state = CH_TRAILER;
+                b->line = 1;
+            }
+            i++;
+            break;
+        case CH_TRAILER:
+            if (c == '\r')
+                b->state = CH_TRAILER_LF;
+            else if ((c < 0x20 && c != '\t') || c == 0x7f || ++b->line > CHUNK_LINE_MAX)
+                return HTTP1_E_CHUNK;
+            i++;
+            break;
+        case CH_TRAILER_LF:
+            if (c != '\n')
+                return HTTP1_E_CHUNK;
+            b->state = CH_TRAILER_START;
+            i++;
+            break;
+        case CH_END_LF:
+            if (c != '\n')
+                return HTTP1_E_CHUNK;
+            b->done = true;
+            i++;
+            break;
+        default:
+            return HTTP1_E_CHUNK;
+        }
+    }
+    return (ssize_t)i;
+}
+
+/* ---- targets and credentials ------------------------------------------ */
+
+static bool host_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_';
+}
+
+int http1_parse_authority(const char *t, size_t len, char *host, size_t hcap, uint16_t *port)
+{
+    const char *colon;
+    size_t hs, hl;
+    if (len && t[0] == '[') {
+        const char *close = memchr(t, ']', len);
+        if (!close || (size_t)(close - t) + 1 >= len || close[1] != ':')
+            return HTTP1_E_BAD;
+        hs = 1;
+        hl = (size_t)(close - t) - 1;
+        for (size_t i = 0; i < hl; i++) {
+            char c = t[hs + i];
+            if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') ||
+                  c == ':' || c == '.'))
+                return HTTP1_E_BAD;
+        }
+        colon = close + 1;
+    } else {
+        colon = NULL;
+        for (size_t i = len; i > 0; i--)
+            if (t[i - 1] == ':') {
+                colon = t + i - 1;
+                break;
+            }
+        if (!colon)
+            return HTTP1_E_BAD;
+        hs = 0;
+        hl = (size_t)(colon - t);
+        for (size_t i = 0; i < hl; i++)
+            if (!host_char(t[i]))
+                return HTTP1_E_BAD;
+    }
+    if (hl == 0 || hl >= hcap || hl > 255)
+        return HTTP1_E_BAD;
+    size_t pl = len - (size_t)(colon + 1 - t);
+    if (pl == 0 || pl > 5)
+        return HTTP1_E_BAD;
+    unsigned v = 0;
+    for (size_t i = 0; i < pl; i++) {
+        char c = colon[1 + i];
+        if (c < '0' || c > '9')
+            return HTTP1_E_BAD;
+        v = v * 10 + (unsigned)(c - '0');
+    }
+    if (v == 0 || v > 65535)
+        return HTTP1_E_BAD;
+    memcpy(host, t + hs, hl);
+    host[hl] = '\0';
+    *port = (uint16_t)v;
+    return 0;
+}
+
+int http1_parse_absolute(const char *t, size_t len, char *host, size_t hcap, uint16_t *port,
+                         size_t *path_off)
+{
+    if (len < 8 || strncasecmp(t, "http://", 7) != 0)
+        return HTTP1_E_BAD;
+    size_t a = 7, e = a;
+    while (e < len && t[e] != '/' && t[e] != '?' && t[e] != '#')
+        e++;
+    if (e == a || memchr(t + a, '@', e - a))
+        return HTTP1_E_BAD; /* no host, or userinfo (deprecated, and a spoofing trick) */
+    *path_off = e;
+    /* authority: host[:port] */
+    char auth[300];
+    size_t al = e - a;
+    if (al >= sizeof(auth) - 4)
+        return HTTP1_E_BAD;
+    memcpy(auth, t + a, al);
+    auth[al] = '\0';
+    bool has_port;
+    if (auth[0] == '[') {
+        const char *close = strchr(auth, ']');
+        if (!close)
+            return HTTP1_E_BAD;
+        has_port = close[1] == ':';
+        if (close[1] && !has_port)
+            return HTTP1_E_BAD;
+    } else {
+        has_port = strchr(auth, ':') != NULL;
+    }
+    if (!has_port) {
+        memcpy(auth + al, ":80", 4);
+        al += 3;
+    }
+    return http1_parse_authority(auth, al, host, hcap, port);
+}
+
+static int b64val(char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '+')
+        return 62;
+    if (c == '/')
+        return 63;
+    return -1;
+}
+
+int http1_basic_credentials(const char *v, size_t len, char *user, size_t ucap, size_t *ulen,
+                            char *pass, size_t pcap, size_t *plen)
+{
+    if (len < 6 || strncasecmp(v, "basic", 5) != 0 || (v[5] != ' ' && v[5] != '\t'))
+        return -1;
+    size_t i = 6;
+    while (i < len && (v[i] == ' ' || v[i] == '\t'))
+        i++;
+    uint8_t out[600];
+    size_t n = 0;
+    uint32_t acc = 0;
+    int bits = 0, pad = 0;
+    for (; i < len; i++) {
+        char c = v[i];
+        if (c == '=') {
+            pad++;
+            continue;
+        }
+        int d = b64val(c);
+        if (d < 0 || pad)
+            return -1;
+        acc = (acc << 6) | (uint32_t)d;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            if (n == sizeof(out))
+                return -1;
+            out[n++] = (uint8_t)(acc >> bits);
+        }
+    }
+    if (pad > 2)
+        return -1;
+    uint8_t *colon = memchr(out, ':', n);
+    if (!colon)
+        return -1;
+    size_t ul = (size_t)(colon - out), pl = n - ul - 1;
+    if (ul == 0 || ul > 255 || pl == 0 || pl > 255 || ul >= ucap || pl >= pcap)
+        return -1;
+    memcpy(user, out, ul);
+    user[ul] = '\0';
+    memcpy(pass, colon + 1, pl);
+    pass[pl] = '\0';
+    *ulen = ul;
+    *plen = pl;
+    return 0;
+}
+
+int http1_error_status(int err)
+{
+    switch (err) {
+    case HTTP1_E_URI_TOO_LONG:
+        return 414;
+    case HTTP1_E_TOO_LARGE:
+        return 431;
+    case HTTP1_E_VERSION:
+        return 505;
+    case HTTP1_E_CODING:
+        return 501;
+    default:
+        return 400;
+    }
+}
+
+const char *http1_reason(int status)
+{
+    switch (status) {
+    case 200:
+        return "OK";
+    case 400:
+        return "Bad Request";
+    case 403:
+        return "Forbidden";
+    case 405:
+        return "Method Not Allowed";
+    case 407:
+        return "Proxy Authentication Required";
+    case 408:
+        return "Request Timeout";
+    case 414:
+        return "URI Too Long";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 501:
+        return "Not Implemented";
+    case 502:
+        return "Bad Gateway";
+    case 503:
+        return "Service Unavailable";
+    case 504:
+        return "Gateway Timeout";
+    case 505:
+        return "HTTP Version Not Supported";
+    default:
+        return "Error";
+    }
+}

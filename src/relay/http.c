@@ -1,0 +1,1082 @@
+/*
+ * http.c: the HTTP proxy (RFC 9110/9112) on the same port as SOCKS.
+ *
+ *   CONNECT host:port   -> 200, then the byte relay (splice included)
+ *   GET http://host/... -> the request goes upstream in origin-form, the
+ *                          response comes back, and the client connection
+ *                          waits for its next request (keep-alive); idle
+ *                          upstream connections wait in a per-worker pool
+ *
+ * Heads are parsed whole by proto/http1.c and rewritten (hop-by-hop fields
+ * dropped, Host set from the target, Via added); bodies are forwarded
+ * verbatim, straight from the read buffer, while http1_body_scan() tells
+ * where each message ends. Nothing is buffered whole. Every error is a real
+ * response with a short text body.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "auth/auth.h"
+#include "core/buf.h"
+#include "core/sock.h"
+#include "log/log.h"
+#include "proto/http1.h"
+#include "proto/socks5.h"
+#include "relay/errmap.h"
+#include "relay/session.h"
+
+#define HTTP_OUT_MAX       (64 * 1024 + 512) /* a rewritten head */
+#define HTTP_POOL_SWEEP_MS 1000
+
+enum http_kind { HTTP_NONE, HTTP_CONNECT, HTTP_FORWARD };
+
+/* One direction of an exchange: bytes read from the source; a prefix of
+ * `pass` of them is body already judged to belong to the message; `out`
+ * holds a rewritten head that goes first. */
+struct hflow {
+    struct buf *in;
+    uint32_t pass;
+    struct buf *out;
+    struct http1_body body;
+    bool eof;
+};
+
+struct http_state {
+    uint8_t kind;
+    bool head_req;  /* HEAD: the response has no body */
+    bool keepalive; /* the client may send another request after this one */
+    bool up_reuse;  /* the upstream connection may serve another request */
+    bool resp_head; /* the final response head has been forwarded */
+    bool websocket; /* Upgrade: websocket was asked for */
+    bool reused;    /* this upstream came from the pool */
+    bool retried;
+    bool logged;
+    bool authed;    /* this request's credentials were verified */
+    size_t scanned; /* http1_head_end() progress on the current head */
+    int status;
+    char method[24];
+    char key[300]; /* "host:port" of the current upstream */
+    struct hflow req, resp;
+    char *head_copy; /* the rewritten request head, for a retry on a stale pooled connection */
+    uint32_t head_copy_len;
+    uint64_t req_bytes, resp_bytes;
+};
+
+/* An idle upstream connection waiting for a request to the same place. */
+struct pooled {
+    struct list link;
+    struct io io;
+    struct worker *w;
+    uint64_t since;
+    char key[300];
+};
+
+struct http_pool {
+    struct list idle;
+    uint32_t n;
+    struct timer sweep;
+    struct worker *w;
+};
+
+/* ---- buffers ------------------------------------------------------------- */
+
+/* Heads may be larger than pool buffers: those get a buffer of their own. */
+static struct buf *hbuf_get(struct conn *c, uint32_t cap)
+{
+    if (cap <= c->w->bufs.size)
+        return buf_get(&c->w->bufs);
+    struct buf *b = malloc(sizeof(*b) + cap);
+    if (!b)
+        return NULL;
+    b->next = NULL;
+    b->start = b->end = 0;
+    b->cap = cap;
+    c->w->bufs.in_use++;
+    return b;
+}
+
+static void hflow_release(struct conn *c, struct hflow *f)
+{
+    buf_put(&c->w->bufs, f->in);
+    buf_put(&c->w->bufs, f->out);
+    f->in = f->out = NULL;
+    f->pass = 0;
+}
+
+/* ---- the pool -------------------------------------------------------------- */
+
+static struct http_pool *pool_get(struct worker *w)
+{
+    return w->http;
+}
+
+static void pooled_free(struct pooled *p)
+{
+    struct http_pool *pool = pool_get(p->w);
+    list_del(&p->link);
+    pool->n--;
+    if (p->io.fd >= 0) {
+        int fd = p->io.fd;
+        loop_io_del(&p->w->loop, &p->io);
+        close(fd);
+    }
+    free(p);
+}
+
+/* Anything from an idle upstream (EOF, an error, unasked-for bytes) makes
+ * it unusable. Freed late: the loop may hold another event for it. */
+static void pooled_on_io(struct io *io, uint32_t events)
+{
+    (void)events;
+    struct pooled *p = container_of(io, struct pooled, io);
+    int fd = io->fd;
+    loop_io_del(&p->w->loop, io);
+    close(fd);
+    p->since = 0; /* swept at once */
+    struct http_pool *pool = pool_get(p->w);
+    loop_timer_arm(&p->w->loop, &pool->sweep, 0);
+}
+
+static void pool_on_sweep(struct timer *t)
+{
+    struct http_pool *pool = container_of(t, struct http_pool, sweep);
+    struct worker *w = pool->w;
+    uint64_t now = loop_now(&w->loop);
+    uint32_t idle = w->cur->cfg->http.pool_idle_ms;
+    struct list *pos, *tmp;
+    list_for_each_safe(pos, tmp, &pool->idle)
+    {
+        struct pooled *p = container_of(pos, struct pooled, link);
+        if (p->io.fd < 0 || now - p->since >= idle)
+            pooled_free(p);
+    }
+    if (pool->n)
+        loop_timer_arm(&w->loop, &pool->sweep, HTTP_POOL_SWEEP_MS);
+}
+
+static struct http_pool *pool_ensure(struct worker *w)
+{
+    if (w->http)
+        return w->http;
+    struct http_pool *pool = calloc(1, sizeof(*pool));
+    if (!pool)
+        return NULL;
+    list_init(&pool->idle);
+    timer_init(&pool->sweep, pool_on_sweep);
+    pool->w = w;
+    w->http = pool;
+    return pool;
+}
+
+void http_pool_fini(struct worker *w)
+{
+    struct http_pool *pool = w->http;
+    if (!pool)
+        return;
+    while (!list_empty(&pool->idle))
+        pooled_free(container_of(pool->idle.next, struct pooled, link));
+    loop_timer_stop(&w->loop, &pool->sweep);
+    free(pool);
+    w->http = NULL;
+}
+
+/* Give the session's upstream connection to the pool (or close it). */
+static void pool_put(struct conn *c)
+{
+    struct worker *w = c->w;
+    int fd = c->up.fd;
+    if (fd < 0)
+        return;
+    uint32_t max = conn_cfg(c)->http.pool_size;
+    struct http_pool *pool = max ? pool_ensure(w) : NULL;
+    loop_io_del(&w->loop, &c->up);
+    struct pooled *p = pool && pool->n < max ? calloc(1, sizeof(*p)) : NULL;
+    if (!p) {
+        close(fd);
+        return;
+    }
+    p->w = w;
+    p->since = loop_now(&w->loop);
+    snprintf(p->key, sizeof(p->key), "%s", c->http->key);
+    io_init(&p->io, pooled_on_io);
+    if (loop_io_add(&w->loop, &p->io, fd, EPOLLIN | EPOLLRDHUP) < 0) {
+        close(fd);
+        free(p);
+        return;
+    }
+    list_add_tail(&pool->idle, &p->link);
+    pool->n++;
+    if (!timer_armed(&pool->sweep))
+        loop_timer_arm(&w->loop, &pool->sweep, HTTP_POOL_SWEEP_MS);
+}
+
+/* An idle connection to key, newest first; -1 if none. */
+static int pool_take(struct conn *c, const char *key, struct addr *peer)
+{
+    struct http_pool *pool = c->w->http;
+    if (!pool)
+        return -1;
+    for (struct list *pos = pool->idle.prev; pos != &pool->idle; pos = pos->prev) {
+        struct pooled *p = container_of(pos, struct pooled, link);
+        if (p->io.fd < 0 || strcmp(p->key, key) != 0)
+            continue;
+        int fd = p->io.fd;
+        loop_io_del(&c->w->loop, &p->io);
+        p->io.fd = -1;
+        pooled_free(p);
+        if (sock_peer_addr(fd, peer) < 0) {
+            close(fd);
+            continue;
+        }
+        return fd;
+    }
+    return -1;
+}
+
+/* ---- answers ------------------------------------------------------------- */
+
+/* A complete error response with a short text body, then a lingering close. */
+static void http_error(struct conn *c, int status, const char *text, const char *why)
+{
+    char msg[1024];
+    const char *extra = status == 407 ? "Proxy-Authenticate: Basic realm=\"ferry\"\r\n" : "";
+    int body = (int)strlen(text) + 1;
+    int n = snprintf(msg, sizeof(msg),
+                     "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                     "Content-Length: %d\r\n%sConnection: close\r\n\r\n%s\n",
+                     status, http1_reason(status), body, extra, text);
+    if (c->http)
+        c->http->status = status;
+    c->why = why;
+    stat_add(&c->w->stats.http_errors, 1);
+    int rc = conn_send_client(c, (const uint8_t *)msg, (size_t)n);
+    if (rc) {
+        conn_close_err(c, "client-error", rc);
+        return;
+    }
+    conn_linger(c);
+}
+
+void http_fail_reply(struct conn *c, uint8_t rep, const char *why)
+{
+    int status;
+    const char *text;
+    switch (rep) {
+    case SOCKS5_REP_NOT_ALLOWED:
+        status = 403;
+        text = "ferry: the destination is not allowed";
+        break;
+    case SOCKS5_REP_TTL_EXPIRED:
+        status = 504;
+        text = "ferry: the destination did not answer in time";
+        break;
+    case SOCKS5_REP_HOST_UNREACHABLE:
+        status = 502;
+        text = strcmp(why, "resolve-failed") == 0 ? "ferry: the destination name does not resolve"
+                                                  : "ferry: the destination host is unreachable";
+        break;
+    case SOCKS5_REP_CONNECTION_REFUSED:
+        status = 502;
+        text = "ferry: the destination refused the connection";
+        break;
+    case SOCKS5_REP_NETWORK_UNREACHABLE:
+        status = 502;
+        text = "ferry: the destination network is unreachable";
+        break;
+    case SOCKS5_REP_COMMAND_NOT_SUPPORTED:
+        status = 501;
+        text = "ferry: not supported";
+        break;
+    default:
+        status = 502;
+        text = "ferry: the connection to the destination failed";
+        break;
+    }
+    http_error(c, status, text, why);
+}
+
+/* ---- the access log ------------------------------------------------------ */
+
+static void http_log(struct conn *c)
+{
+    struct http_state *h = c->http;
+    if (!h || h->logged || !h->method[0])
+        return;
+    h->logged = true;
+    char reply[16];
+    snprintf(reply, sizeof(reply), "%d", h->status);
+    uint64_t up = c->c2u.bytes, down = c->u2c.bytes;
+    if (h->kind == HTTP_FORWARD) {
+        c->c2u.bytes = h->req_bytes;
+        c->u2c.bytes = h->resp_bytes;
+    }
+    conn_access_log(c, h->method, h->status ? reply : "-");
+    c->c2u.bytes = up;
+    c->u2c.bytes = down;
+}
+
+void http_free(struct conn *c)
+{
+    struct http_state *h = c->http;
+    if (!h)
+        return;
+    http_log(c);
+    hflow_release(c, &h->req);
+    hflow_release(c, &h->resp);
+    free(h->head_copy);
+    free(h);
+    c->http = NULL;
+}
+
+/* ---- request heads --------------------------------------------------------- */
+
+static void http_request(struct conn *c);
+static void http_fwd_start(struct conn *c);
+
+void http_start(struct conn *c)
+{
+    struct http_state *h = calloc(1, sizeof(*h));
+    if (!h) {
+        conn_close_err(c, "no-memory", -ENOMEM);
+        return;
+    }
+    c->http = h;
+    conn_set_state(c, CONN_ST_HTTP_HEAD);
+    http_drive(c, 0);
+}
+
+/* Append to a head being built; false when it does not fit. */
+static bool out_add(struct buf *o, const void *p, size_t n)
+{
+    if (buf_room(o) < n)
+        return false;
+    memcpy(buf_tail(o), p, n);
+    o->end += (uint32_t)n;
+    return true;
+}
+
+static bool out_str(struct buf *o, const char *s)
+{
+    return out_add(o, s, strlen(s));
+}
+
+/* Copy the fields that are not hop-by-hop; keep the framing ones, since
+ * bodies go through unchanged. With keep_upgrade, Upgrade and
+ * Connection: Upgrade survive (a WebSocket handshake). */
+static bool copy_fields(struct buf *o, const struct http1_msg *m, bool keep_upgrade, bool skip_host)
+{
+    for (unsigned i = 0; i < m->nh; i++) {
+        const struct http1_header *f = &m->h[i];
+        bool framing = http1_name_is(f, "transfer-encoding");
+        if (skip_host && http1_name_is(f, "host"))
+            continue;
+        if (http1_name_is(f, "via"))
+            continue; /* rewritten with ours appended */
+        if (!framing && http1_hop_by_hop(m, f) && !(keep_upgrade && http1_name_is(f, "upgrade")))
+            continue;
+        if (!out_add(o, f->name, f->nlen) || !out_str(o, ": ") || !out_add(o, f->value, f->vlen) ||
+            !out_str(o, "\r\n"))
+            return false;
+    }
+    return true;
+}
+
+/* The Via header: any the message carried, then ours. */
+static bool add_via(struct buf *o, const struct http1_msg *m, const char *via)
+{
+    const struct http1_header *old = http1_find(m, "via");
+    if (!via[0]) {
+        if (old)
+            return out_str(o, "Via: ") && out_add(o, old->value, old->vlen) && out_str(o, "\r\n");
+        return true;
+    }
+    char line[128];
+    snprintf(line, sizeof(line), "%s1.%d %s\r\n", old ? ", " : "Via: ", m->minor, via);
+    if (old)
+        return out_str(o, "Via: ") && out_add(o, old->value, old->vlen) && out_str(o, line);
+    return out_str(o, line);
+}
+
+/* The head that goes upstream: origin-form target, our Host and Via. */
+static int build_request_head(struct conn *c, const struct http1_msg *m, size_t path_off,
+                              const char *authority, size_t alen)
+{
+    struct http_state *h = c->http;
+    struct buf *o = h->req.out = hbuf_get(c, HTTP_OUT_MAX);
+    if (!o)
+        return -ENOMEM;
+    const char *path = m->target + path_off;
+    size_t plen = m->tlen - path_off;
+    char line[64];
+    snprintf(line, sizeof(line), " HTTP/1.%d\r\nHost: ", m->minor);
+    bool ok = out_add(o, m->method, m->mlen) && out_str(o, " ") &&
+              (plen == 0 || path[0] != '/' ? out_str(o, "/") : true) && out_add(o, path, plen) &&
+              out_str(o, line) && out_add(o, authority, alen) && out_str(o, "\r\n") &&
+              copy_fields(o, m, h->websocket, true) && add_via(o, m, conn_cfg(c)->http.via);
+    if (ok && h->websocket)
+        ok = out_str(o, "Connection: Upgrade\r\n");
+    else if (ok && m->minor == 0 && h->keepalive)
+        ok = out_str(o, "Connection: keep-alive\r\n");
+    if (!ok || !out_str(o, "\r\n"))
+        return -E2BIG;
+    /* Kept until the response starts: a stale pooled connection is retried. */
+    free(h->head_copy);
+    h->head_copy = malloc(buf_len(o));
+    if (h->head_copy) {
+        memcpy(h->head_copy, buf_head(o), buf_len(o));
+        h->head_copy_len = buf_len(o);
+    }
+    return 0;
+}
+
+static void http_on_auth(void *owner, int result);
+
+/* A complete request head is at the start of req.in. */
+static void http_request_head(struct conn *c, size_t headlen)
+{
+    struct http_state *h = c->http;
+    const struct config *cfg = conn_cfg(c);
+    struct http1_msg *m = malloc(sizeof(*m));
+    if (!m) {
+        conn_close_err(c, "no-memory", -ENOMEM);
+        return;
+    }
+    int rc = http1_parse_request(buf_head(h->req.in), headlen, cfg->http.max_line, m);
+    if (rc) {
+        free(m);
+        snprintf(h->method, sizeof(h->method), "-");
+        http_error(c, http1_error_status(rc),
+                   rc == HTTP1_E_SMUGGLING ? "ferry: ambiguous message framing"
+                   : rc == HTTP1_E_CODING  ? "ferry: unsupported transfer coding"
+                   : rc == HTTP1_E_VERSION ? "ferry: only HTTP/1.0 and HTTP/1.1 are spoken here"
+                   : rc == HTTP1_E_URI_TOO_LONG ? "ferry: request line too long"
+                   : rc == HTTP1_E_TOO_LARGE    ? "ferry: request header fields too large"
+                                                : "ferry: malformed request",
+                   "bad-request");
+        return;
+    }
+    c->t_start = loop_now(&c->w->loop);
+    snprintf(h->method, sizeof(h->method), "%.*s", m->mlen < 20 ? (int)m->mlen : 20, m->method);
+    h->logged = false;
+    h->status = 0;
+    h->req_bytes = h->resp_bytes = 0;
+    h->head_req = m->mlen == 4 && memcmp(m->method, "HEAD", 4) == 0;
+    h->keepalive = m->minor == 1 ? !m->conn_close : m->conn_keepalive;
+    const struct http1_header *up = http1_find(m, "upgrade");
+    h->websocket = m->upgrade && up && http1_has_token(up->value, up->vlen, "websocket");
+
+    /* Proxy-Authorization, when authentication is on: every request
+     * carries it (a cached success makes that cheap). */
+    if (config_auth_enabled(cfg) && !h->authed) {
+        const struct http1_header *pa = http1_find(m, "proxy-authorization");
+        char user[256], pass[256];
+        size_t ulen, plen;
+        if (!pa || http1_basic_credentials(pa->value, pa->vlen, user, sizeof(user), &ulen, pass,
+                                           sizeof(pass), &plen) < 0) {
+            free(m);
+            http_error(c, 407, "ferry: proxy authentication required", "auth-required");
+            return;
+        }
+        conn_set_user(c, user, ulen);
+        struct auth_params p = {cfg->auth.users, cfg->auth.cachettl_ms};
+        int r = c->w->auth ? auth_begin(c->w->auth, &p, &c->client, user, ulen, pass, plen,
+                                        http_on_auth, c, &c->auth)
+                           : AUTH_BUSY;
+        explicit_bzero(pass, sizeof(pass));
+        if (r == AUTH_PENDING) {
+            free(m);
+            conn_set_state(c, CONN_ST_AUTH_WAIT);
+            return; /* the head stays in req.in; parsed again on the verdict */
+        }
+        if (r != AUTH_OK) {
+            free(m);
+            http_error(c, 407, "ferry: proxy authentication failed",
+                       r == AUTH_THROTTLED ? "auth-throttled"
+                       : r == AUTH_BUSY    ? "auth-busy"
+                                           : "auth-failed");
+            return;
+        }
+    }
+    h->authed = false; /* the next request brings its own credentials */
+
+    char host[256];
+    uint16_t port;
+    bool connect = m->mlen == 7 && memcmp(m->method, "CONNECT", 7) == 0;
+    if (connect) {
+        if (http1_parse_authority(m->target, m->tlen, host, sizeof(host), &port)) {
+            free(m);
+            http_error(c, 400, "ferry: CONNECT needs host:port", "bad-request");
+            return;
+        }
+        h->kind = HTTP_CONNECT;
+        buf_consume(h->req.in, (uint32_t)headlen);
+        /* Bytes behind the head belong to the tunnel: hand them over. */
+        if (buf_len(h->req.in)) {
+            c->c2u.buf = h->req.in;
+            h->req.in = NULL;
+        }
+        free(m);
+        c->cmd = SOCKS5_CMD_CONNECT;
+        struct addr ip;
+        bool is_ip = addr_parse_ip(host, port, &ip) == 0;
+        conn_dial(c, is_ip ? NULL : host, &ip, port);
+        return;
+    }
+    size_t path_off;
+    if (http1_parse_absolute(m->target, m->tlen, host, sizeof(host), &port, &path_off)) {
+        bool https = m->tlen > 8 && strncasecmp(m->target, "https://", 8) == 0;
+        free(m);
+        http_error(c, 400,
+                   https ? "ferry: use CONNECT for https (e.g. curl --proxytunnel)"
+                         : "ferry: this is a proxy; send an absolute URI (http://host/path) or "
+                           "CONNECT host:port",
+                   "bad-request");
+        return;
+    }
+    h->kind = HTTP_FORWARD;
+    const char *auth_start = m->target + 7;
+    size_t alen = (size_t)(m->target + path_off - auth_start);
+    rc = build_request_head(c, m, path_off, auth_start, alen);
+    if (rc) {
+        free(m);
+        http_error(c, 431, "ferry: request header fields too large", "bad-request");
+        return;
+    }
+    http1_body_request(&h->req.body, m);
+    free(m);
+    buf_consume(h->req.in, (uint32_t)headlen);
+    h->scanned = 0;
+
+    /* An idle connection to the same place saves a connect. */
+    snprintf(h->key, sizeof(h->key), "%s:%u", host, port);
+    free(c->dst_name);
+    c->dst_name = strdup(host);
+    c->dst_port = port;
+    struct addr peer;
+    int fd = pool_take(c, h->key, &peer);
+    if (fd >= 0) {
+        if (loop_io_add(&c->w->loop, &c->up, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET) == 0) {
+            stat_add(&c->w->stats.http_pool_hits, 1);
+            h->reused = true;
+            c->target = peer;
+            c->up_ev = SIDE_WR;
+            http_fwd_start(c);
+            return;
+        }
+        close(fd);
+    }
+    h->reused = false;
+    struct addr ip;
+    bool is_ip = addr_parse_ip(host, port, &ip) == 0;
+    conn_dial(c, is_ip ? NULL : host, &ip, port);
+}
+
+static void http_on_auth(void *owner, int result)
+{
+    struct conn *c = owner;
+    c->auth = NULL;
+    if (result != AUTH_OK) {
+        http_error(c, 407, "ferry: proxy authentication failed",
+                   result == AUTH_THROTTLED ? "auth-throttled"
+                   : result == AUTH_BUSY    ? "auth-busy"
+                                            : "auth-failed");
+        return;
+    }
+    /* Judge the head again, now as an authenticated request. */
+    conn_set_state(c, CONN_ST_HTTP_HEAD);
+    c->http->authed = true;
+    http_request(c);
+}
+
+/* Read and judge a request head (state HTTP_HEAD). */
+static void http_request(struct conn *c)
+{
+    struct http_state *h = c->http;
+    const struct config *cfg = conn_cfg(c);
+    uint32_t cap = cfg->http.max_header;
+    if (!h->req.in) {
+        /* A session's first bytes are in c2u.buf (the protocol was sniffed
+         * there); later requests start in their own buffer. */
+        if (c->c2u.buf && cap <= c->c2u.buf->cap) {
+            h->req.in = c->c2u.buf;
+            c->c2u.buf = NULL;
+        } else {
+            h->req.in = hbuf_get(c, cap + 1);
+            if (!h->req.in) {
+                conn_close_err(c, "no-memory", -ENOMEM);
+                return;
+            }
+            if (c->c2u.buf) {
+                memcpy(buf_tail(h->req.in), buf_head(c->c2u.buf), buf_len(c->c2u.buf));
+                h->req.in->end += buf_len(c->c2u.buf);
+                buf_put(&c->w->bufs, c->c2u.buf);
+                c->c2u.buf = NULL;
+            }
+        }
+    }
+    struct buf *b = h->req.in;
+    for (;;) {
+        ssize_t end = http1_head_end(buf_head(b), buf_len(b), cap, &h->scanned);
+        if (end > 0) {
+            http_request_head(c, (size_t)end);
+            return;
+        }
+        if (end < 0) {
+            snprintf(h->method, sizeof(h->method), "-");
+            http_error(c, http1_error_status((int)end),
+                       end == HTTP1_E_TOO_LARGE ? "ferry: request header fields too large"
+                                                : "ferry: malformed request",
+                       "bad-request");
+            return;
+        }
+        if (!(c->cli_ev & SIDE_RD) || h->req.eof)
+            break;
+        if (buf_room(b) == 0)
+            buf_compact(b);
+        uint32_t room = buf_room(b);
+        if (room == 0)
+            break;
+        ssize_t n = recv(c->cli.fd, buf_tail(b), room, 0);
+        if (n > 0) {
+            b->end += (uint32_t)n;
+            if ((uint32_t)n < room && !(c->cli_ev & SIDE_RDHUP))
+                c->cli_ev &= (uint8_t)~SIDE_RD;
+        } else if (n == 0) {
+            h->req.eof = true;
+        } else if (errno == EAGAIN) {
+            c->cli_ev &= (uint8_t)~SIDE_RD;
+        } else if (errno != EINTR) {
+            conn_close_err(c, "client-error", -errno);
+            return;
+        }
+    }
+    if (h->req.eof) {
+        /* A client that leaves between requests ends a keep-alive session
+         * normally; one that leaves mid-head does not. */
+        if (buf_len(b)) {
+            snprintf(h->method, sizeof(h->method), "-");
+            conn_close(c, "truncated-request");
+        } else {
+            conn_close(c, "client-closed");
+        }
+    }
+}
+
+/* ---- after connecting ------------------------------------------------------ */
+
+static void http_forward(struct conn *c);
+
+/* The request goes upstream; the response is waited for, bounded by
+ * iotimeout like any relayed traffic (0: the client decides how long). */
+static void http_fwd_start(struct conn *c)
+{
+    conn_set_state(c, CONN_ST_HTTP_FWD);
+    c->last_active = loop_now(&c->w->loop);
+    conn_arm_idle(c);
+    http_forward(c);
+}
+
+void http_connected(struct conn *c)
+{
+    struct http_state *h = c->http;
+    if (h->kind == HTTP_CONNECT) {
+        static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+        h->status = 200;
+        c->reply = SOCKS5_REP_SUCCEEDED;
+        int rc = conn_send_client(c, (const uint8_t *)ok, sizeof(ok) - 1);
+        if (rc) {
+            conn_close_err(c, "client-error", rc);
+            return;
+        }
+        conn_relay_start(c);
+        return;
+    }
+    c->up_ev = SIDE_WR;
+    http_fwd_start(c);
+}
+
+/* ---- forwarding -------------------------------------------------------------- */
+
+/* Send out, then the cleared body bytes of in, to fd. Returns 0 when all
+ * went, 1 when fd is full, or -errno. */
+static int hflow_flush(struct hflow *f, int fd, uint8_t *ev, uint64_t *count)
+{
+    while (f->out && buf_len(f->out)) {
+        if (!(*ev & SIDE_WR))
+            return 1;
+        ssize_t n = send(fd, buf_head(f->out), buf_len(f->out), MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EAGAIN) {
+                *ev &= (uint8_t)~SIDE_WR;
+                return 1;
+            }
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        buf_consume(f->out, (uint32_t)n);
+    }
+    while (f->pass) {
+        if (!(*ev & SIDE_WR))
+            return 1;
+        ssize_t n = send(fd, buf_head(f->in), f->pass, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EAGAIN) {
+                *ev &= (uint8_t)~SIDE_WR;
+                return 1;
+            }
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        buf_consume(f->in, (uint32_t)n);
+        f->pass -= (uint32_t)n;
+        *count += (uint64_t)n;
+    }
+    return 0;
+}
+
+/* Read from fd into f->in. Returns bytes read, 0 (nothing now, or EOF:
+ * see f->eof), or -errno. */
+static ssize_t hflow_read(struct conn *c, struct hflow *f, int fd, uint8_t *ev, uint32_t cap)
+{
+    if (!(*ev & SIDE_RD) || f->eof)
+        return 0;
+    if (!f->in && !(f->in = hbuf_get(c, cap)))
+        return -ENOMEM;
+    if (buf_room(f->in) == 0)
+        buf_compact(f->in);
+    uint32_t room = buf_room(f->in);
+    if (room == 0)
+        return 0;
+    for (;;) {
+        ssize_t n = recv(fd, buf_tail(f->in), room, 0);
+        if (n > 0) {
+            f->in->end += (uint32_t)n;
+            if ((uint32_t)n < room && !(*ev & SIDE_RDHUP))
+                *ev &= (uint8_t)~SIDE_RD;
+            return n;
+        }
+        if (n == 0) {
+            f->eof = true;
+            return 0;
+        }
+        if (errno == EAGAIN) {
+            *ev &= (uint8_t)~SIDE_RD;
+            return 0;
+        }
+        if (errno != EINTR)
+            return -errno;
+    }
+}
+
+/* Judge body bytes of f->in beyond those already cleared. */
+static int hflow_scan(struct hflow *f)
+{
+    if (!f->in || f->body.done)
+        return 0;
+    uint32_t avail = buf_len(f->in) - f->pass;
+    if (!avail)
+        return 0;
+    ssize_t n = http1_body_scan(&f->body, buf_head(f->in) + f->pass, avail);
+    if (n < 0)
+        return (int)n;
+    f->pass += (uint32_t)n;
+    return 0;
+}
+
+/* The response head is complete in resp.in: rewrite it into resp.out. */
+static int http_response_head(struct conn *c, size_t headlen)
+{
+    struct http_state *h = c->http;
+    struct http1_msg *m = malloc(sizeof(*m));
+    if (!m)
+        return -ENOMEM;
+    int rc = http1_parse_response(buf_head(h->resp.in), headlen, m);
+    if (rc) {
+        free(m);
+        return rc;
+    }
+    bool informational = m->status >= 100 && m->status < 200 && m->status != 101;
+    bool switching = m->status == 101 && h->websocket;
+    if (m->status == 101 && !h->websocket) {
+        free(m);
+        return HTTP1_E_BAD; /* an upgrade nobody asked for */
+    }
+    if (!informational) {
+        h->status = m->status;
+        http1_body_response(&h->resp.body, m, h->head_req);
+        if (h->resp.body.kind == HTTP1_BODY_CLOSE)
+            h->keepalive = false; /* only the close can end it for the client too */
+        h->up_reuse = !m->conn_close && (m->minor == 1 || m->conn_keepalive) &&
+                      h->resp.body.kind != HTTP1_BODY_CLOSE && !switching;
+    }
+    struct buf *o = h->resp.out ? h->resp.out : (h->resp.out = hbuf_get(c, HTTP_OUT_MAX));
+    if (!o) {
+        free(m);
+        return -ENOMEM;
+    }
+    char line[64];
+    snprintf(line, sizeof(line), "HTTP/1.1 %03d ", m->status);
+    bool ok = out_str(o, line) && out_add(o, m->reason, m->rlen) && out_str(o, "\r\n") &&
+              copy_fields(o, m, switching, false) && add_via(o, m, conn_cfg(c)->http.via);
+    if (ok && switching)
+        ok = out_str(o, "Connection: Upgrade\r\n");
+    else if (ok && !informational)
+        ok = out_str(o, h->keepalive ? "" : "Connection: close\r\n");
+    ok = ok && out_str(o, "\r\n");
+    free(m);
+    if (!ok)
+        return HTTP1_E_TOO_LARGE;
+    buf_consume(h->resp.in, (uint32_t)headlen);
+    h->scanned = 0;
+    if (!informational)
+        h->resp_head = true;
+    if (switching)
+        h->kind = HTTP_CONNECT; /* from here on, bytes both ways */
+    return 0;
+}
+
+/* Both messages are done: log, then wait for the next request or close. */
+static void http_exchange_done(struct conn *c)
+{
+    struct http_state *h = c->http;
+    c->why = "done";
+    http_log(c);
+    c->why = NULL;
+    free(h->head_copy);
+    h->head_copy = NULL;
+    /* Reusable only if the upstream said nothing beyond its response. */
+    bool up_ok = h->up_reuse && h->req.body.done && !h->resp.eof &&
+                 (!h->resp.in || buf_len(h->resp.in) == 0);
+    if (up_ok)
+        pool_put(c);
+    else
+        conn_close_fd(&c->up);
+    buf_put(&c->w->bufs, h->resp.in);
+    buf_put(&c->w->bufs, h->resp.out);
+    buf_put(&c->w->bufs, h->req.out);
+    h->resp.in = h->resp.out = h->req.out = NULL;
+    h->resp.pass = h->req.pass = 0;
+    h->resp.eof = false;
+    h->resp_head = false;
+    h->kind = HTTP_NONE;
+    h->method[0] = '\0';
+    c->reply = 0xff;
+    c->target = (struct addr){0};
+    if (!h->keepalive || h->req.eof) {
+        conn_close(c, "done");
+        return;
+    }
+    /* What the client sent behind the request is the next one. */
+    if (h->req.in && buf_len(h->req.in) == 0) {
+        buf_put(&c->w->bufs, h->req.in);
+        h->req.in = NULL;
+    }
+    conn_set_state(c, CONN_ST_HTTP_HEAD);
+    loop_timer_arm(&c->w->loop, &c->timer, conn_cfg(c)->http.keepalive_ms);
+    loop_defer(&c->w->loop, &c->task); /* a pipelined request may be waiting */
+}
+
+/* A pooled connection that turns out closed before any response byte: the
+ * request is sent again on a fresh one, once, when nothing of a body has
+ * gone yet. */
+static bool http_retry(struct conn *c)
+{
+    struct http_state *h = c->http;
+    if (!h->reused || h->retried || h->resp_head || (h->resp.in && buf_len(h->resp.in)) ||
+        !h->head_copy || h->req_bytes)
+        return false;
+    h->retried = true;
+    h->reused = false;
+    conn_close_fd(&c->up);
+    buf_put(&c->w->bufs, h->req.out);
+    h->req.out = hbuf_get(c, HTTP_OUT_MAX);
+    if (!h->req.out)
+        return false;
+    memcpy(buf_tail(h->req.out), h->head_copy, h->head_copy_len);
+    h->req.out->end += h->head_copy_len;
+    h->resp.eof = false;
+    struct addr ip;
+    const char *host = c->dst_name;
+    bool is_ip = host && addr_parse_ip(host, c->dst_port, &ip) == 0;
+    conn_dial(c, is_ip ? NULL : host, &ip, c->dst_port);
+    return true;
+}
+
+static void http_forward(struct conn *c)
+{
+    struct http_state *h = c->http;
+    uint32_t cap = conn_cfg(c)->buffer_size;
+    uint32_t headcap = conn_cfg(c)->http.max_header + 1;
+    for (int round = 0; round < 64; round++) {
+        bool progress = false;
+        /* client -> upstream: the head, then the body */
+        int rc = hflow_flush(&h->req, c->up.fd, &c->up_ev, &h->req_bytes);
+        if (rc < 0) {
+            if (http_retry(c))
+                return;
+            c->err = rc;
+            http_error(c, 502, "ferry: the destination closed the connection", "upstream-error");
+            return;
+        }
+        if (!h->req.body.done && h->req.pass == 0) {
+            if (h->req.in && buf_len(h->req.in)) {
+                if ((rc = hflow_scan(&h->req)) < 0) {
+                    http_error(c, 400, "ferry: bad chunked request body", "bad-request");
+                    return;
+                }
+                progress |= h->req.pass > 0;
+            } else {
+                ssize_t n = hflow_read(c, &h->req, c->cli.fd, &c->cli_ev, cap);
+                if (n < 0) {
+                    conn_close_err(c, "client-error", (int)n);
+                    return;
+                }
+                if (n == 0 && h->req.eof && !h->req.body.done) {
+                    conn_close(c, "client-closed"); /* gone mid-body */
+                    return;
+                }
+                progress |= n > 0;
+            }
+        }
+        /* upstream -> client: heads (1xx first), then the body */
+        rc = hflow_flush(&h->resp, c->cli.fd, &c->cli_ev, &h->resp_bytes);
+        if (rc < 0) {
+            conn_close_err(c, "client-error", rc);
+            return;
+        }
+        if (h->kind == HTTP_CONNECT && rc == 0) {
+            /* a WebSocket switched: what is left of both buffers goes
+             * through the relay like any tunnel bytes */
+            loop_timer_stop(&c->w->loop, &c->timer);
+            if (h->req.in && buf_len(h->req.in)) {
+                c->c2u.buf = h->req.in;
+                h->req.in = NULL;
+            }
+            if (h->resp.in && buf_len(h->resp.in)) {
+                c->u2c.buf = h->resp.in;
+                h->resp.in = NULL;
+            }
+            c->c2u.bytes += h->req_bytes;
+            c->u2c.bytes += h->resp_bytes;
+            conn_relay_start(c);
+            return;
+        }
+        if (rc == 0 && !h->resp.pass) {
+            if (h->resp_head && h->resp.body.done) {
+                if (h->req.body.done) {
+                    http_exchange_done(c);
+                    return;
+                }
+            } else if (h->resp.in && buf_len(h->resp.in) && !h->resp_head) {
+                ssize_t end = http1_head_end(buf_head(h->resp.in), buf_len(h->resp.in),
+                                             conn_cfg(c)->http.max_header, &h->scanned);
+                if (end < 0 || (end > 0 && (rc = http_response_head(c, (size_t)end)) < 0)) {
+                    c->err = 0;
+                    http_error(c, 502, "ferry: the destination sent a malformed response",
+                               "bad-response");
+                    return;
+                }
+                if (end > 0) {
+                    progress = true;
+                    continue;
+                }
+            } else if (h->resp_head && h->resp.in && buf_len(h->resp.in)) {
+                if (hflow_scan(&h->resp) < 0) {
+                    conn_close(c, "bad-response"); /* mid-body: no clean answer left */
+                    return;
+                }
+                progress |= h->resp.pass > 0;
+            }
+            if (!h->resp.pass && !(h->resp_head && h->resp.body.done)) {
+                ssize_t n =
+                    hflow_read(c, &h->resp, c->up.fd, &c->up_ev, h->resp_head ? cap : headcap);
+                if (n < 0) {
+                    if (http_retry(c))
+                        return;
+                    c->err = (int)n;
+                    if (h->resp_head) {
+                        conn_close_err(c, "upstream-error", (int)n);
+                        return;
+                    }
+                    http_error(c, 502, "ferry: the destination closed the connection",
+                               "upstream-error");
+                    return;
+                }
+                if (n == 0 && h->resp.eof) {
+                    if (h->resp_head && h->resp.body.kind == HTTP1_BODY_CLOSE) {
+                        h->resp.body.done = true;
+                        progress = true;
+                    } else if (!h->resp_head) {
+                        if (http_retry(c))
+                            return;
+                        http_error(c, 502, "ferry: the destination closed without a response",
+                                   "upstream-closed");
+                        return;
+                    } else {
+                        conn_close(c, "upstream-closed"); /* cut short mid-body */
+                        return;
+                    }
+                }
+                progress |= n > 0;
+            }
+        }
+        if (!progress)
+            return;
+        c->last_active = loop_now(&c->w->loop);
+    }
+    loop_defer(&c->w->loop, &c->task); /* yield to the other sessions */
+}
+
+void http_drive(struct conn *c, uint32_t up_events)
+{
+    (void)up_events;
+    if (!c->http)
+        return;
+    if (c->state == CONN_ST_HTTP_HEAD)
+        http_request(c);
+    else if (c->state == CONN_ST_HTTP_FWD)
+        http_forward(c);
+}
+
+void http_timeout(struct conn *c)
+{
+    struct http_state *h = c->http;
+    switch ((enum conn_state)c->state) {
+    case CONN_ST_HTTP_HEAD:
+        if (h && h->req.in && buf_len(h->req.in)) {
+            snprintf(h->method, sizeof(h->method), "-");
+            http_error(c, 408, "ferry: request timeout", "handshake-timeout");
+        } else {
+            conn_close(c, "keepalive-timeout");
+        }
+        return;
+    case CONN_ST_AUTH_WAIT:
+        auth_abandon(c->auth);
+        c->auth = NULL;
+        http_error(c, 503, "ferry: authentication is busy; try again", "auth-timeout");
+        return;
+    case CONN_ST_HTTP_FWD: {
+        uint32_t idle = conn_cfg(c)->iotimeout_ms;
+        if (!idle || loop_now(&c->w->loop) - c->last_active < idle) {
+            conn_arm_idle(c); /* activity since arming: coarse idle accounting */
+            return;
+        }
+        if (h && !h->resp_head) {
+            http_error(c, 504, "ferry: the destination did not answer in time", "upstream-timeout");
+            return;
+        }
+        conn_close(c, "idle-timeout");
+        return;
+    }
+    default:
+        conn_close(c, "timeout");
+        return;
+    }
+}

@@ -1,0 +1,70 @@
+/*
+ * session.h: what the protocol rooms of relay/ (socks.c, http.c) share with
+ * the session core (conn.c). Not for use outside relay/.
+ *
+ * Outcomes are spoken in SOCKS5 REP codes (RFC 1928 section 6) everywhere
+ * in relay/: each protocol maps them to its own answer (a SOCKS4 0x5B, an
+ * HTTP 502/504/403...). conn_connected() and conn_fail() dispatch on
+ * c->proto.
+ */
+#ifndef FERRY_RELAY_SESSION_H
+#define FERRY_RELAY_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "relay/conn.h"
+
+const struct config *conn_cfg(const struct conn *c);
+void conn_set_state(struct conn *c, enum conn_state s);
+
+/* End the session: access log, counters, descriptors, deferred free. */
+void conn_close(struct conn *c, const char *why);
+void conn_close_err(struct conn *c, const char *why, int err);
+void conn_close_fd(struct io *io);
+/* The access-log line (conn_close writes it; HTTP writes one per request). */
+void conn_access_log(struct conn *c, const char *cmd, const char *reply);
+
+/* Send a short message to the client (a reply); what does not go out at
+ * once is kept and flushed later. Returns 0 or -errno. */
+int conn_send_client(struct conn *c, const uint8_t *p, size_t len);
+/* After a failure reply: flush it, shut our side, drain, close. */
+void conn_linger(struct conn *c);
+/* Answer the client with the protocol's form of rep, then linger. */
+void conn_fail(struct conn *c, uint8_t rep, const char *why);
+
+/* Read what the client sent into c2u.buf (handshakes). 0 or -errno. */
+int conn_read_handshake(struct conn *c);
+/* Resolve (name non-NULL) or take ip, then connect within connect_timeout;
+ * ends in conn_connected() or conn_fail(). */
+void conn_dial(struct conn *c, const char *name, const struct addr *ip, uint16_t port);
+/* The outgoing connection is up (c->up, c->bnd set): the protocol answers. */
+void conn_connected(struct conn *c);
+/* Switch to the byte relay (CONNECT tunnels, BIND, WebSocket). */
+void conn_relay_start(struct conn *c);
+void conn_arm_idle(struct conn *c);
+
+/* socks.c */
+void socks_handshake(struct conn *c);
+void socks_connected(struct conn *c);
+void socks_fail_reply(struct conn *c, uint8_t rep);
+void socks_udp_drive(struct conn *c);
+void socks_bind_event(struct conn *c, uint32_t events);
+void socks_bind_timeout(struct conn *c);
+void socks_auth_timeout(struct conn *c);
+
+/* http.c */
+void http_start(struct conn *c);
+void http_drive(struct conn *c, uint32_t up_events);
+void http_connected(struct conn *c);
+void http_fail_reply(struct conn *c, uint8_t rep, const char *why);
+void http_timeout(struct conn *c);
+void http_free(struct conn *c);
+void http_pool_fini(struct worker *w);
+
+/* Shared by SOCKS5 and HTTP: the verdict of an authentication. */
+void conn_set_user(struct conn *c, const char *name, size_t len);
+
+#endif

@@ -1,0 +1,487 @@
+/*
+ * socks.c: the SOCKS side of a session: SOCKS5 (RFC 1928) greeting, RFC 1929
+ * sub-negotiation and request; SOCKS4 and 4a; and the commands beyond
+ * CONNECT: UDP ASSOCIATE (handed to udp/) and BIND. It drives the pure
+ * parsers of proto/ with what the client sent and answers in the client's
+ * own protocol; resolving, dialing and relaying are conn.c's.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "auth/auth.h"
+#include "core/buf.h"
+#include "core/sock.h"
+#include "log/log.h"
+#include "proto/socks4.h"
+#include "proto/socks5.h"
+#include "relay/session.h"
+#include "udp/udp.h"
+
+/* ---- answers ---------------------------------------------------------- */
+
+void socks_fail_reply(struct conn *c, uint8_t rep)
+{
+    uint8_t msg[SOCKS5_REPLY_MAX];
+    size_t n;
+    if (c->proto == PROTO_SOCKS4)
+        n = socks4_write_reply(msg, SOCKS4_REJECTED, NULL);
+    else
+        n = socks5_write_reply(msg, sizeof(msg), rep, NULL);
+    int rc = conn_send_client(c, msg, n);
+    if (rc) {
+        conn_close_err(c, "client-error", rc);
+        return;
+    }
+    conn_linger(c);
+}
+
+/* Success with bnd; returns 0 or -1 after closing. */
+static int socks_reply_ok(struct conn *c, const struct addr *bnd)
+{
+    uint8_t msg[SOCKS5_REPLY_MAX];
+    size_t n = c->proto == PROTO_SOCKS4
+                   ? socks4_write_reply(msg, SOCKS4_GRANTED, bnd)
+                   : socks5_write_reply(msg, sizeof(msg), SOCKS5_REP_SUCCEEDED, bnd);
+    c->reply = SOCKS5_REP_SUCCEEDED;
+    stat_add(&c->w->stats.socks5_replies[0], 1);
+    int rc = conn_send_client(c, msg, n);
+    if (rc) {
+        conn_close_err(c, "client-error", rc);
+        return -1;
+    }
+    return 0;
+}
+
+void socks_connected(struct conn *c)
+{
+    if (socks_reply_ok(c, &c->bnd) == 0)
+        conn_relay_start(c);
+}
+
+/* ---- UDP ASSOCIATE ----------------------------------------------------- */
+
+static void socks_udp_activity(void *arg)
+{
+    struct conn *c = arg;
+    c->last_active = loop_now(&c->w->loop);
+}
+
+/* RFC 1928 section 7. The request's DST.ADDR/DST.PORT are not used: many
+ * clients put the destination or zeros there; the association accepts the
+ * control connection's client address, from the port of its first
+ * datagram. */
+static void socks_udp(struct conn *c)
+{
+    struct worker *w = c->w;
+    struct addr local, bnd;
+    if (sock_local_addr(c->cli.fd, &local) < 0) {
+        conn_fail(c, SOCKS5_REP_GENERAL_FAILURE, "udp-socket");
+        return;
+    }
+    int rc = udp_assoc_open(w, &conn_cfg(c)->udp, c->listen_index, &c->client, &local, &bnd,
+                            socks_udp_activity, c, &c->udp);
+    if (rc) {
+        c->err = rc == -ENOMEM ? rc : 0;
+        conn_fail(c, SOCKS5_REP_GENERAL_FAILURE,
+                  rc == UDP_OPEN_LIMIT ? "udp-associations-limit" : "udp-socket");
+        return;
+    }
+    c->bnd = bnd;
+    c->target = bnd;
+    if (socks_reply_ok(c, &bnd))
+        return;
+    conn_set_state(c, CONN_ST_UDP);
+    c->last_active = loop_now(&w->loop);
+    conn_arm_idle(c);
+    /* The control connection carries nothing more; bytes already read
+     * behind the request are discarded with the rest. */
+    buf_put(&w->bufs, c->c2u.buf);
+    c->c2u.buf = NULL;
+}
+
+/* The control connection of an association: whatever arrives is read and
+ * discarded; its end (EOF or error) ends the association. */
+void socks_udp_drive(struct conn *c)
+{
+    char sink[512];
+    while (c->cli_ev & SIDE_RD) {
+        ssize_t n = recv(c->cli.fd, sink, sizeof(sink), 0);
+        if (n > 0)
+            continue;
+        if (n < 0 && errno == EAGAIN) {
+            c->cli_ev &= (uint8_t)~SIDE_RD;
+            return;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n == 0)
+            conn_close(c, "done");
+        else
+            conn_close_err(c, "client-error", -errno);
+        return;
+    }
+}
+
+/* ---- BIND --------------------------------------------------------------- */
+
+/* RFC 1928 BIND: listen where the named host can reach us, tell the client
+ * where (first reply), accept one connection from that host only (others
+ * are refused), tell the client who came (second reply), then relay. The
+ * listening address is the one this host would use to reach the named
+ * host, found by connecting a UDP socket (no packet is sent). */
+static void socks_bind(struct conn *c, const struct addr *peer)
+{
+    struct worker *w = c->w;
+    if (!conn_cfg(c)->bind) {
+        conn_fail(c, SOCKS5_REP_COMMAND_NOT_SUPPORTED, "command-not-supported");
+        return;
+    }
+    if (!peer || addr_is_any(peer)) {
+        /* The host that will connect must be named: accepting anyone would
+         * hand the client a listening socket open to the world. */
+        conn_fail(c, SOCKS5_REP_GENERAL_FAILURE, "bind-needs-address");
+        return;
+    }
+    c->target = *peer; /* the only address allowed to connect */
+    struct addr local;
+    struct sockaddr_storage ss;
+    socklen_t sl = addr_to_sockaddr(peer, &ss);
+    int probe = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    int rc = probe < 0 ? -errno : 0;
+    if (!rc && connect(probe, (struct sockaddr *)&ss, sl) < 0)
+        rc = -errno;
+    if (!rc)
+        rc = sock_local_addr(probe, &local);
+    if (probe >= 0)
+        close(probe);
+    if (rc) {
+        c->err = rc;
+        conn_fail(c,
+                  rc == -ENETUNREACH ? SOCKS5_REP_NETWORK_UNREACHABLE : SOCKS5_REP_GENERAL_FAILURE,
+                  "bind-failed");
+        return;
+    }
+    local.port = 0;
+    int fd = sock_listen(&local, 1, false);
+    if (fd < 0 || sock_local_addr(fd, &c->bnd) < 0 ||
+        loop_io_add(&w->loop, &c->up, fd, EPOLLIN) < 0) {
+        if (fd >= 0)
+            close(fd);
+        c->err = fd < 0 ? fd : -EIO;
+        conn_fail(c, SOCKS5_REP_GENERAL_FAILURE, "bind-failed");
+        return;
+    }
+    if (socks_reply_ok(c, &c->bnd))
+        return;
+    c->reply = 0xff; /* the second reply decides the outcome */
+    conn_set_state(c, CONN_ST_BIND);
+    loop_timer_arm(&w->loop, &c->timer, conn_cfg(c)->bind_timeout_ms);
+}
+
+static bool same_host(const struct addr *a, const struct addr *b)
+{
+    return a->family == b->family && memcmp(a->ip, b->ip, a->family == AF_INET6 ? 16 : 4) == 0;
+}
+
+void socks_bind_event(struct conn *c, uint32_t events)
+{
+    (void)events;
+    if (c->cli_ev & SIDE_RDHUP) {
+        conn_close(c, "client-closed");
+        return;
+    }
+    for (int i = 0; i < 16 && c->up.fd >= 0; i++) {
+        struct addr from;
+        int fd = sock_accept(c->up.fd, &from);
+        if (fd < 0)
+            return;
+        if (!same_host(&from, &c->target)) {
+            char a[ADDR_STRLEN];
+            log_info("conn %llu: BIND: refused a connection from %s (waiting for %s)",
+                     (unsigned long long)c->id, addr_format(&from, a, sizeof(a)),
+                     addr_format_ip(&c->target, (char[ADDR_STRLEN]){0}, ADDR_STRLEN));
+            sock_abort(fd);
+            close(fd);
+            continue;
+        }
+        /* The one we waited for: it replaces the listening socket. */
+        int lfd = c->up.fd;
+        loop_io_del(&c->w->loop, &c->up);
+        close(lfd);
+        sock_set_nodelay(fd);
+        if (loop_io_add(&c->w->loop, &c->up, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET) < 0) {
+            close(fd);
+            conn_fail(c, SOCKS5_REP_GENERAL_FAILURE, "bind-failed");
+            return;
+        }
+        c->up_ev = SIDE_RD | SIDE_WR;
+        c->target = from;
+        if (socks_reply_ok(c, &from) == 0)
+            conn_relay_start(c);
+        return;
+    }
+}
+
+void socks_bind_timeout(struct conn *c)
+{
+    conn_fail(c, SOCKS5_REP_TTL_EXPIRED, "bind-timeout");
+}
+
+/* ---- SOCKS5 handshake ---------------------------------------------------- */
+
+/* Steps return 1 when the state advanced and parsing may go on, 0 when
+ * more bytes are needed, -1 when the session went elsewhere (closed,
+ * lingering, or waiting for a verdict). */
+
+static int hs_greeting(struct conn *c, struct buf *b)
+{
+    struct socks5_greeting g;
+    ssize_t n = socks5_parse_greeting(buf_head(b), buf_len(b), &g);
+    if (n == 0)
+        return 0;
+    if (n < 0) {
+        stat_add(&c->w->stats.handshake_errors, 1);
+        conn_close(c, "bad-version");
+        return -1;
+    }
+    buf_consume(b, (uint32_t)n);
+    bool auth = config_auth_enabled(conn_cfg(c));
+    uint8_t want = auth ? SOCKS5_METHOD_USERPASS : SOCKS5_METHOD_NONE;
+    bool ok = socks5_offers(&g, want);
+    uint8_t msg[2];
+    socks5_write_method(msg, ok ? want : SOCKS5_METHOD_NO_ACCEPTABLE);
+    int rc = conn_send_client(c, msg, sizeof(msg));
+    if (rc) {
+        conn_close_err(c, "client-error", rc);
+        return -1;
+    }
+    if (!ok) {
+        stat_add(&c->w->stats.handshake_errors, 1);
+        c->why = auth ? "auth-required" : "no-acceptable-method";
+        conn_linger(c);
+        return -1;
+    }
+    conn_set_state(c, auth ? CONN_ST_AUTH : CONN_ST_REQUEST);
+    return 1;
+}
+
+/* The verdict: RFC 1929 status, then the request or a lingering close
+ * (why: the reason to log, or NULL to derive it from result). */
+static void socks_auth_verdict(struct conn *c, int result, const char *why)
+{
+    uint8_t msg[2];
+    bool ok = result == AUTH_OK;
+    socks5_write_auth_status(msg, ok ? SOCKS5_AUTH_OK : SOCKS5_AUTH_FAIL);
+    int rc = conn_send_client(c, msg, sizeof(msg));
+    if (rc) {
+        conn_close_err(c, "client-error", rc);
+        return;
+    }
+    if (!ok) {
+        c->why = why                        ? why
+                 : result == AUTH_THROTTLED ? "auth-throttled"
+                 : result == AUTH_BUSY      ? "auth-busy"
+                                            : "auth-failed";
+        conn_linger(c);
+        return;
+    }
+    conn_set_state(c, CONN_ST_REQUEST);
+}
+
+void socks_auth_timeout(struct conn *c)
+{
+    /* The pool did not answer in time (a long queue): say no rather than
+     * close in silence. The verdict, when it comes, is dropped. */
+    auth_abandon(c->auth);
+    c->auth = NULL;
+    socks_auth_verdict(c, AUTH_BUSY, "auth-timeout");
+}
+
+static void socks_on_auth(void *owner, int result)
+{
+    struct conn *c = owner;
+    c->auth = NULL;
+    socks_auth_verdict(c, result, NULL);
+    if (c->state == CONN_ST_REQUEST)
+        socks_handshake(c); /* the request may be waiting already */
+}
+
+static int hs_auth(struct conn *c, struct buf *b)
+{
+    struct socks5_userpass up;
+    ssize_t n = socks5_parse_userpass(buf_head(b), buf_len(b), &up);
+    if (n == 0)
+        return 0;
+    if (n < 0) {
+        /* RFC 1929: any status but 0 means failure, and we close. */
+        stat_add(&c->w->stats.handshake_errors, 1);
+        socks_auth_verdict(c, AUTH_DENIED, "bad-auth-message");
+        return -1;
+    }
+    explicit_bzero(buf_head(b), (size_t)n); /* the password leaves no copy behind */
+    buf_consume(b, (uint32_t)n);
+    conn_set_user(c, up.user, up.ulen);
+    const struct config *cfg = conn_cfg(c);
+    struct auth_params p = {cfg->auth.users, cfg->auth.cachettl_ms};
+    int r = AUTH_BUSY;
+    if (c->w->auth)
+        r = auth_begin(c->w->auth, &p, &c->client, up.user, up.ulen, up.pass, up.plen,
+                       socks_on_auth, c, &c->auth);
+    explicit_bzero(&up, sizeof(up));
+    if (r == AUTH_PENDING) {
+        conn_set_state(c, CONN_ST_AUTH_WAIT);
+        return -1;
+    }
+    socks_auth_verdict(c, r, NULL);
+    return c->state == CONN_ST_REQUEST ? 1 : -1;
+}
+
+/* Nothing pipelined behind the request: hold no buffer while dialing. */
+static void drop_empty_buf(struct conn *c, struct buf *b)
+{
+    if (buf_len(b) == 0) {
+        buf_put(&c->w->bufs, b);
+        c->c2u.buf = NULL;
+    }
+}
+
+static int hs_request5(struct conn *c, struct buf *b)
+{
+    struct socks5_request req;
+    ssize_t n = socks5_parse_request(buf_head(b), buf_len(b), &req);
+    if (n == 0)
+        return 0;
+    if (n < 0) {
+        stat_add(&c->w->stats.handshake_errors, 1);
+        int rep = socks5_error_reply(n);
+        if (rep < 0) {
+            conn_close(c, "bad-version");
+            return -1;
+        }
+        conn_fail(c, (uint8_t)rep,
+                  n == SOCKS5_E_ATYP  ? "bad-address-type"
+                  : n == SOCKS5_E_RSV ? "bad-reserved-byte"
+                                      : "bad-domain");
+        return -1;
+    }
+    buf_consume(b, (uint32_t)n);
+    c->cmd = req.cmd;
+    struct addr ip;
+    bool is_ip = socks5_addr_to_addr(&req.dst, &ip);
+    switch (req.cmd) {
+    case SOCKS5_CMD_UDP_ASSOCIATE:
+        socks_udp(c);
+        return -1;
+    case SOCKS5_CMD_BIND:
+        drop_empty_buf(c, b);
+        if (!is_ip && addr_parse_ip(req.dst.u.domain, req.dst.port, &ip) == 0)
+            is_ip = true;
+        socks_bind(c, is_ip ? &ip : NULL);
+        return -1;
+    case SOCKS5_CMD_CONNECT:
+        drop_empty_buf(c, b);
+        conn_dial(c, is_ip ? NULL : req.dst.u.domain, &ip, req.dst.port);
+        return -1;
+    default:
+        conn_fail(c, SOCKS5_REP_COMMAND_NOT_SUPPORTED, "command-not-supported");
+        return -1;
+    }
+}
+
+/* ---- SOCKS4 ------------------------------------------------------------- */
+
+static int hs_request4(struct conn *c, struct buf *b)
+{
+    struct socks4_request req;
+    ssize_t n = socks4_parse_request(buf_head(b), buf_len(b), &req);
+    if (n == 0)
+        return 0;
+    if (n < 0) {
+        stat_add(&c->w->stats.handshake_errors, 1);
+        conn_fail(c, SOCKS5_REP_GENERAL_FAILURE,
+                  n == SOCKS4_E_VERSION ? "bad-version" : "bad-field");
+        return -1;
+    }
+    buf_consume(b, (uint32_t)n);
+    c->cmd = req.cmd;
+    if (req.userid[0])
+        conn_set_user(c, req.userid, strlen(req.userid)); /* SOCKS4's USERID: logged, unchecked */
+    if (config_auth_enabled(conn_cfg(c))) {
+        /* SOCKS4 cannot carry a password. */
+        conn_fail(c, SOCKS5_REP_NOT_ALLOWED, "auth-required");
+        return -1;
+    }
+    struct addr ip = {.family = AF_INET, .port = req.port};
+    memcpy(ip.ip, req.ip, 4);
+    const char *name = socks4_is_4a(&req) ? req.host : NULL;
+    switch (req.cmd) {
+    case SOCKS4_CMD_CONNECT:
+        drop_empty_buf(c, b);
+        conn_dial(c, name, &ip, req.port);
+        return -1;
+    case SOCKS4_CMD_BIND:
+        drop_empty_buf(c, b);
+        socks_bind(c, name ? NULL : &ip);
+        return -1;
+    default:
+        conn_fail(c, SOCKS5_REP_COMMAND_NOT_SUPPORTED, "command-not-supported");
+        return -1;
+    }
+}
+
+void socks_handshake(struct conn *c)
+{
+    int rc = conn_read_handshake(c);
+    if (rc) {
+        stat_add(&c->w->stats.handshake_errors, 1);
+        conn_close_err(c, "client-error", rc);
+        return;
+    }
+    struct buf *b = c->c2u.buf;
+    if (c->proto == PROTO_SOCKS4 && c->state == CONN_ST_GREETING)
+        conn_set_state(c, CONN_ST_REQUEST);
+    for (;;) {
+        int step = -1;
+        switch ((enum conn_state)c->state) {
+        case CONN_ST_GREETING:
+            step = hs_greeting(c, b);
+            break;
+        case CONN_ST_AUTH:
+            step = hs_auth(c, b);
+            break;
+        case CONN_ST_REQUEST:
+            step = c->proto == PROTO_SOCKS4 ? hs_request4(c, b) : hs_request5(c, b);
+            break;
+        case CONN_ST_AUTH_WAIT:
+        case CONN_ST_RESOLVE:
+        case CONN_ST_CONNECT:
+        case CONN_ST_RELAY:
+        case CONN_ST_UDP:
+        case CONN_ST_BIND:
+        case CONN_ST_HTTP_HEAD:
+        case CONN_ST_HTTP_FWD:
+        case CONN_ST_LINGER:
+        case CONN_ST_CLOSED:
+        case CONN_ST_COUNT:
+            return;
+        }
+        if (step > 0)
+            continue;
+        if (step < 0)
+            return;
+        /* Need more bytes; a client that has closed will send none. */
+        if (c->c2u.flags & HALF_EOF) {
+            stat_add(&c->w->stats.handshake_errors, 1);
+            if (c->state == CONN_ST_AUTH && buf_len(b)) {
+                socks_auth_verdict(c, AUTH_DENIED, "truncated-handshake");
+                return;
+            }
+            conn_close(c, buf_len(b) ? "truncated-handshake" : "client-closed");
+        }
+        return;
+    }
+}
