@@ -590,7 +590,7 @@ int http1_basic_credentials(const char *v, size_t len, char *user, size_t ucap, 
     size_t i = 6;
     while (i < len && (v[i] == ' ' || v[i] == '\t'))
         i++;
-    uint8_t out[600];
+    uint8_t out[600] = {0};
     size_t n = 0;
     uint32_t acc = 0;
     int bits = 0, pad = 0;
