@@ -23,39 +23,10 @@ static void sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
-/* CPU time of every thread, in nanoseconds, from schedstat (much finer than
- * the clock ticks of /proc/PID/stat). */
-static bool cpu_schedstat(pid_t pid, double *out)
-{
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-    DIR *d = opendir(path);
-    if (!d)
-        return false;
-    double total = 0;
-    bool any = false;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.')
-            continue;
-        char p[320];
-        snprintf(p, sizeof(p), "/proc/%d/task/%s/schedstat", (int)pid, e->d_name);
-        FILE *f = fopen(p, "re");
-        if (!f)
-            continue;
-        unsigned long long ns;
-        if (fscanf(f, "%llu", &ns) == 1) {
-            total += (double)ns / 1e9;
-            any = true;
-        }
-        fclose(f);
-    }
-    closedir(d);
-    *out = total;
-    return any;
-}
-
-static bool cpu_stat(pid_t pid, double *out)
+/* One process from /proc/PID/stat: its parent, and its CPU seconds, its
+ * own threads' (exited ones included) plus those of the children it has
+ * reaped. */
+static bool stat_read(pid_t pid, pid_t *ppid, double *cpu)
 {
     char path[64], buf[1024];
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
@@ -68,32 +39,111 @@ static bool cpu_stat(pid_t pid, double *out)
     char *p = strrchr(buf, ')'); /* the command name may hold spaces */
     if (!p)
         return false;
+    int pp;
     unsigned long utime, stime;
-    /* fields after ")": state(3) ... utime(14) stime(15) */
-    if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2)
+    long cutime, cstime;
+    /* after ")": state(3) ppid(4) ... utime(14) stime(15) cutime(16) cstime(17) */
+    if (sscanf(p + 2, "%*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %ld %ld", &pp, &utime,
+               &stime, &cutime, &cstime) != 5)
         return false;
-    *out = (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+    *ppid = pp;
+    *cpu = (double)(utime + stime + (unsigned long)cutime + (unsigned long)cstime) /
+           (double)sysconf(_SC_CLK_TCK);
     return true;
 }
 
-bool proc_sample(pid_t pid, struct proc_sample *out)
+/* Memory a process holds: its proportional share (Pss) where the kernel
+ * has it, so forked children sharing pages are not counted twice; its RSS
+ * otherwise. In KiB. */
+static double mem_read(pid_t pid)
 {
-    memset(out, 0, sizeof(*out));
-    if (pid <= 0)
-        return false;
-    if (!cpu_schedstat(pid, &out->cpu_s) && !cpu_stat(pid, &out->cpu_s))
-        return false;
     char path[64], line[256];
-    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    double rss = 0, pss = -1;
+    snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
     FILE *f = fopen(path, "re");
+    if (f) {
+        while (fgets(line, sizeof(line), f)) {
+            unsigned long kb;
+            if (sscanf(line, "Pss: %lu kB", &kb) == 1)
+                pss = (double)kb;
+        }
+        fclose(f);
+    }
+    if (pss >= 0)
+        return pss;
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    f = fopen(path, "re");
     if (!f)
-        return false;
+        return 0;
     while (fgets(line, sizeof(line), f)) {
         unsigned long kb;
         if (sscanf(line, "VmRSS: %lu kB", &kb) == 1)
-            out->rss_kib = (double)kb;
+            rss = (double)kb;
     }
     fclose(f);
+    return rss;
+}
+
+struct proc_entry {
+    pid_t pid, ppid;
+    double cpu;
+    bool in_tree;
+};
+
+/* The process and every descendant alive now: a proxy that forks per
+ * client (Dante) is measured whole. */
+bool proc_sample(pid_t pid, struct proc_sample *out)
+{
+    memset(out, 0, sizeof(*out));
+    pid_t ppid;
+    double cpu;
+    if (pid <= 0 || !stat_read(pid, &ppid, &cpu))
+        return false;
+    out->cpu_s = cpu;
+    out->rss_kib = mem_read(pid);
+
+    struct proc_entry *all = NULL;
+    size_t n = 0, cap = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char *end;
+        long v = strtol(e->d_name, &end, 10);
+        if (*end || v <= 0 || v == pid)
+            continue;
+        if (n == cap) {
+            size_t ncap = cap ? cap * 2 : 256;
+            struct proc_entry *nv = realloc(all, ncap * sizeof(*nv));
+            if (!nv)
+                break;
+            all = nv;
+            cap = ncap;
+        }
+        if (stat_read((pid_t)v, &all[n].ppid, &all[n].cpu)) {
+            all[n].pid = (pid_t)v;
+            all[n].in_tree = false;
+            n++;
+        }
+    }
+    if (d)
+        closedir(d);
+    /* Add descendants generation by generation. */
+    for (bool grew = true; grew;) {
+        grew = false;
+        for (size_t i = 0; i < n; i++) {
+            if (all[i].in_tree)
+                continue;
+            bool child = all[i].ppid == pid;
+            for (size_t j = 0; j < n && !child; j++)
+                child = all[j].in_tree && all[j].pid == all[i].ppid;
+            if (child) {
+                all[i].in_tree = grew = true;
+                out->cpu_s += all[i].cpu;
+                out->rss_kib += mem_read(all[i].pid);
+            }
+        }
+    }
+    free(all);
     return true;
 }
 
@@ -228,8 +278,11 @@ bool bench_sample(const struct bench *b, struct proc_sample *out)
         return false;
     for (unsigned i = 0; i < b->npids; i++) {
         struct proc_sample one;
-        if (!proc_sample(b->pids[i], &one))
+        if (!proc_sample(b->pids[i], &one)) {
+            fprintf(stderr, "ferry bench: process %d is gone: no CPU or memory figures\n",
+                    (int)b->pids[i]);
             return false;
+        }
         out->cpu_s += one.cpu_s;
         out->rss_kib += one.rss_kib;
     }

@@ -251,11 +251,17 @@ out:
 int scenario_requests(struct bench *b, struct result *res)
 {
     const struct bench_opts *o = &b->o;
-    struct rq_phase small = {.path = "/small",
-                             .total = (uint64_t)o->warm_requests + o->requests,
-                             .warm = o->warm_requests};
     struct lat lat;
     bool timed_out;
+    if (o->warm_requests) {
+        /* Warm-up first, on its own, so the CPU sampled below is that of
+         * the measured requests only. */
+        struct rq_phase warm = {
+            .path = "/small", .total = o->warm_requests, .warm = o->warm_requests};
+        rq_run(b, &warm, o->concurrency, &lat, &timed_out);
+        lat_free(&lat);
+    }
+    struct rq_phase small = {.path = "/small", .total = o->requests, .warm = 0};
     struct proc_sample p0, p1;
     bool have_cpu = bench_sample(b, &p0);
     double secs = rq_run(b, &small, o->concurrency, &lat, &timed_out);

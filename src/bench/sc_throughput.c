@@ -251,6 +251,8 @@ int scenario_throughput(struct bench *b, struct result *res)
         result_add(res, "up", "MiB/s", up);
         result_add(res, "down", "MiB/s", down);
         result_add(res, "total", "MiB/s", up + down);
+        if (down1 == down0)
+            result_note(res, "no byte came back during the window: the path stalled");
         if (have_cpu) {
             double gib = (double)(up1 - up0 + down1 - down0) / 1073741824.0;
             result_add(res, "proxy_cpu", "s/s", (p1.cpu_s - p0.cpu_s) / secs);
