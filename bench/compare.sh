@@ -1,0 +1,611 @@
+#!/usr/bin/env bash
+# bench/compare.sh: ferry side by side with other proxies from Debian.
+#
+# Starts, on 127.0.0.1 only and as children of this script, ferry (`ferry
+# serve`), Dante, microsocks, shadowsocks-libev (ss-local -> ss-server) and
+# HAProxy (a plain TCP relay, no SOCKS), then drives each with `ferry bench`
+# in interleaved rounds and writes docs/benchmarks.md (+ .svg, + .jsonl).
+# Everything it starts is stopped on exit, by PID, failure included.
+#
+#   bench/compare.sh [--quick] [--rounds N] [--only SCENARIO[,SCENARIO]]
+#                    [--targets T[,T]] [--out FILE] [--results FILE] [--keep]
+#
+# Runs as root on Debian 12 (it installs missing peers with apt-get); as
+# another user it measures what is installed and reports the rest as missing.
+set -euo pipefail
+
+usage() {
+    cat <<'EOF'
+usage: bench/compare.sh [options]
+
+Measure ferry side by side with Dante, microsocks, shadowsocks-libev and
+HAProxy (TCP relay) on loopback, and write docs/benchmarks.md.
+
+Options:
+  --quick            one round, 2 s windows, 0.5 s warm-up, 2000 held
+                     connections: a check that everything works (1-2 min)
+  --rounds N         interleaved rounds; medians over rounds (default 3)
+  --duration S       measurement window per run (default 5; --quick 2)
+  --only LIST        scenarios to run, comma separated: throughput,
+                     handshakes, requests, connections (default all)
+  --targets LIST     targets, comma separated: direct, ferry, dante,
+                     microsocks, ss-libev, haproxy (default all)
+  --out FILE         the report (default docs/benchmarks.md; the chart goes
+                     next to it as .svg)
+  --results FILE     keep the raw JSON lines here too (they are always
+                     saved next to the report as .jsonl)
+  --keep             keep the temporary directory (configs, peer logs)
+  -h, --help         show this help
+EOF
+}
+
+ORIG_PWD=$PWD
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3)
+
+CMDLINE="bench/compare.sh"
+for a in "$@"; do
+    if [[ $a =~ ^[A-Za-z0-9_,./:=+@-]+$ ]]; then CMDLINE+=" $a"; else CMDLINE+=" $(printf '%q' "$a")"; fi
+done
+
+ROUNDS=""
+DURATION=""
+WARMUP=1
+CONNS=10000
+QUICK=0
+ONLY=""
+TARGETS_ARG=""
+OUT=""
+RESULTS=""
+KEEP=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --quick) QUICK=1 ;;
+    --rounds) ROUNDS=${2:?--rounds needs a number}; shift ;;
+    --rounds=*) ROUNDS=${1#*=} ;;
+    --duration) DURATION=${2:?--duration needs seconds}; shift ;;
+    --duration=*) DURATION=${1#*=} ;;
+    --only) ONLY=${2:?--only needs a scenario}; shift ;;
+    --only=*) ONLY=${1#*=} ;;
+    --targets) TARGETS_ARG=${2:?--targets needs a list}; shift ;;
+    --targets=*) TARGETS_ARG=${1#*=} ;;
+    --out) OUT=${2:?--out needs a file}; shift ;;
+    --out=*) OUT=${1#*=} ;;
+    --results) RESULTS=${2:?--results needs a file}; shift ;;
+    --results=*) RESULTS=${1#*=} ;;
+    --keep) KEEP=1 ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "compare.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
+    esac
+    shift
+done
+if [ "$QUICK" = 1 ]; then # short defaults; an explicit --rounds/--duration still wins
+    ROUNDS=${ROUNDS:-1} DURATION=${DURATION:-2} WARMUP=0.5 CONNS=2000
+fi
+ROUNDS=${ROUNDS:-3} DURATION=${DURATION:-5}
+# --out and --results are relative to where the script was started from.
+if [ -z "$OUT" ]; then OUT=docs/benchmarks.md; elif [[ $OUT != /* ]]; then OUT=$ORIG_PWD/$OUT; fi
+if [ -n "$RESULTS" ] && [[ $RESULTS != /* ]]; then RESULTS=$ORIG_PWD/$RESULTS; fi
+[[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: --rounds: not a positive number: $ROUNDS" >&2; exit 2; }
+[[ "$DURATION" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "compare.sh: --duration: not a number: $DURATION" >&2; exit 2; }
+
+ALL_SCENARIOS=(throughput handshakes requests connections)
+ALL_TARGETS=(direct ferry dante microsocks ss-libev haproxy)
+SCENARIOS=("${ALL_SCENARIOS[@]}")
+if [ -n "$ONLY" ]; then
+    IFS=, read -r -a SCENARIOS <<<"$ONLY"
+    for s in "${SCENARIOS[@]}"; do
+        [[ " ${ALL_SCENARIOS[*]} " == *" $s "* ]] || { echo "compare.sh: --only: unknown scenario '$s'" >&2; exit 2; }
+    done
+fi
+TARGETS=("${ALL_TARGETS[@]}")
+if [ -n "$TARGETS_ARG" ]; then
+    IFS=, read -r -a TARGETS <<<"$TARGETS_ARG"
+    for t in "${TARGETS[@]}"; do
+        [[ " ${ALL_TARGETS[*]} " == *" $t "* ]] || { echo "compare.sh: --targets: unknown target '$t'" >&2; exit 2; }
+    done
+fi
+
+log() { printf '[compare %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# ---- cleanup: every process started here, by PID --------------------------
+TMPD=$(mktemp -d /tmp/ferry-compare.XXXXXX)
+MAINPID=$$
+declare -A LIVE # PID -> name of each process this script started and has not stopped
+
+# ours PID: a child of this shell still (so the PID was not reused)?
+ours() { [ "$(ps -o ppid= -p "$1" 2>/dev/null | tr -d ' ')" = "$MAINPID" ]; }
+zombie() { [ "$(ps -o stat= -p "$1" 2>/dev/null | cut -c1)" = Z ]; }
+
+# Stop one process started here: TERM, wait up to 5 s, then KILL. A forking
+# server's children are listed while it still lives (so the PIDs are
+# certainly its children) and killed only if they outlive it under the same
+# name.
+stop_pid() {
+    local pid=$1 kids k name i
+    unset "LIVE[$pid]"
+    ours "$pid" || return 0
+    name=$(ps -o comm= -p "$pid" 2>/dev/null || true)
+    kids=$(ps -o pid= --ppid "$pid" 2>/dev/null | tr -s ' \n' ' ' || true)
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < 50; i++)); do
+        { ! kill -0 "$pid" 2>/dev/null || zombie "$pid"; } && break
+        sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null && ! zombie "$pid"; then
+        log "pid $pid ($name) ignored SIGTERM: SIGKILL"
+        kill -KILL "$pid" 2>/dev/null || true
+    fi
+    wait "$pid" 2>/dev/null || true
+    for k in $kids; do
+        for ((i = 0; i < 20; i++)); do
+            { ! kill -0 "$k" 2>/dev/null || zombie "$k"; } && break
+            sleep 0.1
+        done
+        if kill -0 "$k" 2>/dev/null && ! zombie "$k" && [ "$(ps -o comm= -p "$k" 2>/dev/null)" = "$name" ]; then
+            kill -KILL "$k" 2>/dev/null || true
+        fi
+    done
+}
+
+cleanup() {
+    local rc=$? pid
+    trap - EXIT INT TERM
+    for pid in "${!LIVE[@]}"; do
+        stop_pid "$pid"
+    done
+    if [ "$KEEP" = 1 ]; then
+        log "kept $TMPD"
+    else
+        rm -rf "$TMPD"
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---- peers: install what is missing ----------------------------------------
+PKGS=(dante-server microsocks shadowsocks-libev haproxy gnuplot-nox)
+pkg_ok() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed'; }
+
+# Processes of the peers' daemons that listen on TCP right now, as "pid".
+peer_listeners() {
+    ss -Hltnp 2>/dev/null | grep -oE '"(danted|haproxy|ss-server|ss-local|ss-manager|microsocks)",pid=[0-9]+' |
+        sed 's/.*pid=//' | sort -u || true
+}
+
+install_peers() {
+    local missing=() p before after pid unit
+    for p in "${PKGS[@]}"; do pkg_ok "$p" || missing+=("$p"); done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    if [ "$(id -u)" != 0 ]; then
+        log "not root: cannot install ${missing[*]} (sudo apt-get install ${missing[*]}); measuring what is there"
+        return 0
+    fi
+    log "installing ${missing[*]}"
+    before=$(peer_listeners)
+    export DEBIAN_FRONTEND=noninteractive
+    if ! apt-get install -y -q --no-install-recommends "${missing[@]}" >"$TMPD/apt.log" 2>&1; then
+        log "apt-get install failed; apt-get update and again"
+        apt-get update -q >>"$TMPD/apt.log" 2>&1 || true
+        if ! apt-get install -y -q --no-install-recommends "${missing[@]}" >>"$TMPD/apt.log" 2>&1; then
+            log "apt-get install failed again; peers that are missing will be reported as such:"
+            tail -n 5 "$TMPD/apt.log" >&2
+        fi
+    fi
+    # Package scripts may start the Debian services (Dante, HAProxy,
+    # shadowsocks-libev). This harness never uses them: it runs its own
+    # instances. A service that the install just started and that listens
+    # somewhere is stopped again; anything that ran before is left alone.
+    after=$(peer_listeners)
+    for pid in $after; do
+        grep -qx "$pid" <<<"$before" && continue
+        unit=$(grep -oE '[^/]+\.service' "/proc/$pid/cgroup" 2>/dev/null | head -n1 || true)
+        if [ -n "$unit" ] && [ -d /run/systemd/system ]; then
+            log "stopping $unit, started by the package install (pid $pid)"
+            systemctl stop "$unit" || true
+        else
+            log "stopping pid $pid ($(ps -o comm= -p "$pid")), started by the package install"
+            kill -TERM "$pid" 2>/dev/null || true
+        fi
+    done
+}
+
+# ---- ports ------------------------------------------------------------------
+# Free ports are picked at run time, below the ephemeral range: a port taken
+# from the ephemeral range (bind to port 0) can be handed out moments later
+# as the source port of some outgoing connection on this shared machine, and
+# then a server that binds without SO_REUSEADDR (Dante) cannot listen on it.
+PICKED=""
+free_port() {
+    local p
+    p=$("$PY" - "$PICKED" <<'EOF'
+import random, socket, sys
+taken = set(int(x) for x in sys.argv[1].split() if x)
+try:
+    lo_eph = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+except OSError:
+    lo_eph = 32768
+lo, hi = 20000, min(lo_eph, 32768)
+if hi - lo < 500:
+    lo, hi = 10000, 20000
+for _ in range(500):
+    port = random.randrange(lo, hi)
+    if port in taken:
+        continue
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))  # no SO_REUSEADDR: fails on TIME_WAIT too
+        s.listen(1)
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(port)
+    break
+else:
+    sys.exit("no free port")
+EOF
+)
+    PICKED+=" $p"
+    echo "$p"
+}
+
+listening() { ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; }
+
+# wait_listen PORT PID SECONDS: 0 when PORT listens, 1 when PID died, 2 on timeout
+wait_listen() {
+    local port=$1 pid=$2 i n=$(($3 * 20))
+    for ((i = 0; i < n; i++)); do
+        listening "$port" && return 0
+        kill -0 "$pid" 2>/dev/null || return 1
+        [ "$(ps -o stat= -p "$pid" 2>/dev/null | cut -c1)" = Z ] && return 1
+        sleep 0.05
+    done
+    return 2
+}
+
+# The first line of a log that looks like an error, for the report.
+why() {
+    local f=$1
+    [ -s "$f" ] || { echo "no output"; return; }
+    { grep -iE 'error|fail|alert|cannot|denied|invalid|unable|fatal' "$f" || tail -n 1 "$f"; } |
+        head -n 1 | sed -E 's/^[A-Z][a-z]{2} [ 0-9]{2} [0-9:]{8} (\([0-9.]+\) )?//' | tr -d '\r' | cut -c1-160
+}
+
+# Peer bookkeeping, by target name.
+declare -A STATUS ADDR PIDS ROOTS MODE CPUSRC NOTE LOGF
+
+fill() { # fill TEMPLATE OUT KEY=VALUE...
+    local tpl=$1 out=$2 expr=() kv
+    shift 2
+    for kv in "$@"; do expr+=(-e "s|@${kv%%=*}@|${kv#*=}|g"); done
+    sed "${expr[@]}" "$tpl" >"$out"
+}
+
+# start_peer NAME PORT LOG CMD... : start CMD in the background, track it.
+LAST_PID=""
+start_bg() {
+    local logf=$1
+    shift
+    "$@" </dev/null >"$logf" 2>&1 &
+    LAST_PID=$!
+    LIVE[$LAST_PID]=$1
+}
+
+check_up() { # check_up NAME PORT PID LOG
+    local name=$1 port=$2 pid=$3 logf=$4 rc=0
+    wait_listen "$port" "$pid" 10 || rc=$?
+    case $rc in
+    0) STATUS[$name]=ok; return 0 ;;
+    1) STATUS[$name]="did not start: $(why "$logf")" ;;
+    *) STATUS[$name]="did not start: not listening on 127.0.0.1:$port after 10 s" ;;
+    esac
+    log "$name ${STATUS[$name]}"
+    stop_pid "$pid"
+    return 1
+}
+
+start_ferry() {
+    local port
+    port=$(free_port)
+    start_bg "$TMPD/ferry.log" "$FERRY" serve -l "127.0.0.1:$port"
+    check_up ferry "$port" "$LAST_PID" "$TMPD/ferry.log" || return 0
+    ADDR[ferry]=127.0.0.1:$port PIDS[ferry]=$LAST_PID ROOTS[ferry]=$LAST_PID
+    MODE[ferry]=proxy CPUSRC[ferry]=bench LOGF[ferry]=$TMPD/ferry.log
+    NOTE[ferry]="\`ferry serve -l 127.0.0.1:PORT\`, default configuration ($(nproc) workers, access log on: one line per session, to a file)"
+}
+
+start_dante() {
+    local port
+    command -v danted >/dev/null || { STATUS[dante]="did not start: danted not installed (dante-server)"; return 0; }
+    port=$(free_port)
+    fill bench/peers/danted.conf "$TMPD/danted.conf" PORT="$port" LOGFILE="$TMPD/danted.log"
+    start_bg "$TMPD/danted.out" danted -f "$TMPD/danted.conf" -p "$TMPD/danted.pid"
+    check_up dante "$port" "$LAST_PID" "$TMPD/danted.log" || return 0
+    ADDR[dante]=127.0.0.1:$port PIDS[dante]=$LAST_PID ROOTS[dante]=$LAST_PID
+    MODE[dante]=proxy CPUSRC[dante]=tree LOGF[dante]=$TMPD/danted.log
+    NOTE[dante]="\`danted -f danted.conf\` (bench/peers/danted.conf), its own process model (mother + forked negotiate/request/io children); \`log: error\` (the handshakes scenario's abortive closes count as errors, so one line per session there)"
+}
+
+start_microsocks() {
+    local port
+    command -v microsocks >/dev/null || { STATUS[microsocks]="did not start: microsocks not installed"; return 0; }
+    port=$(free_port)
+    start_bg "$TMPD/microsocks.log" microsocks -i 127.0.0.1 -p "$port"
+    check_up microsocks "$port" "$LAST_PID" "$TMPD/microsocks.log" || return 0
+    ADDR[microsocks]=127.0.0.1:$port PIDS[microsocks]=$LAST_PID ROOTS[microsocks]=$LAST_PID
+    MODE[microsocks]=proxy CPUSRC[microsocks]=tree LOGF[microsocks]=$TMPD/microsocks.log
+    NOTE[microsocks]="\`microsocks -i 127.0.0.1 -p PORT\` (one thread per connection)"
+}
+
+start_ss() {
+    local lport sport pw spid
+    if ! command -v ss-server >/dev/null || ! command -v ss-local >/dev/null; then
+        STATUS[ss-libev]="did not start: ss-server/ss-local not installed (shadowsocks-libev)"
+        return 0
+    fi
+    lport=$(free_port)
+    sport=$(free_port)
+    pw=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    fill bench/peers/shadowsocks.json "$TMPD/ss.json" PORT="$lport" SERVER_PORT="$sport" PASSWORD="$pw"
+    start_bg "$TMPD/ss-server.log" ss-server -c "$TMPD/ss.json"
+    spid=$LAST_PID
+    check_up ss-libev "$sport" "$spid" "$TMPD/ss-server.log" || return 0
+    start_bg "$TMPD/ss-local.log" ss-local -c "$TMPD/ss.json"
+    if ! check_up ss-libev "$lport" "$LAST_PID" "$TMPD/ss-local.log"; then
+        stop_pid "$spid"
+        return 0
+    fi
+    ADDR[ss-libev]=127.0.0.1:$lport PIDS[ss-libev]=$LAST_PID,$spid ROOTS[ss-libev]=$LAST_PID,$spid
+    MODE[ss-libev]=proxy CPUSRC[ss-libev]=bench LOGF[ss-libev]="$TMPD/ss-server.log $TMPD/ss-local.log"
+    NOTE[ss-libev]="\`ss-local\` (SOCKS5 on 127.0.0.1) -> \`ss-server\` (127.0.0.1), chacha20-ietf-poly1305 (bench/peers/shadowsocks.json); CPU of both"
+}
+
+start_haproxy() {
+    local port
+    command -v haproxy >/dev/null || { STATUS[haproxy]="did not start: haproxy not installed"; return 0; }
+    port=$(free_port)
+    fill bench/peers/haproxy.cfg "$TMPD/haproxy.cfg" PORT="$port" ECHO_PORT="$ECHO_PORT" \
+        NBTHREAD="$(nproc)" MAXCONN=4096
+    start_bg "$TMPD/haproxy.log" haproxy -db -f "$TMPD/haproxy.cfg"
+    check_up haproxy "$port" "$LAST_PID" "$TMPD/haproxy.log" || return 0
+    ADDR[haproxy]=127.0.0.1:$port PIDS[haproxy]=$LAST_PID ROOTS[haproxy]=$LAST_PID
+    MODE[haproxy]=relay CPUSRC[haproxy]=bench LOGF[haproxy]=$TMPD/haproxy.log
+    NOTE[haproxy]="\`haproxy -db\` (bench/peers/haproxy.cfg): TCP mode, option splice-auto, nbthread $(nproc); a plain relay to the echo port, no SOCKS"
+}
+
+# ---- the run ------------------------------------------------------------------
+install_peers
+command -v ss >/dev/null || { echo "compare.sh: needs ss (iproute2)" >&2; exit 1; }
+
+if [ ! -x ./ferry ]; then
+    log "building ferry"
+    make -j"$(nproc)" ferry >&2
+fi
+# A private copy: others may rebuild ./ferry while this runs.
+FERRY=$TMPD/ferry
+cp ./ferry "$FERRY"
+FERRY_VERSION=$("$FERRY" --version 2>/dev/null | head -n1 || echo unknown)
+FERRY_COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git status --porcelain --untracked-files=no -- src Makefile 2>/dev/null)" ]; then
+    FERRY_COMMIT+=" (+ uncommitted changes in src/)"
+fi
+
+# Each held connection costs two descriptors in the bench (client + echo)
+# and two in the proxy; the hard limit here may be below what 10000 needs.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+NOFILE=$(ulimit -n)
+CONNS_WANTED=$CONNS
+if [ "$NOFILE" != unlimited ] && [ $((2 * CONNS + 1000)) -gt "$NOFILE" ]; then
+    CONNS=$(((NOFILE - 1000) / 2 / 1000 * 1000))
+    [ "$CONNS" -ge 1000 ] || CONNS=$(((NOFILE - 200) / 2))
+    log "open-files limit $NOFILE: held connections lowered from $CONNS_WANTED to $CONNS"
+fi
+
+ECHO_PORT=$(free_port)
+for t in "${TARGETS[@]}"; do
+    case $t in
+    direct) STATUS[direct]=ok MODE[direct]=direct CPUSRC[direct]=none NOTE[direct]="no proxy: the bench connects to its targets" ;;
+    ferry) start_ferry ;;
+    dante) start_dante ;;
+    microsocks) start_microsocks ;;
+    ss-libev) start_ss ;;
+    haproxy) start_haproxy ;;
+    esac
+    if [ "${STATUS[$t]}" = ok ]; then log "$t: ${ADDR[$t]:-direct} pid ${PIDS[$t]:--}"; fi
+done
+
+# Scenario variants: name, scenario, options.
+VARIANTS=()
+for s in "${SCENARIOS[@]}"; do
+    case $s in
+    throughput) VARIANTS+=("throughput-1|throughput|--connections 1 --payload 64k"
+        "throughput-8|throughput|--connections 8 --payload 64k") ;;
+    handshakes) VARIANTS+=("handshakes|handshakes|--concurrency 32") ;;
+    requests) VARIANTS+=("requests|requests|") ;;
+    connections) VARIANTS+=("connections|connections|--connections $CONNS") ;;
+    esac
+done
+
+OUTDIR=$(dirname "$OUT")
+mkdir -p "$OUTDIR"
+JSONL=${OUT%.md}.jsonl
+SVG=${OUT%.md}.svg
+RAW=$TMPD/results.jsonl
+
+{
+    "$PY" bench/report.py meta --cmdline "$CMDLINE" --rounds "$ROUNDS" --duration "$DURATION" \
+        --warmup "$WARMUP" --connections "$CONNS" --connections-wanted "$CONNS_WANTED" \
+        --nofile "$NOFILE" --quick "$QUICK" --ferry-version "$FERRY_VERSION" \
+        --ferry-commit "$FERRY_COMMIT" --echo-port "$ECHO_PORT" \
+        --variants "$(printf '%s\n' "${VARIANTS[@]}")"
+    for t in "${TARGETS[@]}"; do
+        "$PY" -c 'import json,sys; print(json.dumps({"peer":{"target":sys.argv[1],"status":sys.argv[2],"mode":sys.argv[3],"addr":sys.argv[4],"pids":sys.argv[5],"cpu_source":sys.argv[6],"how":sys.argv[7]}}))' \
+            "$t" "${STATUS[$t]}" "${MODE[$t]:-}" "${ADDR[$t]:-}" "${PIDS[$t]:-}" "${CPUSRC[$t]:-}" "${NOTE[$t]:-}"
+    done
+} >"$RAW"
+
+# A fresh process for the connections scenario: memory a proxy kept from
+# earlier runs (allocator caches, buffer pools) would hide what held
+# connections cost, so each proxy is restarted (on a new port) first.
+restart_target() {
+    local t=$1 p
+    for p in ${ROOTS[$t]//,/ }; do stop_pid "$p"; done
+    case $t in
+    ferry) start_ferry ;;
+    dante) start_dante ;;
+    microsocks) start_microsocks ;;
+    ss-libev) start_ss ;;
+    haproxy) start_haproxy ;;
+    esac
+}
+
+# Which of a target's processes ended, how (exit status or signal), and the
+# first error-looking line of its logs: for the report.
+gone_info() {
+    local t=$1 p st name out="" f
+    for p in ${ROOTS[$t]//,/ }; do
+        if kill -0 "$p" 2>/dev/null && ! zombie "$p"; then continue; fi
+        name=${LIVE[$p]:-pid}
+        st=0
+        wait "$p" 2>/dev/null || st=$?
+        unset "LIVE[$p]"
+        if [ "$st" -gt 128 ] && [ "$st" -lt 160 ]; then
+            out+="$name (pid $p) killed by signal $((st - 128))$(kill -l $((st - 128)) 2>/dev/null | sed 's/^/ SIG/'); "
+        elif [ "$st" = 127 ]; then
+            out+="$name (pid $p) ended; "
+        else
+            out+="$name (pid $p) exited with status $st; "
+        fi
+    done
+    for f in ${LOGF[$t]:-}; do
+        [ -s "$f" ] && out+="$(basename "$f") ends: $(tail -n 1 "$f" | tr -d '\r' | cut -c1-160); "
+    done
+    echo "${out%; }"
+}
+
+peer_event() { # peer_event TARGET EVENT: a line for the report's target table
+    "$PY" -c 'import json,sys; print(json.dumps({"peer_update":{"target":sys.argv[1],"event":sys.argv[2],"status":sys.argv[3]}}))' \
+        "$1" "$2" "${STATUS[$1]}" >>"$RAW"
+}
+
+# A target found dead: record how, and start it again (at most 3 times) so
+# the scenarios after it are still measured. 0 when it runs again.
+declare -A REVIVED
+revive() { # revive TARGET WHEN
+    local t=$1 when=$2 info
+    info=$(gone_info "$t" || true)
+    REVIVED[$t]=$((${REVIVED[$t]:-0} + 1))
+    if [ "${REVIVED[$t]}" -gt 3 ]; then
+        STATUS[$t]="died $when: $info (not restarted: it died 3 times already)"
+        log "$t ${STATUS[$t]}"
+        peer_event "$t" "died $when: $info; not restarted again"
+        return 1
+    fi
+    restart_target "$t"
+    if [ "${STATUS[$t]}" = ok ]; then
+        log "$t died $when: $info; restarted on ${ADDR[$t]}"
+        peer_event "$t" "died $when: $info; restarted"
+        return 0
+    fi
+    log "$t died $when: $info; restart failed: ${STATUS[$t]}"
+    peer_event "$t" "died $when: $info; restart failed: ${STATUS[$t]}"
+    return 1
+}
+
+alive() { # every process of a target still running?
+    local p
+    for p in ${ROOTS[$1]//,/ }; do
+        kill -0 "$p" 2>/dev/null || return 1
+        [ "$(ps -o stat= -p "$p" 2>/dev/null | cut -c1)" != Z ] || return 1
+    done
+}
+
+T_START=$(date +%s)
+NRUNS=0
+for ((round = 1; round <= ROUNDS; round++)); do
+    # Rotate the target order each round so no target always runs first.
+    order=()
+    n=${#TARGETS[@]}
+    for ((i = 0; i < n; i++)); do order+=("${TARGETS[$(((i + round - 1) % n))]}"); done
+    for v in "${VARIANTS[@]}"; do
+        IFS='|' read -r vname scen vopts <<<"$v"
+        for t in "${order[@]}"; do
+            [ "${STATUS[$t]}" = ok ] || continue
+            mode=${MODE[$t]}
+            if [ "$mode" = relay ] && [[ $scen == requests || $scen == connections ]]; then
+                continue # a plain relay reaches only the echo target
+            fi
+            err=""
+            if [ "$mode" != direct ] && ! alive "$t"; then
+                revive "$t" "before round $round, $vname" || err="the proxy is no longer running: ${STATUS[$t]}"
+            elif [ "$scen" = connections ] && [ "$mode" = proxy ]; then
+                restart_target "$t"
+                if [ "${STATUS[$t]}" != ok ]; then
+                    err="could not restart it for the connections run: ${STATUS[$t]}"
+                    peer_event "$t" "restart before round $round, $vname failed"
+                fi
+            fi
+            args=(--runs 1 --json --duration "$DURATION" --warmup "$WARMUP")
+            case $mode in
+            direct) args+=(--direct) ;;
+            proxy) args+=(--proxy "${ADDR[$t]}" --proxy-pid "${PIDS[$t]}") ;;
+            relay) args+=(--relay "${ADDR[$t]}" --target-port "$ECHO_PORT" --proxy-pid "${PIDS[$t]}") ;;
+            esac
+            # shellcheck disable=SC2206
+            if [ -n "$vopts" ]; then args+=($vopts); fi
+            mon=""
+            ran=0
+            if [ -z "$err" ]; then
+                ran=1
+                log "round $round/$ROUNDS  $vname  $t"
+                if [ "$mode" != direct ]; then
+                    memflag=""
+                    [ "$scen" = connections ] && memflag=--mem
+                    "$PY" bench/treemon.py watch "${ROOTS[$t]}" $memflag >"$TMPD/mon.json" &
+                    MON=$!
+                    LIVE[$MON]=treemon
+                    mon=$TMPD/mon.json
+                    sleep 0.05
+                fi
+                rc=0
+                timeout -k 5 300 "$FERRY" bench "$scen" "${args[@]}" >"$TMPD/run.out" 2>"$TMPD/run.err" || rc=$?
+                if [ -n "$mon" ]; then
+                    kill -TERM "$MON" 2>/dev/null || true
+                    wait "$MON" 2>/dev/null || true
+                    unset "LIVE[$MON]"
+                fi
+                if [ $rc = 124 ] || [ $rc = 137 ]; then
+                    err="the bench did not finish within 300 s"
+                elif [ $rc != 0 ]; then
+                    err="the bench exited with status $rc"
+                fi
+                NRUNS=$((NRUNS + 1))
+            else
+                : >"$TMPD/run.out"
+                : >"$TMPD/run.err"
+            fi
+            died=""
+            if [ "$ran" = 1 ] && [ "$mode" != direct ] && ! alive "$t"; then
+                died="the proxy died during this run"
+            fi
+            "$PY" bench/treemon.py annotate --line "$TMPD/run.out" ${mon:+--mon "$mon"} \
+                --stderr "$TMPD/run.err" --round "$round" --variant "$vname" --scenario "$scen" \
+                --target "$t" --cpu-source "${CPUSRC[$t]}" --error "$err" --note "$died" >>"$RAW"
+            if [ -n "$err" ]; then log "  $t: $err"; fi
+            if [ -n "$died" ]; then revive "$t" "in round $round, $vname" || true; fi
+        done
+    done
+done
+T_END=$(date +%s)
+"$PY" -c 'import json,sys; print(json.dumps({"done":{"runs":int(sys.argv[1]),"seconds":int(sys.argv[2]),"loadavg_end":open("/proc/loadavg").read().split()[:3]}}))' \
+    "$NRUNS" "$((T_END - T_START))" >>"$RAW"
+
+cp "$RAW" "$JSONL"
+[ -n "$RESULTS" ] && cp "$RAW" "$RESULTS"
+"$PY" bench/report.py render "$RAW" --out "$OUT" --svg "$SVG"
+log "$NRUNS runs in $((T_END - T_START)) s; wrote $OUT, $JSONL$([ -s "$SVG" ] && echo ", $SVG")"
