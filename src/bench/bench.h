@@ -52,8 +52,9 @@ struct bench_opts {
     const char *auth;     /* none, plain or argon2 */
     int auth_cachettl_s;  /* -1: ferry's default */
     bool json;
-    bool blast;    /* udp: unpaced sending instead of one request in flight */
-    bool progress; /* stderr is a TTY */
+    bool blast;         /* udp: unpaced sending instead of one request in flight */
+    uint8_t http_proxy; /* requests: enum http_proxy_mode */
+    bool progress;      /* stderr is a TTY */
 };
 
 /* A named figure of one run. */
@@ -103,7 +104,10 @@ static inline const uint8_t *pattern_at(uint64_t off)
 
 /* ---- client connections (client.c) ---- */
 
-enum sc_phase { SC_CONNECT, SC_METHOD, SC_AUTH, SC_REPLY, SC_OPEN, SC_FAILED };
+enum sc_phase { SC_CONNECT, SC_METHOD, SC_AUTH, SC_REPLY, SC_HTTP, SC_OPEN, SC_FAILED };
+
+/* How requests reach an HTTP proxy (--http-proxy). */
+enum http_proxy_mode { HTTP_PROXY_NONE, HTTP_PROXY_CONNECT, HTTP_PROXY_ABSOLUTE };
 
 enum sc_fail {
     SC_FAIL_NONE,
@@ -119,6 +123,7 @@ struct route {
     bool spread_src;
     const char *user, *pass; /* RFC 1929 credentials, or NULL for no auth */
     uint8_t cmd;             /* SOCKS5 command: CONNECT (0 means CONNECT) or UDP ASSOCIATE */
+    uint8_t http;            /* enum http_proxy_mode: talk HTTP to the proxy instead */
 };
 
 /* One client connection; embedded in a scenario's own struct. */
@@ -132,6 +137,8 @@ struct sclient {
     uint16_t rlen;
     uint8_t rbuf[32];
     uint64_t t0_ns;
+    uint8_t http_state; /* SC_HTTP: status checked (1), blank-line progress */
+    uint8_t crlf;
     struct addr bnd; /* BND of the reply (the relay's UDP address for UDP ASSOCIATE) */
 };
 

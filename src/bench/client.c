@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -183,9 +184,19 @@ int sclient_step(struct sclient *s, const struct route *r, uint32_t events)
             int err = sock_error(s->io.fd);
             if (err)
                 return sc_fail(s, SC_FAIL_SOCKET, err);
-            if (r->mode == BENCH_DIRECT || r->mode == BENCH_RELAY) {
+            if (r->mode == BENCH_DIRECT || r->mode == BENCH_RELAY ||
+                r->http == HTTP_PROXY_ABSOLUTE) {
                 s->phase = SC_OPEN;
                 return 1;
+            }
+            if (r->http == HTTP_PROXY_CONNECT) {
+                char req[160], a[ADDR_STRLEN];
+                addr_format(&r->dst, a, sizeof(a));
+                int n = snprintf(req, sizeof(req), "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", a, a);
+                if (sc_send(s, (const uint8_t *)req, (size_t)n))
+                    return -1;
+                s->phase = SC_HTTP;
+                break;
             }
             uint8_t msg[3];
             uint8_t method = r->user ? SOCKS5_METHOD_USERPASS : SOCKS5_METHOD_NONE;
@@ -263,6 +274,45 @@ int sclient_step(struct sclient *s, const struct route *r, uint32_t events)
             sc_consume(s, (size_t)n);
             s->phase = SC_OPEN;
             return 1;
+        }
+        case SC_HTTP: {
+            /* "HTTP/1.x 200 ..." then everything up to the blank line. */
+            while (s->ev & SC_RD) {
+                uint8_t b[64];
+                ssize_t n = recv(s->io.fd, b, sizeof(b), 0);
+                if (n == 0)
+                    return sc_fail(s, SC_FAIL_SOCKET, -ECONNRESET);
+                if (n < 0) {
+                    if (errno == EAGAIN) {
+                        s->ev &= (uint8_t)~SC_RD;
+                        break;
+                    }
+                    if (errno == EINTR)
+                        continue;
+                    return sc_fail(s, SC_FAIL_SOCKET, -errno);
+                }
+                for (ssize_t i = 0; i < n; i++) {
+                    if (s->rlen < 12)
+                        s->rbuf[s->rlen++] = b[i];
+                    if (s->rlen == 12 && !s->http_state) {
+                        if (memcmp(s->rbuf, "HTTP/1.", 7) != 0 || memcmp(s->rbuf + 8, " 200", 4))
+                            return sc_fail(s, SC_FAIL_SOCKS, 0);
+                        s->http_state = 1;
+                    }
+                    static const char end[] = "\r\n\r\n";
+                    s->crlf = b[i] == (uint8_t)end[s->crlf] ? (uint8_t)(s->crlf + 1)
+                              : b[i] == '\r'                ? 1
+                                                            : 0;
+                    if (s->crlf == 4) {
+                        if (!s->http_state || i + 1 != n)
+                            return sc_fail(s, SC_FAIL_SOCKS, 0);
+                        s->rlen = 0;
+                        s->phase = SC_OPEN;
+                        return 1;
+                    }
+                }
+            }
+            return 0;
         }
         case SC_OPEN:
             return 1;

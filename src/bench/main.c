@@ -63,6 +63,9 @@ static const char usage[] =
     "  --payload SIZE       throughput chunk size (default 64k); udp datagram payload\n"
     "                       (default 1200)\n"
     "  --blast              udp: send unpaced for the window; offered vs received pps\n"
+    "  --http-proxy MODE    requests (and throughput, handshakes): talk to the proxy as an\n"
+    "                       HTTP proxy: connect (CONNECT tunnels) or absolute\n"
+    "                       (GET http://host/path; requests only)\n"
     "  --requests N         measured requests (1000), after --warm-requests N (100)\n"
     "  --downloads L        concurrent large downloads (8) of --download-size (1m)\n"
     "  --ping S             connections: each sends 16 bytes every S seconds (off)\n"
@@ -214,11 +217,14 @@ static void report(const struct bench *b, const char *target, struct result *run
                "\"connections\":%u,\"concurrency\":%u,\"payload\":%zu,\"requests\":%u,"
                "\"warm_requests\":%u,\"downloads\":%u,\"download_size\":%zu,\"ping_s\":%g,"
                "\"threads\":%u,\"proxy_workers\":%u,\"spread_src\":%s,\"auth\":\"%s\","
-               "\"auth_cachettl_s\":%d,\"blast\":%s},\"metrics\":{",
+               "\"auth_cachettl_s\":%d,\"blast\":%s,\"http_proxy\":\"%s\"},\"metrics\":{",
                FERRY_VERSION, o->runs, o->duration_s, o->warmup_s, o->connections, o->concurrency,
                o->payload, o->requests, o->warm_requests, o->downloads, o->download_size, o->ping_s,
                o->threads, o->proxy_workers, o->spread_src ? "true" : "false", o->auth,
-               o->auth_cachettl_s, o->blast ? "true" : "false");
+               o->auth_cachettl_s, o->blast ? "true" : "false",
+               o->http_proxy == HTTP_PROXY_CONNECT    ? "connect"
+               : o->http_proxy == HTTP_PROXY_ABSOLUTE ? "absolute"
+                                                      : "none");
         for (size_t i = 0; i < first->n; i++) {
             for (unsigned r = 0; r < nruns; r++)
                 v[r] = i < runs[r].n ? runs[r].m[i].v : 0;
@@ -298,6 +304,7 @@ int bench_main(int argc, char **argv)
         {"no-spread", no_argument, NULL, 'N'},
         {"json", no_argument, NULL, 'j'},
         {"blast", no_argument, NULL, 'B'},
+        {"http-proxy", required_argument, NULL, 'H'},
         {"auth", required_argument, NULL, 'A'},
         {"auth-cachettl", required_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},
@@ -430,6 +437,14 @@ int bench_main(int argc, char **argv)
         case 'B':
             o->blast = true;
             break;
+        case 'H':
+            if (strcmp(optarg, "connect") == 0)
+                o->http_proxy = HTTP_PROXY_CONNECT;
+            else if (strcmp(optarg, "absolute") == 0)
+                o->http_proxy = HTTP_PROXY_ABSOLUTE;
+            else
+                return bad_value("--http-proxy", optarg);
+            break;
         case 'A':
             if (strcmp(optarg, "none") && strcmp(optarg, "plain") && strcmp(optarg, "argon2"))
                 return bad_value("--auth", optarg);
@@ -476,6 +491,16 @@ int bench_main(int argc, char **argv)
         o->payload = 1200;
     if (!set_conc)
         o->concurrency = !strcmp(o->scenario, "handshakes") ? 32 : is_cn ? 256 : 8;
+    if (o->http_proxy && (is_udp || o->mode == BENCH_DIRECT || o->mode == BENCH_RELAY)) {
+        fputs("ferry bench: --http-proxy needs a proxy (self-hosted or --proxy) and a TCP "
+              "scenario\n",
+              stderr);
+        return 2;
+    }
+    if (o->http_proxy == HTTP_PROXY_ABSOLUTE && strcmp(o->scenario, "requests") != 0) {
+        fputs("ferry bench: --http-proxy absolute only makes sense for requests\n", stderr);
+        return 2;
+    }
     if (is_udp && o->mode == BENCH_RELAY) {
         fputs("ferry bench: udp needs a SOCKS5 proxy (or --direct), not a TCP relay\n", stderr);
         return 2;
@@ -514,6 +539,7 @@ int bench_main(int argc, char **argv)
     b.route.mode = o->mode;
     b.route.dst = *targets_echo(b.t, 0);
     b.route.spread_src = o->spread_src;
+    b.route.http = o->http_proxy;
     if (strcmp(o->auth, "none") != 0) {
         b.route.user = BENCH_USER;
         b.route.pass = BENCH_PASS;

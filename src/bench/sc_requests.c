@@ -108,10 +108,15 @@ static void rq_on_io(struct io *io, uint32_t events)
     if (rc == 0)
         return;
     if (!s->sent) {
-        char req[128];
-        int n =
-            snprintf(req, sizeof(req),
-                     "GET %s HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n", th->ph->path);
+        char req[200], a[ADDR_STRLEN];
+        addr_format(&th->route.dst, a, sizeof(a));
+        int n = th->route.http == HTTP_PROXY_ABSOLUTE
+                    ? snprintf(req, sizeof(req),
+                               "GET http://%s%s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n",
+                               a, th->ph->path, a)
+                    : snprintf(req, sizeof(req),
+                               "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n",
+                               th->ph->path, a);
         if (send(io->fd, req, (size_t)n, MSG_NOSIGNAL) != n) {
             rq_end(s, false);
             return;

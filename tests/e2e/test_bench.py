@@ -172,3 +172,27 @@ def test_udp_blast():
     assert offered > 0 and 0 < received <= offered * 1.01
     assert 0 < metric(r, "delivered") <= 100.5
     assert metric(r, "corrupt") == 0
+
+
+@pytest.mark.parametrize("mode", ["connect", "absolute"])
+def test_requests_through_the_http_proxy(mode):
+    r = bench_json("requests", "--requests", "40", "--warm-requests", "5", "--downloads", "2",
+                   "--download-size", "128k", "--http-proxy", mode)
+    assert r["params"]["http_proxy"] == mode
+    assert metric(r, "requests") > 0 and metric(r, "download") > 0
+    assert metric(r, "failed_requests") == 0 and metric(r, "failed_downloads") == 0
+    assert metric(r, "corrupt_bodies") == 0
+
+
+def test_handshakes_and_throughput_through_http_connect():
+    r = bench_json("handshakes", "--concurrency", "2", "--http-proxy", "connect")
+    assert metric(r, "setups") > 0 and metric(r, "failed_socks") == 0
+    t = bench_json("throughput", "--connections", "2", "--http-proxy", "connect")
+    assert metric(t, "total") > 0 and metric(t, "corrupt_chunks") == 0
+
+
+def test_auth_modes_self_hosted():
+    for mode in ("plain", "argon2"):
+        r = bench_json("handshakes", "--concurrency", "2", "--auth", mode)
+        assert r["params"]["auth"] == mode
+        assert metric(r, "setups") > 0 and metric(r, "failed_socks") == 0
