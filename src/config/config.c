@@ -10,6 +10,7 @@
 #include "config/config.h"
 
 #include <errno.h>
+#include <ifaddrs.h>
 #include <ini.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "acl/rules.h"
 #include "auth/userlist.h"
 #include "util/compiler.h"
 #include "util/file.h"
@@ -38,6 +40,9 @@ struct loader {
     bool listen_from_file;
     bool workers_auto;
     bool max_conn_auto;
+    bool in_rules; /* inside [rules]: lines are rules, not keys */
+    struct acl_rule *rules;
+    uint32_t nrules, caprules;
 };
 
 struct key {
@@ -240,6 +245,32 @@ static int set_port_range(struct loader *ld, const struct key *k, const char *v)
     }
     ld->c->udp.port_lo = (uint16_t)a;
     ld->c->udp.port_hi = (uint16_t)b;
+    return 0;
+}
+
+static int set_size64(struct loader *ld, const struct key *k, const char *v)
+{
+    uint64_t n;
+    int rc = parse_size(v, k->min, k->max, &n);
+    if (rc) {
+        bad(ld, k->name, "'%s' is %s (expected %s)", v,
+            rc == -ERANGE ? "out of range" : "not a size", k->expect);
+        return rc;
+    }
+    *(uint64_t *)(void *)((char *)ld->c + k->off) = n;
+    return 0;
+}
+
+static int set_rules_default(struct loader *ld, const struct key *k, const char *v)
+{
+    if (!strcasecmp(v, "allow"))
+        ld->c->rules_default = ACL_ALLOW;
+    else if (!strcasecmp(v, "deny"))
+        ld->c->rules_default = ACL_DENY;
+    else {
+        bad(ld, k->name, "'%s' is not allow or deny", v);
+        return -EINVAL;
+    }
     return 0;
 }
 
@@ -461,6 +492,20 @@ static const struct key keys[] = {
     {"access_log", set_bool, OFF(access_log), 0, 0, "yes or no", false},
     {"open_proxy", set_bool, OFF(open_proxy), 0, 0, "yes or no", false},
     {"protocols", set_protocols, 0, 0, 0, "socks5, socks4 and/or http, e.g. socks5,http", false},
+    {"rules_file", set_string, OFF(rules_file), 0, 0, "a file of rules, one per line", false},
+    {"rules_default", set_rules_default, 0, 0, 0, "allow or deny", false},
+    /* [limits] */
+    {"limits.per_ip", set_u32, OFF(limits.per_ip), 0, 1000000, "0..1000000; 0 is unlimited", false},
+    {"limits.per_user", set_u32, OFF(limits.per_user), 0, 1000000, "0..1000000; 0 is unlimited",
+     false},
+    {"limits.rate", set_u32, OFF(limits.rate), 0, 1000000,
+     "new connections per second per address, 0..1000000; 0 is off", false},
+    {"limits.burst", set_u32, OFF(limits.burst), 1, 1000000, "1..1000000", false},
+    {"limits.ip_table", set_u32, OFF(limits.ip_table), 64, 16777216, "64..16777216", false},
+    {"limits.bandwidth_user", set_size64, OFF(limits.bw_user), 0, 1ull << 40,
+     "bytes per second such as 1m; 0 is unlimited", false},
+    {"limits.bandwidth_connection", set_size64, OFF(limits.bw_conn), 0, 1ull << 40,
+     "bytes per second such as 1m; 0 is unlimited", false},
     {"bind", set_bool, OFF(bind), 0, 0, "yes or no", false},
     {"bind_timeout", set_duration, OFF(bind_timeout_ms), 1000, DAY_MS, "a duration from 1s to 24h",
      false},
@@ -500,7 +545,7 @@ static const struct key keys[] = {
 _Static_assert(ARRAY_LEN(keys) <= 64, "loader.seen is too small");
 
 /* Sections a file may contain; keys in them are named "section.key". */
-static const char *const sections[] = {"auth", "udp", "http"};
+static const char *const sections[] = {"auth", "udp", "http", "rules", "limits"};
 
 /* Edit distance, for "did you mean" on unknown keys. */
 static size_t edit_distance(const char *a, const char *b)
@@ -581,29 +626,73 @@ static int ini_handler_cb(void *user, const char *section, const char *name, con
 
 /* Judge a line's shape before inih sees it, so that syntax errors are
  * reported at their own line and in order with the others. */
-static void check_line(struct loader *ld, const char *line)
+/* A rule line: "# comment" ends it; errors name FILE:LINE. */
+static void add_rule(struct loader *ld, const char *file, int line, const char *text)
+{
+    char buf[CONFIG_LINE_MAX + 1], name[64], err[256];
+    snprintf(buf, sizeof(buf), "%s", text);
+    char *hash = strchr(buf, '#');
+    if (hash)
+        *hash = '\0';
+    char *t = str_trim(buf);
+    size_t n = strlen(t);
+    while (n && (t[n - 1] == '\r' || t[n - 1] == '\n' || t[n - 1] == ' '))
+        t[--n] = '\0';
+    if (!*t || *t == ';')
+        return;
+    const char *base = strrchr(file, '/');
+    snprintf(name, sizeof(name), "%s:%d", base ? base + 1 : file, line);
+    if (ld->nrules == ld->caprules) {
+        uint32_t cap = ld->caprules ? ld->caprules * 2 : 16;
+        struct acl_rule *v = realloc(ld->rules, cap * sizeof(*v));
+        if (!v) {
+            config_error(ld->errs, "%s:%d: out of memory", file, line);
+            return;
+        }
+        ld->rules = v;
+        ld->caprules = cap;
+    }
+    if (acl_rule_parse(t, name, &ld->rules[ld->nrules], err, sizeof(err)) == 0)
+        ld->nrules++;
+    else
+        config_error(ld->errs, "%s:%d: rule: %s", file, line, err);
+}
+
+/* Judge a line before inih sees it. Returns true when the line was a rule
+ * (consumed here; inih gets a blank line instead). */
+static bool check_line(struct loader *ld, const char *line)
 {
     const char *p = line + strspn(line, " \t\r\n");
     if (*p == '\0' || *p == '#' || *p == ';')
-        return;
+        return false;
+    if (*p != '[' && ld->in_rules) {
+        add_rule(ld, ld->file, ld->line, p);
+        return true;
+    }
+    if (*p == '[') {
+        const char *end0 = strchr(p, ']');
+        ld->in_rules = end0 && (size_t)(end0 - p - 1) == 5 && strncmp(p + 1, "rules", 5) == 0;
+    }
     if (*p == '[') {
         const char *end = strchr(p, ']');
         if (!end) {
             bad(ld, NULL, "syntax error: section header without ']'");
-            return;
+            return false;
         }
         for (size_t i = 0; i < ARRAY_LEN(sections); i++) {
             if ((size_t)(end - p - 1) == strlen(sections[i]) &&
                 strncmp(p + 1, sections[i], strlen(sections[i])) == 0)
-                return;
+                return false;
         }
         bad(ld, NULL,
-            "unknown section [%.*s] (known: [auth], [udp], [http]; other keys go at the top)",
+            "unknown section [%.*s] (known: [auth], [udp], [http], [rules], [limits]; other keys "
+            "go at the top)",
             (int)(end - p - 1), p + 1);
-        return;
+        return false;
     }
     if (!strpbrk(p, "=:"))
         bad(ld, NULL, "syntax error: expected 'key = value', a comment, or a blank line");
+    return false;
 }
 
 /* inih reader: hand out one line of ld->text per call, tracking its number. */
@@ -622,7 +711,10 @@ static char *ini_reader_cb(char *str, int num, void *stream)
     } else {
         memcpy(str, ld->next, n);
         str[n] = '\0';
-        check_line(ld, str);
+        if (check_line(ld, str)) {
+            str[0] = '\n';
+            str[1] = '\0';
+        }
     }
     ld->next += n;
     return str;
@@ -685,6 +777,14 @@ static void set_defaults(struct config *c)
     c->http.keepalive_ms = 60000;
     c->http.pool_size = 64;
     c->http.pool_idle_ms = 30000;
+    c->rules_default = ACL_ALLOW;
+    c->limits.burst = 20;
+    c->limits.ip_table = 65536;
+}
+
+uint32_t config_rule_count(const struct config *c)
+{
+    return c->acl ? c->acl->n : 0;
 }
 
 unsigned config_default_workers(void)
@@ -775,18 +875,45 @@ static void load_userlist(struct config *c, const char *cfg_path, int line,
     }
 }
 
+/* The addresses of this host's interfaces: with a listener on a public or
+ * wildcard address, they are "our own listening addresses". */
+static void collect_local_addrs(struct config *c)
+{
+    struct ifaddrs *ifs, *i;
+    if (getifaddrs(&ifs) < 0)
+        return;
+    size_t n = 0;
+    for (i = ifs; i; i = i->ifa_next)
+        if (i->ifa_addr &&
+            (i->ifa_addr->sa_family == AF_INET || i->ifa_addr->sa_family == AF_INET6))
+            n++;
+    c->local_addrs = calloc(n + c->nlisten, sizeof(*c->local_addrs));
+    if (c->local_addrs) {
+        for (i = ifs; i; i = i->ifa_next)
+            if (i->ifa_addr &&
+                (i->ifa_addr->sa_family == AF_INET || i->ifa_addr->sa_family == AF_INET6))
+                addr_from_sockaddr(&c->local_addrs[c->nlocal_addrs++], i->ifa_addr);
+        for (size_t k = 0; k < c->nlisten; k++)
+            c->local_addrs[c->nlocal_addrs++] = c->listen[k].addr;
+    }
+    freeifaddrs(ifs);
+}
+
 static void validate(struct config *c, struct config_errors *errs)
 {
-    const struct config_listen *pub;
-    /* Without authentication (rules come later), any listener reachable
-     * from another host makes an open proxy: demand that it be said out
-     * loud. */
-    if (!c->open_proxy && !c->auth.userlist && any_public_listener(c, &pub)) {
+    const struct config_listen *pub = NULL;
+    /* Without authentication or rules, any listener reachable from another
+     * host makes an open proxy: demand that it be said out loud. */
+    c->protect_local = any_public_listener(c, &pub);
+    if (c->protect_local)
+        collect_local_addrs(c);
+    if (!c->open_proxy && !c->auth.userlist && !c->acl && !c->rules_file && pub) {
         char a[ADDR_STRLEN];
         config_error(errs,
                      "%s: listen: %s is not a loopback address and no authentication is "
                      "configured, so anyone who can reach it could use this proxy; configure "
-                     "[auth] userlist, or set 'open_proxy = yes' if that is what you want",
+                     "[auth] userlist or [rules], or set 'open_proxy = yes' if that is what "
+                     "you want",
                      pub->origin, addr_format(&pub->addr, a, sizeof(a)));
     }
     for (size_t i = 0; i < c->nlisten; i++) {
@@ -799,6 +926,43 @@ static void validate(struct config *c, struct config_errors *errs)
             }
         }
     }
+}
+
+static bool errs_since(const struct config_errors *e, size_t n0)
+{
+    return e->n != n0;
+}
+
+/* rules_file: one rule a line, # comments; relative to the config's
+ * directory. */
+static void load_rules_file(struct loader *ld, const char *cfg_path)
+{
+    char path[4096];
+    const char *f = ld->c->rules_file;
+    const char *slash = cfg_path ? strrchr(cfg_path, '/') : NULL;
+    if (f[0] != '/' && slash)
+        snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - cfg_path), cfg_path, f);
+    else
+        snprintf(path, sizeof(path), "%s", f);
+    char *text;
+    int rc = file_read_text(path, 64u << 20, &text, NULL);
+    if (rc) {
+        config_error(ld->errs, "%s: rules_file: cannot read %s: %s", cfg_path, path,
+                     rc == -EFBIG ? "larger than 64 MiB" : strerror(-rc));
+        return;
+    }
+    int line = 0;
+    for (char *p = text; *p;) {
+        char *nl = strchr(p, '\n');
+        if (nl)
+            *nl = '\0';
+        line++;
+        add_rule(ld, path, line, p);
+        if (!nl)
+            break;
+        p = nl + 1;
+    }
+    free(text);
 }
 
 int config_load(const struct config_cli *cli, struct config **out, struct config_errors *errs)
@@ -850,6 +1014,24 @@ int config_load(const struct config_cli *cli, struct config **out, struct config
             }
         }
     }
+    if (c->rules_file) {
+        if (ld.nrules)
+            config_error(errs, "%s: rules_file and a [rules] section: use one or the other",
+                         cli->path);
+        else
+            load_rules_file(&ld, cli->path);
+    }
+    if (ld.nrules && !errs_since(errs, nerr0)) {
+        if (acl_build(&c->acl, ld.rules, ld.nrules, c->rules_default) < 0)
+            config_error(errs, "%s: out of memory compiling the rules", cli->path);
+        else
+            ld.rules = NULL; /* the acl owns them now */
+    }
+    if (ld.rules) {
+        for (uint32_t i = 0; i < ld.nrules; i++)
+            acl_rule_fini(&ld.rules[i]);
+        free(ld.rules);
+    }
     apply_cli(c, cli, &ld);
     if (ld.workers_auto)
         c->workers = config_default_workers();
@@ -878,6 +1060,9 @@ static void config_destroy(struct config *c)
     free(c->auth.userlist);
     userlist_unref(c->auth.users);
     config_errors_fini(&c->warnings);
+    free(c->rules_file);
+    free(c->local_addrs);
+    acl_free(c->acl);
     free(c);
 }
 

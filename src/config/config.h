@@ -83,6 +83,19 @@ struct config_udp {
     uint16_t port_lo, port_hi; /* 0: any port */
 };
 
+/* [limits]: per-address, per-user and bandwidth limits. 0 = unlimited. */
+struct config_limits {
+    uint32_t per_ip;   /* concurrent connections per client address */
+    uint32_t per_user; /* concurrent sessions per authenticated user */
+    uint32_t rate;     /* new connections per second per client address */
+    uint32_t burst;    /* ... allowed in a burst */
+    uint32_t ip_table; /* client addresses tracked */
+    uint64_t bw_user;  /* bytes per second, both directions, per user */
+    uint64_t bw_conn;  /* bytes per second, both directions, per connection */
+};
+
+struct acl;
+
 /* Immutable once loaded and shared by reference count: the main thread
  * holds the current one, each worker holds the ones its sessions use. */
 struct config {
@@ -107,6 +120,15 @@ struct config {
     struct config_auth auth;
     struct config_udp udp;
     struct config_http http;
+    struct config_limits limits;
+    struct acl *acl; /* compiled rules, NULL when there are none */
+    char *rules_file;
+    uint8_t rules_default; /* ACL_ALLOW or ACL_DENY when no rule matches */
+    /* A listener is reachable from other hosts: loopback, link-local and
+     * our own addresses are denied unless a rule allows them by range. */
+    bool protect_local;
+    struct addr *local_addrs; /* this host's addresses (with protect_local) */
+    size_t nlocal_addrs;
     uint8_t protocols; /* PROTO_* for listeners without their own */
     bool bind;         /* allow the BIND command (SOCKS5 0x02, SOCKS4 2) */
     uint32_t bind_timeout_ms;
@@ -145,6 +167,9 @@ static inline bool config_auth_enabled(const struct config *c)
 int config_parse_protocols(const char *s, uint8_t *mask);
 /* "socks5+socks4+http" for logs. */
 const char *config_protocols_name(uint8_t mask, char *buf, size_t len);
+
+/* Number of access rules (0 without). */
+uint32_t config_rule_count(const struct config *c);
 
 /* Online CPUs, at least 1. */
 unsigned config_default_workers(void);

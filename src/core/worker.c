@@ -113,6 +113,7 @@ static void worker_cfgs_fini(struct worker *w)
         struct wcfg *wc = container_of(pos, struct wcfg, link);
         list_del(&wc->link);
         config_unref(wc->cfg);
+        free(wc->rule_hits);
         free(wc);
     }
     w->cur = NULL;
@@ -126,12 +127,16 @@ static int worker_cfg_set(struct worker *w, struct config *cfg)
     if (!wc)
         return -ENOMEM;
     wc->cfg = cfg;
+    wc->nrule_hits = config_rule_count(cfg);
+    if (wc->nrule_hits && !(wc->rule_hits = calloc(wc->nrule_hits, sizeof(*wc->rule_hits))))
+        wc->nrule_hits = 0; /* counts lost, rules still apply */
     list_add_tail(&w->cfgs, &wc->link);
     struct wcfg *old = w->cur;
     w->cur = wc;
     if (old && old->sessions == 0) {
         list_del(&old->link);
         config_unref(old->cfg);
+        free(old->rule_hits);
         free(old);
     }
     /* Buffers of an old size are freed rather than pooled as they return. */
@@ -151,6 +156,7 @@ void worker_cfg_release(struct worker *w, struct wcfg *wc)
     if (--wc->sessions == 0 && wc != w->cur) {
         list_del(&wc->link);
         config_unref(wc->cfg);
+        free(wc->rule_hits);
         free(wc);
     }
 }

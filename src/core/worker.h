@@ -40,6 +40,8 @@ struct wcfg {
     struct list link; /* in worker->cfgs */
     struct config *cfg;
     uint32_t sessions;
+    stat_t *rule_hits; /* per rule of cfg, this worker's share */
+    uint32_t nrule_hits;
 };
 
 struct listener {
@@ -62,8 +64,10 @@ struct worker_ops {
 
 /* State shared by all workers, owned by the main thread. */
 struct auth;
+struct limits;
 
 struct shared {
+    struct limits *limits;           /* per-address and per-user limits */
     _Atomic(struct auth *) auth;     /* the verifier pool, once started */
     _Atomic uint64_t next_id;        /* session ids, unique across workers */
     _Atomic uint32_t sessions;       /* open sessions, for max_connections */

@@ -32,6 +32,12 @@ struct worker_stats {
     stat_t dns_failures;
     stat_t splice_bytes;        /* the share of payload moved by splice() */
     stat_t unknown_protocol;    /* first byte not a protocol the listener speaks */
+    stat_t denied;              /* destinations refused by rules or protected ranges */
+    stat_t limit_per_ip;        /* closed at accept: limits.per_ip */
+    stat_t limit_rate;          /* closed at accept: limits.rate */
+    stat_t limit_per_user;      /* refused after authentication: limits.per_user */
+    stat_t bw_throttled;        /* times a session waited for bandwidth */
+    stat_t udp_drop_denied;     /* datagrams to a destination the rules refuse */
     stat_t http_errors;         /* error responses sent */
     stat_t http_pool_hits;      /* requests sent on a pooled upstream connection */
     stat_t udp_assocs;          /* UDP associations opened */

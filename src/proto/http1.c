@@ -662,6 +662,8 @@ const char *http1_reason(int status)
         return "Request Timeout";
     case 414:
         return "URI Too Long";
+    case 429:
+        return "Too Many Requests";
     case 431:
         return "Request Header Fields Too Large";
     case 501:

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "acl/limits.h"
 #include "auth/auth.h"
 #include "config/config.h"
 #include "core/buf.h"
@@ -92,12 +93,12 @@ void conn_access_log(struct conn *c, const char *cmd, const char *reply)
         snprintf(err, sizeof(err), " err=%s", errmap_name(c->err));
     log_write(LOG_INFO,
               "access id=%llu client=%s user=%s cmd=%s dst=%s addr=%s up=%llu down=%llu "
-              "ms=%llu reply=%s end=%s%s",
+              "ms=%llu reply=%s end=%s%s%s%s",
               (unsigned long long)c->id, client, c->user ? c->user : "-", cmd, dst,
               c->target.family ? target : "-", (unsigned long long)c->c2u.bytes,
               (unsigned long long)c->u2c.bytes,
               (unsigned long long)(loop_now(&c->w->loop) - c->t_start), reply,
-              c->why ? c->why : "-", err);
+              c->why ? c->why : "-", err, c->rule ? " rule=" : "", c->rule ? c->rule : "");
 }
 
 static const char *socks_cmd_name(const struct conn *c)
@@ -154,6 +155,9 @@ void conn_close(struct conn *c, const char *why)
     c->dst_name = NULL;
     auth_abandon(c->auth);
     c->auth = NULL;
+    policy_bw_stop(c);
+    policy_release_user(c);
+    policy_release_client(c);
     free(c->user);
     c->user = NULL;
     worker_cfg_release(w, c->wc);
@@ -300,8 +304,15 @@ static void conn_relay_drive(struct conn *c)
         conn_close(c, "done");
 }
 
+void conn_resume(struct conn *c)
+{
+    if (c->state == CONN_ST_RELAY)
+        conn_relay_drive(c);
+}
+
 void conn_relay_start(struct conn *c)
 {
+    policy_bw_start(c);
     conn_set_state(c, CONN_ST_RELAY);
     c->last_active = loop_now(&c->w->loop);
     conn_arm_idle(c);
@@ -383,6 +394,26 @@ static void conn_begin_connect(struct conn *c, const struct dns_answer *ans)
         return;
     }
     *c->ans = *ans;
+    if (c->dst_name) {
+        /* Rules on address ranges apply to what the name resolved to (no
+         * DNS rebinding into a denied range): keep the addresses allowed. */
+        const char *first_rule = NULL;
+        uint8_t kept = 0;
+        for (uint8_t i = 0; i < c->ans->n; i++) {
+            enum policy_verdict v = policy_dest(c, 0, c->dst_name, &c->ans->a[i], c->dst_port);
+            if (!first_rule)
+                first_rule = c->rule;
+            if (v == POLICY_ALLOW)
+                c->ans->a[kept++] = c->ans->a[i];
+        }
+        c->ans->n = kept;
+        if (!kept) {
+            c->rule = first_rule;
+            c->target = ans->a[0];
+            conn_fail(c, SOCKS5_REP_NOT_ALLOWED, "denied");
+            return;
+        }
+    }
     c->next_addr = 0;
     conn_connect_next(c, -EHOSTUNREACH);
 }
@@ -411,6 +442,17 @@ void conn_dial(struct conn *c, const char *name, const struct addr *ip, uint16_t
     free(c->dst_name);
     c->dst_name = NULL;
 
+    struct addr target = *ip;
+    target.port = port;
+    enum policy_verdict v = policy_dest(c, 0, name, name ? NULL : &target, port);
+    if (v == POLICY_DENY) {
+        if (name)
+            c->dst_name = strdup(name);
+        else
+            c->target = target;
+        conn_fail(c, SOCKS5_REP_NOT_ALLOWED, "denied");
+        return;
+    }
     if (!name) {
         ans.a[0] = *ip;
         ans.a[0].port = port;
@@ -673,9 +715,19 @@ static struct conn *conn_alloc(struct worker *w)
 
 static void relay_accept(struct worker *w, struct listener *ls, int fd, const struct addr *peer)
 {
+    bool tracked;
+    if (!policy_admit_client(w, peer, &tracked)) {
+        /* Over the address's limits: closed before reading a byte. */
+        sock_abort(fd);
+        close(fd);
+        worker_session_ended(w);
+        return;
+    }
     struct conn *c = conn_alloc(w);
     if (!c) {
         close(fd);
+        if (tracked)
+            limits_ip_release(w->sh->limits, peer);
         worker_session_ended(w);
         return;
     }
@@ -685,6 +737,7 @@ static void relay_accept(struct worker *w, struct listener *ls, int fd, const st
     c->reply = 0xff;
     c->listen_index = (uint8_t)ls->index;
     c->wc = worker_cfg_hold(w);
+    c->ip_tracked = tracked;
     c->t_start = loop_now(&w->loop);
     io_init(&c->cli, conn_on_cli_io);
     io_init(&c->up, conn_on_up_io);

@@ -70,6 +70,8 @@ struct dns_req;
 struct auth_job;
 struct udp_assoc;
 struct http_state;
+struct limits_user;
+struct conn_bw;
 
 struct half {
     struct buf *buf;        /* bytes in user space, or NULL */
@@ -103,6 +105,11 @@ struct conn {
     char *user;              /* authenticated (or claimed) user name, for logs */
     struct udp_assoc *udp;   /* UDP ASSOCIATE */
     struct http_state *http; /* HTTP sessions only */
+    struct limits_user *lu;  /* the user's session slot, with limits on */
+    struct conn_bw *bw;      /* bandwidth limiter, with limits on */
+    const char *rule;        /* the rule that decided, for the access log */
+    bool authed;             /* user was verified (not SOCKS4's USERID) */
+    bool ip_tracked;         /* counted in the per-address table */
     uint64_t id;
     uint64_t t_start;     /* loop ms at accept (or at the start of an HTTP request) */
     uint64_t deadline;    /* end of the connect budget */

@@ -501,6 +501,15 @@ static void http_request_head(struct conn *c, size_t headlen)
                                            : "auth-failed");
             return;
         }
+        h->authed = true;
+    }
+    if (h->authed) {
+        c->authed = true;
+        if (!policy_admit_user(c)) {
+            free(m);
+            http_error(c, 429, "ferry: too many sessions for this user", "user-limit");
+            return;
+        }
     }
     h->authed = false; /* the next request brings its own credentials */
 
@@ -559,6 +568,12 @@ static void http_request_head(struct conn *c, size_t headlen)
     c->dst_port = port;
     struct addr peer;
     int fd = pool_take(c, h->key, &peer);
+    if (fd >= 0 && policy_dest(c, 0, host, &peer, port) != POLICY_ALLOW) {
+        close(fd); /* the rules changed, or this address is no longer wanted */
+        c->target = peer;
+        conn_fail(c, SOCKS5_REP_NOT_ALLOWED, "denied");
+        return;
+    }
     if (fd >= 0) {
         if (loop_io_add(&c->w->loop, &c->up, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET) == 0) {
             stat_add(&c->w->stats.http_pool_hits, 1);

@@ -23,6 +23,7 @@
 #include "core/buf.h"
 #include "core/pipe.h"
 #include "relay/conn.h"
+#include "relay/session.h"
 
 /* Bytes one direction may read per wakeup before yielding to other
  * sessions on the same worker. */
@@ -94,11 +95,11 @@ static int pump_flush(struct conn *c, const struct dir *d)
 
 /* Read once from src into a pipe. Returns bytes read, 0 at EOF or when src
  * is drained (src_ev says which), or -errno. */
-static ssize_t pump_read_splice(struct conn *c, const struct dir *d, struct pipe_pair *pp)
+static ssize_t pump_read_splice(struct conn *c, const struct dir *d, struct pipe_pair *pp,
+                                uint32_t max)
 {
     for (;;) {
-        ssize_t n =
-            splice(d->src, NULL, pp->wfd, NULL, SPLICE_CHUNK, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        ssize_t n = splice(d->src, NULL, pp->wfd, NULL, max, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
         if (n > 0) {
             pp->len = (uint32_t)n;
             return n;
@@ -116,10 +117,11 @@ static ssize_t pump_read_splice(struct conn *c, const struct dir *d, struct pipe
     }
 }
 
-static ssize_t pump_read_buf(struct conn *c, const struct dir *d, struct buf *b, bool auto_splice)
+static ssize_t pump_read_buf(struct conn *c, const struct dir *d, struct buf *b, bool auto_splice,
+                             uint32_t max)
 {
     for (;;) {
-        uint32_t room = buf_room(b);
+        uint32_t room = buf_room(b) < max ? buf_room(b) : max;
         ssize_t n = recv(d->src, buf_tail(b), room, 0);
         if (n > 0) {
             b->end += (uint32_t)n;
@@ -127,8 +129,8 @@ static ssize_t pump_read_buf(struct conn *c, const struct dir *d, struct buf *b,
              * then read on until recv() says 0, or the EOF edge is lost. */
             if ((uint32_t)n < room && !(*d->src_ev & SIDE_RDHUP))
                 *d->src_ev &= (uint8_t)~SIDE_RD;
-            else if ((uint32_t)n == room && auto_splice)
-                d->h->flags |= HALF_SPLICE;
+            else if (buf_room(b) == 0 && auto_splice)
+                d->h->flags |= HALF_SPLICE; /* a whole buffer in one read: bulk */
             return n;
         }
         if (n == 0) {
@@ -179,6 +181,12 @@ static int pump_dir(struct conn *c, const struct dir *d)
             return 0;
         }
 
+        /* Bandwidth limits: read only what may move now; with nothing
+         * allowed, a timer resumes the session (no busy loop). */
+        uint32_t allow = policy_bw_allow(c, SPLICE_CHUNK);
+        if (!allow)
+            return 0;
+
         ssize_t n;
         if (mode == SPLICE_ALWAYS || (h->flags & HALF_SPLICE)) {
             h->pipe = pipe_get(&w->pipes);
@@ -187,17 +195,18 @@ static int pump_dir(struct conn *c, const struct dir *d)
                 mode = SPLICE_NEVER;
                 continue;
             }
-            n = pump_read_splice(c, d, h->pipe);
+            n = pump_read_splice(c, d, h->pipe, allow);
         } else {
             h->buf = buf_get(&w->bufs);
             if (!h->buf)
                 return pump_fail(c, "no-memory", -ENOMEM);
-            n = pump_read_buf(c, d, h->buf, mode == SPLICE_AUTO);
+            n = pump_read_buf(c, d, h->buf, mode == SPLICE_AUTO, allow);
         }
         if (n < 0)
             return (int)n;
         if (n > 0) {
             c->last_active = loop_now(&w->loop);
+            policy_bw_spend(c, (uint32_t)n);
             budget = (uint32_t)n >= budget ? 0 : budget - (uint32_t)n;
         }
     }

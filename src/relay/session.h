@@ -66,5 +66,27 @@ void http_pool_fini(struct worker *w);
 
 /* Shared by SOCKS5 and HTTP: the verdict of an authentication. */
 void conn_set_user(struct conn *c, const char *name, size_t len);
+/* Go on after a pause (bandwidth): drive the relay again. */
+void conn_resume(struct conn *c);
+
+/* policy.c: rules and limits applied to a session. */
+enum policy_verdict { POLICY_ALLOW, POLICY_DENY, POLICY_NEED_IP };
+/* May this destination be reached (cmd 0: the session's own)? Sets
+ * c->rule. POLICY_NEED_IP: only the address can tell; resolve first. */
+enum policy_verdict policy_dest(struct conn *c, uint8_t cmd, const char *name,
+                                const struct addr *ip, uint16_t port);
+bool policy_protected(const struct config *cfg, const struct addr *a);
+/* At accept: false to close the connection at once. */
+bool policy_admit_client(struct worker *w, const struct addr *peer, bool *tracked);
+void policy_release_client(struct conn *c);
+/* After authentication: false when the user has too many sessions. */
+bool policy_admit_user(struct conn *c);
+void policy_release_user(struct conn *c);
+/* Bandwidth: how many of want bytes may be read now (0: a timer will
+ * resume the session), and bytes that were. */
+void policy_bw_start(struct conn *c);
+void policy_bw_stop(struct conn *c);
+uint32_t policy_bw_allow(struct conn *c, uint32_t want);
+void policy_bw_spend(struct conn *c, uint32_t n);
 
 #endif

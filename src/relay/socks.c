@@ -64,6 +64,13 @@ void socks_connected(struct conn *c)
 
 /* ---- UDP ASSOCIATE ----------------------------------------------------- */
 
+/* Each new destination of an association meets the rules. */
+static bool socks_udp_allow(void *arg, const char *name, const struct addr *ip)
+{
+    struct conn *c = arg;
+    return policy_dest(c, 0, name, ip, ip->port) == POLICY_ALLOW;
+}
+
 static void socks_udp_activity(void *arg)
 {
     struct conn *c = arg;
@@ -83,7 +90,7 @@ static void socks_udp(struct conn *c)
         return;
     }
     int rc = udp_assoc_open(w, &conn_cfg(c)->udp, c->listen_index, &c->client, &local, &bnd,
-                            socks_udp_activity, c, &c->udp);
+                            socks_udp_activity, socks_udp_allow, c, &c->udp);
     if (rc) {
         c->err = rc == -ENOMEM ? rc : 0;
         conn_fail(c, SOCKS5_REP_GENERAL_FAILURE,
@@ -147,6 +154,10 @@ static void socks_bind(struct conn *c, const struct addr *peer)
         return;
     }
     c->target = *peer; /* the only address allowed to connect */
+    if (policy_dest(c, 0, NULL, peer, peer->port) != POLICY_ALLOW) {
+        conn_fail(c, SOCKS5_REP_NOT_ALLOWED, "denied");
+        return;
+    }
     struct addr local;
     struct sockaddr_storage ss;
     socklen_t sl = addr_to_sockaddr(peer, &ss);
@@ -292,6 +303,19 @@ static void socks_auth_verdict(struct conn *c, int result, const char *why)
     conn_set_state(c, CONN_ST_REQUEST);
 }
 
+/* A verified user may still be over limits.per_user. */
+static int socks_auth_result(struct conn *c, int result)
+{
+    if (result != AUTH_OK)
+        return result;
+    c->authed = true;
+    if (!policy_admit_user(c)) {
+        c->authed = false;
+        return AUTH_DENIED;
+    }
+    return AUTH_OK;
+}
+
 void socks_auth_timeout(struct conn *c)
 {
     /* The pool did not answer in time (a long queue): say no rather than
@@ -305,7 +329,8 @@ static void socks_on_auth(void *owner, int result)
 {
     struct conn *c = owner;
     c->auth = NULL;
-    socks_auth_verdict(c, result, NULL);
+    int r = socks_auth_result(c, result);
+    socks_auth_verdict(c, r, r != result ? "user-limit" : NULL);
     if (c->state == CONN_ST_REQUEST)
         socks_handshake(c); /* the request may be waiting already */
 }
@@ -336,7 +361,8 @@ static int hs_auth(struct conn *c, struct buf *b)
         conn_set_state(c, CONN_ST_AUTH_WAIT);
         return -1;
     }
-    socks_auth_verdict(c, r, NULL);
+    int r2 = socks_auth_result(c, r);
+    socks_auth_verdict(c, r2, r2 != r ? "user-limit" : NULL);
     return c->state == CONN_ST_REQUEST ? 1 : -1;
 }
 

@@ -23,6 +23,8 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "acl/limits.h"
+#include "acl/rules.h"
 #include "auth/auth.h"
 #include "core/loop.h"
 #include "core/sock.h"
@@ -41,6 +43,7 @@ struct server {
     unsigned nworkers;
     struct auth auth;
     bool auth_started;
+    struct limits limits;
 };
 
 unsigned long server_raise_nofile(void)
@@ -155,6 +158,8 @@ static void warn_restart_needed(const struct config *old, const struct config *n
         log_warn("reload: log_file changed; applies after a restart");
     if (old->backlog != nc->backlog)
         log_warn("reload: backlog changed; applies after a restart");
+    if (old->limits.ip_table != nc->limits.ip_table)
+        log_warn("reload: limits.ip_table changed; applies after a restart");
     if (config_auth_enabled(old) &&
         (old->auth.workers != nc->auth.workers || old->auth.queue != nc->auth.queue ||
          old->auth.cache_size != nc->auth.cache_size))
@@ -303,6 +308,11 @@ int server_run(struct config *cfg, const struct config_cli *cli)
         goto out_fds;
     if (auth_ensure(&s, cfg))
         goto out_fds;
+    if (limits_init(&s.limits, cfg->limits.ip_table)) {
+        log_error("out of memory for the limits tables");
+        goto out_fds;
+    }
+    s.sh.limits = &s.limits;
 
     s.sh.exit_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -335,6 +345,9 @@ int server_run(struct config *cfg, const struct config_cli *cli)
     if (config_auth_enabled(cfg))
         log_info("authentication: %zu users, %u verifier threads, cache ttl %u ms",
                  cfg->auth.users->n, cfg->auth.workers, cfg->auth.cachettl_ms);
+    if (cfg->acl)
+        log_info("rules: %u, default %s", cfg->acl->n,
+                 cfg->rules_default == ACL_DENY ? "deny" : "allow");
     log_info("ferry %s ready: %u workers, max_connections %u, config %s", FERRY_VERSION, s.nworkers,
              cfg->max_connections, cfg->path ? cfg->path : "(built-in defaults)");
 
@@ -355,6 +368,8 @@ out_workers:
         auth_stop(&s.auth);
     for (unsigned i = 0; i < inited; i++)
         worker_fini(&s.ws[i]);
+    if (s.sh.limits)
+        limits_fini(&s.limits);
 out_fds:
     close_all(fds, nfds);
     if (sfd >= 0)

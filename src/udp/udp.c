@@ -85,6 +85,7 @@ struct udp_assoc {
     struct task free_task;
     uint64_t up, down;
     void (*on_activity)(void *arg);
+    bool (*allow)(void *arg, const char *name, const struct addr *ip);
     void *arg;
 };
 
@@ -174,12 +175,17 @@ static struct udp_dest *dest_find_host(struct udp_assoc *a, const struct addr *s
     return NULL;
 }
 
-static struct udp_dest *dest_get(struct udp_assoc *a, const struct addr *d, uint64_t now)
+static struct udp_dest *dest_get(struct udp_assoc *a, const struct addr *d, uint64_t now,
+                                 const char *name)
 {
     struct udp_dest *x = dest_find(a, d);
     if (x) {
         x->last_ms = now;
         return x;
+    }
+    if (a->allow && !a->allow(a->arg, name, d)) {
+        stat_add(&a->w->stats.udp_drop_denied, 1);
+        return NULL;
     }
     if (a->ndests >= a->cfg->destinations) {
         stat_add(&a->w->stats.udp_drop_dest_limit, 1);
@@ -288,7 +294,7 @@ static void name_flush(struct udp_name *nm, uint64_t now)
         if (nm->status == DNS_OK) {
             struct addr d = nm->addr;
             d.port = p->port;
-            if (dest_get(a, &d, now)) {
+            if (dest_get(a, &d, now, nm->name)) {
                 stat_add(&a->w->stats.udp_in, 1);
                 send_one(a, &d, p->data, p->len);
             }
@@ -427,7 +433,7 @@ static void to_name(struct udp_assoc *a, const char *name, uint16_t port, const 
     }
     struct addr d = nm->addr;
     d.port = port;
-    if (dest_get(a, &d, now)) {
+    if (dest_get(a, &d, now, name)) {
         stat_add(&a->w->stats.udp_in, 1);
         send_one(a, &d, data, len);
     }
@@ -489,7 +495,7 @@ static void on_client(struct io *io, uint32_t events)
                     continue;
                 }
             }
-            if (!dest_get(a, &d, now))
+            if (!dest_get(a, &d, now, NULL))
                 continue;
             if (out_fd(a, d.family) < 0) {
                 stat_add(&st->udp_drop_send, 1);
@@ -654,7 +660,9 @@ static int bind_client_socket(struct udp_assoc *a, const struct addr *local, str
 
 int udp_assoc_open(struct worker *w, const struct config_udp *cfg, unsigned listen_index,
                    const struct addr *client, const struct addr *local, struct addr *bnd,
-                   void (*on_activity)(void *arg), void *arg, struct udp_assoc **out)
+                   void (*on_activity)(void *arg),
+                   bool (*allow)(void *arg, const char *name, const struct addr *ip), void *arg,
+                   struct udp_assoc **out)
 {
     _Atomic uint32_t *count = &w->sh->udp_assocs[listen_index % 64];
     if (atomic_fetch_add(count, 1) >= cfg->associations) {
@@ -674,6 +682,7 @@ int udp_assoc_open(struct worker *w, const struct config_udp *cfg, unsigned list
     a->client = *client;
     a->client.port = 0; /* fixed by the first datagram */
     a->on_activity = on_activity;
+    a->allow = allow;
     a->arg = arg;
     io_init(&a->cio, on_client);
     io_init(&a->out4, on_out4);

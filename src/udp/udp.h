@@ -34,10 +34,13 @@ enum udp_open_err {
  * reached the proxy on `local` (the control connection's local address).
  * Fills *bnd with the address to put in the reply. Returns 0, a
  * udp_open_err, or -ENOMEM. on_activity(arg) is called (at most once per
- * batch) when datagrams move, so the owner can track idleness. */
+ * batch) when datagrams move, so the owner can track idleness; allow(arg,
+ * name or NULL, address) judges each new destination (rules). */
 int udp_assoc_open(struct worker *w, const struct config_udp *cfg, unsigned listen_index,
                    const struct addr *client, const struct addr *local, struct addr *bnd,
-                   void (*on_activity)(void *arg), void *arg, struct udp_assoc **out);
+                   void (*on_activity)(void *arg),
+                   bool (*allow)(void *arg, const char *name, const struct addr *ip), void *arg,
+                   struct udp_assoc **out);
 /* End the association: close its sockets, cancel lookups, free. NULL is a
  * no-op. Byte counts are returned for the access log. */
 void udp_assoc_close(struct udp_assoc *a, uint64_t *bytes_up, uint64_t *bytes_down);

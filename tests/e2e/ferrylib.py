@@ -139,8 +139,8 @@ class Ferry:
 
     config holds top-level keys (merged over DEFAULT_CONFIG); auth, when
     given, the keys of an [auth] section written after them (a relative
-    userlist is found next to the config file, in workdir). raw_config
-    replaces both."""
+    userlist is found next to the config file, in workdir); extra, raw text
+    appended last ([rules], [limits]...). raw_config replaces all of them."""
 
     def __init__(
         self,
@@ -155,6 +155,7 @@ class Ferry:
         log_path: Path | None = None,
         expect_exit: int | None = 0,
         auth: dict | None = None,
+        extra: str | None = None,
     ):
         self.workdir = workdir
         self.name = name
@@ -172,6 +173,8 @@ class Ferry:
                 raw_config = "".join(f"{k} = {v}\n" for k, v in merged.items())
                 if auth is not None:
                     raw_config += "\n[auth]\n" + "".join(f"{k} = {v}\n" for k, v in auth.items())
+                if extra:
+                    raw_config += "\n" + extra  # sections such as [rules] or [limits]
             self.config_path = workdir / f"{name}.conf"
             self.config_path.write_text(raw_config)
             cmd += ["-c", str(self.config_path)]

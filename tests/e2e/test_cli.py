@@ -5,7 +5,17 @@ import re
 
 import pytest
 
-from ferrylib import echo_roundtrip, run_ferry, socks_connect
+from ferrylib import (
+    REP,
+    echo_roundtrip,
+    expect_failure,
+    greeting,
+    open_client,
+    read_method,
+    request,
+    run_ferry,
+    socks_connect,
+)
 
 
 # ---- version and help --------------------------------------------------------
@@ -220,7 +230,20 @@ def test_open_proxy_refused_from_config(tmp_path):
 
 def test_open_proxy_accepted_when_configured(ferry, echo_server):
     f = ferry(config={"open_proxy": "yes"}, listens=["0.0.0.0:0"])
-    # 0.0.0.0 includes loopback: prove it serves, then stop at once
+    # 0.0.0.0 includes loopback: prove it serves, then stop at once. A
+    # public listener protects this host's own ranges: loopback is refused.
+    s = open_client(("127.0.0.1", f.port))
+    with s:
+        s.sendall(greeting())
+        assert read_method(s) == 0
+        s.sendall(request(*echo_server.addr))
+        expect_failure(s, REP["not-allowed"])
+    assert f.stop() == 0
+
+
+def test_public_listener_reaches_loopback_only_by_an_explicit_rule(ferry, echo_server):
+    f = ferry(config={"open_proxy": "yes"}, listens=["0.0.0.0:0"],
+              extra="[rules]\nallow to 127.0.0.0/8\n")
     s, _ = socks_connect(("127.0.0.1", f.port), *echo_server.addr)
     with s:
         echo_roundtrip(s, b"open")

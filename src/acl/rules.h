@@ -1,0 +1,121 @@
+/*
+ * rules.h: access rules, compiled once per configuration and then only
+ * read (by every worker, without locks).
+ *
+ * A rule is one line, first match wins:
+ *
+ *   allow from 10.0.0.0/8 user alice to *.example.com port 443
+ *   deny to 169.254.0.0/16, fe80::/10
+ *   allow user * cmd connect,http port 80,443,8000-8999
+ *
+ *   ACTION [from CIDR,...] [user NAME|*] [to CIDR|IP|DOMAIN|*.SUFFIX,...]
+ *          [port N|N-M,...] [cmd connect|udp|bind|http,...]
+ *
+ * Every matcher given must match (values within one matcher are
+ * alternatives). "user *" means any authenticated user. A "to" holding
+ * address ranges applies to the address a name resolves to as well, so a
+ * name cannot smuggle a request into a denied range (DNS rebinding).
+ *
+ * Lookups use an index: a binary trie over the destination ranges and a
+ * hash of domain names and suffixes, so only rules that can match are
+ * looked at, in order; thousands of rules cost a trie walk, not a scan.
+ */
+#ifndef FERRY_ACL_RULES_H
+#define FERRY_ACL_RULES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "util/addr.h"
+
+enum acl_action { ACL_ALLOW = 1, ACL_DENY = 2 };
+
+enum acl_cmd {
+    ACL_CMD_CONNECT = 1u << 0,
+    ACL_CMD_UDP = 1u << 1,
+    ACL_CMD_BIND = 1u << 2,
+    ACL_CMD_HTTP = 1u << 3,
+};
+
+struct acl_cidr {
+    uint8_t family, bits;
+    uint8_t ip[16];
+};
+
+struct acl_ports {
+    uint16_t lo, hi;
+};
+
+struct acl_rule {
+    uint8_t action;
+    uint8_t cmds; /* 0: any */
+    bool any_user;
+    char *user; /* exact name, or NULL */
+    struct acl_cidr *from;
+    struct acl_cidr *to;
+    char **domains; /* lower case; "*.suffix", an exact name, or "*" */
+    struct acl_ports *ports;
+    uint16_t nfrom, nto, ndomains, nports;
+    char name[64]; /* "FILE:LINE", for logs and metrics */
+};
+
+struct acl_trie;
+
+/* Compiled rules. Immutable once built; shared by reference with the
+ * configuration that owns it. */
+struct acl {
+    struct acl_rule *rules;
+    uint32_t n;
+    uint8_t default_action;
+    /* index */
+    struct acl_trie *trie4, *trie6;
+    uint32_t *nodest; /* rules with no "to" at all */
+    uint32_t nnodest;
+    uint32_t *cidr_rules; /* rules with at least one address range */
+    uint32_t ncidr_rules;
+    struct acl_dom *dom; /* hash of names and suffixes */
+    uint32_t ndom;       /* buckets, a power of two */
+};
+
+/* A request as the rules see it. */
+struct acl_req {
+    const struct addr *client;
+    const char *user;      /* authenticated name, or NULL */
+    uint8_t cmd;           /* ACL_CMD_* */
+    const char *name;      /* destination name, or NULL */
+    const struct addr *ip; /* destination address, or NULL while unknown */
+    uint16_t port;
+};
+
+enum acl_verdict {
+    ACL_V_ALLOW,
+    ACL_V_DENY,
+    ACL_V_NEED_IP, /* the first rule that may match looks at the address: resolve first */
+};
+
+struct acl_result {
+    enum acl_verdict verdict;
+    int32_t rule;  /* index of the deciding rule, -1: the default */
+    bool by_range; /* allowed by a rule naming an address range that holds ip */
+};
+
+/* Parse one rule line (text after any leading spaces). name is
+ * "FILE:LINE". Returns 0, or -EINVAL with a message in err. */
+int acl_rule_parse(const char *line, const char *name, struct acl_rule *out, char *err,
+                   size_t errlen);
+void acl_rule_fini(struct acl_rule *r);
+
+/* Build from parsed rules (ownership of the array moves in). */
+int acl_build(struct acl **out, struct acl_rule *rules, uint32_t n, uint8_t default_action);
+void acl_free(struct acl *a);
+
+void acl_check(const struct acl *a, const struct acl_req *r, struct acl_result *res);
+
+/* Does the name match the pattern ("*.suffix", exact, "*")? Case-insensitive. */
+bool acl_domain_match(const char *pattern, const char *name);
+bool acl_cidr_contains(const struct acl_cidr *c, const struct addr *a);
+int acl_cidr_parse(const char *s, struct acl_cidr *out);
+
+#endif

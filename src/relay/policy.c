@@ -1,0 +1,236 @@
+/*
+ * policy.c: where sessions meet the rules and limits of acl/: may this
+ * client connect at all (per-address concurrency and rate), may this user
+ * open another session, may this destination be reached (rules, and the
+ * protected local ranges of a public listener), and how many bytes may
+ * move now (bandwidth). Verdicts come from acl/; this room applies them to
+ * a session and counts them.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "acl/limits.h"
+#include "acl/rules.h"
+#include "log/log.h"
+#include "proto/socks5.h"
+#include "relay/session.h"
+
+static uint8_t acl_cmd_of(const struct conn *c)
+{
+    if (c->proto == PROTO_HTTP)
+        return ACL_CMD_HTTP;
+    switch (c->cmd) {
+    case SOCKS5_CMD_UDP_ASSOCIATE:
+        return ACL_CMD_UDP;
+    case SOCKS5_CMD_BIND:
+        return ACL_CMD_BIND;
+    default:
+        return ACL_CMD_CONNECT;
+    }
+}
+
+/* Loopback, link-local, unspecified, or one of this host's addresses. */
+bool policy_protected(const struct config *cfg, const struct addr *a)
+{
+    if (!cfg->protect_local)
+        return false;
+    if (addr_is_loopback(a) || addr_is_any(a))
+        return true;
+    if (a->family == AF_INET && a->ip[0] == 169 && a->ip[1] == 254)
+        return true;
+    if (a->family == AF_INET6 && a->ip[0] == 0xfe && (a->ip[1] & 0xc0) == 0x80)
+        return true;
+    for (size_t i = 0; i < cfg->nlocal_addrs; i++) {
+        const struct addr *l = &cfg->local_addrs[i];
+        if (l->family == a->family && memcmp(l->ip, a->ip, a->family == AF_INET6 ? 16 : 4) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void count_rule(struct conn *c, int32_t rule)
+{
+    if (rule >= 0 && (uint32_t)rule < c->wc->nrule_hits)
+        stat_add(&c->wc->rule_hits[rule], 1);
+}
+
+enum policy_verdict policy_dest(struct conn *c, uint8_t cmd, const char *name,
+                                const struct addr *ip, uint16_t port)
+{
+    const struct config *cfg = conn_cfg(c);
+    struct acl_result res = {ACL_V_ALLOW, -1, false};
+    if (cfg->acl) {
+        struct acl_req q = {
+            &c->client, c->authed ? c->user : NULL, cmd ? cmd : acl_cmd_of(c), name, ip, port};
+        acl_check(cfg->acl, &q, &res);
+        if (res.verdict == ACL_V_NEED_IP)
+            return POLICY_NEED_IP;
+        c->rule = res.rule >= 0 ? cfg->acl->rules[res.rule].name : "default";
+        count_rule(c, res.rule);
+        if (res.verdict == ACL_V_DENY) {
+            stat_add(&c->w->stats.denied, 1);
+            return POLICY_DENY;
+        }
+    }
+    /* A public listener must not be a way into this host or its link:
+     * only a rule naming the range can open it. */
+    if (ip && !res.by_range && policy_protected(cfg, ip)) {
+        c->rule = "protected";
+        stat_add(&c->w->stats.denied, 1);
+        return POLICY_DENY;
+    }
+    if (!ip && !cfg->acl && cfg->protect_local)
+        return POLICY_NEED_IP; /* the protected ranges need the address */
+    return POLICY_ALLOW;
+}
+
+/* ---- per-address limits at accept ------------------------------------------ */
+
+bool policy_admit_client(struct worker *w, const struct addr *peer, bool *tracked)
+{
+    const struct config *cfg = w->cur->cfg;
+    const struct config_limits *lim = &cfg->limits;
+    struct limits *l = w->sh->limits;
+    *tracked = false;
+    if (!l || (!lim->per_ip && !lim->rate))
+        return true;
+    bool log;
+    uint64_t now_us = loop_now(&w->loop) * 1000u;
+    enum limits_verdict v =
+        limits_ip_admit(l, peer, now_us, lim->per_ip, lim->rate, lim->burst, &log, tracked);
+    if (v == LIMITS_OK)
+        return true;
+    stat_add(v == LIMITS_RATE ? &w->stats.limit_rate : &w->stats.limit_per_ip, 1);
+    if (log) {
+        char a[ADDR_STRLEN];
+        if (v == LIMITS_RATE)
+            log_warn("limits: %s opens connections faster than limits.rate (%u/s, burst %u); "
+                     "closing them",
+                     addr_format_ip(peer, a, sizeof(a)), lim->rate, lim->burst);
+        else
+            log_warn("limits: %s has limits.per_ip (%u) connections open; closing new ones",
+                     addr_format_ip(peer, a, sizeof(a)), lim->per_ip);
+    }
+    return false;
+}
+
+void policy_release_client(struct conn *c)
+{
+    if (c->ip_tracked && c->w->sh->limits)
+        limits_ip_release(c->w->sh->limits, &c->client);
+    c->ip_tracked = false;
+}
+
+/* ---- users --------------------------------------------------------------------- */
+
+bool policy_admit_user(struct conn *c)
+{
+    const struct config_limits *lim = &conn_cfg(c)->limits;
+    struct limits *l = c->w->sh->limits;
+    if (c->lu || !c->user || !l || (!lim->per_user && !lim->bw_user))
+        return true;
+    bool over;
+    uint64_t burst = lim->bw_user / 4 > 65536 ? lim->bw_user / 4 : 65536;
+    c->lu =
+        limits_user_admit(l, c->user, lim->per_user, burst, loop_now(&c->w->loop) * 1000u, &over);
+    if (over) {
+        stat_add(&c->w->stats.limit_per_user, 1);
+        return false;
+    }
+    return true;
+}
+
+void policy_release_user(struct conn *c)
+{
+    if (c->lu && c->w->sh->limits)
+        limits_user_release(c->w->sh->limits, c->lu);
+    c->lu = NULL;
+}
+
+/* ---- bandwidth ------------------------------------------------------------------ */
+
+struct conn_bw {
+    struct timer t;
+    struct conn *c;
+    struct bucket b;
+};
+
+static void bw_on_timer(struct timer *t)
+{
+    struct conn_bw *bw = container_of(t, struct conn_bw, t);
+    conn_resume(bw->c);
+}
+
+static uint64_t bw_burst(uint64_t rate)
+{
+    return rate / 4 > 65536 ? rate / 4 : 65536;
+}
+
+void policy_bw_start(struct conn *c)
+{
+    const struct config_limits *lim = &conn_cfg(c)->limits;
+    if (c->bw || (!lim->bw_conn && !(lim->bw_user && c->lu)))
+        return;
+    c->bw = calloc(1, sizeof(*c->bw));
+    if (!c->bw)
+        return; /* unlimited rather than broken */
+    c->bw->c = c;
+    timer_init(&c->bw->t, bw_on_timer);
+    bucket_init(&c->bw->b, bw_burst(lim->bw_conn), loop_now(&c->w->loop) * 1000u);
+}
+
+void policy_bw_stop(struct conn *c)
+{
+    if (!c->bw)
+        return;
+    loop_timer_stop(&c->w->loop, &c->bw->t);
+    free(c->bw);
+    c->bw = NULL;
+}
+
+uint32_t policy_bw_allow(struct conn *c, uint32_t want)
+{
+    if (!c->bw)
+        return want;
+    const struct config_limits *lim = &conn_cfg(c)->limits;
+    if (timer_armed(&c->bw->t))
+        return 0; /* waiting for tokens already */
+    uint64_t now_us = clock_ms() * 1000u;
+    uint64_t allow = want, wait_us = 0;
+    if (lim->bw_conn) {
+        uint64_t burst = bw_burst(lim->bw_conn);
+        uint64_t avail = bucket_avail(&c->bw->b, lim->bw_conn, burst, now_us);
+        if (avail < allow)
+            allow = avail;
+        if (!allow)
+            wait_us = bucket_wait_us(&c->bw->b, lim->bw_conn, want < burst ? want : burst);
+    }
+    if (allow && lim->bw_user && c->lu)
+        allow = limits_user_bw_avail(c->w->sh->limits, c->lu, lim->bw_user, bw_burst(lim->bw_user),
+                                     now_us, allow, &wait_us);
+    if (!allow) {
+        /* Come back when tokens are there: no busy loop, no EAGAIN spin.
+         * Bytes wait in the kernel's socket buffer meanwhile, which pushes
+         * back on the sender. */
+        uint64_t ms = wait_us / 1000 + 1;
+        loop_timer_arm(&c->w->loop, &c->bw->t, ms > 1000 ? 1000 : ms);
+        stat_add(&c->w->stats.bw_throttled, 1);
+        return 0;
+    }
+    return (uint32_t)allow;
+}
+
+void policy_bw_spend(struct conn *c, uint32_t n)
+{
+    if (!c->bw || !n)
+        return;
+    const struct config_limits *lim = &conn_cfg(c)->limits;
+    uint64_t now_us = clock_ms() * 1000u;
+    if (lim->bw_conn)
+        bucket_spend(&c->bw->b, lim->bw_conn, bw_burst(lim->bw_conn), now_us, n);
+    if (lim->bw_user && c->lu)
+        limits_user_bw_spend(c->w->sh->limits, c->lu, lim->bw_user, bw_burst(lim->bw_user), now_us,
+                             n);
+}
