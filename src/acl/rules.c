@@ -423,6 +423,8 @@ void acl_free(struct acl *a)
     free(a->rules);
     trie_free(a->trie4);
     trie_free(a->trie6);
+    trie_free(a->from4);
+    trie_free(a->from6);
     free(a->nodest);
     free(a->cidr_rules);
     for (uint32_t i = 0; i < a->ndom; i++) {
@@ -449,6 +451,8 @@ int acl_build(struct acl **out, struct acl_rule *rules, uint32_t n, uint8_t defa
     a->default_action = default_action;
     a->trie4 = calloc(1, sizeof(*a->trie4));
     a->trie6 = calloc(1, sizeof(*a->trie6));
+    a->from4 = calloc(1, sizeof(*a->from4));
+    a->from6 = calloc(1, sizeof(*a->from6));
     uint32_t nd = 16;
     for (uint32_t i = 0; i < n; i++)
         nd += rules[i].ndomains;
@@ -456,11 +460,14 @@ int acl_build(struct acl **out, struct acl_rule *rules, uint32_t n, uint8_t defa
     while (a->ndom < nd)
         a->ndom *= 2;
     a->dom = calloc(a->ndom, sizeof(*a->dom));
-    int rc = (!a->trie4 || !a->trie6 || !a->dom) ? -ENOMEM : 0;
+    int rc = (!a->trie4 || !a->trie6 || !a->from4 || !a->from6 || !a->dom) ? -ENOMEM : 0;
     for (uint32_t i = 0; i < n && !rc; i++) {
         const struct acl_rule *r = &rules[i];
-        if (!r->nto && !r->ndomains)
+        if (!r->nto && !r->ndomains && !r->nfrom)
             rc = list_add(&a->nodest, &a->nnodest, i);
+        /* No destination but client ranges: found through the client. */
+        for (unsigned k = 0; !r->nto && !r->ndomains && k < r->nfrom && !rc; k++)
+            rc = trie_insert(r->from[k].family == AF_INET6 ? a->from6 : a->from4, &r->from[k], i);
         if (!rc && r->nto)
             rc = list_add(&a->cidr_rules, &a->ncidr_rules, i);
         for (unsigned k = 0; k < r->nto && !rc; k++)
@@ -502,6 +509,20 @@ static void span_add(struct span *s, unsigned *ns, const uint32_t *p, uint32_t n
         s[(*ns)++] = (struct span){p, n};
 }
 
+/* The rule lists of every trie node on the way to ip's leaf. */
+static void trie_spans(const struct acl_trie *t, const struct addr *ip, struct span *spans,
+                       unsigned *ns)
+{
+    unsigned bits = ip->family == AF_INET6 ? 128 : 32;
+    int32_t cur = t->n ? 0 : -1;
+    for (unsigned i = 0; cur >= 0; i++) {
+        span_add(spans, ns, t->nodes[cur].rules, t->nodes[cur].nrules);
+        if (i == bits)
+            break;
+        cur = t->nodes[cur].child[(ip->ip[i / 8] >> (7 - i % 8)) & 1];
+    }
+}
+
 static bool match_common(const struct acl_rule *r, const struct acl_req *q)
 {
     if (r->cmds && !(r->cmds & q->cmd))
@@ -541,6 +562,7 @@ void acl_check(const struct acl *a, const struct acl_req *q, struct acl_result *
     struct span spans[MAX_SPANS];
     unsigned ns = 0;
     span_add(spans, &ns, a->nodest, a->nnodest);
+    trie_spans(q->client->family == AF_INET6 ? a->from6 : a->from4, q->client, spans, &ns);
     struct acl_dom *d = dom_find(a, "*");
     if (d)
         span_add(spans, &ns, d->rules, d->nrules);
@@ -558,15 +580,7 @@ void acl_check(const struct acl *a, const struct acl_req *q, struct acl_result *
         }
     }
     if (q->ip) {
-        const struct acl_trie *t = q->ip->family == AF_INET6 ? a->trie6 : a->trie4;
-        unsigned bits = q->ip->family == AF_INET6 ? 128 : 32;
-        int32_t cur = t->n ? 0 : -1;
-        for (unsigned i = 0; cur >= 0; i++) {
-            span_add(spans, &ns, t->nodes[cur].rules, t->nodes[cur].nrules);
-            if (i == bits)
-                break;
-            cur = t->nodes[cur].child[(q->ip->ip[i / 8] >> (7 - i % 8)) & 1];
-        }
+        trie_spans(q->ip->family == AF_INET6 ? a->trie6 : a->trie4, q->ip, spans, &ns);
     } else {
         span_add(spans, &ns, a->cidr_rules, a->ncidr_rules);
     }

@@ -69,9 +69,9 @@ struct acl {
     struct acl_rule *rules;
     uint32_t n;
     uint8_t default_action;
-    /* index */
-    struct acl_trie *trie4, *trie6;
-    uint32_t *nodest; /* rules with no "to" at all */
+    /* index */    struct acl_trie *trie4, *trie6;
+    struct acl_trie *from4, *from6; /* rules with no "to", by client range */
+    uint32_t *nodest;   /* rules with neither "to" nor "from" */
     uint32_t nnodest;
     uint32_t *cidr_rules; /* rules with at least one address range */
     uint32_t ncidr_rules;

@@ -54,6 +54,7 @@ struct bench_opts {
     bool json;
     bool blast;         /* udp: unpaced sending instead of one request in flight */
     uint8_t http_proxy; /* requests: enum http_proxy_mode */
+    unsigned nrules;    /* rules: how many synthetic rules */
     bool progress;      /* stderr is a TTY */
 };
 
@@ -211,6 +212,7 @@ int scenario_handshakes(struct bench *b, struct result *r);
 int scenario_requests(struct bench *b, struct result *r);
 int scenario_connections(struct bench *b, struct result *r);
 int scenario_udp(struct bench *b, struct result *r);
+int scenario_rules(struct bench *b, struct result *r);
 
 int bench_main(int argc, char **argv);
 

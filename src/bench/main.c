@@ -41,6 +41,8 @@ static const char usage[] =
     "  requests      one small HTTP request per new connection; req/s, latency; then\n"
     "                --downloads concurrent downloads of --download-size; MiB/s\n"
     "  connections   hold N concurrent connections; setup rate, proxy memory per connection\n"
+    "  rules         the cost of one access-rule lookup with --rules N synthetic rules\n"
+    "                (indexed and, for comparison, a plain scan); no proxy involved\n"
     "  udp           N clients, each with a UDP ASSOCIATE and one --payload datagram in\n"
     "                flight (lost after 100 ms): echoes/s, RTT, loss; --blast: unpaced\n"
     "\n"
@@ -63,6 +65,7 @@ static const char usage[] =
     "  --payload SIZE       throughput chunk size (default 64k); udp datagram payload\n"
     "                       (default 1200)\n"
     "  --blast              udp: send unpaced for the window; offered vs received pps\n"
+    "  --rules N            rules: how many rules (default 1000)\n"
     "  --http-proxy MODE    requests (and throughput, handshakes): talk to the proxy as an\n"
     "                       HTTP proxy: connect (CONNECT tunnels) or absolute\n"
     "                       (GET http://host/path; requests only)\n"
@@ -134,6 +137,7 @@ static const struct {
     {"requests", scenario_requests},
     {"connections", scenario_connections},
     {"udp", scenario_udp},
+    {"rules", scenario_rules},
 };
 
 static int bad_value(const char *opt, const char *v)
@@ -305,6 +309,7 @@ int bench_main(int argc, char **argv)
         {"json", no_argument, NULL, 'j'},
         {"blast", no_argument, NULL, 'B'},
         {"http-proxy", required_argument, NULL, 'H'},
+        {"rules", required_argument, NULL, 'U'},
         {"auth", required_argument, NULL, 'A'},
         {"auth-cachettl", required_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},
@@ -325,6 +330,7 @@ int bench_main(int argc, char **argv)
     o->spread_src = true;
     o->ferry = "/proc/self/exe";
     o->auth = "none";
+    o->nrules = 1000;
     o->auth_cachettl_s = -1;
     bool set_conn = false, set_conc = false, set_payload = false;
     char extra[4096] = "";
@@ -437,6 +443,10 @@ int bench_main(int argc, char **argv)
         case 'B':
             o->blast = true;
             break;
+        case 'U':
+            if ((rc = parse_count("--rules", optarg, 0, 10000000, &o->nrules)))
+                return rc;
+            break;
         case 'H':
             if (strcmp(optarg, "connect") == 0)
                 o->http_proxy = HTTP_PROXY_CONNECT;
@@ -515,6 +525,22 @@ int bench_main(int argc, char **argv)
         return 2;
     }
     (void)is_tp;
+    if (!strcmp(o->scenario, "rules")) {
+        /* The decision alone: no proxy, no targets. */
+        struct result *rr = calloc(o->runs, sizeof(*rr));
+        if (!rr)
+            return 1;
+        unsigned k = 0;
+        for (rc = 0; !rc && k < o->runs; k++)
+            rc = scenario_rules(&b, &rr[k]);
+        if (!rc) {
+            char t[64];
+            snprintf(t, sizeof(t), "%u access rules (no proxy)", o->nrules);
+            report(&b, t, rr, k);
+        }
+        free(rr);
+        return rc ? 1 : 0;
+    }
     o->target_port = (uint16_t)target_port;
     o->progress = isatty(STDERR_FILENO) && !o->json;
 

@@ -196,3 +196,11 @@ def test_auth_modes_self_hosted():
         r = bench_json("handshakes", "--concurrency", "2", "--auth", mode)
         assert r["params"]["auth"] == mode
         assert metric(r, "setups") > 0 and metric(r, "failed_socks") == 0
+
+
+def test_rules_lookup_cost():
+    r = bench_json("rules", "--rules", "2000")
+    assert r["scenario"] == "rules"
+    assert metric(r, "rules") == 2000
+    assert metric(r, "indexed_lookup") > 0 and metric(r, "linear_lookup") > 0
+    assert metric(r, "index_agrees") == 100
