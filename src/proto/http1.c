@@ -88,9 +88,10 @@ const struct http1_header *http1_find(const struct http1_msg *m, const char *nam
     return NULL;
 }
 
-bool http1_has_token(const char *v, size_t len, const char *token)
+/* Does the comma-separated list v hold the token [token, token + tl)? */
+static bool has_token(const char *v, size_t len, const char *token, size_t tl)
 {
-    size_t tl = strlen(token), i = 0;
+    size_t i = 0;
     while (i < len) {
         while (i < len && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
             i++;
@@ -106,10 +107,14 @@ bool http1_has_token(const char *v, size_t len, const char *token)
     return false;
 }
 
+bool http1_has_token(const char *v, size_t len, const char *token)
+{
+    return has_token(v, len, token, strlen(token));
+}
+
 /* Headers and framing facts, shared by requests and responses. */
 static int parse_fields(const uint8_t *s, const uint8_t *end, struct http1_msg *m)
 {
-    bool cl_seen = false;
     while (s < end) {
         const uint8_t *eol;
         const uint8_t *next = next_line(s, end, &eol);
@@ -139,9 +144,11 @@ static int parse_fields(const uint8_t *s, const uint8_t *end, struct http1_msg *
         h->vlen = (uint32_t)(ve - v);
 
         if (http1_name_is(h, "content-length")) {
-            /* "a, b" lists and repeated fields must all agree */
+            /* "a, b" lists and repeated fields must all agree, and every
+             * element of every field is 1*DIGIT (RFC 9110 8.6): an empty
+             * field or element is malformed, even after a valid field. */
             size_t i = 0;
-            while (i < h->vlen) {
+            for (;;) {
                 size_t st = i;
                 while (i < h->vlen && h->value[i] != ',')
                     i++;
@@ -153,15 +160,14 @@ static int parse_fields(const uint8_t *s, const uint8_t *end, struct http1_msg *
                 uint64_t n;
                 if (!parse_u64_dec(h->value + a, b - a, &n))
                     return HTTP1_E_BAD;
-                if (cl_seen && n != m->content_length)
+                if (m->has_cl && n != m->content_length)
                     return HTTP1_E_SMUGGLING;
-                cl_seen = true;
+                m->has_cl = true;
                 m->content_length = n;
-                i++;
+                if (i == h->vlen)
+                    break;
+                i++; /* past the comma: another element follows */
             }
-            if (!cl_seen)
-                return HTTP1_E_BAD;
-            m->has_cl = true;
         } else if (http1_name_is(h, "transfer-encoding")) {
             if (m->has_te)
                 return HTTP1_E_CODING; /* stacked codings: not ours to decode */
@@ -282,14 +288,8 @@ bool http1_hop_by_hop(const struct http1_msg *m, const struct http1_header *h)
     /* RFC 9110 7.6.1: and every field named in Connection */
     for (unsigned i = 0; i < m->nh; i++) {
         const struct http1_header *c = &m->h[i];
-        if (!http1_name_is(c, "connection"))
-            continue;
-        char name[64];
-        if (h->nlen >= sizeof(name))
-            continue;
-        memcpy(name, h->name, h->nlen);
-        name[h->nlen] = '\0';
-        if (http1_has_token(c->value, c->vlen, name))
+        /* compared in place: a listed name may be as long as the head */
+        if (http1_name_is(c, "connection") && has_token(c->value, c->vlen, h->name, h->nlen))
             return true;
     }
     return false;

@@ -10,7 +10,8 @@
  * bodies verbatim and never buffers one whole.
  *
  * The parser refuses what request smuggling is made of: both Content-Length
- * and Transfer-Encoding, differing Content-Length values, a transfer coding
+ * and Transfer-Encoding, differing Content-Length values, a Content-Length
+ * field or list element that is not 1*DIGIT (empty ones too), a transfer coding
  * other than chunked (last), invalid chunk sizes, obs-fold, bare CR or LF,
  * NUL and control bytes, and whitespace before a header's colon.
  */
