@@ -6,6 +6,8 @@
 #   make lint       clang-format check, cppcheck, banned-function grep
 #   make bench      the standard `ferry bench` suite on ferry alone
 #   make bench-compare   ferry against peer proxies from Debian (docs/benchmarks.md)
+#   make install    install ferry, its man pages, the sample config and the
+#                   systemd unit under $(DESTDIR)$(PREFIX) (default /usr/local)
 #
 # Missing Debian packages are installed with apt-get when run as root;
 # otherwise make stops and prints the command to run.
@@ -18,8 +20,8 @@ BUILD     ?= build
 FUZZ_SECONDS ?= 5
 
 BUILD_PKGS := gcc make pkg-config libsodium-dev libc-ares-dev libinih-dev
-TEST_PKGS  := libcmocka-dev python3-pytest python3-socks curl
-LINT_PKGS  := clang-format cppcheck
+TEST_PKGS  := libcmocka-dev python3-pytest python3-socks curl haproxy iproute2
+LINT_PKGS  := clang-format cppcheck groff-base
 
 PKGS_LIBS  := libsodium libcares inih
 
@@ -59,7 +61,7 @@ REPLAY_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/san/replay/%)
 FUZZ_BIN  := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 
 .PHONY: all run test unit e2e fuzz-smoke fuzz replay clang-check lint format clean \
-        deps-build deps-test deps-lint bench bench-compare
+        deps-build deps-test deps-lint bench bench-compare install uninstall FORCE
 .DEFAULT_GOAL := all
 
 all: ferry
@@ -154,7 +156,8 @@ fuzz-smoke:
 	    name=$$(basename $$b); seed=tests/fuzz/corpus/$${name%_fuzz}; \
 	    work=$(BUILD)/fuzz/corpus-$$name; mkdir -p $$work; \
 	    echo "fuzz: $$name for $(FUZZ_SECONDS)s"; \
-	    $$b -max_total_time=$(FUZZ_SECONDS) -print_final_stats=0 $$work $$seed \
+	    $$b -max_total_time=$(FUZZ_SECONDS) -print_final_stats=0 \
+	      -artifact_prefix=$(BUILD)/fuzz/$$name- $$work $$seed \
 	      >$(BUILD)/fuzz/$$name.log 2>&1 || { tail -n 40 $(BUILD)/fuzz/$$name.log; exit 1; }; \
 	  done; \
 	else echo "fuzz-smoke: clang with libFuzzer not available, skipped"; fi
@@ -169,8 +172,23 @@ unit: $(UNIT_BIN) | deps-test
 	  { echo "unit: $$(basename $$t): FAILED"; cat $$t.log; fail=1; }; \
 	done; exit $$fail
 
+# promtool (from Debian's prometheus package) checks the metrics endpoint's
+# output. It is unpacked into the build tree rather than installed: the
+# package would also start a Prometheus server. Best effort: without it the
+# metrics tests use their own exposition-format checker only.
+PROMTOOL := $(BUILD)/tools/usr/bin/promtool
+$(PROMTOOL):
+	@mkdir -p $(BUILD)/tools/deb
+	@cd $(BUILD)/tools/deb && rm -f prometheus_*.deb && \
+	  { apt-get download prometheus >/dev/null 2>&1 || \
+	    echo "make: could not download Debian's prometheus package; metrics tests run without promtool"; }
+	@deb=$$(ls $(BUILD)/tools/deb/prometheus_*.deb 2>/dev/null | head -n 1); \
+	  if [ -n "$$deb" ]; then dpkg-deb -x $$deb $(BUILD)/tools && rm -f $$deb; fi
+
 e2e: $(BUILD)/san/ferry ferry | deps-test
-	FERRY_BIN=$(abspath $(BUILD)/san/ferry) $(PYTHON) -m pytest -q -p no:cacheprovider tests/e2e
+	@$(MAKE) --no-print-directory $(PROMTOOL) || true
+	FERRY_BIN=$(abspath $(BUILD)/san/ferry) PROMTOOL=$(abspath $(PROMTOOL)) \
+	  $(PYTHON) -m pytest -q -p no:cacheprovider tests/e2e
 
 test: deps-test
 	$(MAKE) --no-print-directory unit
@@ -202,7 +220,44 @@ lint: deps-lint
 	@echo "lint: banned functions"; \
 	if grep -nE '\b($(BANNED))[[:space:]]*\(' $(SRC) $(UNIT_SRC); then \
 	  echo "lint: banned function used (see STYLE: use snprintf, strtoul via util/parse, sigaction...)"; exit 1; fi
+	@echo "lint: man pages"; for m in docs/man/*.[0-9]; do \
+	  out=$$(LC_ALL=C.UTF-8 groff -mandoc -ww -z -K utf8 $$m 2>&1); \
+	  if [ -n "$$out" ]; then echo "$$m: $$out"; exit 1; fi; done
 	@echo "lint: ok"
+
+# ---- install -----------------------------------------------------------------
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+MANDIR     ?= $(PREFIX)/share/man
+DOCDIR     ?= $(PREFIX)/share/doc/ferry
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+
+# Rendered on every use: the paths in it depend on PREFIX/BINDIR/SYSCONFDIR
+# of this invocation, which make cannot see in a timestamp.
+$(BUILD)/ferry.service: contrib/systemd/ferry.service.in FORCE
+	@mkdir -p $(@D)
+	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' $< >$@
+
+FORCE:
+
+install: ferry $(BUILD)/ferry.service
+	install -D -m 0755 ferry $(DESTDIR)$(BINDIR)/ferry
+	install -D -m 0644 docs/man/ferry.1 $(DESTDIR)$(MANDIR)/man1/ferry.1
+	install -D -m 0644 docs/man/ferry.conf.5 $(DESTDIR)$(MANDIR)/man5/ferry.conf.5
+	install -D -m 0644 ferry.conf.example $(DESTDIR)$(DOCDIR)/ferry.conf.example
+	install -D -m 0644 $(BUILD)/ferry.service $(DESTDIR)$(UNITDIR)/ferry.service
+	install -D -m 0644 $(BUILD)/ferry.service $(DESTDIR)$(UNITDIR)/ferry@.service
+	@if [ ! -e $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf ]; then \
+	  install -D -m 0644 ferry.conf.example $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf; \
+	  echo "installed $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf (edit it, then: systemctl daemon-reload; systemctl enable --now ferry)"; \
+	else echo "kept the existing $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf"; fi
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/ferry $(DESTDIR)$(MANDIR)/man1/ferry.1 \
+	  $(DESTDIR)$(MANDIR)/man5/ferry.conf.5 $(DESTDIR)$(DOCDIR)/ferry.conf.example \
+	  $(DESTDIR)$(UNITDIR)/ferry.service $(DESTDIR)$(UNITDIR)/ferry@.service
+	@echo "left $(DESTDIR)$(SYSCONFDIR)/ferry in place (your configuration)"
 
 format:
 	clang-format -i $(SRC) $(UNIT_SRC) $(FUZZ_SRC) tests/fuzz/replay.c
@@ -210,4 +265,4 @@ format:
 clean:
 	rm -rf $(BUILD) ferry
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) -path $(BUILD)/tools -prune -o -type f -name '*.d' -print 2>/dev/null)

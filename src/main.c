@@ -17,7 +17,7 @@
 static const char usage_main[] =
     "usage: ferry COMMAND [OPTIONS]\n"
     "\n"
-    "A SOCKS5 proxy server (Linux).\n"
+    "A SOCKS5, SOCKS4 and HTTP proxy server (Linux).\n"
     "\n"
     "Commands:\n"
     "  serve      run the proxy (default: 127.0.0.1:1080, no config file needed)\n"
@@ -30,10 +30,11 @@ static const char usage_main[] =
     "  -V, --version  print the version\n";
 
 static const char usage_serve[] =
-    "usage: ferry serve [-c FILE] [-l ADDR:PORT]... [-w WORKERS] [--check]\n"
+    "usage: ferry serve [-c FILE] [-l ADDR:PORT]... [-w WORKERS] [--pidfile FILE] [--check]\n"
     "\n"
-    "Run the SOCKS5 proxy in the foreground. Without -c, built-in defaults\n"
-    "apply: listen on 127.0.0.1:1080, one worker per CPU, no authentication.\n"
+    "Run the proxy (SOCKS5, SOCKS4 and HTTP on one port) in the foreground.\n"
+    "Without -c, built-in defaults apply: listen on 127.0.0.1:1080, one\n"
+    "worker per CPU, no authentication.\n"
     "\n"
     "Options:\n"
     "  -c, --config FILE     read settings from FILE (see ferry.conf.example)\n"
@@ -42,6 +43,8 @@ static const char usage_serve[] =
     "                        repeat for several (IPv6 as [::1]:1080; port 0\n"
     "                        picks a free port, shown in the log)\n"
     "  -w, --workers N       worker threads (auto = one per CPU)\n"
+    "      --pidfile FILE    write the process id to FILE once listening; removed\n"
+    "                        at exit unless another ferry has taken it over\n"
     "      --check           validate the configuration, print any errors\n"
     "                        as FILE:LINE: KEY: message, and exit 0 or 1\n"
     "  -h, --help            show this help\n"
@@ -50,16 +53,28 @@ static const char usage_serve[] =
     "  FERRY_LOG=debug|info|warn|error   overrides log_level\n"
     "\n"
     "Signals:\n"
+    "  SIGHUP            reload the configuration, rules and userlist; new\n"
+    "                    sessions use it, established ones carry on; listen\n"
+    "                    addresses may be added or removed; an invalid file\n"
+    "                    is refused with its errors logged\n"
     "  SIGINT, SIGTERM   stop accepting, let sessions finish for up to\n"
     "                    shutdown_timeout, then exit 0; a second signal\n"
-    "                    closes the remaining sessions at once\n";
+    "                    closes the remaining sessions at once\n"
+    "  SIGUSR1           reopen log_file (after logrotate moved it)\n"
+    "\n"
+    "Under systemd (Type=notify) ferry reports READY=1, RELOADING=1 and\n"
+    "STOPPING=1. See ferry(1), ferry.conf(5) and docs/operations.md.\n";
 
 static int cmd_serve(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},  {"listen", required_argument, NULL, 'l'},
-        {"workers", required_argument, NULL, 'w'}, {"check", no_argument, NULL, 'C'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+        {"config", required_argument, NULL, 'c'},
+        {"listen", required_argument, NULL, 'l'},
+        {"workers", required_argument, NULL, 'w'},
+        {"check", no_argument, NULL, 'C'},
+        {"pidfile", required_argument, NULL, 'P'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     struct config_cli cli = {0};
     bool check = false;
@@ -82,6 +97,9 @@ static int cmd_serve(int argc, char **argv)
             break;
         case 'C':
             check = true;
+            break;
+        case 'P':
+            cli.pidfile = optarg;
             break;
         case 'h':
             log_print(false, "%s", usage_serve);

@@ -1,7 +1,8 @@
 /*
  * bucket.h: a token bucket in integer arithmetic. rate tokens a second,
- * at most burst held. Time is passed in, in microseconds, so it is tested
- * without a clock. Not thread-safe: callers serialise.
+ * at most burst held (rate 0: the burst once, never refilled). Time is
+ * passed in, in microseconds, so it is tested without a clock. Not
+ * thread-safe: callers serialise.
  */
 #ifndef FERRY_ACL_BUCKET_H
 #define FERRY_ACL_BUCKET_H
@@ -25,8 +26,9 @@ static inline void bucket_refill(struct bucket *b, uint64_t rate, uint64_t burst
     if (now_us > b->last_us) {
         uint64_t dt = now_us - b->last_us;
         uint64_t cap = burst * 1000000u;
-        /* rate * dt micro-tokens, without overflowing for long idle times */
-        uint64_t add = dt > cap / (rate ? rate : 1) ? cap : rate * dt;
+        /* rate * dt micro-tokens, without overflowing for long idle times;
+         * rate 0 refills nothing */
+        uint64_t add = !rate ? 0 : dt > cap / rate ? cap : rate * dt;
         b->tokens_u = b->tokens_u + add > cap ? cap : b->tokens_u + add;
         b->last_us = now_us;
     }
@@ -59,7 +61,8 @@ static inline uint64_t bucket_avail(struct bucket *b, uint64_t rate, uint64_t bu
     return b->tokens_u / 1000000u;
 }
 
-/* Microseconds until n tokens are there (0 if they are). */
+/* Microseconds until n tokens are there (0 if they are, or if rate is 0:
+ * then they never come, and callers must not wait). */
 static inline uint64_t bucket_wait_us(const struct bucket *b, uint64_t rate, uint64_t n)
 {
     uint64_t need = n * 1000000u;

@@ -122,7 +122,9 @@ enum limits_verdict limits_ip_admit(struct limits *l, const struct addr *ip, uin
     if (v == LIMITS_OK) {
         e->conns++;
         *tracked = true;
-    } else if (now_us - e->logged_us >= 1000000u || !e->logged_us) {
+    } else if (!e->logged_us || (now_us > e->logged_us && now_us - e->logged_us >= 1000000u)) {
+        /* Workers' clocks are cached per loop iteration, so one may be a
+         * little behind the time another stored: earlier counts as recent. */
         e->logged_us = now_us ? now_us : 1;
         *log = true;
     }

@@ -129,6 +129,7 @@ static int port_parse(const char *s, struct acl_ports *out)
 
 void acl_rule_fini(struct acl_rule *r)
 {
+    free(r->name);
     free(r->user);
     free(r->from);
     free(r->to);
@@ -232,7 +233,6 @@ int acl_rule_parse(const char *line, const char *name, struct acl_rule *out, cha
                    size_t errlen)
 {
     memset(out, 0, sizeof(*out));
-    snprintf(out->name, sizeof(out->name), "%s", name);
     char buf[4096];
     if (strlen(line) >= sizeof(buf)) {
         snprintf(err, errlen, "rule longer than %zu characters", sizeof(buf) - 1);
@@ -294,6 +294,8 @@ int acl_rule_parse(const char *line, const char *name, struct acl_rule *out, cha
         snprintf(err, errlen, "'%s' needs a value", kw);
         rc = -EINVAL;
     }
+    if (!rc && !(out->name = strdup(name)))
+        rc = -ENOMEM;
     if (rc == -ENOMEM)
         snprintf(err, errlen, "out of memory");
     if (rc)
@@ -501,12 +503,19 @@ struct span {
     uint32_t n;
 };
 
-#define MAX_SPANS 160
+/* Every list that can hold a candidate: rules without destination (1), the
+ * client's trie path (up to 129 nodes), "*" (1), the name and each of its
+ * suffixes (the lookup key holds at most 258 bytes of a name, so at most 129
+ * dots: 130), the destination's trie path (129). Dropping one would skip
+ * rules, so there is room for all. */
+#define MAX_SPANS (1 + 129 + 1 + 130 + 129)
 
 static void span_add(struct span *s, unsigned *ns, const uint32_t *p, uint32_t n)
 {
     if (n && *ns < MAX_SPANS)
         s[(*ns)++] = (struct span){p, n};
+    else if (n)
+        *ns = MAX_SPANS + 1; /* cannot happen (see MAX_SPANS); acl_check fails closed */
 }
 
 /* The rule lists of every trie node on the way to ip's leaf. */
@@ -585,6 +594,10 @@ void acl_check(const struct acl *a, const struct acl_req *q, struct acl_result *
         span_add(spans, &ns, a->cidr_rules, a->ncidr_rules);
     }
 
+    if (ns > MAX_SPANS) {
+        res->verdict = ACL_V_DENY; /* never decide on a partial view */
+        return;
+    }
     uint32_t last = UINT32_MAX;
     for (;;) {
         /* the smallest rule index among the span heads */
@@ -610,14 +623,13 @@ void acl_check(const struct acl *a, const struct acl_req *q, struct acl_result *
         for (unsigned k = 0; k < r->ndomains && !dest; k++)
             dest = !strcmp(r->domains[k], "*") ||
                    (q->name && acl_domain_match(r->domains[k], q->name));
-        if (!dest && r->nto) {
-            if (q->ip) {
-                for (unsigned k = 0; k < r->nto && !dest; k++)
-                    dest = by_range = acl_cidr_contains(&r->to[k], q->ip);
-            } else {
-                unknown = true;
-            }
-        }
+        /* by_range: the rule names a range holding the address, whether or
+         * not its name matched first (it then opens protected ranges). */
+        for (unsigned k = 0; k < r->nto && q->ip && !by_range; k++)
+            by_range = acl_cidr_contains(&r->to[k], q->ip);
+        dest = dest || by_range;
+        if (!dest && r->nto && !q->ip)
+            unknown = true;
         if (dest) {
             res->rule = (int32_t)idx;
             res->verdict = r->action == ACL_DENY ? ACL_V_DENY : ACL_V_ALLOW;

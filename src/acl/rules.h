@@ -58,7 +58,7 @@ struct acl_rule {
     char **domains; /* lower case; "*.suffix", an exact name, or "*" */
     struct acl_ports *ports;
     uint16_t nfrom, nto, ndomains, nports;
-    char name[64]; /* "FILE:LINE", for logs and metrics */
+    char *name; /* "FILE:LINE", for logs and metrics */
 };
 
 struct acl_trie;
@@ -69,9 +69,9 @@ struct acl {
     struct acl_rule *rules;
     uint32_t n;
     uint8_t default_action;
-    /* index */    struct acl_trie *trie4, *trie6;
+    /* index */ struct acl_trie *trie4, *trie6;
     struct acl_trie *from4, *from6; /* rules with no "to", by client range */
-    uint32_t *nodest;   /* rules with neither "to" nor "from" */
+    uint32_t *nodest;               /* rules with neither "to" nor "from" */
     uint32_t nnodest;
     uint32_t *cidr_rules; /* rules with at least one address range */
     uint32_t ncidr_rules;

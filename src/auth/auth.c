@@ -36,6 +36,7 @@ int auth_worker_init(struct auth_worker *aw, struct auth *a, struct loop *l, uin
     memset(aw, 0, sizeof(*aw));
     aw->a = a;
     aw->l = l;
+    aw->stats = &aw->own;
     int rc = auth_cache_init(&aw->cache, cache_entries);
     if (rc)
         return rc;
@@ -58,7 +59,7 @@ static void note_end(struct auth_worker *aw, const struct addr *client, bool fai
     struct throttle *t = &aw->a->t;
     if (throttle_end(t, client, loop_now(aw->l), failed)) {
         char ip[ADDR_STRLEN];
-        aw->stats.blocks++;
+        stat_add(&aw->stats->blocks, 1);
         log_warn("auth: %s blocked for %u ms after %u failed attempts within %u ms",
                  addr_format_ip(client, ip, sizeof(ip)), t->block_ms, t->max_failures,
                  t->window_ms);
@@ -76,12 +77,12 @@ static void auth_job_done(void *owner, struct auth_job *job)
         /* Blocked while this one was being checked (parallel guesses): a
          * right password behind wrong ones must not get through. */
         result = AUTH_THROTTLED;
-        aw->stats.throttled++;
+        stat_add(&aw->stats->throttled, 1);
     } else if (result == AUTH_OK) {
-        aw->stats.ok++;
+        stat_add(&aw->stats->ok, 1);
         auth_cache_store(&aw->cache, &job->probe, job->version, loop_now(aw->l), job->cache_ttl_ms);
     } else {
-        aw->stats.denied++;
+        stat_add(&aw->stats->denied, 1);
     }
     void (*cb)(void *, int) = job->cb;
     auth_job_free(job);
@@ -96,7 +97,7 @@ int auth_begin(struct auth_worker *aw, const struct auth_params *p, const struct
     *jobp = NULL;
     uint64_t now = loop_now(aw->l);
     if (throttle_blocked(&aw->a->t, client, now)) {
-        aw->stats.throttled++;
+        stat_add(&aw->stats->throttled, 1);
         return AUTH_THROTTLED;
     }
     const struct user *u = userlist_find(p->ul, user, ulen);
@@ -105,19 +106,19 @@ int auth_begin(struct auth_worker *aw, const struct auth_params *p, const struct
     if (use_cache) {
         auth_cache_probe(&aw->cache, user, ulen, pass, plen, &probe);
         if (auth_cache_check(&aw->cache, &probe, u->version, now)) {
-            aw->stats.ok++;
-            aw->stats.cache_hits++;
+            stat_add(&aw->stats->ok, 1);
+            stat_add(&aw->stats->cache_hits, 1);
             return AUTH_OK;
         }
     }
     if (!throttle_begin(&aw->a->t, client, now)) {
-        aw->stats.throttled++;
+        stat_add(&aw->stats->throttled, 1);
         return AUTH_THROTTLED;
     }
     struct auth_job *job = calloc(1, sizeof(*job));
     if (!job) {
         throttle_end(&aw->a->t, client, now, false);
-        aw->stats.busy++;
+        stat_add(&aw->stats->busy, 1);
         return AUTH_BUSY;
     }
     job->port = &aw->port;
@@ -139,7 +140,7 @@ int auth_begin(struct auth_worker *aw, const struct auth_params *p, const struct
     if (verifier_submit(&aw->a->v, job) < 0) {
         auth_job_free(job);
         throttle_end(&aw->a->t, client, now, false);
-        aw->stats.busy++;
+        stat_add(&aw->stats->busy, 1);
         return AUTH_BUSY;
     }
     *jobp = job;

@@ -15,6 +15,7 @@
 #include "auth/userlist.h"
 #include "auth/verifier.h"
 #include "core/loop.h"
+#include "metrics/stats.h"
 #include "util/addr.h"
 
 enum auth_result {
@@ -31,17 +32,14 @@ struct auth {
     struct throttle t;
 };
 
-struct auth_stats {
-    uint64_t ok, denied, cache_hits, throttled, busy, blocks;
-};
-
 /* Per worker, touched only by its thread. */
 struct auth_worker {
     struct auth *a;
     struct loop *l;
     struct auth_cache cache;
     struct auth_port port;
-    struct auth_stats stats;
+    struct auth_stats own;    /* used until the owner points stats elsewhere */
+    struct auth_stats *stats; /* counters: the worker's, for the metrics endpoint */
 };
 
 struct auth_params {

@@ -10,8 +10,10 @@
 #include "config/config.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <ifaddrs.h>
 #include <ini.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -307,6 +309,63 @@ static int set_string(struct loader *ld, const struct key *k, const char *v)
     return 0;
 }
 
+static int set_metrics_listen(struct loader *ld, const struct key *k, const char *v)
+{
+    memset(&ld->c->metrics_listen, 0, sizeof(ld->c->metrics_listen));
+    if (!*v)
+        return 0;
+    if (addr_parse(v, -1, &ld->c->metrics_listen)) {
+        memset(&ld->c->metrics_listen, 0, sizeof(ld->c->metrics_listen));
+        bad(ld, k->name, "'%s' is not a numeric address and port (expected %s)", v, k->expect);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* user and group must exist now: a typo should fail --check, not the
+ * start of a service. */
+static int set_account(struct loader *ld, const struct key *k, const char *v)
+{
+    bool is_user = strcmp(k->name, "user") == 0;
+    if (*v && is_user && !getpwnam(v)) {
+        bad(ld, k->name, "no such user '%s'", v);
+        return -EINVAL;
+    }
+    if (*v && !is_user && !getgrnam(v)) {
+        bad(ld, k->name, "no such group '%s'", v);
+        return -EINVAL;
+    }
+    return set_string(ld, k, v);
+}
+
+static int set_proxy_from(struct loader *ld, const struct key *k, const char *v)
+{
+    struct config *c = ld->c;
+    char word[80];
+    free(c->proxy_from);
+    c->proxy_from = NULL;
+    c->nproxy_from = 0;
+    for (const char *p = v + strspn(v, ", \t"); *p; p += strspn(p, ", \t")) {
+        size_t n = strcspn(p, ", \t");
+        struct acl_cidr cidr;
+        snprintf(word, sizeof(word), "%.*s", (int)(n < sizeof(word) ? n : sizeof(word) - 1), p);
+        if (n >= sizeof(word) || acl_cidr_parse(word, &cidr)) {
+            bad(ld, k->name, "'%.*s' is not an address or range (expected %s)", (int)n, p,
+                k->expect);
+            return -EINVAL;
+        }
+        struct acl_cidr *grown = realloc(c->proxy_from, (c->nproxy_from + 1) * sizeof(*grown));
+        if (!grown) {
+            bad(ld, k->name, "out of memory");
+            return -ENOMEM;
+        }
+        c->proxy_from = grown;
+        c->proxy_from[c->nproxy_from++] = cidr;
+        p += n;
+    }
+    return 0;
+}
+
 static int set_splice(struct loader *ld, const struct key *k, const char *v)
 {
     bool b;
@@ -440,8 +499,20 @@ static int set_listen(struct loader *ld, const struct key *k, const char *v)
                 if (ld->c->nlisten == 0) {
                     bad(ld, "listen", "option '%s' before any address", word);
                     rc = -EINVAL;
+                } else if (strncmp(word, "proxy_protocol=", 15) == 0) {
+                    const char *pv = word + 15;
+                    uint8_t ver = strcmp(pv, "v1") == 0 ? 1 : strcmp(pv, "v2") == 0 ? 2 : 0;
+                    if (!ver) {
+                        bad(ld, "listen",
+                            "'%s' is not a PROXY protocol version (expected v1 or v2)", pv);
+                        rc = -EINVAL;
+                    } else {
+                        ld->c->listen[ld->c->nlisten - 1].proxy_protocol = ver;
+                    }
                 } else if (strncmp(word, "protocols=", 10) != 0) {
-                    bad(ld, "listen", "unknown option '%s' (known: protocols=socks5+socks4+http)",
+                    bad(ld, "listen",
+                        "unknown option '%s' (known: protocols=socks5+socks4+http, "
+                        "proxy_protocol=v1|v2)",
                         word);
                     rc = -EINVAL;
                 } else if (config_parse_protocols(word + 10, &mask)) {
@@ -507,6 +578,13 @@ static const struct key keys[] = {
     {"limits.bandwidth_connection", set_size64, OFF(limits.bw_conn), 0, 1ull << 40,
      "bytes per second such as 1m; 0 is unlimited", false},
     {"bind", set_bool, OFF(bind), 0, 0, "yes or no", false},
+    {"user", set_account, OFF(user), 0, 0, "a user name", false},
+    {"group", set_account, OFF(group), 0, 0, "a group name", false},
+    {"proxy_protocol_from", set_proxy_from, 0, 0, 0,
+     "addresses or ranges such as 10.0.0.0/8, 192.0.2.7", false},
+    /* [metrics] */
+    {"metrics.listen", set_metrics_listen, 0, 0, 0, "ADDR:PORT such as 127.0.0.1:9090, or empty",
+     false},
     {"bind_timeout", set_duration, OFF(bind_timeout_ms), 1000, DAY_MS, "a duration from 1s to 24h",
      false},
     /* [http] */
@@ -545,7 +623,7 @@ static const struct key keys[] = {
 _Static_assert(ARRAY_LEN(keys) <= 64, "loader.seen is too small");
 
 /* Sections a file may contain; keys in them are named "section.key". */
-static const char *const sections[] = {"auth", "udp", "http", "rules", "limits"};
+static const char *const sections[] = {"auth", "udp", "http", "rules", "limits", "metrics"};
 
 /* Edit distance, for "did you mean" on unknown keys. */
 static size_t edit_distance(const char *a, const char *b)
@@ -629,7 +707,7 @@ static int ini_handler_cb(void *user, const char *section, const char *name, con
 /* A rule line: "# comment" ends it; errors name FILE:LINE. */
 static void add_rule(struct loader *ld, const char *file, int line, const char *text)
 {
-    char buf[CONFIG_LINE_MAX + 1], name[64], err[256];
+    char buf[CONFIG_LINE_MAX + 1], name[4112], err[256];
     snprintf(buf, sizeof(buf), "%s", text);
     char *hash = strchr(buf, '#');
     if (hash)
@@ -685,7 +763,8 @@ static bool check_line(struct loader *ld, const char *line)
                 return false;
         }
         bad(ld, NULL,
-            "unknown section [%.*s] (known: [auth], [udp], [http], [rules], [limits]; other keys "
+            "unknown section [%.*s] (known: [auth], [udp], [http], [rules], [limits], [metrics]; "
+            "other keys "
             "go at the top)",
             (int)(end - p - 1), p + 1);
         return false;
@@ -780,6 +859,21 @@ static void set_defaults(struct config *c)
     c->rules_default = ACL_ALLOW;
     c->limits.burst = 20;
     c->limits.ip_table = 65536;
+}
+
+/* One row per worker, padded to whole cache lines so workers never share
+ * one; the column after the last rule counts the default action. */
+static int config_alloc_rule_hits(struct config *c)
+{
+    size_t per_line = CACHELINE / sizeof(stat_t);
+    size_t stride = (c->acl->n + 1 + per_line - 1) / per_line * per_line;
+    size_t bytes = stride * c->workers * sizeof(stat_t);
+    c->rule_hits = aligned_alloc(CACHELINE, bytes);
+    if (!c->rule_hits)
+        return -ENOMEM;
+    memset(c->rule_hits, 0, bytes);
+    c->rule_stride = (uint32_t)stride;
+    return 0;
 }
 
 uint32_t config_rule_count(const struct config *c)
@@ -916,6 +1010,32 @@ static void validate(struct config *c, struct config_errors *errs)
                      "you want",
                      pub->origin, addr_format(&pub->addr, a, sizeof(a)));
     }
+    bool any_pp = false;
+    for (size_t i = 0; i < c->nlisten; i++) {
+        const struct config_listen *l = &c->listen[i];
+        any_pp = any_pp || l->proxy_protocol;
+        if (l->proxy_protocol && c->nproxy_from == 0)
+            config_error(errs,
+                         "%s: listen: proxy_protocol=v%u needs proxy_protocol_from = the load "
+                         "balancers' addresses (a header from anyone else could fake the client "
+                         "address)",
+                         l->origin, l->proxy_protocol);
+    }
+    if (c->nproxy_from && !any_pp)
+        config_error(&c->warnings,
+                     "%s: proxy_protocol_from: no listen address has proxy_protocol=v1 or v2, "
+                     "so it has no effect",
+                     c->path ? c->path : "configuration");
+    if (c->metrics_listen.family) {
+        for (size_t i = 0; i < c->nlisten; i++) {
+            if (addr_equal(&c->listen[i].addr, &c->metrics_listen) && c->metrics_listen.port) {
+                char a[ADDR_STRLEN];
+                config_error(errs, "%s: metrics.listen: %s is also a proxy listen address",
+                             c->path ? c->path : "configuration",
+                             addr_format(&c->metrics_listen, a, sizeof(a)));
+            }
+        }
+    }
     for (size_t i = 0; i < c->nlisten; i++) {
         for (size_t j = 0; j < i; j++) {
             if (addr_equal(&c->listen[i].addr, &c->listen[j].addr) && c->listen[i].addr.port) {
@@ -1021,7 +1141,9 @@ int config_load(const struct config_cli *cli, struct config **out, struct config
         else
             load_rules_file(&ld, cli->path);
     }
-    if (ld.nrules && !errs_since(errs, nerr0)) {
+    /* rules_default = deny with no rule at all denies everything: compile
+     * an empty rule set rather than leave the check out (fail closed). */
+    if ((ld.nrules || c->rules_default == ACL_DENY) && !errs_since(errs, nerr0)) {
         if (acl_build(&c->acl, ld.rules, ld.nrules, c->rules_default) < 0)
             config_error(errs, "%s: out of memory compiling the rules", cli->path);
         else
@@ -1044,6 +1166,8 @@ int config_load(const struct config_cli *cli, struct config **out, struct config
                      "warn or error)",
                      env);
     validate(c, errs); /* every problem at once, not one per attempt */
+    if (c->acl && errs->n == nerr0 && config_alloc_rule_hits(c) < 0)
+        config_error(errs, "%s: out of memory for the rule counters", cli->path);
 
     if (errs->n != nerr0) {
         config_free(c);
@@ -1055,6 +1179,10 @@ int config_load(const struct config_cli *cli, struct config **out, struct config
 
 static void config_destroy(struct config *c)
 {
+    free(c->rule_hits);
+    free(c->user);
+    free(c->group);
+    free(c->proxy_from);
     free(c->path);
     free(c->log_file);
     free(c->auth.userlist);

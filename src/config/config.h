@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "log/log.h"
+#include "metrics/stats.h"
 #include "util/addr.h"
 
 #define CONFIG_MAX_LISTEN  64
@@ -36,8 +37,9 @@ enum {
 
 struct config_listen {
     struct addr addr;
-    uint8_t protocols; /* PROTO_*; 0 = the config's protocols */
-    char origin[160];  /* "ferry.conf:3" or "command line": where it was set */
+    uint8_t protocols;      /* PROTO_*; 0 = the config's protocols */
+    uint8_t proxy_protocol; /* 0, or 1/2: a PROXY v1/v2 header comes first */
+    char origin[160];       /* "ferry.conf:3" or "command line": where it was set */
 };
 
 /* [http]: the HTTP proxy. */
@@ -95,6 +97,7 @@ struct config_limits {
 };
 
 struct acl;
+struct acl_cidr;
 
 /* Immutable once loaded and shared by reference count: the main thread
  * holds the current one, each worker holds the ones its sessions use. */
@@ -123,6 +126,11 @@ struct config {
     struct config_limits limits;
     struct acl *acl; /* compiled rules, NULL when there are none */
     char *rules_file;
+    /* Rule hits: worker w counts in rule_hits[w * rule_stride + rule] (its
+     * own cache lines); column acl->n counts the default action. Counters
+     * are the only thing in a config that changes after loading. */
+    stat_t *rule_hits;
+    uint32_t rule_stride;
     uint8_t rules_default; /* ACL_ALLOW or ACL_DENY when no rule matches */
     /* A listener is reachable from other hosts: loopback, link-local and
      * our own addresses are denied unless a rule allows them by range. */
@@ -132,6 +140,12 @@ struct config {
     uint8_t protocols; /* PROTO_* for listeners without their own */
     bool bind;         /* allow the BIND command (SOCKS5 0x02, SOCKS4 2) */
     uint32_t bind_timeout_ms;
+    struct addr metrics_listen; /* family 0: no metrics endpoint */
+    char *user, *group;         /* drop privileges to these after binding; NULL: stay */
+    /* Peers whose PROXY protocol header is believed (listeners with
+     * proxy_protocol accept connections from nobody else). */
+    struct acl_cidr *proxy_from;
+    size_t nproxy_from;
     /* Problems that did not stop the load ("FILE:LINE: KEY: ..."); the server
      * logs them at start and on reload, --check prints them. */
     struct config_errors warnings;
@@ -143,6 +157,7 @@ struct config_cli {
     const char *listen[CONFIG_MAX_LISTEN];
     size_t nlisten;
     const char *workers;
+    const char *pidfile; /* serve --pidfile */
 };
 
 void config_errors_fini(struct config_errors *e);

@@ -72,6 +72,8 @@ static inline uint64_t loop_now(const struct loop *l)
 }
 void loop_update_time(struct loop *l);
 uint64_t clock_ms(void);
+/* CLOCK_MONOTONIC in microseconds (for latency histograms). */
+uint64_t clock_us(void);
 
 void io_init(struct io *io, io_cb cb);
 /* Register fd with the given EPOLL* bits. Returns 0 or -errno. */

@@ -20,6 +20,7 @@
 #define ACCEPT_PAUSE_MS    100
 #define BUF_POOL_MAX_FREE  64
 #define PIPE_POOL_MAX_FREE 64
+#define HEARTBEAT_MS       1000
 
 static void listeners_enable(struct worker *w, bool on)
 {
@@ -37,6 +38,16 @@ static void on_accept_pause_end(struct timer *t)
         listeners_enable(w, true);
 }
 
+/* The worst lateness of any timer over the last second: a loop that is
+ * late for its timers is late for its sockets too. */
+static void on_heartbeat(struct timer *t)
+{
+    struct worker *w = container_of(t, struct worker, heartbeat);
+    atomic_store_explicit(&w->stats.loop_lag_ms, w->loop.lag_ms, memory_order_relaxed);
+    w->loop.lag_ms = 0;
+    loop_timer_arm(&w->loop, &w->heartbeat, HEARTBEAT_MS);
+}
+
 static void accept_pause(struct worker *w, int err)
 {
     if (timer_armed(&w->accept_pause))
@@ -48,19 +59,20 @@ static void accept_pause(struct worker *w, int err)
     loop_timer_arm(&w->loop, &w->accept_pause, ACCEPT_PAUSE_MS);
 }
 
-static void on_listener(struct io *io, uint32_t events)
+/* Accept up to max connections. Returns true when the queue is empty
+ * (or accepting must pause), false when max was reached first. */
+static bool accept_batch(struct listener *ls, unsigned max_accepts)
 {
-    (void)events;
-    struct listener *ls = container_of(io, struct listener, io);
+    struct io *io = &ls->io;
     struct worker *w = ls->w;
     uint32_t max = w->cur->cfg->max_connections;
-    for (int i = 0; i < ACCEPT_BATCH && io->fd >= 0; i++) {
+    for (unsigned i = 0; i < max_accepts && io->fd >= 0; i++) {
         struct addr peer;
         int fd = sock_accept(io->fd, &peer);
         if (fd < 0) {
             switch (-fd) {
             case EAGAIN:
-                return;
+                return true;
             case EINTR:
             case ECONNABORTED:
             case EPROTO:
@@ -71,11 +83,11 @@ static void on_listener(struct io *io, uint32_t events)
             case ENOMEM:
                 stat_add(&w->stats.accept_errors, 1);
                 accept_pause(w, fd);
-                return;
+                return true;
             default:
                 stat_add(&w->stats.accept_errors, 1);
                 log_warn("worker %u: accept: %s", w->id, strerror(-fd));
-                return;
+                return true;
             }
         }
         stat_add(&w->stats.accepted, 1);
@@ -88,6 +100,27 @@ static void on_listener(struct io *io, uint32_t events)
         w->nsessions++;
         stat_add(&w->stats.active, 1);
         w->ops->accept(w, ls, fd, &peer);
+    }
+    return io->fd < 0;
+}
+
+static void on_listener(struct io *io, uint32_t events)
+{
+    (void)events;
+    (void)accept_batch(container_of(io, struct listener, io), ACCEPT_BATCH);
+}
+
+/* Draining: take what already waits in the accept queues (those clients
+ * completed their handshake with us and must not be reset), then close. A
+ * connection that lands in the short gap before close() is moved to another
+ * ferry on the same port by the kernel with net.ipv4.tcp_migrate_req = 1. */
+static void worker_accept_rest(struct worker *w)
+{
+    for (size_t i = 0; i < w->nlisteners; i++) {
+        struct listener *ls = &w->listeners[i];
+        for (int round = 0; ls->io.fd >= 0 && round < 64; round++)
+            if (accept_batch(ls, ACCEPT_BATCH))
+                break;
     }
 }
 
@@ -104,6 +137,8 @@ static void worker_stop_listening(struct worker *w)
     loop_timer_stop(&w->loop, &w->accept_pause);
 }
 
+static void listen_set_drop(struct listen_set *stale, struct listen_set *next);
+
 /* Drop every generation (all sessions have ended) and any posted one. */
 static void worker_cfgs_fini(struct worker *w)
 {
@@ -113,11 +148,15 @@ static void worker_cfgs_fini(struct worker *w)
         struct wcfg *wc = container_of(pos, struct wcfg, link);
         list_del(&wc->link);
         config_unref(wc->cfg);
-        free(wc->rule_hits);
         free(wc);
     }
     w->cur = NULL;
-    config_unref(atomic_exchange(&w->next_cfg, NULL));
+    struct worker_update *u = atomic_exchange(&w->next, NULL);
+    if (u) {
+        config_unref(u->cfg);
+        listen_set_drop(u->ls, NULL);
+        free(u);
+    }
 }
 
 /* Make cfg (whose reference the caller hands over) the current one. */
@@ -127,16 +166,12 @@ static int worker_cfg_set(struct worker *w, struct config *cfg)
     if (!wc)
         return -ENOMEM;
     wc->cfg = cfg;
-    wc->nrule_hits = config_rule_count(cfg);
-    if (wc->nrule_hits && !(wc->rule_hits = calloc(wc->nrule_hits, sizeof(*wc->rule_hits))))
-        wc->nrule_hits = 0; /* counts lost, rules still apply */
     list_add_tail(&w->cfgs, &wc->link);
     struct wcfg *old = w->cur;
     w->cur = wc;
     if (old && old->sessions == 0) {
         list_del(&old->link);
         config_unref(old->cfg);
-        free(old->rule_hits);
         free(old);
     }
     /* Buffers of an old size are freed rather than pooled as they return. */
@@ -156,16 +191,115 @@ void worker_cfg_release(struct worker *w, struct wcfg *wc)
     if (--wc->sessions == 0 && wc != w->cur) {
         list_del(&wc->link);
         config_unref(wc->cfg);
-        free(wc->rule_hits);
         free(wc);
     }
 }
 
-void worker_post_config(struct worker *w, struct config *cfg)
+void listen_set_free(struct listen_set *ls)
 {
-    struct config *old = atomic_exchange(&w->next_cfg, config_ref(cfg));
-    config_unref(old); /* posted before and never picked up */
+    if (!ls)
+        return;
+    free(ls->fds);
+    free(ls->addrs);
+    free(ls->fresh);
+    free(ls->arr);
+    free(ls);
+}
+
+/* Close the sockets of a set that never reached its worker, except those
+ * the next set (may be NULL) names again, which stay new in that one. */
+static void listen_set_drop(struct listen_set *stale, struct listen_set *next)
+{
+    if (!stale)
+        return;
+    for (size_t i = 0; i < stale->n; i++) {
+        if (!stale->fresh[i])
+            continue;
+        bool kept = false;
+        for (size_t j = 0; next && j < next->n; j++) {
+            if (next->fds[j] == stale->fds[i]) {
+                next->fresh[j] = true;
+                kept = true;
+            }
+        }
+        if (!kept)
+            close(stale->fds[i]);
+    }
+    listen_set_free(stale);
+}
+
+int worker_post_config(struct worker *w, struct config *cfg, struct listen_set *ls)
+{
+    struct worker_update *u = malloc(sizeof(*u));
+    if (!u)
+        return -ENOMEM;
+    u->cfg = config_ref(cfg);
+    u->ls = ls;
+    /* Take back an update the worker has not picked up yet, fold it into
+     * this one, then publish: the worker sees one or the other, whole. */
+    struct worker_update *stale = atomic_exchange(&w->next, NULL);
+    if (stale) {
+        if (!u->ls) {
+            u->ls = stale->ls; /* listen unchanged since the stale one */
+        } else {
+            listen_set_drop(stale->ls, u->ls);
+        }
+        config_unref(stale->cfg);
+        free(stale);
+    }
+    atomic_store(&w->next, u);
     worker_command(w, WORKER_CMD_CONFIG);
+    return 0;
+}
+
+/* Switch to the listeners of ls: kept sockets move (and are registered
+ * again, since epoll holds their address), dropped ones close, new ones
+ * are registered. A draining worker closes the new ones at once. */
+static void worker_apply_listeners(struct worker *w, struct listen_set *ls)
+{
+    struct listener *arr = ls->arr;
+    size_t n = 0;
+    for (size_t i = 0; i < ls->n; i++) {
+        struct listener *nl = &arr[n];
+        nl->w = w;
+        nl->addr = ls->addrs[i];
+        nl->index = (unsigned)i;
+        io_init(&nl->io, on_listener);
+        for (size_t j = 0; j < w->nlisteners; j++) {
+            struct listener *ol = &w->listeners[j];
+            if (ol->io.fd >= 0 && ol->io.fd == ls->fds[i]) {
+                loop_io_del(&w->loop, &ol->io);
+                ol->io.fd = -1; /* moved, not closed */
+            }
+        }
+        if (w->draining) {
+            close(ls->fds[i]);
+            continue;
+        }
+        int rc =
+            loop_io_add(&w->loop, &nl->io, ls->fds[i], timer_armed(&w->accept_pause) ? 0 : EPOLLIN);
+        if (rc) {
+            char a[ADDR_STRLEN];
+            log_error("worker %u: cannot watch %s: %s", w->id, addr_format(&nl->addr, a, sizeof(a)),
+                      strerror(-rc));
+            close(ls->fds[i]);
+            continue;
+        }
+        n++;
+    }
+    for (size_t j = 0; j < w->nlisteners; j++) {
+        struct listener *ol = &w->listeners[j];
+        if (ol->io.fd >= 0) {
+            int fd = ol->io.fd;
+            loop_io_del(&w->loop, &ol->io);
+            close(fd);
+        }
+    }
+    free(w->listeners);
+    w->listeners = arr;
+    w->nlisteners = n;
+    ls->arr = NULL;
+    listen_set_free(ls);
 }
 
 static void on_command(struct io *io, uint32_t events)
@@ -177,15 +311,22 @@ static void on_command(struct io *io, uint32_t events)
         ;
     uint32_t cmd = atomic_exchange(&w->cmd, 0);
     if (cmd & WORKER_CMD_CONFIG) {
-        struct config *cfg = atomic_exchange(&w->next_cfg, NULL);
+        struct worker_update *u = atomic_exchange(&w->next, NULL);
+        struct config *cfg = u ? u->cfg : NULL;
+        struct listen_set *ls = u ? u->ls : NULL;
+        free(u);
         if (cfg && worker_cfg_set(w, cfg) < 0) {
             log_error("worker %u: out of memory applying the new configuration", w->id);
             config_unref(cfg);
         } else if (cfg && w->ops->config_changed) {
             w->ops->config_changed(w);
         }
+        if (ls)
+            worker_apply_listeners(w, ls);
     }
     if (cmd & (WORKER_CMD_DRAIN | WORKER_CMD_ABORT)) {
+        if (!(cmd & WORKER_CMD_ABORT) && !w->draining)
+            worker_accept_rest(w);
         w->draining = true;
         worker_stop_listening(w);
     }
@@ -214,12 +355,13 @@ int worker_init(struct worker *w, unsigned id, struct shared *sh, const struct w
     w->ops = ops;
     list_init(&w->sessions);
     list_init(&w->cfgs);
-    atomic_init(&w->next_cfg, NULL);
+    atomic_init(&w->next, NULL);
     if (worker_cfg_set(w, config_ref(cfg)) < 0) {
         config_unref(cfg);
         return -ENOMEM;
     }
     timer_init(&w->accept_pause, on_accept_pause_end);
+    timer_init(&w->heartbeat, on_heartbeat);
     io_init(&w->ctl, on_command);
     int rc = loop_init(&w->loop);
     if (rc)
@@ -257,6 +399,7 @@ int worker_init(struct worker *w, unsigned id, struct shared *sh, const struct w
     }
     if (w->ops->config_changed)
         w->ops->config_changed(w);
+    loop_timer_arm(&w->loop, &w->heartbeat, HEARTBEAT_MS);
     return 0;
 
 out_listeners:

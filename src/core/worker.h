@@ -29,7 +29,7 @@ struct worker;
 enum worker_cmd {
     WORKER_CMD_DRAIN = 1u << 0,  /* stop accepting; exit once no session is left */
     WORKER_CMD_ABORT = 1u << 1,  /* close every session now and exit */
-    WORKER_CMD_CONFIG = 1u << 2, /* a new configuration waits in next_cfg */
+    WORKER_CMD_CONFIG = 1u << 2, /* a new configuration waits in next */
 };
 
 /* A configuration as one worker uses it: new sessions take the current
@@ -40,8 +40,6 @@ struct wcfg {
     struct list link; /* in worker->cfgs */
     struct config *cfg;
     uint32_t sessions;
-    stat_t *rule_hits; /* per rule of cfg, this worker's share */
-    uint32_t nrule_hits;
 };
 
 struct listener {
@@ -49,6 +47,28 @@ struct listener {
     struct worker *w;
     struct addr addr; /* as bound (port resolved) */
     unsigned index;   /* which listen address of the config */
+};
+
+/* The listening sockets a worker is to have after a reload that changed
+ * listen: entry i serves listen address i of the new configuration. A
+ * socket the worker already has is named again by its fd; any other fd is
+ * new and becomes the worker's. Built by the main thread, which also
+ * allocates the listener array so the worker never fails to apply it. */
+struct listen_set {
+    size_t n;
+    int *fds;
+    struct addr *addrs;
+    bool *fresh;          /* fds[i] was bound for this set (the worker does not own it yet) */
+    struct listener *arr; /* n entries (at least one), for the worker to fill */
+};
+
+void listen_set_free(struct listen_set *ls);
+
+/* A reload on its way to a worker: a configuration (one reference) and,
+ * when listen changed, the sockets that go with it. */
+struct worker_update {
+    struct config *cfg;
+    struct listen_set *ls;
 };
 
 struct worker_ops {
@@ -83,16 +103,17 @@ struct worker {
     struct loop loop;
     struct io ctl; /* eventfd: commands from the main thread */
     _Atomic uint32_t cmd;
-    _Atomic(struct config *) next_cfg; /* posted by the main thread, one reference */
-    struct wcfg *cur;                  /* for new sessions */
-    struct list cfgs;                  /* generations still in use */
-    void *auth;                        /* struct auth_worker, or NULL */
-    void *udp;                         /* struct udp_worker, or NULL until needed */
-    void *http;                        /* HTTP upstream pool, or NULL until needed */
+    _Atomic(struct worker_update *) next; /* posted by the main thread */
+    struct wcfg *cur;                     /* for new sessions */
+    struct list cfgs;                     /* generations still in use */
+    void *auth;                           /* struct auth_worker, or NULL */
+    void *udp;                            /* struct udp_worker, or NULL until needed */
+    void *http;                           /* HTTP upstream pool, or NULL until needed */
     struct listener *listeners;
     size_t nlisteners;
     bool draining;
     struct timer accept_pause; /* re-enables accepting after EMFILE */
+    struct timer heartbeat;    /* publishes the loop's lag once a second */
     struct buf_pool bufs;
     struct pipe_pool pipes;
     struct resolver dns;
@@ -112,8 +133,10 @@ int worker_start(struct worker *w);
 /* Ask the worker to do something (any thread). */
 void worker_command(struct worker *w, enum worker_cmd cmd);
 /* Hand a new configuration to the worker (main thread); takes its own
- * reference on cfg. */
-void worker_post_config(struct worker *w, struct config *cfg);
+ * reference on cfg. ls: new listening sockets (taken over), or NULL when
+ * listen did not change. Returns 0 or -ENOMEM (nothing posted, ls not
+ * taken). */
+int worker_post_config(struct worker *w, struct config *cfg, struct listen_set *ls);
 void worker_join(struct worker *w);
 void worker_fini(struct worker *w);
 

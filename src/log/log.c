@@ -42,8 +42,10 @@ static struct {
     _Atomic bool stop;
     int fd;
     int efd;
+    _Atomic int next_fd; /* a reopened log file the writer switches to */
+    char *path;          /* NULL: stderr */
     pthread_t thread;
-} q = {.fd = STDERR_FILENO, .efd = -1};
+} q = {.fd = STDERR_FILENO, .efd = -1, .next_fd = -1};
 
 #define LOG_BATCH_MS 10
 
@@ -253,11 +255,30 @@ static bool dequeue_peek_nonempty(void)
     return atomic_load_explicit(&c->seq, memory_order_acquire) == pos + 1;
 }
 
+/* Switch to a reopened file: what was queued before goes to the old one. */
+static void writer_switch(char *batch, size_t cap)
+{
+    int nfd = atomic_exchange(&q.next_fd, -1);
+    if (nfd < 0)
+        return;
+    writer_drain(batch, cap);
+    if (q.fd != STDERR_FILENO)
+        close(q.fd);
+    q.fd = nfd;
+    /* Said here, so the line opens the new file whatever the timing. */
+    char line[160];
+    size_t n = format_time(line, sizeof(line));
+    int m = snprintf(line + n, sizeof(line) - n, "info  log: file reopened (SIGUSR1)\n");
+    if (m > 0)
+        write_all(q.fd, line, n + (size_t)m);
+}
+
 static void *writer_main(void *arg)
 {
     (void)arg;
     static char batch[65536];
     for (;;) {
+        writer_switch(batch, sizeof(batch));
         size_t n = writer_drain(batch, sizeof(batch));
         if (atomic_load(&q.stop))
             break;
@@ -287,6 +308,28 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
+int log_reopen(void)
+{
+    if (!q.path)
+        return 1;
+    int fd = open(q.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+    if (fd < 0)
+        return -errno;
+    if (!atomic_load_explicit(&q.running, memory_order_acquire)) {
+        if (q.fd != STDERR_FILENO)
+            close(q.fd);
+        q.fd = fd;
+        return 0;
+    }
+    int old = atomic_exchange(&q.next_fd, fd);
+    if (old >= 0)
+        close(old); /* two reopens before the writer woke */
+    uint64_t one = 1;
+    ssize_t rc = write(q.efd, &one, sizeof(one));
+    (void)rc;
+    return 0;
+}
+
 int log_start(const char *path)
 {
     int fd = STDERR_FILENO;
@@ -294,6 +337,8 @@ int log_start(const char *path)
         fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
         if (fd < 0)
             return -errno;
+        free(q.path);
+        q.path = strdup(path);
     }
     int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (efd < 0) {
@@ -340,7 +385,12 @@ void log_stop(void)
     }
     close(q.efd);
     q.efd = -1;
+    int nfd = atomic_exchange(&q.next_fd, -1);
+    if (nfd >= 0)
+        close(nfd);
     if (q.fd != STDERR_FILENO)
         close(q.fd);
     q.fd = STDERR_FILENO;
+    free(q.path);
+    q.path = NULL;
 }

@@ -43,6 +43,10 @@ void log_set_level(enum log_level lvl);
 /* Direct records to path (appended; created 0640) or stderr when path is
  * NULL or empty, and start the writer thread. Returns 0 or -errno. */
 int log_start(const char *path);
+/* Open the log file again (after logrotate moved it): records queued
+ * before go to the old file, later ones to the new. Returns 0, 1 when
+ * logging to stderr (nothing to reopen), or -errno (the old file stays). */
+int log_reopen(void);
 /* Flush every queued record and stop the writer thread. */
 void log_stop(void);
 /* Records dropped since start because the queue was full. */

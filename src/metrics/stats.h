@@ -17,6 +17,35 @@ typedef _Atomic uint64_t stat_t;
 
 #define STATS_SOCKS5_REPLIES 9
 
+/* Sessions by protocol: before the first byte a session has none. */
+enum stats_proto { SP_NONE, SP_SOCKS5, SP_SOCKS4, SP_HTTP, SP_COUNT };
+
+/* How a session ended, decided once (the first answer that settles it). */
+enum stats_outcome {
+    OC_UNSET,       /* not decided: the client went away before an answer */
+    OC_OK,          /* success reply: relayed, associated, bound or forwarded */
+    OC_DENIED,      /* rules or protected ranges */
+    OC_AUTH_FAILED, /* bad credentials, throttled, or authentication busy */
+    OC_LIMITED,     /* limits.per_ip, limits.rate, limits.per_user, udp.associations */
+    OC_UNREACHABLE, /* DNS failure, host or network unreachable */
+    OC_REFUSED,     /* the destination refused */
+    OC_TIMEOUT,     /* connect timeout */
+    OC_UNSUPPORTED, /* command or address type not supported */
+    OC_ERROR,       /* any other failure on the way to the destination */
+    OC_BAD_REQUEST, /* malformed, unknown protocol, or too slow a handshake */
+    OC_COUNT
+};
+
+/* Handshake latency (accept to success reply) in microseconds: bucket
+ * upper bounds; the last bucket is +Inf. */
+#define STATS_HS_BUCKETS 16
+extern const uint32_t stats_hs_bounds_us[STATS_HS_BUCKETS - 1];
+
+/* Authentication outcomes, per worker. */
+struct auth_stats {
+    stat_t ok, denied, cache_hits, throttled, busy, blocks;
+};
+
 struct worker_stats {
     stat_t accepted;                             /* connections accepted */
     stat_t rejected_limit;                       /* closed at accept: max_connections reached */
@@ -30,28 +59,36 @@ struct worker_stats {
     stat_t dns_queries;
     stat_t dns_cache_hits;
     stat_t dns_failures;
-    stat_t splice_bytes;        /* the share of payload moved by splice() */
-    stat_t unknown_protocol;    /* first byte not a protocol the listener speaks */
-    stat_t denied;              /* destinations refused by rules or protected ranges */
-    stat_t limit_per_ip;        /* closed at accept: limits.per_ip */
-    stat_t limit_rate;          /* closed at accept: limits.rate */
-    stat_t limit_per_user;      /* refused after authentication: limits.per_user */
-    stat_t bw_throttled;        /* times a session waited for bandwidth */
-    stat_t udp_drop_denied;     /* datagrams to a destination the rules refuse */
-    stat_t http_errors;         /* error responses sent */
-    stat_t http_pool_hits;      /* requests sent on a pooled upstream connection */
-    stat_t udp_assocs;          /* UDP associations opened */
-    stat_t udp_rejected;        /* refused: associations limit reached */
-    stat_t udp_in, udp_out;     /* datagrams client -> destination, and back */
-    stat_t udp_drop_source;     /* from an address that is not the client */
-    stat_t udp_drop_frag;       /* FRAG != 0 */
-    stat_t udp_drop_malformed;  /* short header, RSV, ATYP, bad domain */
-    stat_t udp_drop_size;       /* over udp.max_datagram, either way */
-    stat_t udp_drop_dest_limit; /* a new destination over udp.destinations */
-    stat_t udp_drop_unknown;    /* a reply from a host the client never sent to */
-    stat_t udp_drop_queue;      /* waiting for DNS and the queue was full */
-    stat_t udp_drop_dns;        /* the destination name did not resolve */
-    stat_t udp_drop_send;       /* the kernel refused (buffer full, unreachable) */
+    stat_t splice_bytes;                 /* the share of payload moved by splice() */
+    stat_t unknown_protocol;             /* first byte not a protocol the listener speaks */
+    stat_t denied;                       /* destinations refused by rules or protected ranges */
+    stat_t limit_per_ip;                 /* closed at accept: limits.per_ip */
+    stat_t limit_rate;                   /* closed at accept: limits.rate */
+    stat_t limit_per_user;               /* refused after authentication: limits.per_user */
+    stat_t bw_throttled;                 /* times a session waited for bandwidth */
+    stat_t udp_drop_denied;              /* datagrams to a destination the rules refuse */
+    stat_t http_errors;                  /* error responses sent */
+    stat_t http_pool_hits;               /* requests sent on a pooled upstream connection */
+    stat_t udp_assocs;                   /* UDP associations opened */
+    stat_t udp_rejected;                 /* refused: associations limit reached */
+    stat_t udp_in, udp_out;              /* datagrams client -> destination, and back */
+    stat_t udp_drop_source;              /* from an address that is not the client */
+    stat_t udp_drop_frag;                /* FRAG != 0 */
+    stat_t udp_drop_malformed;           /* short header, RSV, ATYP, bad domain */
+    stat_t udp_drop_size;                /* over udp.max_datagram, either way */
+    stat_t udp_drop_dest_limit;          /* a new destination over udp.destinations */
+    stat_t udp_drop_unknown;             /* a reply from a host the client never sent to */
+    stat_t udp_drop_queue;               /* waiting for DNS and the queue was full */
+    stat_t udp_drop_dns;                 /* the destination name did not resolve */
+    stat_t udp_drop_send;                /* the kernel refused (buffer full, unreachable) */
+    stat_t udp_bytes_in, udp_bytes_out;  /* datagram payload (SOCKS header excluded) */
+    stat_t sessions[SP_COUNT][OC_COUNT]; /* ended, by protocol and outcome */
+    stat_t active_proto[SP_COUNT];       /* open now, by protocol */
+    stat_t hs_buckets[SP_COUNT][STATS_HS_BUCKETS]; /* not cumulative; summed at scrape */
+    stat_t hs_sum_us[SP_COUNT];
+    stat_t proxy_rejected; /* PROXY protocol: untrusted peer, bad or missing header */
+    stat_t loop_lag_ms;    /* the latest timer ran this late, over the last second */
+    struct auth_stats auth;
 } __attribute__((aligned(CACHELINE)));
 
 static inline void stat_add(stat_t *s, uint64_t n)
@@ -65,6 +102,13 @@ static inline void stat_sub(stat_t *s, uint64_t n)
     atomic_store_explicit(s, atomic_load_explicit(s, memory_order_relaxed) - n,
                           memory_order_relaxed);
 }
+
+/* Record one handshake of us microseconds. */
+void stats_hs_observe(struct worker_stats *st, enum stats_proto p, uint64_t us);
+const char *stats_proto_name(enum stats_proto p);
+const char *stats_outcome_name(enum stats_outcome o);
+/* The outcome a SOCKS5 REP code stands for. */
+enum stats_outcome stats_outcome_of_rep(uint8_t rep);
 
 static inline uint64_t stat_get(const stat_t *s)
 {

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "acl/limits.h"
+#include "acl/rules.h"
 #include "auth/auth.h"
 #include "config/config.h"
 #include "core/buf.h"
@@ -25,22 +26,37 @@
 #include "core/sock.h"
 #include "dns/resolver.h"
 #include "log/log.h"
+#include "proto/proxy.h"
 #include "proto/socks5.h"
 #include "relay/errmap.h"
 #include "relay/session.h"
 #include "udp/udp.h"
 
 #define CONN_FREELIST_MAX 4096
-#define LINGER_MS         1000
-#define LINGER_DISCARD    (64 * 1024)
+
+/* Addresses to try while connecting, with the rule that allowed each. */
+struct conn_addrs {
+    uint8_t n;
+    struct addr a[DNS_MAX_ADDRS];
+    int32_t rule[DNS_MAX_ADDRS]; /* POLICY_RULE_NONE when no rule was asked */
+};
+#define LINGER_MS      1000
+#define LINGER_DISCARD (64 * 1024)
 
 static const char *const state_names[CONN_ST_COUNT] = {
-    [CONN_ST_GREETING] = "greeting",   [CONN_ST_AUTH] = "auth",
-    [CONN_ST_AUTH_WAIT] = "auth-wait", [CONN_ST_REQUEST] = "request",
-    [CONN_ST_RESOLVE] = "resolve",     [CONN_ST_CONNECT] = "connect",
-    [CONN_ST_RELAY] = "relay",         [CONN_ST_UDP] = "udp",
-    [CONN_ST_BIND] = "bind",           [CONN_ST_HTTP_HEAD] = "http-head",
-    [CONN_ST_HTTP_FWD] = "http-fwd",   [CONN_ST_LINGER] = "linger",
+    [CONN_ST_PROXY] = "proxy",
+    [CONN_ST_GREETING] = "greeting",
+    [CONN_ST_AUTH] = "auth",
+    [CONN_ST_AUTH_WAIT] = "auth-wait",
+    [CONN_ST_REQUEST] = "request",
+    [CONN_ST_RESOLVE] = "resolve",
+    [CONN_ST_CONNECT] = "connect",
+    [CONN_ST_RELAY] = "relay",
+    [CONN_ST_UDP] = "udp",
+    [CONN_ST_BIND] = "bind",
+    [CONN_ST_HTTP_HEAD] = "http-head",
+    [CONN_ST_HTTP_FWD] = "http-fwd",
+    [CONN_ST_LINGER] = "linger",
     [CONN_ST_CLOSED] = "closed",
 };
 
@@ -126,6 +142,54 @@ void conn_close_fd(struct io *io)
     }
 }
 
+static enum stats_proto conn_sp(const struct conn *c)
+{
+    switch (c->proto) {
+    case PROTO_SOCKS5:
+        return SP_SOCKS5;
+    case PROTO_SOCKS4:
+        return SP_SOCKS4;
+    case PROTO_HTTP:
+        return SP_HTTP;
+    default:
+        return SP_NONE;
+    }
+}
+
+void conn_count_bytes(struct conn *c)
+{
+    /* bytes dips below counted while a queued reply is pre-subtracted
+     * (conn_send_client): count only growth, never a wrapped difference. */
+    struct worker_stats *st = &c->w->stats;
+    if (c->c2u.bytes > c->c2u.counted) {
+        stat_add(&st->bytes_up, c->c2u.bytes - c->c2u.counted);
+        c->c2u.counted = c->c2u.bytes;
+    }
+    if (c->u2c.bytes > c->u2c.counted) {
+        stat_add(&st->bytes_down, c->u2c.bytes - c->u2c.counted);
+        c->u2c.counted = c->u2c.bytes;
+    }
+}
+
+void conn_set_outcome(struct conn *c, enum stats_outcome o)
+{
+    if (c->outcome == OC_UNSET)
+        c->outcome = (uint8_t)o;
+}
+
+void conn_succeeded(struct conn *c)
+{
+    conn_set_outcome(c, OC_OK);
+    uint64_t now = clock_us();
+    stats_hs_observe(&c->w->stats, conn_sp(c), now > c->t_start_us ? now - c->t_start_us : 0);
+}
+
+void conn_bad_handshake(struct conn *c)
+{
+    stat_add(&c->w->stats.handshake_errors, 1);
+    conn_set_outcome(c, OC_BAD_REQUEST);
+}
+
 void conn_close(struct conn *c, const char *why)
 {
     if (c->state == CONN_ST_CLOSED)
@@ -137,8 +201,10 @@ void conn_close(struct conn *c, const char *why)
         udp_assoc_close(c->udp, &c->c2u.bytes, &c->u2c.bytes);
         c->udp = NULL;
     }
-    stat_add(&w->stats.bytes_up, c->c2u.bytes);
-    stat_add(&w->stats.bytes_down, c->u2c.bytes);
+    conn_count_bytes(c);
+    enum stats_proto sp = conn_sp(c);
+    stat_add(&w->stats.sessions[sp][c->outcome < OC_COUNT ? c->outcome : OC_ERROR], 1);
+    stat_sub(&w->stats.active_proto[sp], 1);
     if (c->proto != PROTO_HTTP)
         conn_access_log(c, socks_cmd_name(c), c->reply == 0xff ? "-" : socks5_rep_str(c->reply));
     http_free(c); /* logs the request in progress, if any */
@@ -206,6 +272,7 @@ void conn_fail(struct conn *c, uint8_t rep, const char *why)
 {
     c->reply = rep;
     c->why = why;
+    conn_set_outcome(c, stats_outcome_of_rep(rep));
     stat_add(&c->w->stats.socks5_replies[rep < STATS_SOCKS5_REPLIES ? rep : 1], 1);
     if (c->proto == PROTO_HTTP)
         http_fail_reply(c, rep, why);
@@ -344,6 +411,9 @@ static void conn_connect_next(struct conn *c, int last_err)
     conn_close_fd(&c->up);
     uint64_t now = loop_now(&w->loop);
     while (c->ans && c->next_addr < c->ans->n && now < c->deadline) {
+        const char *rule = policy_rule_name(c, c->ans->rule[c->next_addr]);
+        if (rule)
+            c->rule = rule;
         const struct addr *a = &c->ans->a[c->next_addr++];
         c->target = *a;
         int fd = sock_connect(a);
@@ -388,32 +458,39 @@ static void conn_check_connect(struct conn *c, uint32_t events)
 
 static void conn_begin_connect(struct conn *c, const struct dns_answer *ans)
 {
-    c->ans = malloc(sizeof(*c->ans));
-    if (!c->ans) {
+    struct conn_addrs *t = c->ans = malloc(sizeof(*c->ans));
+    if (!t) {
         conn_fail(c, SOCKS5_REP_GENERAL_FAILURE, "no-memory");
         return;
     }
-    *c->ans = *ans;
-    if (c->dst_name) {
-        /* Rules on address ranges apply to what the name resolved to (no
-         * DNS rebinding into a denied range): keep the addresses allowed. */
-        const char *first_rule = NULL;
-        uint8_t kept = 0;
-        for (uint8_t i = 0; i < c->ans->n; i++) {
-            enum policy_verdict v = policy_dest(c, 0, c->dst_name, &c->ans->a[i], c->dst_port);
-            if (!first_rule)
-                first_rule = c->rule;
-            if (v == POLICY_ALLOW)
-                c->ans->a[kept++] = c->ans->a[i];
-        }
-        c->ans->n = kept;
-        if (!kept) {
-            c->rule = first_rule;
-            c->target = ans->a[0];
-            conn_fail(c, SOCKS5_REP_NOT_ALLOWED, "denied");
-            return;
+    /* Rules on address ranges apply to what a name resolved to (no DNS
+     * rebinding into a denied range): keep the addresses allowed, each with
+     * the rule that allowed it, for the log of the one connected to. */
+    t->n = 0;
+    int32_t first_rule = POLICY_RULE_NONE;
+    for (uint8_t i = 0; i < ans->n; i++) {
+        struct addr a = ans->a[i];
+        addr_unmap(&a);
+        int32_t rule = POLICY_RULE_NONE;
+        enum policy_verdict v = POLICY_ALLOW;
+        if (c->dst_name)
+            v = policy_eval(c, 0, c->dst_name, &a, c->dst_port, &rule);
+        if (i == 0)
+            first_rule = rule;
+        if (v == POLICY_ALLOW) {
+            t->a[t->n] = a;
+            t->rule[t->n++] = rule;
         }
     }
+    if (!t->n) {
+        policy_note(c, POLICY_DENY, first_rule);
+        c->target = ans->a[0];
+        addr_unmap(&c->target);
+        conn_fail(c, SOCKS5_REP_NOT_ALLOWED, "denied");
+        return;
+    }
+    if (c->dst_name)
+        policy_note(c, POLICY_ALLOW, t->rule[0]); /* one hit per request */
     c->next_addr = 0;
     conn_connect_next(c, -EHOSTUNREACH);
 }
@@ -549,16 +626,90 @@ static void conn_first_byte(struct conn *c)
                     : (first >= 'A' && first <= 'Z') || (first >= 'a' && first <= 'z') ? PROTO_HTTP
                                                                                        : 0;
     if (!proto || !(allowed & proto)) {
-        stat_add(&c->w->stats.handshake_errors, 1);
+        conn_bad_handshake(c);
         stat_add(&c->w->stats.unknown_protocol, 1);
         conn_close(c, proto ? "protocol-not-enabled" : "unknown-protocol");
         return;
     }
     c->proto = proto;
+    stat_sub(&c->w->stats.active_proto[SP_NONE], 1);
+    stat_add(&c->w->stats.active_proto[conn_sp(c)], 1);
     if (proto == PROTO_HTTP)
         http_start(c);
     else
         socks_handshake(c);
+}
+
+/* ---- PROXY protocol ------------------------------------------------------ */
+
+static bool proxy_trusted(const struct config *cfg, const struct addr *peer)
+{
+    for (size_t i = 0; i < cfg->nproxy_from; i++)
+        if (acl_cidr_contains(&cfg->proxy_from[i], peer))
+            return true;
+    return false;
+}
+
+/* Refusals come in floods (a scanner, a misrouted health check): one log
+ * line per second per worker says how many. */
+static void proxy_refused(struct conn *c, const char *why)
+{
+    static _Thread_local uint64_t last_ms, suppressed;
+    uint64_t now = loop_now(&c->w->loop);
+    stat_add(&c->w->stats.proxy_rejected, 1);
+    if (last_ms && now - last_ms < 1000) {
+        suppressed++;
+    } else {
+        char a[ADDR_STRLEN];
+        log_warn("proxy_protocol: connection from %s refused: %s%s",
+                 addr_format(&c->client, a, sizeof(a)), why,
+                 suppressed ? " (and others in the last second)" : "");
+        last_ms = now;
+        suppressed = 0;
+    }
+    conn_bad_handshake(c);
+    conn_close(c, "proxy-protocol");
+}
+
+static void conn_proxy_header(struct conn *c)
+{
+    int rc = conn_read_handshake(c);
+    if (rc) {
+        conn_close_err(c, "client-error", rc);
+        return;
+    }
+    struct buf *b = c->c2u.buf;
+    const struct config *cfg = conn_cfg(c);
+    uint8_t ver = cfg->listen[c->listen_index].proxy_protocol;
+    struct proxy_header h;
+    ssize_t n = proxy_parse(ver == 2 ? PROXY_V2 : PROXY_V1, buf_head(b), buf_len(b), &h);
+    if (n == 0) {
+        if (c->c2u.flags & HALF_EOF)
+            proxy_refused(c, "closed before a whole PROXY header");
+        else if (buf_room(b) == 0)
+            proxy_refused(c, "PROXY header larger than the buffer");
+        return;
+    }
+    if (n < 0) {
+        proxy_refused(c, proxy_strerror((int)n));
+        return;
+    }
+    buf_consume(b, (uint32_t)n);
+    if (!h.local) {
+        addr_unmap(&h.src); /* as accept() reports them, for rules and limits */
+        c->client = h.src;
+    }
+    bool tracked;
+    if (!policy_admit_client(c->w, &c->client, &tracked)) {
+        conn_set_outcome(c, OC_LIMITED);
+        sock_abort(c->cli.fd);
+        conn_close(c, "limit");
+        return;
+    }
+    c->ip_tracked = tracked;
+    conn_set_state(c, CONN_ST_GREETING);
+    if (buf_len(b) || (c->cli_ev & SIDE_RD) || (c->c2u.flags & HALF_EOF))
+        conn_first_byte(c);
 }
 
 /* ---- events ----------------------------------------------------------- */
@@ -578,6 +729,9 @@ static uint8_t side_events(uint32_t events)
 static void conn_drive(struct conn *c, uint32_t cli_events, uint32_t up_events)
 {
     switch ((enum conn_state)c->state) {
+    case CONN_ST_PROXY:
+        conn_proxy_header(c);
+        break;
     case CONN_ST_GREETING:
         if (!c->proto) {
             conn_first_byte(c);
@@ -647,10 +801,13 @@ static void conn_on_timer(struct timer *t)
         }
         socks_auth_timeout(c);
         break;
+    case CONN_ST_PROXY:
+        proxy_refused(c, "no PROXY header within handshake_timeout");
+        break;
     case CONN_ST_GREETING:
     case CONN_ST_AUTH:
     case CONN_ST_REQUEST:
-        stat_add(&c->w->stats.handshake_errors, 1);
+        conn_bad_handshake(c);
         conn_close(c, "handshake-timeout");
         break;
     case CONN_ST_RESOLVE:
@@ -715,11 +872,16 @@ static struct conn *conn_alloc(struct worker *w)
 
 static void relay_accept(struct worker *w, struct listener *ls, int fd, const struct addr *peer)
 {
-    bool tracked;
-    if (!policy_admit_client(w, peer, &tracked)) {
+    bool tracked = false;
+    /* Behind a load balancer the limits apply to the address in the PROXY
+     * header, not to the balancer: admission waits for it. */
+    const struct config *cfg = w->cur->cfg;
+    uint8_t pp = ls->index < cfg->nlisten ? cfg->listen[ls->index].proxy_protocol : 0;
+    if (!pp && !policy_admit_client(w, peer, &tracked)) {
         /* Over the address's limits: closed before reading a byte. */
         sock_abort(fd);
         close(fd);
+        stat_add(&w->stats.sessions[SP_NONE][OC_LIMITED], 1);
         worker_session_ended(w);
         return;
     }
@@ -728,6 +890,7 @@ static void relay_accept(struct worker *w, struct listener *ls, int fd, const st
         close(fd);
         if (tracked)
             limits_ip_release(w->sh->limits, peer);
+        stat_add(&w->stats.sessions[SP_NONE][OC_ERROR], 1);
         worker_session_ended(w);
         return;
     }
@@ -739,13 +902,15 @@ static void relay_accept(struct worker *w, struct listener *ls, int fd, const st
     c->wc = worker_cfg_hold(w);
     c->ip_tracked = tracked;
     c->t_start = loop_now(&w->loop);
+    c->t_start_us = clock_us();
+    stat_add(&w->stats.active_proto[SP_NONE], 1);
     io_init(&c->cli, conn_on_cli_io);
     io_init(&c->up, conn_on_up_io);
     timer_init(&c->timer, conn_on_timer);
     task_init(&c->task, conn_on_task);
     list_init(&c->link);
     list_add_tail(&w->sessions, &c->link);
-    c->state = CONN_ST_GREETING;
+    c->state = pp ? CONN_ST_PROXY : CONN_ST_GREETING;
 
     /* TCP_NODELAY is inherited from the listening socket (server.c). */
     int rc = loop_io_add(&w->loop, &c->cli, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET);
@@ -754,11 +919,18 @@ static void relay_accept(struct worker *w, struct listener *ls, int fd, const st
         conn_close_err(c, "register-failed", rc);
         return;
     }
+    if (pp && !proxy_trusted(cfg, peer)) {
+        proxy_refused(c, "not in proxy_protocol_from");
+        return;
+    }
     loop_timer_arm(&w->loop, &c->timer, conn_cfg(c)->handshake_timeout_ms);
     /* Clients usually send their first bytes right behind the handshake:
      * try to read them now rather than after another trip through epoll. */
     c->cli_ev = SIDE_RD | SIDE_WR;
-    conn_first_byte(c);
+    if (pp)
+        conn_proxy_header(c);
+    else
+        conn_first_byte(c);
 }
 
 static void relay_abort_all(struct worker *w)
@@ -804,6 +976,7 @@ static void relay_config_changed(struct worker *w)
                   w->id);
         return;
     }
+    aw->stats = &w->stats.auth;
     w->auth = aw;
 }
 

@@ -1,6 +1,8 @@
 /*
  * conn.h: a proxied session and its state machine.
  *
+ * On a listener with proxy_protocol, a PROXY header from a trusted load
+ * balancer comes first (PROXY) and replaces the client address.
  * The first byte a client sends picks the protocol (0x05 SOCKS5, 0x04
  * SOCKS4, a letter HTTP); then:
  *
@@ -32,6 +34,7 @@
 #include "util/addr.h"
 
 enum conn_state {
+    CONN_ST_PROXY,     /* a PROXY protocol header from a trusted load balancer */
     CONN_ST_GREETING,  /* SOCKS5: the method greeting (and the first byte of any protocol) */
     CONN_ST_AUTH,      /* RFC 1929: waiting for username/password */
     CONN_ST_AUTH_WAIT, /* the verifier pool is checking them */
@@ -66,6 +69,7 @@ enum {
 struct buf;
 struct pipe_pair;
 struct dns_answer;
+struct conn_addrs;
 struct dns_req;
 struct auth_job;
 struct udp_assoc;
@@ -77,6 +81,7 @@ struct half {
     struct buf *buf;        /* bytes in user space, or NULL */
     struct pipe_pair *pipe; /* bytes in a kernel pipe, or NULL */
     uint64_t bytes;         /* payload delivered to dst */
+    uint64_t counted;       /* ... of which already added to the worker's counters */
     uint8_t flags;
 };
 
@@ -92,6 +97,7 @@ struct conn {
     uint8_t next_addr;
     uint8_t cmd;          /* SOCKS command */
     uint8_t listen_index; /* which listen address accepted it */
+    uint8_t outcome;      /* enum stats_outcome, once settled */
     uint16_t dst_port;
     int err; /* errno behind an error close, for the access log */
     struct timer timer;
@@ -99,7 +105,7 @@ struct conn {
     struct half c2u, u2c;
     struct addr client, target, bnd;
     char *dst_name;          /* the name the client asked for; NULL for IP requests */
-    struct dns_answer *ans;  /* addresses to try, while connecting */
+    struct conn_addrs *ans;  /* addresses to try, while connecting */
     struct dns_req *dns;     /* pending lookup */
     struct auth_job *auth;   /* pending verification */
     char *user;              /* authenticated (or claimed) user name, for logs */
@@ -112,6 +118,7 @@ struct conn {
     bool ip_tracked;         /* counted in the per-address table */
     uint64_t id;
     uint64_t t_start;     /* loop ms at accept (or at the start of an HTTP request) */
+    uint64_t t_start_us;  /* the same in microseconds, for the handshake histogram */
     uint64_t deadline;    /* end of the connect budget */
     uint64_t last_active; /* loop ms of the last byte moved */
     const char *why;      /* why it ended, for the access log */
@@ -120,6 +127,9 @@ struct conn {
 extern const struct worker_ops relay_worker_ops;
 
 const char *conn_state_name(enum conn_state s);
+
+/* Add the payload moved since the last call to the worker's counters. */
+void conn_count_bytes(struct conn *c);
 
 /* pump.c: move bytes both ways until blocked. Returns 0, or a negative
  * errno after which the session must close (c->why is set). */

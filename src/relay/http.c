@@ -4,14 +4,17 @@
  *   CONNECT host:port   -> 200, then the byte relay (splice included)
  *   GET http://host/... -> the request goes upstream in origin-form, the
  *                          response comes back, and the client connection
- *                          waits for its next request (keep-alive); idle
- *                          upstream connections wait in a per-worker pool
+ *                          waits for its next request (HTTP/1.1 keep-alive;
+ *                          HTTP/1.0 clients are closed); idle upstream
+ *                          connections wait in a per-worker pool
  *
  * Heads are parsed whole by proto/http1.c and rewritten (hop-by-hop fields
  * dropped, Host set from the target, Via added); bodies are forwarded
  * verbatim, straight from the read buffer, while http1_body_scan() tells
  * where each message ends. Nothing is buffered whole. Every error is a real
- * response with a short text body.
+ * response with a short text body, unless the client already has (part of)
+ * the origin's response: then the connection closes without another. Each
+ * response gets one access-log line.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -55,12 +58,12 @@ struct http_state {
     bool websocket; /* Upgrade: websocket was asked for */
     bool reused;    /* this upstream came from the pool */
     bool retried;
-    bool logged;
+    bool closing;   /* failed after a response went out: flush it, then close */
     bool authed;    /* this request's credentials were verified */
     size_t scanned; /* http1_head_end() progress on the current head */
     int status;
-    char method[24];
-    char key[300]; /* "host:port" of the current upstream */
+    char method[24]; /* the request in progress, until its access-log line */
+    char key[300];   /* "host:port" of the current upstream */
     struct hflow req, resp;
     char *head_copy; /* the rewritten request head, for a retry on a stale pooled connection */
     uint32_t head_copy_len;
@@ -240,9 +243,24 @@ static int pool_take(struct conn *c, const char *key, struct addr *peer)
 
 /* ---- answers ------------------------------------------------------------- */
 
-/* A complete error response with a short text body, then a lingering close. */
+/* Has the client been given, or is it owed, bytes of the origin's answer?
+ * Then no answer of ours can follow: it would be taken for the rest of
+ * that one, or for the answer to the client's next request. */
+static bool http_answered(const struct http_state *h)
+{
+    return h->resp_head || (h->resp.out && buf_len(h->resp.out));
+}
+
+static void http_abort(struct conn *c, const char *why, int err);
+
+/* A complete error response with a short text body, then a lingering close;
+ * or, once http_answered(), only the close (http_abort). */
 static void http_error(struct conn *c, int status, const char *text, const char *why)
 {
+    if (c->http && http_answered(c->http)) {
+        http_abort(c, why, c->err); /* e.g. the origin's 413, then its reset */
+        return;
+    }
     char msg[1024];
     const char *extra = status == 407 ? "Proxy-Authenticate: Basic realm=\"ferry\"\r\n" : "";
     int body = (int)strlen(text) + 1;
@@ -253,6 +271,12 @@ static void http_error(struct conn *c, int status, const char *text, const char 
     if (c->http)
         c->http->status = status;
     c->why = why;
+    conn_set_outcome(c, status == 403   ? OC_DENIED
+                        : status == 407 ? OC_AUTH_FAILED
+                        : status == 429 ? OC_LIMITED
+                        : status == 503 ? OC_AUTH_FAILED
+                        : status < 500  ? OC_BAD_REQUEST
+                                        : OC_ERROR);
     stat_add(&c->w->stats.http_errors, 1);
     int rc = conn_send_client(c, (const uint8_t *)msg, (size_t)n);
     if (rc) {
@@ -302,12 +326,12 @@ void http_fail_reply(struct conn *c, uint8_t rep, const char *why)
 
 /* ---- the access log ------------------------------------------------------ */
 
+/* One line per request: the method marks a request not logged yet. */
 static void http_log(struct conn *c)
 {
     struct http_state *h = c->http;
-    if (!h || h->logged || !h->method[0])
+    if (!h || !h->method[0])
         return;
-    h->logged = true;
     char reply[16];
     snprintf(reply, sizeof(reply), "%d", h->status);
     uint64_t up = c->c2u.bytes, down = c->u2c.bytes;
@@ -318,6 +342,7 @@ static void http_log(struct conn *c)
     conn_access_log(c, h->method, h->status ? reply : "-");
     c->c2u.bytes = up;
     c->u2c.bytes = down;
+    h->method[0] = '\0';
 }
 
 void http_free(struct conn *c)
@@ -420,8 +445,8 @@ static int build_request_head(struct conn *c, const struct http1_msg *m, size_t 
               copy_fields(o, m, h->websocket, true) && add_via(o, m, conn_cfg(c)->http.via);
     if (ok && h->websocket)
         ok = out_str(o, "Connection: Upgrade\r\n");
-    else if (ok && m->minor == 0 && h->keepalive)
-        ok = out_str(o, "Connection: keep-alive\r\n");
+    else if (ok && m->minor == 0 && m->conn_keepalive)
+        ok = out_str(o, "Connection: keep-alive\r\n"); /* our hop may persist: the pool */
     if (!ok || !out_str(o, "\r\n"))
         return -E2BIG;
     /* Kept until the response starts: a stale pooled connection is retried. */
@@ -461,12 +486,15 @@ static void http_request_head(struct conn *c, size_t headlen)
         return;
     }
     c->t_start = loop_now(&c->w->loop);
+    c->t_start_us = clock_us();
     snprintf(h->method, sizeof(h->method), "%.*s", m->mlen < 20 ? (int)m->mlen : 20, m->method);
-    h->logged = false;
     h->status = 0;
     h->req_bytes = h->resp_bytes = 0;
     h->head_req = m->mlen == 4 && memcmp(m->method, "HEAD", 4) == 0;
-    h->keepalive = m->minor == 1 ? !m->conn_close : m->conn_keepalive;
+    /* RFC 9112 9.3: a proxy MUST NOT keep a connection with an HTTP/1.0
+     * client persistent, keep-alive or not (a 1.0 proxy in front of it
+     * may have forwarded that field blindly, and would wait for a close). */
+    h->keepalive = m->minor == 1 && !m->conn_close;
     const struct http1_header *up = http1_find(m, "upgrade");
     h->websocket = m->upgrade && up && http1_has_token(up->value, up->vlen, "websocket");
 
@@ -577,6 +605,7 @@ static void http_request_head(struct conn *c, size_t headlen)
     if (fd >= 0) {
         if (loop_io_add(&c->w->loop, &c->up, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET) == 0) {
             stat_add(&c->w->stats.http_pool_hits, 1);
+            conn_succeeded(c);
             h->reused = true;
             c->target = peer;
             c->up_ev = SIDE_WR;
@@ -703,6 +732,7 @@ void http_connected(struct conn *c)
         static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
         h->status = 200;
         c->reply = SOCKS5_REP_SUCCEEDED;
+        conn_succeeded(c);
         int rc = conn_send_client(c, (const uint8_t *)ok, sizeof(ok) - 1);
         if (rc) {
             conn_close_err(c, "client-error", rc);
@@ -711,6 +741,7 @@ void http_connected(struct conn *c)
         conn_relay_start(c);
         return;
     }
+    conn_succeeded(c);
     c->up_ev = SIDE_WR;
     http_fwd_start(c);
 }
@@ -805,6 +836,31 @@ static int hflow_scan(struct hflow *f)
     return 0;
 }
 
+/* Send what is queued for the client, then the lingering close (while the
+ * client's socket is full, this runs again on its next event). */
+static void http_abort_flush(struct conn *c)
+{
+    struct http_state *h = c->http;
+    int rc = hflow_flush(&h->resp, c->cli.fd, &c->cli_ev, &h->resp_bytes);
+    if (rc < 0)
+        conn_close(c, c->why); /* the client is gone too: the first error is the one logged */
+    else if (rc == 0)
+        conn_linger(c);
+}
+
+/* The exchange failed once http_answered() (state HTTP_FWD): end the
+ * connection without a response of our own. The access log keeps the
+ * status the client got. */
+static void http_abort(struct conn *c, const char *why, int err)
+{
+    struct http_state *h = c->http;
+    c->why = why;
+    c->err = err;
+    h->closing = true;
+    conn_close_fd(&c->up);
+    http_abort_flush(c);
+}
+
 /* The response head is complete in resp.in: rewrite it into resp.out. */
 static int http_response_head(struct conn *c, size_t headlen)
 {
@@ -864,6 +920,11 @@ static void http_exchange_done(struct conn *c)
     c->why = "done";
     http_log(c);
     c->why = NULL;
+    /* The next request starts here: should it fail before its head is
+     * parsed, its own line shows its own status and time. */
+    h->status = 0;
+    h->req_bytes = h->resp_bytes = 0;
+    c->t_start = loop_now(&c->w->loop);
     free(h->head_copy);
     h->head_copy = NULL;
     /* Reusable only if the upstream said nothing beyond its response. */
@@ -881,7 +942,6 @@ static void http_exchange_done(struct conn *c)
     h->resp.eof = false;
     h->resp_head = false;
     h->kind = HTTP_NONE;
-    h->method[0] = '\0';
     c->reply = 0xff;
     c->target = (struct addr){0};
     if (!h->keepalive || h->req.eof) {
@@ -900,11 +960,11 @@ static void http_exchange_done(struct conn *c)
 
 /* A pooled connection that turns out closed before any response byte: the
  * request is sent again on a fresh one, once, when nothing of a body has
- * gone yet. */
+ * gone yet. (So a failed redial never finds the client owed bytes.) */
 static bool http_retry(struct conn *c)
 {
     struct http_state *h = c->http;
-    if (!h->reused || h->retried || h->resp_head || (h->resp.in && buf_len(h->resp.in)) ||
+    if (!h->reused || h->retried || http_answered(h) || (h->resp.in && buf_len(h->resp.in)) ||
         !h->head_copy || h->req_bytes)
         return false;
     h->retried = true;
@@ -929,6 +989,10 @@ static void http_forward(struct conn *c)
     struct http_state *h = c->http;
     uint32_t cap = conn_cfg(c)->buffer_size;
     uint32_t headcap = conn_cfg(c)->http.max_header + 1;
+    if (h->closing) {
+        http_abort_flush(c);
+        return;
+    }
     for (int round = 0; round < 64; round++) {
         bool progress = false;
         /* client -> upstream: the head, then the body */
@@ -1083,7 +1147,7 @@ void http_timeout(struct conn *c)
             conn_arm_idle(c); /* activity since arming: coarse idle accounting */
             return;
         }
-        if (h && !h->resp_head) {
+        if (h && !http_answered(h)) {
             http_error(c, 504, "ferry: the destination did not answer in time", "upstream-timeout");
             return;
         }

@@ -50,40 +50,76 @@ bool policy_protected(const struct config *cfg, const struct addr *a)
     return false;
 }
 
-static void count_rule(struct conn *c, int32_t rule)
-{
-    if (rule >= 0 && (uint32_t)rule < c->wc->nrule_hits)
-        stat_add(&c->wc->rule_hits[rule], 1);
-}
-
-enum policy_verdict policy_dest(struct conn *c, uint8_t cmd, const char *name,
-                                const struct addr *ip, uint16_t port)
+enum policy_verdict policy_eval(struct conn *c, uint8_t cmd, const char *name,
+                                const struct addr *ip, uint16_t port, int32_t *rule)
 {
     const struct config *cfg = conn_cfg(c);
     struct acl_result res = {ACL_V_ALLOW, -1, false};
+    /* ::ffff:a.b.c.d is a.b.c.d on the wire: judge it as IPv4, or rules and
+     * protected ranges written for IPv4 would not see it. */
+    struct addr v4;
+    if (ip && addr_is_v4mapped(ip)) {
+        v4 = *ip;
+        addr_unmap(&v4);
+        ip = &v4;
+    }
+    *rule = POLICY_RULE_NONE;
     if (cfg->acl) {
         struct acl_req q = {
             &c->client, c->authed ? c->user : NULL, cmd ? cmd : acl_cmd_of(c), name, ip, port};
         acl_check(cfg->acl, &q, &res);
         if (res.verdict == ACL_V_NEED_IP)
             return POLICY_NEED_IP;
-        c->rule = res.rule >= 0 ? cfg->acl->rules[res.rule].name : "default";
-        count_rule(c, res.rule);
-        if (res.verdict == ACL_V_DENY) {
-            stat_add(&c->w->stats.denied, 1);
+        *rule = res.rule >= 0 ? res.rule : POLICY_RULE_DEFAULT;
+        if (res.verdict == ACL_V_DENY)
             return POLICY_DENY;
-        }
     }
     /* A public listener must not be a way into this host or its link:
      * only a rule naming the range can open it. */
     if (ip && !res.by_range && policy_protected(cfg, ip)) {
-        c->rule = "protected";
-        stat_add(&c->w->stats.denied, 1);
+        *rule = POLICY_RULE_PROTECTED;
         return POLICY_DENY;
     }
     if (!ip && !cfg->acl && cfg->protect_local)
         return POLICY_NEED_IP; /* the protected ranges need the address */
     return POLICY_ALLOW;
+}
+
+const char *policy_rule_name(const struct conn *c, int32_t rule)
+{
+    const struct config *cfg = conn_cfg(c);
+    if (rule == POLICY_RULE_PROTECTED)
+        return "protected";
+    if (rule == POLICY_RULE_DEFAULT)
+        return "default";
+    if (rule >= 0 && cfg->acl && (uint32_t)rule < cfg->acl->n)
+        return cfg->acl->rules[rule].name;
+    return NULL;
+}
+
+void policy_note(struct conn *c, enum policy_verdict v, int32_t rule)
+{
+    const struct config *cfg = conn_cfg(c);
+    const char *name = policy_rule_name(c, rule);
+    if (name)
+        c->rule = name;
+    if (cfg->acl && (rule >= 0 || rule == POLICY_RULE_DEFAULT)) {
+        uint32_t col = rule >= 0 ? (uint32_t)rule : cfg->acl->n;
+        if (cfg->rule_hits && col <= cfg->acl->n && c->w->id < cfg->workers)
+            stat_add(&cfg->rule_hits[(size_t)c->w->id * cfg->rule_stride + col], 1);
+    }
+    if (v == POLICY_DENY)
+        stat_add(&c->w->stats.denied, 1);
+}
+
+enum policy_verdict policy_dest(struct conn *c, uint8_t cmd, const char *name,
+                                const struct addr *ip, uint16_t port)
+{
+    int32_t rule;
+    enum policy_verdict v = policy_eval(c, cmd, name, ip, port, &rule);
+    if (v != POLICY_NEED_IP)
+        policy_note(c, v, rule);
+    return v;
 }
 
 /* ---- per-address limits at accept ------------------------------------------ */

@@ -221,6 +221,7 @@ int relay_pump(struct conn *c)
     int rc = pump_dir(c, &up);
     if (rc == 0)
         rc = pump_dir(c, &down);
+    conn_count_bytes(c);
     return rc;
 }
 

@@ -35,6 +35,14 @@ void conn_linger(struct conn *c);
 /* Answer the client with the protocol's form of rep, then linger. */
 void conn_fail(struct conn *c, uint8_t rep, const char *why);
 
+/* The session reached its destination (a success reply, a forwarded
+ * request): outcome ok unless settled before, handshake latency observed. */
+void conn_succeeded(struct conn *c);
+/* Settle how the session ends, unless something settled it before. */
+void conn_set_outcome(struct conn *c, enum stats_outcome o);
+/* A malformed, unknown or too slow handshake (counted, outcome settled). */
+void conn_bad_handshake(struct conn *c);
+
 /* Read what the client sent into c2u.buf (handshakes). 0 or -errno. */
 int conn_read_handshake(struct conn *c);
 /* Resolve (name non-NULL) or take ip, then connect within connect_timeout;
@@ -72,9 +80,19 @@ void conn_resume(struct conn *c);
 /* policy.c: rules and limits applied to a session. */
 enum policy_verdict { POLICY_ALLOW, POLICY_DENY, POLICY_NEED_IP };
 /* May this destination be reached (cmd 0: the session's own)? Sets
- * c->rule. POLICY_NEED_IP: only the address can tell; resolve first. */
+ * c->rule and counts the rule's hit. POLICY_NEED_IP: only the address can
+ * tell; resolve first. */
 enum policy_verdict policy_dest(struct conn *c, uint8_t cmd, const char *name,
                                 const struct addr *ip, uint16_t port);
+/* The same in two steps, for a name with several addresses: judge each
+ * without side effects (rule: an index of cfg->acl, or POLICY_RULE_*), then
+ * note the one that is acted on. */
+enum { POLICY_RULE_NONE = -1, POLICY_RULE_DEFAULT = -2, POLICY_RULE_PROTECTED = -3 };
+enum policy_verdict policy_eval(struct conn *c, uint8_t cmd, const char *name,
+                                const struct addr *ip, uint16_t port, int32_t *rule);
+void policy_note(struct conn *c, enum policy_verdict v, int32_t rule);
+/* "FILE:LINE", "default", "protected", or NULL for POLICY_RULE_NONE. */
+const char *policy_rule_name(const struct conn *c, int32_t rule);
 bool policy_protected(const struct config *cfg, const struct addr *a);
 /* At accept: false to close the connection at once. */
 bool policy_admit_client(struct worker *w, const struct addr *peer, bool *tracked);

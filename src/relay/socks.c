@@ -48,6 +48,7 @@ static int socks_reply_ok(struct conn *c, const struct addr *bnd)
                    : socks5_write_reply(msg, sizeof(msg), SOCKS5_REP_SUCCEEDED, bnd);
     c->reply = SOCKS5_REP_SUCCEEDED;
     stat_add(&c->w->stats.socks5_replies[0], 1);
+    conn_succeeded(c);
     int rc = conn_send_client(c, msg, n);
     if (rc) {
         conn_close_err(c, "client-error", rc);
@@ -255,7 +256,7 @@ static int hs_greeting(struct conn *c, struct buf *b)
     if (n == 0)
         return 0;
     if (n < 0) {
-        stat_add(&c->w->stats.handshake_errors, 1);
+        conn_bad_handshake(c);
         conn_close(c, "bad-version");
         return -1;
     }
@@ -271,7 +272,9 @@ static int hs_greeting(struct conn *c, struct buf *b)
         return -1;
     }
     if (!ok) {
-        stat_add(&c->w->stats.handshake_errors, 1);
+        if (auth)
+            conn_set_outcome(c, OC_AUTH_FAILED); /* offered no username/password */
+        conn_bad_handshake(c);
         c->why = auth ? "auth-required" : "no-acceptable-method";
         conn_linger(c);
         return -1;
@@ -293,6 +296,7 @@ static void socks_auth_verdict(struct conn *c, int result, const char *why)
         return;
     }
     if (!ok) {
+        conn_set_outcome(c, OC_AUTH_FAILED);
         c->why = why                        ? why
                  : result == AUTH_THROTTLED ? "auth-throttled"
                  : result == AUTH_BUSY      ? "auth-busy"
@@ -311,6 +315,7 @@ static int socks_auth_result(struct conn *c, int result)
     c->authed = true;
     if (!policy_admit_user(c)) {
         c->authed = false;
+        conn_set_outcome(c, OC_LIMITED);
         return AUTH_DENIED;
     }
     return AUTH_OK;
@@ -343,7 +348,7 @@ static int hs_auth(struct conn *c, struct buf *b)
         return 0;
     if (n < 0) {
         /* RFC 1929: any status but 0 means failure, and we close. */
-        stat_add(&c->w->stats.handshake_errors, 1);
+        conn_bad_handshake(c);
         socks_auth_verdict(c, AUTH_DENIED, "bad-auth-message");
         return -1;
     }
@@ -382,7 +387,7 @@ static int hs_request5(struct conn *c, struct buf *b)
     if (n == 0)
         return 0;
     if (n < 0) {
-        stat_add(&c->w->stats.handshake_errors, 1);
+        conn_bad_handshake(c);
         int rep = socks5_error_reply(n);
         if (rep < 0) {
             conn_close(c, "bad-version");
@@ -427,7 +432,7 @@ static int hs_request4(struct conn *c, struct buf *b)
     if (n == 0)
         return 0;
     if (n < 0) {
-        stat_add(&c->w->stats.handshake_errors, 1);
+        conn_bad_handshake(c);
         conn_fail(c, SOCKS5_REP_GENERAL_FAILURE,
                   n == SOCKS4_E_VERSION ? "bad-version" : "bad-field");
         return -1;
@@ -463,7 +468,7 @@ void socks_handshake(struct conn *c)
 {
     int rc = conn_read_handshake(c);
     if (rc) {
-        stat_add(&c->w->stats.handshake_errors, 1);
+        conn_bad_handshake(c);
         conn_close_err(c, "client-error", rc);
         return;
     }
@@ -482,6 +487,7 @@ void socks_handshake(struct conn *c)
         case CONN_ST_REQUEST:
             step = c->proto == PROTO_SOCKS4 ? hs_request4(c, b) : hs_request5(c, b);
             break;
+        case CONN_ST_PROXY:
         case CONN_ST_AUTH_WAIT:
         case CONN_ST_RESOLVE:
         case CONN_ST_CONNECT:
@@ -501,7 +507,7 @@ void socks_handshake(struct conn *c)
             return;
         /* Need more bytes; a client that has closed will send none. */
         if (c->c2u.flags & HALF_EOF) {
-            stat_add(&c->w->stats.handshake_errors, 1);
+            conn_bad_handshake(c);
             if (c->state == CONN_ST_AUTH && buf_len(b)) {
                 socks_auth_verdict(c, AUTH_DENIED, "truncated-handshake");
                 return;

@@ -8,19 +8,31 @@
  * SIGHUP: load the configuration again; if it is valid, hand it to the
  * workers (new sessions use it, established ones keep theirs), otherwise
  * log every error and keep running as before.
- * SIGINT/SIGTERM: stop accepting and let sessions finish for up to
- * shutdown_timeout, then close what is left; a second signal closes at once.
+ * Listen addresses added by a reload are bound here first (all or
+ * nothing), then handed to the workers with the configuration.
+ * SIGINT/SIGTERM: take what waits in the accept queues, stop accepting and
+ * let sessions finish for up to shutdown_timeout, then close what is left;
+ * a second signal closes at once.
+ * SIGUSR1: reopen the log file (logrotate).
+ *
+ * After binding, privileges are dropped to user/group when configured, and
+ * systemd hears READY=1, RELOADING=1 and STOPPING=1 (server/notify.c).
  */
 #include "server/server.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "acl/limits.h"
@@ -31,7 +43,9 @@
 #include "core/worker.h"
 #include "dns/resolver.h"
 #include "log/log.h"
+#include "metrics/metrics.h"
 #include "relay/conn.h"
+#include "server/notify.h"
 #include "version.h"
 
 /* Everything the main thread keeps. */
@@ -44,6 +58,12 @@ struct server {
     struct auth auth;
     bool auth_started;
     struct limits limits;
+    /* Listening sockets as the workers have them: lfds[w * nlisten + i]
+     * (numbers only; the workers own them) and the bound addresses. */
+    int *lfds;
+    struct addr *bound;
+    size_t nlisten;
+    struct metrics *metrics;
 };
 
 unsigned long server_raise_nofile(void)
@@ -59,33 +79,42 @@ unsigned long server_raise_nofile(void)
     return (unsigned long)rl.rlim_cur;
 }
 
-/* fds[w * nlisten + i]: worker w's socket for listen address i. Port 0 is
- * resolved by the first bind and reused by the other workers. */
+/* Bind listen address i of cfg once per worker: fds[w * stride + i].
+ * Port 0 is resolved by the first bind and reused by the other workers. */
+static int bind_address(const struct config *cfg, size_t i, unsigned nworkers, int *fds,
+                        size_t stride, struct addr *bound)
+{
+    *bound = cfg->listen[i].addr;
+    for (unsigned w = 0; w < nworkers; w++) {
+        int fd = sock_listen(bound, (int)cfg->backlog, true);
+        if (fd < 0) {
+            char a[ADDR_STRLEN];
+            log_error("listen %s (%s): %s", addr_format(bound, a, sizeof(a)), cfg->listen[i].origin,
+                      strerror(-fd));
+            return fd;
+        }
+        /* Accepted sockets inherit TCP_NODELAY on Linux: one setsockopt
+         * here instead of one per connection. */
+        sock_set_nodelay(fd);
+        fds[w * stride + i] = fd;
+        if (bound->port == 0) {
+            int rc = sock_local_addr(fd, bound);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}
+
 static int bind_all(const struct config *cfg, int *fds, struct addr *bound)
 {
     size_t nl = cfg->nlisten;
     for (size_t i = 0; i < nl * cfg->workers; i++)
         fds[i] = -1;
     for (size_t i = 0; i < nl; i++) {
-        bound[i] = cfg->listen[i].addr;
-        for (unsigned w = 0; w < cfg->workers; w++) {
-            int fd = sock_listen(&bound[i], (int)cfg->backlog, true);
-            if (fd < 0) {
-                char a[ADDR_STRLEN];
-                log_error("listen %s (%s): %s", addr_format(&bound[i], a, sizeof(a)),
-                          cfg->listen[i].origin, strerror(-fd));
-                return fd;
-            }
-            /* Accepted sockets inherit TCP_NODELAY on Linux: one setsockopt
-             * here instead of one per connection. */
-            sock_set_nodelay(fd);
-            fds[w * nl + i] = fd;
-            if (bound[i].port == 0) {
-                int rc = sock_local_addr(fd, &bound[i]);
-                if (rc)
-                    return rc;
-            }
-        }
+        int rc = bind_address(cfg, i, cfg->workers, fds, nl, &bound[i]);
+        if (rc)
+            return rc;
     }
     return 0;
 }
@@ -142,6 +171,93 @@ static bool listen_equal(const struct config *a, const struct config *b)
     return true;
 }
 
+/* The listen address of old that nc's address i is (as configured: an
+ * address with port 0 stays the one bound before), or -1 when it is new. */
+static long listen_find(const struct config *old, const struct config *nc, size_t i)
+{
+    for (size_t j = 0; j < old->nlisten; j++)
+        if (addr_equal(&old->listen[j].addr, &nc->listen[i].addr))
+            return (long)j;
+    return -1;
+}
+
+/* Reload with changed listen addresses: bind the new ones (all or
+ * nothing) and build each worker's set. On success s->lfds and s->bound
+ * describe the new layout and sets[w] are ready to post. */
+static int listen_plan(struct server *s, const struct config *nc, struct listen_set **sets)
+{
+    size_t nl = nc->nlisten;
+    unsigned nw = s->nworkers;
+    int *fds = malloc(nl * nw * sizeof(*fds));
+    struct addr *bound = calloc(nl, sizeof(*bound));
+    bool *fresh = calloc(nl, sizeof(*fresh));
+    int rc = fds && bound && fresh ? 0 : -ENOMEM;
+    for (size_t i = 0; i < nl * nw && fds; i++)
+        fds[i] = -1;
+    for (size_t i = 0; i < nl && !rc; i++) {
+        long j = listen_find(s->cfg, nc, i);
+        if (j >= 0) {
+            bound[i] = s->bound[j];
+            for (unsigned w = 0; w < nw; w++)
+                fds[w * nl + i] = s->lfds[w * s->nlisten + (size_t)j];
+        } else {
+            fresh[i] = true;
+            rc = bind_address(nc, i, nw, fds, nl, &bound[i]);
+        }
+    }
+    for (unsigned w = 0; w < nw && !rc; w++) {
+        struct listen_set *ls = sets[w] = calloc(1, sizeof(*ls));
+        if (!ls || !(ls->fds = malloc(nl * sizeof(int))) ||
+            !(ls->addrs = malloc(nl * sizeof(struct addr))) ||
+            !(ls->fresh = malloc(nl * sizeof(bool))) ||
+            !(ls->arr = calloc(nl ? nl : 1, sizeof(struct listener)))) {
+            rc = -ENOMEM;
+            break;
+        }
+        ls->n = nl;
+        for (size_t i = 0; i < nl; i++) {
+            ls->fds[i] = fds[w * nl + i];
+            ls->addrs[i] = bound[i];
+            ls->fresh[i] = fresh[i];
+        }
+    }
+    if (rc) {
+        for (size_t i = 0; i < nl && fds && fresh; i++)
+            for (unsigned w = 0; w < nw && fresh[i]; w++)
+                if (fds[w * nl + i] >= 0)
+                    close(fds[w * nl + i]);
+        for (unsigned w = 0; w < nw; w++) {
+            listen_set_free(sets[w]);
+            sets[w] = NULL;
+        }
+        free(fds);
+        free(bound);
+        free(fresh);
+        return rc;
+    }
+    for (size_t i = 0; i < nl; i++) {
+        char a[ADDR_STRLEN];
+        if (fresh[i])
+            log_info("reload: listening on %s", addr_format(&bound[i], a, sizeof(a)));
+    }
+    for (size_t j = 0; j < s->cfg->nlisten; j++) {
+        bool kept = false;
+        for (size_t i = 0; i < nl && !kept; i++)
+            kept = listen_find(s->cfg, nc, i) == (long)j;
+        char a[ADDR_STRLEN];
+        if (!kept)
+            log_info("reload: no longer listening on %s (established sessions carry on)",
+                     addr_format(&s->bound[j], a, sizeof(a)));
+    }
+    free(s->lfds);
+    free(s->bound);
+    free(fresh);
+    s->lfds = fds;
+    s->bound = bound;
+    s->nlisten = nl;
+    return 0;
+}
+
 static bool str_equal(const char *a, const char *b)
 {
     return (!a && !b) || (a && b && strcmp(a, b) == 0);
@@ -150,8 +266,11 @@ static bool str_equal(const char *a, const char *b)
 /* Settings that are fixed for the life of the process in this version. */
 static void warn_restart_needed(const struct config *old, const struct config *nc)
 {
-    if (!listen_equal(old, nc))
-        log_warn("reload: listen changed; the new addresses apply after a restart");
+    if (old->metrics_listen.family != nc->metrics_listen.family ||
+        (nc->metrics_listen.family && !addr_equal(&old->metrics_listen, &nc->metrics_listen)))
+        log_warn("reload: metrics.listen changed; applies after a restart");
+    if (!str_equal(old->user, nc->user) || !str_equal(old->group, nc->group))
+        log_warn("reload: user or group changed; applies after a restart");
     if (old->workers != nc->workers)
         log_warn("reload: workers changed; applies after a restart");
     if (!str_equal(old->log_file, nc->log_file))
@@ -167,6 +286,13 @@ static void warn_restart_needed(const struct config *old, const struct config *n
                  "a restart");
 }
 
+static void reload_failed(struct server *s, struct config *nc)
+{
+    config_unref(nc);
+    log_error("reload: still running the previous configuration");
+    metrics_reloaded(s->metrics, NULL);
+}
+
 static void reload(struct server *s)
 {
     struct config *nc = NULL;
@@ -179,6 +305,7 @@ static void reload(struct server *s)
                   "one",
                   errs.n, errs.n == 1 ? "" : "s");
         config_errors_fini(&errs);
+        metrics_reloaded(s->metrics, NULL);
         return;
     }
     config_errors_fini(&errs);
@@ -186,18 +313,42 @@ static void reload(struct server *s)
         log_warn("reload: %s", nc->warnings.msg[i]);
     warn_restart_needed(s->cfg, nc);
     if (auth_ensure(s, nc)) {
-        config_unref(nc);
-        log_error("reload: still running the previous configuration");
+        reload_failed(s, nc);
         return;
+    }
+    struct listen_set **sets = calloc(s->nworkers, sizeof(*sets));
+    if (!sets) {
+        log_error("reload: out of memory");
+        reload_failed(s, nc);
+        return;
+    }
+    if (!listen_equal(s->cfg, nc)) {
+        int rc = listen_plan(s, nc, sets);
+        if (rc) {
+            if (rc == -ENOMEM)
+                log_error("reload: out of memory for the new listen addresses");
+            free(sets);
+            reload_failed(s, nc);
+            return;
+        }
     }
     if (s->auth_started)
         throttle_configure(&s->auth.t, nc->auth.max_failures, nc->auth.failure_window_ms,
                            nc->auth.block_ms);
     log_set_level(nc->log_level);
-    for (unsigned i = 0; i < s->nworkers; i++)
-        worker_post_config(&s->ws[i], nc);
+    for (unsigned i = 0; i < s->nworkers; i++) {
+        if (worker_post_config(&s->ws[i], nc, sets[i]) < 0) {
+            log_error("reload: worker %u: out of memory; it keeps the previous configuration", i);
+            for (size_t k = 0; sets[i] && k < sets[i]->n; k++)
+                if (sets[i]->fresh[k])
+                    close(sets[i]->fds[k]);
+            listen_set_free(sets[i]);
+        }
+    }
+    free(sets);
     config_unref(s->cfg);
     s->cfg = nc;
+    metrics_reloaded(s->metrics, nc);
     if (config_auth_enabled(nc))
         log_info("reload: configuration applied to new sessions (%zu users)", nc->auth.users->n);
     else
@@ -242,8 +393,18 @@ static void supervise(struct server *s, int sfd)
                 int sig = (int)si.ssi_signo;
                 uint32_t open = atomic_load(&s->sh.sessions);
                 if (sig == SIGHUP) {
-                    if (!draining)
+                    if (!draining) {
+                        notify_send("RELOADING=1");
                         reload(s);
+                        notify_send("READY=1");
+                    }
+                } else if (sig == SIGUSR1) {
+                    int rc = log_reopen();
+                    if (rc < 0)
+                        log_error("SIGUSR1: cannot reopen %s: %s; still writing to the old file",
+                                  s->cfg->log_file, strerror(-rc));
+                    else if (rc > 0)
+                        log_info("SIGUSR1: logging to stderr; nothing to reopen");
                 } else if (!draining) {
                     draining = true;
                     shutdown_ms = s->cfg->shutdown_timeout_ms;
@@ -251,6 +412,8 @@ static void supervise(struct server *s, int sfd)
                     log_info("SIG%s: stopping; draining %u sessions for up to %u ms (send it "
                              "again to close them now)",
                              sigabbrev_np(sig), open, shutdown_ms);
+                    notify_send("STOPPING=1");
+                    metrics_set_draining(s->metrics);
                     command_all(s, WORKER_CMD_DRAIN);
                 } else if (!aborted) {
                     aborted = true;
@@ -268,18 +431,194 @@ static void supervise(struct server *s, int sfd)
     }
 }
 
+static int pid_dirfd = -1; /* the pid file's directory, opened before dropping privileges */
+
+/* Write our pid to path through a temporary file and rename(), so a
+ * reader never sees a half-written file. Returns 0 or -errno. */
+static int pidfile_write(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) + 1 : 1, slash ? path : ".");
+    pid_dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    char tmp[4096];
+    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >= sizeof(tmp))
+        return -ENAMETOOLONG;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    char buf[32];
+    int n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+    int rc = write(fd, buf, (size_t)n) == n ? 0 : -EIO;
+    if (close(fd) < 0 && !rc)
+        rc = -errno;
+    if (!rc && rename(tmp, path) < 0)
+        rc = -errno;
+    if (rc)
+        unlink(tmp);
+    return rc;
+}
+
+/* Remove the pid file only if it still names us: after an upgrade it
+ * names the new process, which must keep it. Without the right to remove
+ * it (privileges dropped, a directory owned by root), empty it: a pid file
+ * that names no process is not mistaken for a running one. */
+static void pidfile_remove(const char *path)
+{
+    /* Through the directory opened at start: after dropping privileges the
+     * path's parents may no longer be searchable, the directory still is. */
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    int dfd = pid_dirfd >= 0 ? pid_dirfd : AT_FDCWD;
+    const char *name = pid_dirfd >= 0 ? base : path;
+    char buf[32] = {0};
+    int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        log_warn("pidfile %s: cannot read it back: %s", path, strerror(errno));
+        return;
+    }
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0 || strtol(buf, NULL, 10) != (long)getpid() || unlinkat(dfd, name, 0) == 0)
+        return;
+    int err = errno;
+    fd = openat(dfd, name, O_WRONLY | O_TRUNC | O_CLOEXEC);
+    if (fd >= 0) {
+        close(fd);
+        log_info("pidfile %s: cannot remove it (%s); emptied it instead", path, strerror(err));
+    } else {
+        log_warn("pidfile %s: cannot remove it: %s", path, strerror(err));
+    }
+}
+
+/* The uid and gid user/group name (the current ones where unset). */
+static int account_ids(const struct config *cfg, uid_t *uid, gid_t *gid)
+{
+    *uid = getuid();
+    *gid = getgid();
+    if (cfg->user) {
+        struct passwd *pw = getpwnam(cfg->user);
+        if (!pw) {
+            log_error("user %s: no such user", cfg->user);
+            return -1;
+        }
+        *uid = pw->pw_uid;
+        *gid = pw->pw_gid;
+    }
+    if (cfg->group) {
+        struct group *gr = getgrnam(cfg->group);
+        if (!gr) {
+            log_error("group %s: no such group", cfg->group);
+            return -1;
+        }
+        *gid = gr->gr_gid;
+    }
+    return 0;
+}
+
+/* The pid file outlives the switch to user/group: give it to them so they
+ * can empty it at exit, and say now if they will not be able to remove it. */
+static void pidfile_handover(const char *path, const struct config *cfg)
+{
+    uid_t uid;
+    gid_t gid;
+    if ((!cfg->user && !cfg->group) || geteuid() != 0 || account_ids(cfg, &uid, &gid))
+        return;
+    if (chown(path, uid, gid) < 0)
+        log_warn("pidfile %s: chown: %s", path, strerror(errno));
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+    if (!dir[0])
+        snprintf(dir, sizeof(dir), "/");
+    struct stat st;
+    if (stat(dir, &st) < 0)
+        return;
+    /* The permission bits that apply to uid:gid (owner, else group, else
+     * other). A sticky directory is fine: the file is theirs now. */
+    mode_t m = st.st_uid == uid   ? (st.st_mode >> 6)
+               : st.st_gid == gid ? (st.st_mode >> 3)
+                                  : st.st_mode;
+    if (uid == 0 || ((m & 2) && (m & 1)))
+        return;
+    log_warn("pidfile %s: %s is not writable by uid %u, so the file will be %s at exit (give "
+             "the directory to that user, e.g. /run/ferry)",
+             path, dir, (unsigned)uid, (m & 1) ? "emptied rather than removed" : "left behind");
+}
+
+/* user/group: switch for good after binding. Anything short of a complete
+ * switch is fatal: running on as root when told not to is the worst case. */
+static int drop_privileges(const struct config *cfg)
+{
+    if (!cfg->user && !cfg->group)
+        return 0;
+    uid_t uid;
+    gid_t gid;
+    if (account_ids(cfg, &uid, &gid))
+        return -1;
+    if (geteuid() != 0) {
+        if (uid == geteuid() && gid == getegid())
+            return 0; /* already that user: nothing to drop */
+        log_error("user/group: switching to %s:%s needs ferry to start as root",
+                  cfg->user ? cfg->user : "-", cfg->group ? cfg->group : "-");
+        return -1;
+    }
+    if (setgroups(1, &gid) < 0 || setgid(gid) < 0 || setuid(uid) < 0) {
+        log_error("user/group: cannot switch to uid %u gid %u: %s", (unsigned)uid, (unsigned)gid,
+                  strerror(errno));
+        return -1;
+    }
+    /* Proof rather than trust: a root that can come back has not left. */
+    if (getuid() != uid || geteuid() != uid || getgid() != gid || getegid() != gid ||
+        (uid != 0 && setuid(0) == 0)) {
+        log_error("user/group: the switch to uid %u gid %u did not hold", (unsigned)uid,
+                  (unsigned)gid);
+        return -1;
+    }
+    log_info("running as uid %u gid %u (%s)", (unsigned)uid, (unsigned)gid,
+             cfg->user ? cfg->user : cfg->group);
+    return 0;
+}
+
+static int metrics_begin(struct server *s)
+{
+    const struct config *cfg = s->cfg;
+    if (!cfg->metrics_listen.family)
+        return 0;
+    struct addr a = cfg->metrics_listen;
+    /* SO_REUSEPORT: during an upgrade the new ferry binds it too. */
+    int fd = sock_listen(&a, 64, true);
+    char t[ADDR_STRLEN];
+    if (fd < 0) {
+        log_error("metrics.listen %s: %s", addr_format(&a, t, sizeof(t)), strerror(-fd));
+        return fd;
+    }
+    if (a.port == 0)
+        (void)sock_local_addr(fd, &a);
+    struct metrics_source src = {s->ws, s->nworkers, &s->sh};
+    int rc = metrics_start(&s->metrics, fd, &src, s->cfg);
+    if (rc) {
+        log_error("metrics: cannot start: %s", strerror(-rc));
+        return rc;
+    }
+    log_info("metrics on http://%s/metrics", addr_format(&a, t, sizeof(t)));
+    return 0;
+}
+
 int server_run(struct config *cfg, const struct config_cli *cli)
 {
-    struct server s = {.cli = cli, .cfg = cfg, .nworkers = cfg->workers};
+    struct server s = {.cli = cli, .cfg = cfg, .nworkers = cfg->workers, .nlisten = cfg->nlisten};
     int status = 1;
     size_t nfds = cfg->nlisten * cfg->workers;
     int *fds = calloc(nfds, sizeof(*fds));
     struct addr *bound = calloc(cfg->nlisten, sizeof(*bound));
+    s.lfds = calloc(nfds, sizeof(*s.lfds));
     s.ws = calloc(cfg->workers, sizeof(*s.ws));
     s.sh.exit_efd = -1;
     atomic_init(&s.sh.auth, NULL);
     unsigned started = 0, inited = 0;
     int sfd = -1;
+    bool pidfile = false;
 
     /* Block before any thread starts (the log writer included): threads
      * inherit the mask, so these signals only ever reach the signalfd. */
@@ -288,6 +627,7 @@ int server_run(struct config *cfg, const struct config_cli *cli)
     sigaddset(&mask, SIGINT);
     sigaddset(&mask, SIGTERM);
     sigaddset(&mask, SIGHUP);
+    sigaddset(&mask, SIGUSR1);
     pthread_sigmask(SIG_BLOCK, &mask, NULL);
 
     log_set_level(cfg->log_level);
@@ -296,7 +636,7 @@ int server_run(struct config *cfg, const struct config_cli *cli)
         log_error("log_file %s: %s", cfg->log_file, strerror(-rc));
         goto out;
     }
-    if (!fds || !bound || !s.ws) {
+    if (!fds || !bound || !s.ws || !s.lfds) {
         log_error("out of memory");
         goto out;
     }
@@ -305,6 +645,19 @@ int server_run(struct config *cfg, const struct config_cli *cli)
         goto out;
     }
     if (bind_all(cfg, fds, bound))
+        goto out_fds;
+    memcpy(s.lfds, fds, nfds * sizeof(*fds));
+    s.bound = bound;
+    if (cli->pidfile) {
+        rc = pidfile_write(cli->pidfile);
+        if (rc) {
+            log_error("pidfile %s: %s", cli->pidfile, strerror(-rc));
+            goto out_fds;
+        }
+        pidfile = true;
+        pidfile_handover(cli->pidfile, cfg);
+    }
+    if (drop_privileges(cfg))
         goto out_fds;
     if (auth_ensure(&s, cfg))
         goto out_fds;
@@ -331,6 +684,8 @@ int server_run(struct config *cfg, const struct config_cli *cli)
         for (size_t i = 0; i < cfg->nlisten; i++)
             fds[inited * cfg->nlisten + i] = -1; /* the worker owns them now */
     }
+    if (metrics_begin(&s))
+        goto out_workers;
     for (; started < s.nworkers; started++) {
         rc = worker_start(&s.ws[started]);
         if (rc) {
@@ -350,6 +705,10 @@ int server_run(struct config *cfg, const struct config_cli *cli)
                  cfg->rules_default == ACL_DENY ? "deny" : "allow");
     log_info("ferry %s ready: %u workers, max_connections %u, config %s", FERRY_VERSION, s.nworkers,
              cfg->max_connections, cfg->path ? cfg->path : "(built-in defaults)");
+    char st[128];
+    snprintf(st, sizeof(st), "READY=1\nMAINPID=%ld\nSTATUS=serving with %u workers", (long)getpid(),
+             s.nworkers);
+    notify_send(st);
 
     supervise(&s, sfd);
     status = 0;
@@ -360,6 +719,9 @@ out_workers:
             worker_command(&s.ws[i], WORKER_CMD_ABORT);
         worker_join(&s.ws[i]);
     }
+    /* The endpoint reads the workers' counters: stop it before they go. */
+    metrics_stop(s.metrics);
+    s.metrics = NULL;
     if (status == 0)
         log_summary(&s);
     /* The pool delivers what it still holds to the workers' ports, which
@@ -377,10 +739,16 @@ out_fds:
     if (s.sh.exit_efd >= 0)
         close(s.sh.exit_efd);
     resolver_global_fini();
+    if (pidfile)
+        pidfile_remove(cli->pidfile);
+    if (pid_dirfd >= 0)
+        close(pid_dirfd);
+    pid_dirfd = -1;
 out:
     log_stop();
     free(fds);
-    free(bound);
+    free(s.bound ? s.bound : bound);
+    free(s.lfds);
     free(s.ws);
     config_unref(s.cfg);
     return status;

@@ -177,3 +177,18 @@ bool addr_equal(const struct addr *a, const struct addr *b)
         return false;
     return memcmp(a->ip, b->ip, a->family == AF_INET ? 4 : 16) == 0;
 }
+
+bool addr_is_v4mapped(const struct addr *a)
+{
+    static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    return a->family == AF_INET6 && memcmp(a->ip, prefix, sizeof(prefix)) == 0;
+}
+
+void addr_unmap(struct addr *a)
+{
+    if (!addr_is_v4mapped(a))
+        return;
+    memmove(a->ip, a->ip + 12, 4);
+    memset(a->ip + 4, 0, 12);
+    a->family = AF_INET;
+}

@@ -38,6 +38,11 @@ char *addr_format(const struct addr *a, char *buf, size_t len);
 char *addr_format_ip(const struct addr *a, char *buf, size_t len);
 
 bool addr_is_loopback(const struct addr *a);
+/* ::ffff:a.b.c.d, an IPv4 address in IPv6 form. */
+bool addr_is_v4mapped(const struct addr *a);
+/* Make an IPv4-mapped address plain IPv4 (as accept() reports them); any
+ * other address is left alone. */
+void addr_unmap(struct addr *a);
 bool addr_is_any(const struct addr *a);
 bool addr_equal(const struct addr *a, const struct addr *b);
 

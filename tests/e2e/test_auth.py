@@ -422,7 +422,7 @@ def test_unknown_user_costs_like_known_user(ferry, tmp_path, cost):
     """An unknown name, a known Argon2id user with a wrong password and a
     plain user with a wrong password cost the same, so timing does not tell
     which names exist (README: "Unknown names cost exactly what known ones
-    cost"). Medians of alternating measurements, compared with a generous
+    cost"). Lower quartiles of alternating measurements, with a generous
     margin: a property, not a speed. Both the default cost and the cheaper
     one `ferry passwd --ops 1 --mem 8m` offers are checked."""
     ops, mem = cost
@@ -448,11 +448,13 @@ def test_unknown_user_costs_like_known_user(ferry, tmp_path, cost):
     for _ in range(13):
         for k, (u, p) in kinds.items():
             times[k].append(attempt(u, p))
-    med = {k: statistics.median(v) for k, v in times.items()}
-    shown = ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in med.items())
+    # The lower quartile: what an attempt costs when nothing else on this
+    # shared machine gets in the way (load only ever adds time).
+    low = {k: statistics.quantiles(v, n=4)[0] for k, v in times.items()}
+    shown = ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in low.items())
     for k in ("unknown", "plain"):
-        ratio = med[k] / med["known"]
-        assert 0.5 <= ratio <= 2.0, f"median {k} / known = {ratio:.2f} ({shown}): timing tells names apart"
+        ratio = low[k] / low["known"]
+        assert 0.5 <= ratio <= 2.0, f"lower quartile {k} / known = {ratio:.2f} ({shown}): timing tells names apart"
 
 
 # ---- throttling ----------------------------------------------------------------

@@ -40,8 +40,12 @@ def test_help_main(args):
 def test_help_serve(args):
     r = run_ferry(args)
     assert r.rc == 0, r.text
-    assert "usage: ferry serve [-c FILE] [-l ADDR:PORT]... [-w WORKERS] [--check]" in r.out
-    for word in ("--config", "--listen", "--workers", "--check", "FERRY_LOG", "SIGTERM"):
+    assert (
+        "usage: ferry serve [-c FILE] [-l ADDR:PORT]... [-w WORKERS] [--pidfile FILE] [--check]"
+        in r.out
+    )
+    for word in ("--config", "--listen", "--workers", "--pidfile", "--check", "FERRY_LOG",
+                 "SIGHUP", "SIGTERM", "SIGUSR1"):
         assert word in r.out, f"{word} missing from `ferry {' '.join(args)}`"
 
 

@@ -170,8 +170,8 @@ static void test_verify_then_cache(void **state)
     assert_int_equal(begin(1, "127.0.0.1", "alice", "right", TTL_MS, NULL), AUTH_OK);
     assert_int_equal(begin(2, "127.0.0.5", "alice", "right", TTL_MS, NULL), AUTH_OK);
     assert_int_equal(fx->calls[1] + fx->calls[2], 0);
-    assert_int_equal(fx->aw.stats.cache_hits, 2);
-    assert_int_equal(fx->aw.stats.ok, 3);
+    assert_int_equal(fx->aw.stats->cache_hits, 2);
+    assert_int_equal(fx->aw.stats->ok, 3);
     /* A wrong password is not a cache hit: it is verified (and fails), and
      * the good entry stays. */
     assert_int_equal(verify(3, "127.0.0.1", "alice", "wrong", TTL_MS), AUTH_DENIED);
@@ -188,7 +188,7 @@ static void test_ttl_zero_always_verifies(void **state)
     start(2, 8, 10);
     assert_int_equal(verify(0, "127.0.0.1", "alice", "right", 0), AUTH_OK);
     assert_int_equal(verify(1, "127.0.0.1", "alice", "right", 0), AUTH_OK);
-    assert_int_equal(fx->aw.stats.cache_hits, 0);
+    assert_int_equal(fx->aw.stats->cache_hits, 0);
 }
 
 static void test_unknown_user(void **state)
@@ -197,7 +197,7 @@ static void test_unknown_user(void **state)
     start(2, 8, 10);
     assert_int_equal(verify(0, "127.0.0.1", "mallory", "right", TTL_MS), AUTH_DENIED);
     assert_int_equal(verify(1, "127.0.0.1", "mallory", "right", TTL_MS), AUTH_DENIED);
-    assert_int_equal(fx->aw.stats.denied, 2);
+    assert_int_equal(fx->aw.stats->denied, 2);
 }
 
 static void test_failures_throttle(void **state)
@@ -208,12 +208,12 @@ static void test_failures_throttle(void **state)
     assert_int_equal(verify(0, "127.0.0.2", "alice", "right", TTL_MS), AUTH_OK);
     for (unsigned i = 1; i <= 3; i++)
         assert_int_equal(verify(i, "127.0.0.2", "alice", "bad", TTL_MS), AUTH_DENIED);
-    assert_int_equal(fx->aw.stats.blocks, 1);
+    assert_int_equal(fx->aw.stats->blocks, 1);
     /* Blocked: refused before the cache, and without a job. */
     assert_int_equal(begin(4, "127.0.0.2", "alice", "right", TTL_MS, NULL), AUTH_THROTTLED);
     assert_int_equal(begin(5, "127.0.0.2", "mallory", "x", TTL_MS, NULL), AUTH_THROTTLED);
-    assert_int_equal(fx->aw.stats.throttled, 2);
-    assert_int_equal(fx->aw.stats.blocks, 1);
+    assert_int_equal(fx->aw.stats->throttled, 2);
+    assert_int_equal(fx->aw.stats->blocks, 1);
     /* Another address is not. */
     assert_int_equal(begin(6, "127.0.0.3", "alice", "right", TTL_MS, NULL), AUTH_OK);
     assert_int_equal(verify(7, "127.0.0.3", "bob", "secret", TTL_MS), AUTH_OK);
@@ -271,7 +271,7 @@ static void test_busy(void **state)
     }
     assert_true(pending >= 1 && pending <= 2);
     assert_int_equal(pending + busy, 8);
-    assert_int_equal(fx->aw.stats.busy, busy);
+    assert_int_equal(fx->aw.stats->busy, busy);
     run_until(pending);
     assert_int_equal(refs(), 1);
 }

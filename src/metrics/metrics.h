@@ -1,0 +1,64 @@
+/*
+ * metrics.h: the Prometheus endpoint. A thread of its own, with its own
+ * loop, serves GET /metrics (text exposition format 0.0.4) and GET /healthz
+ * on metrics.listen. A scrape sums the workers' counters at that moment:
+ * the data path never takes a lock or does more than a relaxed increment
+ * for it.
+ *
+ * The main thread tells it about the configuration in use (for the rule
+ * counters), reloads and draining; those few calls take a mutex that only
+ * the scrape also takes.
+ */
+#ifndef FERRY_METRICS_METRICS_H
+#define FERRY_METRICS_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct config;
+struct worker;
+struct shared;
+
+/* What a scrape reads: the server's workers and shared state. */
+struct metrics_source {
+    const struct worker *ws;
+    unsigned nworkers;
+    const struct shared *sh;
+};
+
+/* Process-wide facts that only the main thread changes. */
+struct metrics_state {
+    double start_time; /* wall clock at start, seconds */
+    uint64_t reloads_ok, reloads_failed;
+    double last_reload; /* wall clock of the last successful load */
+    bool draining;
+};
+
+/* A growing text buffer; oom is set (and text dropped) if it cannot grow. */
+struct mtext {
+    char *p;
+    size_t len, cap;
+    bool oom;
+};
+
+void mtext_fini(struct mtext *t);
+
+/* Append the whole exposition for src, the rules of cfg (may be NULL) and
+ * st. Exposed for unit tests; the endpoint calls it per scrape. */
+void metrics_render(struct mtext *t, const struct metrics_source *src, const struct config *cfg,
+                    const struct metrics_state *st);
+
+struct metrics;
+
+/* Serve on listen_fd (a listening socket, taken over). cfg: one reference
+ * is taken. Returns 0 or -errno. */
+int metrics_start(struct metrics **out, int listen_fd, const struct metrics_source *src,
+                  struct config *cfg);
+/* A reload happened: ok with its new configuration, or failed (cfg NULL). */
+void metrics_reloaded(struct metrics *m, struct config *cfg);
+void metrics_set_draining(struct metrics *m);
+/* Stop the thread and free everything; NULL is a no-op. */
+void metrics_stop(struct metrics *m);
+
+#endif
