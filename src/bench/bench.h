@@ -1,7 +1,15 @@
 /*
  * bench.h: `ferry bench`, the load generator. It is built on core/ (loop,
  * sockets) and proto/ (SOCKS5 client messages) and never reaches into
- * relay/: it measures any SOCKS5 proxy from the outside, ferry included.
+ * relay/: it measures a proxy from the outside, ferry included, speaking
+ * SOCKS5 to it or, with --http-proxy, HTTP; --direct and --relay measure
+ * the path without a SOCKS proxy, and the rules scenario measures ferry's
+ * rule lookup in-process, with no proxy at all.
+ *
+ * Every byte that comes back is checked. Wrong data (a changed, missing or
+ * extra byte, a datagram or echo that is not what was sent) is never a
+ * figure: the scenario reports it with bench_fail(), counts it in its own
+ * metric, and the run fails.
  *
  * One bench process holds the targets (TCP echo, HTTP, UDP echo) on one
  * thread, the load on --threads generator threads, and, when self-hosted,
@@ -23,7 +31,7 @@
 
 enum bench_mode {
     BENCH_SELF,   /* a ferry child started by the bench */
-    BENCH_PROXY,  /* --proxy ADDR: any SOCKS5 proxy */
+    BENCH_PROXY,  /* --proxy ADDR: any SOCKS5 (or, with --http-proxy, HTTP) proxy */
     BENCH_DIRECT, /* --direct: no proxy, the machine's limit */
     BENCH_RELAY,  /* --relay ADDR: a plain TCP relay to the echo target (no SOCKS) */
 };
@@ -34,9 +42,10 @@ struct bench_opts {
     struct addr proxy;   /* --proxy / --relay */
     pid_t proxy_pids[8]; /* --proxy-pid PID[,PID...] */
     unsigned nproxy_pids;
-    const char *ferry;        /* binary for self-hosting */
-    const char *proxy_config; /* extra config lines for the self-hosted ferry */
-    unsigned proxy_workers;   /* 0 = ferry's default */
+    const char *ferry;         /* binary for self-hosting */
+    const char *proxy_set[64]; /* --proxy-set K=V as given (argv strings) */
+    unsigned nproxy_set;
+    unsigned proxy_workers; /* 0 = ferry's default */
     unsigned runs;
     double warmup_s, duration_s;
     unsigned threads; /* generator threads */
@@ -56,6 +65,9 @@ struct bench_opts {
     uint8_t http_proxy; /* requests: enum http_proxy_mode */
     unsigned nrules;    /* rules: how many synthetic rules */
     bool progress;      /* stderr is a TTY */
+    int argc;           /* the arguments after `ferry` as given, for the report */
+    const char **argv;  /* (the first argc of argv_total) */
+    int argv_total;
 };
 
 /* A named figure of one run. */
@@ -67,10 +79,18 @@ struct metric {
 
 #define RESULT_MAX_METRICS 32
 
+/* Where memory figures come from (bit flags: a proxy of several processes
+ * may mix them). */
+#define MEM_SRC_PSS 1u /* Pss of /proc/PID/smaps_rollup: shared pages split */
+#define MEM_SRC_RSS 2u /* VmRSS of /proc/PID/status: shared pages counted whole */
+
 struct result {
     struct metric m[RESULT_MAX_METRICS];
     size_t n;
-    char note[512]; /* hints for the reader (e.g. the OS ran out of ports) */
+    char note[512];    /* hints for the reader (e.g. the OS ran out of ports) */
+    unsigned mem_src;  /* MEM_SRC_* of the memory figures, 0 if none */
+    pid_t proxy_pid;   /* self-hosted: the ferry child this run measured */
+    struct addr proxy; /* and where it listened */
 };
 
 void result_add(struct result *r, const char *name, const char *unit, double v);
@@ -89,6 +109,8 @@ const struct addr *targets_udp(const struct targets *t);
 /* Handshake runs: close echo connections abortively (RST) at EOF, so no
  * TIME_WAIT piles up on the proxy's outgoing ports. */
 void targets_set_abort_on_eof(struct targets *t, bool on);
+
+#define BENCH_HTTP_SMALL 128 /* body bytes of GET /small */
 
 /* The deterministic byte stream every payload is drawn from: byte i of a
  * stream is pattern[(seed + i) % PATTERN_LEN]. pattern_ext holds
@@ -114,6 +136,7 @@ enum sc_fail {
     SC_FAIL_NONE,
     SC_FAIL_SOCKET, /* the OS: connect() errors, resets before a reply */
     SC_FAIL_SOCKS,  /* the proxy: a SOCKS failure reply or a protocol error */
+    SC_FAIL_DATA,   /* the proxy: data through the tunnel came back wrong */
 };
 
 /* Where a client connection goes and how. */
@@ -185,24 +208,42 @@ void lat_merge(struct lat *out, struct lat *parts, size_t n);
 
 /* ---- the environment ---- */
 struct proc_sample {
-    double cpu_s; /* user + system CPU seconds of the whole process */
-    double rss_kib;
+    double cpu_s;     /* user + system CPU seconds of the whole process */
+    double mem_kib;   /* Pss where the kernel has it, else RSS (see mem_src) */
+    unsigned mem_src; /* MEM_SRC_* flags of the processes summed */
 };
 bool proc_sample(pid_t pid, struct proc_sample *out);
 
-/* Shared by scenarios: options, route, targets, the proxy's pid. */
+/* Shared by scenarios: options, route, targets, the proxy's pid. Owned by
+ * bench_main; scenarios read it, and report wrong data with bench_fail(). */
 struct bench {
     struct bench_opts o;
     struct targets *t;
-    struct route route; /* dst = echo 0 */
-    pid_t pids[8];      /* the proxy's processes (ss-local + ss-server, say) */
-    unsigned npids;     /* 0: CPU and memory unknown */
+    struct route route;        /* dst = echo 0 */
+    pid_t pids[8];             /* the proxy's processes (ss-local + ss-server, say) */
+    unsigned npids;            /* 0: CPU and memory unknown */
+    _Atomic bool fail_claimed; /* a thread is writing fail_msg */
+    _Atomic bool failed;       /* fail_msg is written: the run has failed */
+    char fail_msg[256];
 };
+
+/* Record that the run must fail because what came back was wrong (not
+ * slow, not refused: wrong). Any thread may call it; the first message is
+ * kept, later ones are dropped (each scenario counts them). Windows and
+ * waits end early once it is set. */
+void bench_fail(struct bench *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool bench_has_failed(const struct bench *b);
+/* Before each run, on the main thread with no generator running. */
+void bench_fail_reset(struct bench *b);
+
+/* The first offset at which a and b differ; n if they do not. */
+size_t bench_first_diff(const uint8_t *a, const uint8_t *b, size_t n);
 
 /* CPU and memory of all the proxy's processes, summed. */
 bool bench_sample(const struct bench *b, struct proc_sample *out);
 
-/* Sleep in small steps until the window ends; print progress if asked. */
+/* Sleep in small steps until the window ends, or until bench_fail() was
+ * called (after at least one step); print progress if asked. */
 void bench_window(const struct bench *b, const char *label, double seconds,
                   double (*rate)(void *arg), void *arg, const char *unit);
 

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,9 +32,16 @@
 static const char usage[] =
     "usage: ferry bench SCENARIO [options]\n"
     "\n"
-    "Measure a SOCKS5 proxy. By default a ferry child is started on a free loopback\n"
-    "port with its default configuration, and the targets (TCP echo, HTTP, UDP echo)\n"
-    "run inside the bench; one command gives a number.\n"
+    "Measure a proxy from the outside: a SOCKS5 proxy by default, an HTTP proxy\n"
+    "with --http-proxy, a plain TCP relay with --relay, or no proxy with --direct.\n"
+    "By default a ferry child is started on a free loopback port with its default\n"
+    "configuration, and the targets (TCP echo, HTTP, UDP echo) run inside the\n"
+    "bench; one command gives a number. The rules scenario measures ferry's\n"
+    "access-rule lookup inside this process: no proxy, no network.\n"
+    "\n"
+    "Every byte that comes back is checked against what was sent. Wrong data (a\n"
+    "changed, missing or extra byte, a wrong datagram) is not a figure: the run\n"
+    "fails with a message naming the stream and offset.\n"
     "\n"
     "Scenarios:\n"
     "  throughput    N streams pump --payload chunks to an echo and back; MiB/s each way\n"
@@ -41,23 +49,33 @@ static const char usage[] =
     "  requests      one small HTTP request per new connection; req/s, latency; then\n"
     "                --downloads concurrent downloads of --download-size; MiB/s\n"
     "  connections   hold N concurrent connections; setup rate, proxy memory per connection\n"
+    "                (Pss where the kernel has it, else RSS: see mem_source)\n"
     "  rules         the cost of one access-rule lookup with --rules N synthetic rules\n"
     "                (indexed and, for comparison, a plain scan); no proxy involved\n"
     "  udp           N clients, each with a UDP ASSOCIATE and one --payload datagram in\n"
     "                flight (lost after 100 ms): echoes/s, RTT, loss; --blast: unpaced\n"
     "\n"
     "What to measure:\n"
-    "  (default)            a ferry child (this binary, or --ferry PATH)\n"
-    "  --proxy ADDR:PORT    any SOCKS5 proxy; --proxy-pid PID[,PID...] adds its CPU and\n"
-    "                       memory (summed over the processes listed)\n"
+    "  (default)            a ferry child (this binary, or --ferry PATH), SOCKS5 or, with\n"
+    "                       --http-proxy, HTTP; restarted before each connections run so\n"
+    "                       every run starts cold\n"
+    "  --proxy ADDR:PORT    any SOCKS5 proxy (an HTTP proxy with --http-proxy);\n"
+    "                       --proxy-pid PID[,PID...] adds its CPU and memory (summed\n"
+    "                       over the processes listed)\n"
     "  --relay ADDR:PORT    a plain TCP relay already forwarding to the echo target\n"
     "                       (use with --target-port; no SOCKS, e.g. haproxy in TCP mode)\n"
     "  --direct             no proxy at all: this machine's limit\n"
-    "\n"
+    "\n";
+
+/* In two parts: ISO C compilers need only take string literals of 4095. */
+static const char usage_options[] =
     "Options:\n"
     "  --runs R             repeat R times, report median/min/max (default 3)\n"
-    "  --duration S         measurement window in seconds (default 5)\n"
-    "  --warmup S           seconds before the window, not counted (default 1)\n"
+    "  --duration S         measurement window in seconds (default 5); connections:\n"
+    "                       how long the connections are held; rules: per lookup kind\n"
+    "  --warmup S           seconds of load before the window, not counted (default 1);\n"
+    "                       throughput, handshakes and udp only: requests warms up with\n"
+    "                       --warm-requests, connections and rules have no warm-up\n"
     "  --connections N      throughput streams (8), held connections (10000) or udp\n"
     "                       clients (16)\n"
     "  --concurrency W      setups in flight for handshakes (32), requests (8),\n"
@@ -66,9 +84,9 @@ static const char usage[] =
     "                       (default 1200)\n"
     "  --blast              udp: send unpaced for the window; offered vs received pps\n"
     "  --rules N            rules: how many rules (default 1000)\n"
-    "  --http-proxy MODE    requests (and throughput, handshakes): talk to the proxy as an\n"
-    "                       HTTP proxy: connect (CONNECT tunnels) or absolute\n"
-    "                       (GET http://host/path; requests only)\n"
+    "  --http-proxy MODE    requests (and throughput, handshakes, connections): talk to\n"
+    "                       the proxy as an HTTP proxy: connect (CONNECT tunnels) or\n"
+    "                       absolute (GET http://host/path; requests only)\n"
     "  --requests N         measured requests (1000), after --warm-requests N (100)\n"
     "  --downloads L        concurrent large downloads (8) of --download-size (1m)\n"
     "  --ping S             connections: each sends 16 bytes every S seconds (off)\n"
@@ -81,8 +99,14 @@ static const char usage[] =
     "  --auth MODE          none (default), plain or argon2: authenticate with RFC 1929 as\n"
     "                       bench/benchpass; a self-hosted ferry gets a matching userlist\n"
     "  --auth-cachettl S    self-hosted ferry's auth.cachettl (0 disables the cache)\n"
-    "  --json               print one JSON line with every figure and parameter\n"
-    "  -h, --help           show this help\n";
+    "  --json               print one JSON line with every figure, every parameter (and\n"
+    "                       the arguments as given), the ferry version and, when the\n"
+    "                       binary lies in a git work tree, its commit\n"
+    "  -h, --help           show this help\n"
+    "\n"
+    "Exit status: 0 every run passed; 1 a run failed (wrong data, nothing could be\n"
+    "set up, the self-hosted ferry failed); 2 bad usage. A run that failed on wrong\n"
+    "data is still reported (--json: \"ok\": false and \"error\").\n";
 
 void result_add(struct result *r, const char *name, const char *unit, double v)
 {
@@ -103,6 +127,37 @@ void result_note(struct result *r, const char *fmt, ...)
     va_end(ap);
 }
 
+void bench_fail(struct bench *b, const char *fmt, ...)
+{
+    if (atomic_exchange(&b->fail_claimed, true))
+        return; /* the first report names the problem; the rest are counted */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b->fail_msg, sizeof(b->fail_msg), fmt, ap);
+    va_end(ap);
+    atomic_store_explicit(&b->failed, true, memory_order_release);
+}
+
+bool bench_has_failed(const struct bench *b)
+{
+    return atomic_load_explicit(&b->failed, memory_order_acquire);
+}
+
+void bench_fail_reset(struct bench *b)
+{
+    atomic_store(&b->failed, false);
+    atomic_store(&b->fail_claimed, false);
+    b->fail_msg[0] = '\0';
+}
+
+size_t bench_first_diff(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    size_t i = 0;
+    while (i < n && a[i] == b[i])
+        i++;
+    return i;
+}
+
 void bench_window(const struct bench *b, const char *label, double seconds,
                   double (*rate)(void *arg), void *arg, const char *unit)
 {
@@ -115,6 +170,10 @@ void bench_window(const struct bench *b, const char *label, double seconds,
         uint64_t step = MIN(end - now, (uint64_t)250000000u);
         struct timespec ts = {(time_t)(step / 1000000000u), (long)(step % 1000000000u)};
         nanosleep(&ts, NULL);
+        /* A failed run is not worth finishing. Checked after the sleep, so
+         * that a caller polling in short windows still sleeps. */
+        if (bench_has_failed(b))
+            break;
         if (b->o.progress && label) {
             double r = rate ? rate(arg) : 0;
             fprintf(stderr, "\r\033[K  %s %.1f/%.1f s", label, (double)(now_ns() - start) / 1e9,
@@ -209,29 +268,185 @@ static void print_json_string(const char *s)
     putchar('"');
 }
 
-static void report(const struct bench *b, const char *target, struct result *runs, unsigned nruns)
+/* What a report says about a ferry binary: where it is, its version, and
+ * the commit of the git work tree it lies in, if any. */
+struct build_info {
+    char path[PATH_MAX];
+    char version[64];
+    char commit[64]; /* empty: unknown */
+    bool dirty;      /* the work tree had uncommitted changes to tracked files */
+    const char *commit_source;
+};
+
+static const char commit_from_git[] =
+    "git: HEAD of the work tree holding the binary, read at run time (the binary "
+    "may have been built from other sources; see tree_dirty)";
+static const char commit_none[] = "none: the binary does not lie in a git work tree";
+
+static void build_info(const char *binary, bool is_self, struct build_info *bi)
+{
+    memset(bi, 0, sizeof(*bi));
+    if (!realpath(binary, bi->path))
+        snprintf(bi->path, sizeof(bi->path), "%s", binary);
+    bi->commit_source = commit_none;
+    char line[256];
+    if (is_self) {
+        snprintf(bi->version, sizeof(bi->version), "%s", FERRY_VERSION);
+#ifdef FERRY_COMMIT
+        snprintf(bi->commit, sizeof(bi->commit), "%s", FERRY_COMMIT);
+        bi->commit_source = "build: compiled in with -DFERRY_COMMIT";
+        return;
+#endif
+    } else {
+        const char *ver[] = {bi->path, "--version", NULL};
+        if (proc_capture(ver, line, sizeof(line)) == 0 && strncmp(line, "ferry ", 6) == 0)
+            (void)str_copy(bi->version, sizeof(bi->version), line + 6);
+    }
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", bi->path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return;
+    *slash = '\0';
+    if (!dir[0])
+        dir[0] = '/', dir[1] = '\0';
+    const char *head[] = {"git", "-C", dir, "rev-parse", "--short", "HEAD", NULL};
+    if (proc_capture(head, line, sizeof(line)) != 0 || !line[0])
+        return;
+    (void)str_copy(bi->commit, sizeof(bi->commit), line);
+    bi->commit_source = commit_from_git;
+    /* --no-optional-locks: never take the index lock of someone's tree. */
+    const char *st[] = {"git",         "--no-optional-locks",  "-C", dir, "status",
+                        "--porcelain", "--untracked-files=no", NULL};
+    bi->dirty = proc_capture(st, line, sizeof(line)) == 0 && line[0];
+}
+
+static void print_build_json(const char *key, const struct build_info *bi)
+{
+    printf(",\"%s\":{\"binary\":", key);
+    print_json_string(bi->path);
+    printf(",\"version\":");
+    print_json_string(bi->version[0] ? bi->version : "unknown");
+    if (bi->commit[0]) {
+        printf(",\"commit\":");
+        print_json_string(bi->commit);
+        if (bi->commit_source == commit_from_git)
+            printf(",\"tree_dirty\":%s", bi->dirty ? "true" : "false");
+    }
+    printf(",\"commit_source\":");
+    print_json_string(bi->commit_source);
+    putchar('}');
+}
+
+static const char *mem_source_name(unsigned src)
+{
+    return src == MEM_SRC_PSS ? "pss" : src == MEM_SRC_RSS ? "rss" : "pss+rss";
+}
+
+static const char *http_proxy_name(uint8_t m)
+{
+    return m == HTTP_PROXY_CONNECT ? "connect" : m == HTTP_PROXY_ABSOLUTE ? "absolute" : "none";
+}
+
+/* Metric `name` of a run, 0 if the run has none (a run that failed early,
+ * CPU figures of a process that went away). */
+static double run_metric(const struct result *r, const char *name)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (!strcmp(r->m[i].name, name))
+            return r->m[i].v;
+    return 0;
+}
+
+/* The report of the runs done. error is NULL when every run passed, else
+ * why the last one failed (the figures are still shown). */
+static void report(const struct bench *b, const char *target, struct result *runs, unsigned nruns,
+                   const char *error)
 {
     const struct bench_opts *o = &b->o;
     const struct result *first = &runs[0];
     double v[MAX_RUNS];
+    bool is_rules = !strcmp(o->scenario, "rules");
+    bool self = o->mode == BENCH_SELF && !is_rules; /* rules runs no proxy */
+    unsigned mem_src = 0;
+    for (unsigned r = 0; r < nruns; r++)
+        mem_src |= runs[r].mem_src;
+    char a[ADDR_STRLEN];
     if (o->json) {
-        printf("{\"scenario\":\"%s\",\"mode\":\"%s\",\"target\":", o->scenario, mode_name(o->mode));
+        printf("{\"scenario\":\"%s\",\"mode\":\"%s\",\"ok\":%s", o->scenario,
+               is_rules ? "none" : mode_name(o->mode), error ? "false" : "true");
+        if (error) {
+            printf(",\"error\":");
+            print_json_string(error);
+        }
+        printf(",\"target\":");
         print_json_string(target);
-        printf(",\"version\":\"%s\",\"params\":{\"runs\":%u,\"duration_s\":%g,\"warmup_s\":%g,"
+        printf(",\"version\":\"%s\"", FERRY_VERSION);
+        static struct build_info bi, fi; /* PATH_MAX each: not on the stack */
+        build_info("/proc/self/exe", true, &bi);
+        print_build_json("bench_build", &bi);
+        if (self) {
+            if (!strcmp(o->ferry, "/proc/self/exe"))
+                fi = bi;
+            else
+                build_info(o->ferry, false, &fi);
+            print_build_json("ferry_build", &fi);
+        }
+        printf(",\"args\":[");
+        for (int i = 0; i < o->argc; i++) {
+            if (i)
+                putchar(',');
+            print_json_string(o->argv[i]);
+        }
+        printf("]%s,", o->argc < o->argv_total ? ",\"args_truncated\":true" : "");
+        printf("\"params\":{\"runs\":%u,\"duration_s\":%g,\"warmup_s\":%g,"
                "\"connections\":%u,\"concurrency\":%u,\"payload\":%zu,\"requests\":%u,"
                "\"warm_requests\":%u,\"downloads\":%u,\"download_size\":%zu,\"ping_s\":%g,"
                "\"threads\":%u,\"proxy_workers\":%u,\"spread_src\":%s,\"auth\":\"%s\","
-               "\"auth_cachettl_s\":%d,\"blast\":%s,\"http_proxy\":\"%s\"},\"metrics\":{",
-               FERRY_VERSION, o->runs, o->duration_s, o->warmup_s, o->connections, o->concurrency,
-               o->payload, o->requests, o->warm_requests, o->downloads, o->download_size, o->ping_s,
-               o->threads, o->proxy_workers, o->spread_src ? "true" : "false", o->auth,
-               o->auth_cachettl_s, o->blast ? "true" : "false",
-               o->http_proxy == HTTP_PROXY_CONNECT    ? "connect"
-               : o->http_proxy == HTTP_PROXY_ABSOLUTE ? "absolute"
-                                                      : "none");
+               "\"auth_cachettl_s\":%d,\"blast\":%s,\"http_proxy\":\"%s\",\"target_port\":%u",
+               o->runs, o->duration_s, o->warmup_s, o->connections, o->concurrency, o->payload,
+               o->requests, o->warm_requests, o->downloads, o->download_size, o->ping_s, o->threads,
+               o->proxy_workers, o->spread_src ? "true" : "false", o->auth, o->auth_cachettl_s,
+               o->blast ? "true" : "false", http_proxy_name(o->http_proxy),
+               (unsigned)o->target_port);
+        if (is_rules)
+            printf(",\"rules\":%u", o->nrules);
+        if (self) {
+            printf(",\"ferry\":"); /* resolved: the default is /proc/self/exe */
+            print_json_string(fi.path);
+            printf(",\"proxy_set\":[");
+            for (unsigned i = 0; i < o->nproxy_set; i++) {
+                if (i)
+                    putchar(',');
+                print_json_string(o->proxy_set[i]);
+            }
+            putchar(']');
+        }
+        if (o->mode == BENCH_PROXY || o->mode == BENCH_RELAY) {
+            printf(",\"proxy\":");
+            print_json_string(addr_format(&o->proxy, a, sizeof(a)));
+            printf(",\"proxy_pids\":[");
+            for (unsigned i = 0; i < o->nproxy_pids; i++)
+                printf("%s%d", i ? "," : "", (int)o->proxy_pids[i]);
+            putchar(']');
+        }
+        printf("}");
+        if (self) {
+            printf(",\"proxy_instances\":[");
+            for (unsigned r = 0; r < nruns; r++) {
+                printf("%s{\"run\":%u,\"pid\":%d,\"addr\":", r ? "," : "", r + 1,
+                       (int)runs[r].proxy_pid);
+                print_json_string(addr_format(&runs[r].proxy, a, sizeof(a)));
+                putchar('}');
+            }
+            putchar(']');
+        }
+        if (mem_src)
+            printf(",\"mem_source\":\"%s\"", mem_source_name(mem_src));
+        printf(",\"metrics\":{");
         for (size_t i = 0; i < first->n; i++) {
             for (unsigned r = 0; r < nruns; r++)
-                v[r] = i < runs[r].n ? runs[r].m[i].v : 0;
+                v[r] = run_metric(&runs[r], first->m[i].name);
             printf("%s\"%s\":{\"median\":%.6g,\"min\":%.6g,\"max\":%.6g,\"unit\":\"%s\","
                    "\"runs\":[",
                    i ? "," : "", first->m[i].name, stats_median(v, nruns), stats_min(v, nruns),
@@ -269,17 +484,75 @@ static void report(const struct bench *b, const char *target, struct result *run
     else if (!strcmp(o->scenario, "connections"))
         printf(", connections %u, concurrency %u, ping %gs", o->connections, o->concurrency,
                o->ping_s);
+    else if (is_rules)
+        printf(", rules %u", o->nrules);
+    if (o->http_proxy)
+        printf(", http proxy %s", http_proxy_name(o->http_proxy));
+    for (unsigned i = 0; i < o->nproxy_set && self; i++)
+        printf(", %s", o->proxy_set[i]);
     printf("\n\n  %-26s %12s %12s %12s  %s\n", "figure", "median", "min", "max", "unit");
     for (size_t i = 0; i < first->n; i++) {
         for (unsigned r = 0; r < nruns; r++)
-            v[r] = i < runs[r].n ? runs[r].m[i].v : 0;
+            v[r] = run_metric(&runs[r], first->m[i].name);
         printf("  %-26s %12.2f %12.2f %12.2f  %s\n", first->m[i].name, stats_median(v, nruns),
                stats_min(v, nruns), stats_max(v, nruns), first->m[i].unit);
     }
+    if (mem_src)
+        printf("  memory figures: %s\n",
+               mem_src == MEM_SRC_PSS   ? "Pss (proportional set size, shared pages split)"
+               : mem_src == MEM_SRC_RSS ? "RSS (Pss not available; shared pages counted whole)"
+                                        : "Pss for some processes, RSS for others");
+    if (self && nruns > 1 && (runs[0].proxy_pid != runs[nruns - 1].proxy_pid))
+        for (unsigned r = 0; r < nruns; r++)
+            printf("  run %u: ferry pid %d at %s\n", r + 1, (int)runs[r].proxy_pid,
+                   addr_format(&runs[r].proxy, a, sizeof(a)));
     for (unsigned r = 0; r < nruns; r++)
         if (runs[r].note[0])
             printf("  note (run %u): %s\n", r + 1, runs[r].note);
+    if (error)
+        printf("  FAILED (run %u): %s\n", nruns, error);
     fflush(stdout);
+}
+
+/* The self-hosted ferry: its configuration, kept to start it again. */
+struct self_host {
+    struct child child;
+    bool running;
+    char extra[4096]; /* --proxy-set lines */
+    char userlist[FCRYPTO_PWHASH_MAX + 64];
+    char auth_extra[64];
+};
+
+static int self_start(struct bench *b, struct self_host *sh)
+{
+    const struct bench_opts *o = &b->o;
+    int rc = child_start(&sh->child, o->ferry, o->proxy_workers, sh->extra,
+                         sh->userlist[0] ? sh->userlist : NULL, sh->auth_extra);
+    if (rc) {
+        fprintf(stderr, "ferry bench: cannot start %s: %s\n", o->ferry, strerror(-rc));
+        child_stop(&sh->child); /* its temporary directory */
+        return rc;
+    }
+    sh->running = true;
+    b->route.via = sh->child.addr;
+    b->pids[0] = sh->child.pid;
+    b->npids = 1;
+    return 0;
+}
+
+/* Stop it; a non-zero exit status is a failure of the run it served. */
+static int self_stop(struct bench *b, struct self_host *sh)
+{
+    if (!sh->running)
+        return 0;
+    sh->running = false;
+    b->npids = 0;
+    int st = child_stop(&sh->child);
+    if (st != 0) {
+        fprintf(stderr, "ferry bench: the self-hosted ferry exited with status %d\n", st);
+        return -ECHILD;
+    }
+    return 0;
 }
 
 int bench_main(int argc, char **argv)
@@ -332,8 +605,17 @@ int bench_main(int argc, char **argv)
     o->auth = "none";
     o->nrules = 1000;
     o->auth_cachettl_s = -1;
+    /* As given: getopt_long reorders argv. */
+    static const char *args[128];
+    o->argc = MIN(argc, (int)(sizeof(args) / sizeof(args[0])));
+    memcpy(args, argv, (size_t)o->argc * sizeof(*args));
+    o->argv = args;
+    o->argv_total = argc;
     bool set_conn = false, set_conc = false, set_payload = false;
-    char extra[4096] = "";
+    static struct self_host sh; /* large: not on the stack */
+    memset(&sh, 0, sizeof(sh));
+    char *extra = sh.extra;
+    const size_t extra_cap = sizeof(sh.extra);
     unsigned target_port = 0;
     uint64_t n;
     int ch, rc;
@@ -424,10 +706,12 @@ int bench_main(int argc, char **argv)
         case 'x': {
             const char *eq = strchr(optarg, '=');
             size_t len = strlen(extra);
-            if (!eq || eq == optarg || len + strlen(optarg) + 4 >= sizeof(extra))
+            if (!eq || eq == optarg || len + strlen(optarg) + 4 >= extra_cap ||
+                o->nproxy_set == sizeof(o->proxy_set) / sizeof(o->proxy_set[0]))
                 return bad_value("--proxy-set", optarg);
-            snprintf(extra + len, sizeof(extra) - len, "%.*s = %s\n", (int)(eq - optarg), optarg,
+            snprintf(extra + len, extra_cap - len, "%.*s = %s\n", (int)(eq - optarg), optarg,
                      eq + 1);
+            o->proxy_set[o->nproxy_set++] = optarg;
             break;
         }
         case 'T':
@@ -469,6 +753,7 @@ int bench_main(int argc, char **argv)
         }
         case 'h':
             fputs(usage, stdout);
+            fputs(usage_options, stdout);
             return 0;
         default:
             fputs("Try 'ferry bench --help'.\n", stderr);
@@ -477,6 +762,7 @@ int bench_main(int argc, char **argv)
     }
     if (optind >= argc) {
         fputs(usage, stderr);
+        fputs(usage_options, stderr);
         return 2;
     }
     o->scenario = argv[optind];
@@ -531,12 +817,21 @@ int bench_main(int argc, char **argv)
         if (!rr)
             return 1;
         unsigned k = 0;
-        for (rc = 0; !rc && k < o->runs; k++)
-            rc = scenario_rules(&b, &rr[k]);
-        if (!rc) {
+        bool wrong = false;
+        for (rc = 0; !rc && k < o->runs;) {
+            bench_fail_reset(&b);
+            rc = scenario_rules(&b, &rr[k++]);
+            wrong = bench_has_failed(&b);
+            if (wrong || rc) {
+                fprintf(stderr, "ferry bench: run %u failed: %s\n", k,
+                        wrong ? b.fail_msg : strerror(-rc));
+                rc = rc ? rc : -EBADMSG;
+            }
+        }
+        if (!rc || wrong) {
             char t[64];
             snprintf(t, sizeof(t), "%u access rules (no proxy)", o->nrules);
-            report(&b, t, rr, k);
+            report(&b, t, rr, k, wrong ? b.fail_msg : NULL);
         }
         free(rr);
         return rc ? 1 : 0;
@@ -559,7 +854,6 @@ int bench_main(int argc, char **argv)
     if (!b.t)
         return 1;
 
-    struct child child = {0};
     char target[256];
     char a[ADDR_STRLEN];
     b.route.mode = o->mode;
@@ -570,11 +864,14 @@ int bench_main(int argc, char **argv)
         b.route.user = BENCH_USER;
         b.route.pass = BENCH_PASS;
     }
+    /* A connections run measures what holding connections costs a proxy
+     * from cold; a second run on the same process would find its pools
+     * warm and understate it. So each gets a fresh ferry. */
+    bool restart = o->mode == BENCH_SELF && is_cn;
     switch (o->mode) {
     case BENCH_SELF: {
-        char userlist[FCRYPTO_PWHASH_MAX + 64] = "", auth_extra[64] = "";
         if (strcmp(o->auth, "plain") == 0) {
-            snprintf(userlist, sizeof(userlist), "%s:plain:%s", BENCH_USER, BENCH_PASS);
+            snprintf(sh.userlist, sizeof(sh.userlist), "%s:plain:%s", BENCH_USER, BENCH_PASS);
         } else if (strcmp(o->auth, "argon2") == 0) {
             char phc[FCRYPTO_PWHASH_MAX];
             if (fcrypto_init() ||
@@ -584,22 +881,19 @@ int bench_main(int argc, char **argv)
                 targets_stop(b.t);
                 return 1;
             }
-            snprintf(userlist, sizeof(userlist), "%s:%s", BENCH_USER, phc);
+            snprintf(sh.userlist, sizeof(sh.userlist), "%s:%s", BENCH_USER, phc);
         }
         if (o->auth_cachettl_s >= 0)
-            snprintf(auth_extra, sizeof(auth_extra), "cachettl = %d", o->auth_cachettl_s);
-        rc = child_start(&child, o->ferry, o->proxy_workers, extra, userlist[0] ? userlist : NULL,
-                         auth_extra);
-        if (rc) {
-            fprintf(stderr, "ferry bench: cannot start %s: %s\n", o->ferry, strerror(-rc));
+            snprintf(sh.auth_extra, sizeof(sh.auth_extra), "cachettl = %d", o->auth_cachettl_s);
+        if (self_start(&b, &sh)) {
             targets_stop(b.t);
             return 1;
         }
-        b.route.via = child.addr;
-        b.pids[0] = child.pid;
-        b.npids = 1;
-        snprintf(target, sizeof(target), "ferry (self-hosted, pid %d) at %s", (int)child.pid,
-                 addr_format(&child.addr, a, sizeof(a)));
+        if (restart && o->runs > 1)
+            snprintf(target, sizeof(target), "ferry (self-hosted, a fresh one for each run)");
+        else
+            snprintf(target, sizeof(target), "ferry (self-hosted, pid %d) at %s", (int)sh.child.pid,
+                     addr_format(&sh.child.addr, a, sizeof(a)));
         break;
     }
     case BENCH_PROXY:
@@ -617,24 +911,38 @@ int bench_main(int argc, char **argv)
 
     struct result *runs = calloc(o->runs, sizeof(*runs));
     unsigned done = 0;
+    bool wrong = false; /* a run failed on wrong data: report it all the same */
     rc = runs ? 0 : -ENOMEM;
-    for (; !rc && done < o->runs; done++) {
+    while (!rc && done < o->runs) {
+        if (restart && done > 0) {
+            rc = self_stop(&b, &sh);
+            if (rc || (rc = self_start(&b, &sh)))
+                break;
+        }
         if (o->progress)
             fprintf(stderr, "\r\033[Krun %u/%u %s\n", done + 1, o->runs, o->scenario);
-        rc = fn(&b, &runs[done]);
-        if (rc)
-            fprintf(stderr, "ferry bench: run %u failed: %s%s%s\n", done + 1, strerror(-rc),
-                    runs[done].note[0] ? ": " : "", runs[done].note);
+        struct result *r = &runs[done++];
+        if (o->mode == BENCH_SELF) {
+            r->proxy_pid = sh.child.pid;
+            r->proxy = sh.child.addr;
+        }
+        bench_fail_reset(&b);
+        rc = fn(&b, r);
+        wrong = bench_has_failed(&b);
+        if (wrong)
+            fprintf(stderr, "ferry bench: run %u failed: %s\n", done, b.fail_msg);
+        else if (rc)
+            fprintf(stderr, "ferry bench: run %u failed: %s%s%s\n", done, strerror(-rc),
+                    r->note[0] ? ": " : "", r->note);
+        if (wrong && !rc)
+            rc = -EBADMSG;
     }
-    if (!rc)
-        report(&b, target, runs, done);
+    if (!rc || wrong)
+        report(&b, target, runs, done, wrong ? b.fail_msg : NULL);
     free(runs);
     if (o->mode == BENCH_SELF) {
-        int st = child_stop(&child);
-        if (st != 0 && !rc) {
-            fprintf(stderr, "ferry bench: the self-hosted ferry exited with status %d\n", st);
-            rc = -ECHILD;
-        }
+        int st = self_stop(&b, &sh);
+        rc = rc ? rc : st;
     }
     targets_stop(b.t);
     return rc ? 1 : 0;

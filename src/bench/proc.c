@@ -1,5 +1,7 @@
 /*
- * proc.c: child process management and /proc sampling for the bench.
+ * proc.c: child process management and /proc sampling for the bench, and
+ * the short helper commands (git, `ferry --version`) that describe the
+ * binary under test. Nothing here decides whether a run passed.
  */
 #include "bench/proc.h"
 
@@ -7,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,8 +57,8 @@ static bool stat_read(pid_t pid, pid_t *ppid, double *cpu)
 
 /* Memory a process holds: its proportional share (Pss) where the kernel
  * has it, so forked children sharing pages are not counted twice; its RSS
- * otherwise. In KiB. */
-static double mem_read(pid_t pid)
+ * otherwise. In KiB; *src says which (MEM_SRC_*, 0 if neither was read). */
+static double mem_read(pid_t pid, unsigned *src)
 {
     char path[64], line[256];
     double rss = 0, pss = -1;
@@ -69,16 +72,20 @@ static double mem_read(pid_t pid)
         }
         fclose(f);
     }
-    if (pss >= 0)
+    if (pss >= 0) {
+        *src |= MEM_SRC_PSS;
         return pss;
+    }
     snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
     f = fopen(path, "re");
     if (!f)
         return 0;
     while (fgets(line, sizeof(line), f)) {
         unsigned long kb;
-        if (sscanf(line, "VmRSS: %lu kB", &kb) == 1)
+        if (sscanf(line, "VmRSS: %lu kB", &kb) == 1) {
             rss = (double)kb;
+            *src |= MEM_SRC_RSS;
+        }
     }
     fclose(f);
     return rss;
@@ -100,7 +107,7 @@ bool proc_sample(pid_t pid, struct proc_sample *out)
     if (pid <= 0 || !stat_read(pid, &ppid, &cpu))
         return false;
     out->cpu_s = cpu;
-    out->rss_kib = mem_read(pid);
+    out->mem_kib = mem_read(pid, &out->mem_src);
 
     struct proc_entry *all = NULL;
     size_t n = 0, cap = 0;
@@ -139,7 +146,7 @@ bool proc_sample(pid_t pid, struct proc_sample *out)
             if (child) {
                 all[i].in_tree = grew = true;
                 out->cpu_s += all[i].cpu;
-                out->rss_kib += mem_read(all[i].pid);
+                out->mem_kib += mem_read(all[i].pid, &out->mem_src);
             }
         }
     }
@@ -284,7 +291,74 @@ bool bench_sample(const struct bench *b, struct proc_sample *out)
             return false;
         }
         out->cpu_s += one.cpu_s;
-        out->rss_kib += one.rss_kib;
+        out->mem_kib += one.mem_kib;
+        out->mem_src |= one.mem_src;
     }
     return true;
+}
+
+int proc_capture(const char *const argv[], char *out, size_t cap)
+{
+    if (cap == 0)
+        return -EINVAL;
+    out[0] = '\0';
+    /* The environment without GIT_*: git must look at the binary's own
+     * tree, never one named by the caller's environment. */
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 1, sizeof(*env));
+    if (!env)
+        return -ENOMEM;
+    for (size_t i = 0, k = 0; i < n; i++)
+        if (strncmp(environ[i], "GIT_", 4) != 0)
+            env[k++] = environ[i];
+    int p[2], rc;
+    if (pipe2(p, O_CLOEXEC) < 0) {
+        rc = -errno;
+        free(env);
+        return rc;
+    }
+    /* posix_spawn, not fork: the bench has threads running. */
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawnattr_init(&at);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
+    pid_t pid;
+    rc = -posix_spawnp(&pid, argv[0], &fa, &at, (char *const *)(uintptr_t)argv, env);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    free(env);
+    close(p[1]);
+    if (rc) {
+        close(p[0]);
+        return rc;
+    }
+    size_t len = 0;
+    for (;;) {
+        char sink[256];
+        bool keep = len + 1 < cap;
+        ssize_t got = read(p[0], keep ? out + len : sink, keep ? cap - 1 - len : sizeof(sink));
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            break;
+        if (keep)
+            len += (size_t)got;
+    }
+    close(p[0]);
+    out[len] = '\0';
+    out[strcspn(out, "\r\n")] = '\0';
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -errno;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -ECHILD;
 }

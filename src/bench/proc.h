@@ -5,6 +5,7 @@
 #ifndef FERRY_BENCH_PROC_H
 #define FERRY_BENCH_PROC_H
 
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "util/addr.h"
@@ -24,5 +25,11 @@ int child_start(struct child *c, const char *ferry, unsigned workers, const char
 /* SIGTERM, wait (bounded), SIGKILL if needed; remove the directory.
  * Returns the exit status, or -1. */
 int child_stop(struct child *c);
+
+/* Run argv[0] (searched in PATH) with argv, stdin and stderr on /dev/null,
+ * and keep the first line of its standard output in out (cap bytes,
+ * always terminated). Returns its exit status, or -errno if it could not
+ * be run. For short commands only: it waits without a time limit. */
+int proc_capture(const char *const argv[], char *out, size_t cap);
 
 #endif

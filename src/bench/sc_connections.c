@@ -3,7 +3,13 @@
  * proxied connections (at most --concurrency setups in flight), hold them
  * for --duration seconds (optionally each echoing a 16-byte message every
  * --ping seconds), then check every one still echoes. Reports the setup
- * rate and the proxy's resident memory per held connection.
+ * rate and the proxy's memory per held connection: its proportional set
+ * size (Pss) where the kernel has it, else its RSS (result.mem_src says).
+ *
+ * An echo that differs from the message sent (a changed byte, more bytes,
+ * bytes nobody asked for) is the proxy corrupting data: counted in
+ * corrupt_echoes, and the run fails. A connection the proxy closes is only
+ * unhealthy.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -39,7 +45,7 @@ struct cn_thread {
     unsigned conc;
     struct route *routes; /* one per echo port */
     unsigned nroutes;
-    _Atomic unsigned open, failed, dead;
+    _Atomic unsigned open, failed, dead, corrupt;
     _Atomic unsigned checked_ok;
     _Atomic int phase; /* 0 open/hold, 1 check */
     bool check_sent;
@@ -57,6 +63,28 @@ static void cn_dead(struct cn_conn *c)
     sclient_close(&c->sc, false);
     if (was_open)
         atomic_fetch_add(&c->th->dead, 1);
+}
+
+/* A wrong echo: fail the run, and end the connection without counting it
+ * healthy or dead. */
+static void cn_corrupt(struct cn_conn *c, const char *what, const uint8_t *got, size_t n)
+{
+    const uint8_t *want = pattern_at(c->index * 131u + c->msgs * CN_MSG) + c->got;
+    if (!c->waiting || c->got + n > CN_MSG)
+        bench_fail(c->th->b,
+                   "connections: the proxy corrupted connection %u: %s (%zu bytes, %u of "
+                   "message %llu already in)",
+                   c->index, what, n, c->got, (unsigned long long)c->msgs + 1);
+    else {
+        size_t diff = bench_first_diff(got, want, n);
+        bench_fail(c->th->b,
+                   "connections: the proxy corrupted connection %u: byte %zu of echo %llu is "
+                   "0x%02x, 0x%02x was sent",
+                   c->index, c->got + diff, (unsigned long long)c->msgs + 1, got[diff], want[diff]);
+    }
+    atomic_fetch_add(&c->th->corrupt, 1);
+    c->state = 3;
+    sclient_close(&c->sc, false);
 }
 
 static void cn_send(struct cn_conn *c)
@@ -98,13 +126,21 @@ static void cn_on_io(struct io *io, uint32_t events)
         ssize_t n = recv(io->fd, buf, sizeof(buf), 0);
         if (n < 0 && errno == EAGAIN)
             return;
-        if (n <= 0 || !c->waiting || c->got + n > CN_MSG) {
+        if (n <= 0) {
             cn_dead(c);
+            return;
+        }
+        if (!c->waiting) {
+            cn_corrupt(c, "bytes came back that were never sent", buf, (size_t)n);
+            return;
+        }
+        if (c->got + n > CN_MSG) {
+            cn_corrupt(c, "more came back than the 16 bytes sent", buf, (size_t)n);
             return;
         }
         const uint8_t *want = pattern_at(c->index * 131u + c->msgs * CN_MSG) + c->got;
         if (memcmp(buf, want, (size_t)n) != 0) {
-            cn_dead(c);
+            cn_corrupt(c, "wrong bytes", buf, (size_t)n);
             return;
         }
         c->got = (uint8_t)(c->got + n);
@@ -239,32 +275,40 @@ int scenario_connections(struct bench *b, struct result *res)
     double setup_s = (double)(now_ns() - t0) / 1e9;
     bench_window(b, "hold", o->duration_s, NULL, NULL, NULL);
     have_mem = have_mem && bench_sample(b, &held);
+    res->mem_src = have_mem ? held.mem_src | before.mem_src : 0;
 
     for (unsigned t = 0; t < started; t++)
         atomic_store(&ths[t].phase, 1);
-    unsigned dead = 0, ok = 0;
+    unsigned dead = 0, ok = 0, corrupt = 0;
     uint64_t tc = now_ns();
     while (now_ns() - tc < 10ull * 1000000000u) {
-        ok = dead = 0;
+        ok = dead = corrupt = 0;
         for (unsigned t = 0; t < started; t++) {
             ok += atomic_load(&ths[t].checked_ok);
             dead += atomic_load(&ths[t].dead);
+            corrupt += atomic_load(&ths[t].corrupt);
         }
-        if (ok + dead >= open)
+        if (ok + dead + corrupt >= open || bench_has_failed(b))
             break;
         bench_window(b, NULL, 0.01, NULL, NULL, NULL);
     }
     for (unsigned t = 0; t < started; t++)
         gen_stop_join(&ths[t].g);
+    corrupt = 0;
+    for (unsigned t = 0; t < started; t++)
+        corrupt += atomic_load(&ths[t].corrupt);
 
     result_add(res, "connections", "", open);
     result_add(res, "failed_setups", "", failed);
     result_add(res, "setup_rate", "1/s", setup_s > 0 ? (double)open / setup_s : 0);
     result_add(res, "healthy", "", ok);
+    result_add(res, "corrupt_echoes", "", corrupt);
     if (have_mem && open) {
-        result_add(res, "proxy_rss", "MiB", held.rss_kib / 1024.0);
-        result_add(res, "proxy_rss_per_conn", "B", (held.rss_kib - before.rss_kib) * 1024.0 / open);
+        result_add(res, "proxy_mem", "MiB", held.mem_kib / 1024.0);
+        result_add(res, "proxy_mem_per_conn", "B", (held.mem_kib - before.mem_kib) * 1024.0 / open);
     }
+    if (corrupt)
+        result_note(res, "%u connections echoed wrong data", corrupt);
     if (failed) {
         result_note(res, "%u of %u connections could not be set up", failed, n);
         struct rlimit rl;
@@ -279,8 +323,9 @@ int scenario_connections(struct bench *b, struct result *res)
                         (unsigned long long)rl.rlim_cur,
                         (unsigned long long)(rl.rlim_cur > 256 ? (rl.rlim_cur - 128) / 2 : 0));
     }
-    if (ok < open)
-        result_note(res, "%u of %u held connections did not echo at the end", open - ok, open);
+    if (ok + corrupt < open)
+        result_note(res, "%u of %u held connections did not echo at the end", open - ok - corrupt,
+                    open);
 out:
     for (unsigned i = 0; conns && i < n; i++)
         sclient_close(&conns[i].sc, false);

@@ -4,7 +4,9 @@
  * one source's ephemeral ports are not the limit), greeting, method, request,
  * reply, one byte echoed end to end, then an abortive close (no TIME_WAIT).
  * Latency runs from connect() to the echoed byte. Failures are counted by
- * kind: the OS (connect errors, resets) apart from the proxy (SOCKS replies).
+ * kind: the OS (connect errors, resets) apart from the proxy (SOCKS replies),
+ * and apart from both, a wrong echo (another byte, or more than one): that
+ * is the proxy corrupting data, and fails the run.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -33,7 +35,8 @@ struct hs_thread {
     struct lat lat; /* owned by the thread until it is joined */
     _Atomic bool measuring;
     _Atomic uint64_t ok, fail_socket, fail_socks, addrnotavail;
-    uint64_t total; /* all completions, measured or not */
+    _Atomic uint64_t fail_data; /* wrong echoes, warm-up included */
+    uint64_t total;             /* all completions, measured or not */
 };
 
 static void bump(_Atomic uint64_t *v)
@@ -53,6 +56,8 @@ static void hs_finish(struct hs_slot *s, bool ok)
             lat_add(&th->lat, now_ns() - s->sc.t0_ns);
             bump(&th->ok);
         }
+    } else if (s->sc.fail == SC_FAIL_DATA) {
+        bump(&th->fail_data); /* always: any wrong echo fails the run */
     } else if (measuring) {
         if (s->sc.fail == SC_FAIL_SOCKS) {
             bump(&th->fail_socks);
@@ -87,10 +92,24 @@ static void hs_on_io(struct io *io, uint32_t events)
         }
         s->sent = true;
     }
-    uint8_t back;
-    ssize_t n = recv(io->fd, &back, 1, 0);
-    if (n == 1) {
-        hs_finish(s, back == 0x5a);
+    uint8_t back[2];
+    ssize_t n = recv(io->fd, back, sizeof(back), 0);
+    if (n == 1 && back[0] == 0x5a) {
+        hs_finish(s, true);
+    } else if (n > 0) {
+        char a[ADDR_STRLEN];
+        if (n == 1)
+            bench_fail(s->th->b,
+                       "handshakes: the proxy corrupted data: the byte echoed through a new "
+                       "tunnel (to %s) came back as 0x%02x, 0x5a was sent",
+                       addr_format(&r->dst, a, sizeof(a)), back[0]);
+        else
+            bench_fail(s->th->b,
+                       "handshakes: the proxy corrupted data: 2 or more bytes came back "
+                       "through a new tunnel (to %s) where 1 (0x5a) was sent",
+                       addr_format(&r->dst, a, sizeof(a)));
+        s->sc.fail = SC_FAIL_DATA;
+        hs_finish(s, false);
     } else if (n == 0 || (n < 0 && errno != EAGAIN)) {
         s->sc.fail = SC_FAIL_SOCKET;
         s->sc.err = n == 0 ? -ECONNRESET : -errno;
@@ -197,6 +216,7 @@ int scenario_handshakes(struct bench *b, struct result *res)
         uint64_t f_sock = hs_sum(ths, started, offsetof(struct hs_thread, fail_socket));
         uint64_t f_socks = hs_sum(ths, started, offsetof(struct hs_thread, fail_socks));
         uint64_t f_port = hs_sum(ths, started, offsetof(struct hs_thread, addrnotavail));
+        uint64_t f_data = hs_sum(ths, started, offsetof(struct hs_thread, fail_data));
         struct lat parts[64], all;
         unsigned np = MIN(started, 64u);
         for (unsigned t = 0; t < np; t++)
@@ -208,6 +228,7 @@ int scenario_handshakes(struct bench *b, struct result *res)
         result_add(res, "latency_p99", "ms", stats_percentile(all.v, all.n, 99) / 1000.0);
         result_add(res, "failed_socket", "", (double)f_sock);
         result_add(res, "failed_socks", "", (double)f_socks);
+        result_add(res, "failed_data", "", (double)f_data);
         if (have_cpu) {
             result_add(res, "proxy_cpu", "s/s", (p1.cpu_s - p0.cpu_s) / secs);
             result_add(res, "proxy_cpu_per_1k", "s/1000",
@@ -224,6 +245,11 @@ int scenario_handshakes(struct bench *b, struct result *res)
         if (f_socks)
             result_note(res, "%llu setups got a SOCKS failure reply or a protocol error",
                         (unsigned long long)f_socks);
+        if (f_data)
+            result_note(res,
+                        "%llu setups echoed a wrong byte (warm-up included): the proxy "
+                        "corrupts data",
+                        (unsigned long long)f_data);
         lat_free(&all);
     } else {
         for (unsigned t = 0; t < started; t++)

@@ -4,8 +4,15 @@
  * then a few large downloads. The bench's own HTTP target answers /small
  * with 128 bytes and /large with --download-size bytes; every body is
  * checked against the pattern.
+ *
+ * A body that differs from what the target sent (a changed byte, a
+ * Content-Length other than the target's, bytes beyond it, or a clean close
+ * before all of it) is the proxy corrupting data: it is counted in
+ * corrupt_bodies, never in the rates, and fails the run. A reset or a bad
+ * status line is a failed request.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +40,7 @@ struct rq_slot {
 /* A phase: `total` tickets, of which the first `warm` are not measured. */
 struct rq_phase {
     const char *path;
+    uint64_t body_len; /* what the target sends for path */
     uint64_t total, warm;
     _Atomic uint64_t next; /* next ticket to hand out */
     _Atomic uint64_t done; /* tickets completed (ok or failed) */
@@ -53,16 +61,22 @@ struct rq_thread {
 
 static void rq_begin(struct rq_slot *s);
 
-static void rq_end(struct rq_slot *s, bool ok)
+enum rq_outcome { RQ_OK, RQ_FAILED, RQ_CORRUPT };
+
+static void rq_end(struct rq_slot *s, enum rq_outcome how)
 {
     struct rq_thread *th = s->th;
     struct rq_phase *ph = th->ph;
+    if (how == RQ_CORRUPT)
+        atomic_fetch_add(&ph->corrupt, 1); /* warm-up included: it fails the run */
     if (s->measured) {
         uint64_t now = now_ns();
-        if (ok)
+        if (how == RQ_OK) {
             lat_add(&th->lat, now - s->sc.t0_ns);
-        else
+            atomic_fetch_add(&ph->bytes, s->body_len);
+        } else if (how == RQ_FAILED) {
             atomic_fetch_add(&ph->failed, 1);
+        }
         uint64_t last = atomic_load(&ph->t_last_ns);
         while (now > last && !atomic_compare_exchange_weak(&ph->t_last_ns, &last, now))
             ;
@@ -72,7 +86,43 @@ static void rq_end(struct rq_slot *s, bool ok)
     loop_defer(&th->g.loop, &s->restart);
 }
 
-/* Parse the response head once it is complete; returns -1 on a bad one. */
+/* The body went wrong: fail the run, naming the request and the byte. */
+static void rq_corrupt(struct rq_slot *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void rq_corrupt(struct rq_slot *s, const char *fmt, ...)
+{
+    char what[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    bench_fail(s->th->b, "requests: the proxy corrupted the response to GET %s (request %llu): %s",
+               s->th->ph->path, (unsigned long long)s->ticket + 1, what);
+    rq_end(s, RQ_CORRUPT);
+}
+
+/* Check n body bytes at p, which start at body offset s->body_got. */
+static bool rq_check_body(struct rq_slot *s, const uint8_t *p, size_t n)
+{
+    if (s->body_got + n > s->body_len) {
+        rq_corrupt(s, "%llu body bytes came where Content-Length is %llu",
+                   (unsigned long long)(s->body_got + n), (unsigned long long)s->body_len);
+        return false;
+    }
+    const uint8_t *want = pattern_at(s->body_got);
+    size_t diff = bench_first_diff(p, want, n);
+    if (diff < n) {
+        rq_corrupt(s, "body byte %llu is 0x%02x, the target sent 0x%02x",
+                   (unsigned long long)(s->body_got + diff), p[diff], want[diff]);
+        return false;
+    }
+    s->body_got += n;
+    return true;
+}
+
+/* Parse the response head once it is complete: 1 parsed, 0 need more,
+ * -1 a bad one (the request failed), -2 a wrong body (already ended). */
 static int rq_parse_head(struct rq_slot *s)
 {
     s->head[s->hlen] = '\0';
@@ -86,13 +136,15 @@ static int rq_parse_head(struct rq_slot *s)
         return -1;
     s->body_len = strtoull(cl + 17, NULL, 10);
     s->head_done = true;
+    if (s->body_len != s->th->ph->body_len) {
+        rq_corrupt(s, "Content-Length is %llu, the target sent %llu",
+                   (unsigned long long)s->body_len, (unsigned long long)s->th->ph->body_len);
+        return -2;
+    }
     /* Body bytes that came with the head. */
     size_t extra = (size_t)(s->head + s->hlen - (end + 4));
-    if (extra) {
-        if (memcmp(end + 4, pattern_at(0), extra) != 0)
-            atomic_fetch_add(&s->th->ph->corrupt, 1);
-        s->body_got = extra;
-    }
+    if (extra && !rq_check_body(s, (const uint8_t *)end + 4, extra))
+        return -2;
     return 1;
 }
 
@@ -102,7 +154,7 @@ static void rq_on_io(struct io *io, uint32_t events)
     struct rq_thread *th = s->th;
     int rc = sclient_step(&s->sc, &th->route, events);
     if (rc < 0) {
-        rq_end(s, false);
+        rq_end(s, RQ_FAILED);
         return;
     }
     if (rc == 0)
@@ -118,7 +170,7 @@ static void rq_on_io(struct io *io, uint32_t events)
                                "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n",
                                th->ph->path, a);
         if (send(io->fd, req, (size_t)n, MSG_NOSIGNAL) != n) {
-            rq_end(s, false);
+            rq_end(s, RQ_FAILED);
             return;
         }
         s->sent = true;
@@ -130,34 +182,39 @@ static void rq_on_io(struct io *io, uint32_t events)
             if (n < 0 && errno == EAGAIN)
                 return;
             if (n <= 0) {
-                rq_end(s, false);
+                rq_end(s, RQ_FAILED);
                 return;
             }
             s->hlen = (uint16_t)(s->hlen + n);
             int ph = rq_parse_head(s);
+            if (ph == -2)
+                return; /* ended as corrupt */
             if (ph < 0) {
-                rq_end(s, false);
+                rq_end(s, RQ_FAILED);
                 return;
             }
             continue;
         }
-        if (s->body_got >= s->body_len) {
-            if (s->measured)
-                atomic_fetch_add(&th->ph->bytes, s->body_len);
-            rq_end(s, s->body_got == s->body_len);
+        if (s->body_got == s->body_len) {
+            rq_end(s, RQ_OK);
             return;
         }
         size_t want = MIN(sizeof(body), (size_t)(s->body_len - s->body_got));
         ssize_t n = recv(io->fd, body, want, 0);
         if (n < 0 && errno == EAGAIN)
             return;
-        if (n <= 0) {
-            rq_end(s, false);
+        if (n == 0) {
+            /* Connection: close, but only after the whole body. */
+            rq_corrupt(s, "the connection closed after %llu of %llu body bytes",
+                       (unsigned long long)s->body_got, (unsigned long long)s->body_len);
             return;
         }
-        if (memcmp(body, pattern_at(s->body_got), (size_t)n) != 0)
-            atomic_fetch_add(&th->ph->corrupt, 1);
-        s->body_got += (uint64_t)n;
+        if (n < 0) {
+            rq_end(s, RQ_FAILED);
+            return;
+        }
+        if (!rq_check_body(s, body, (size_t)n))
+            return;
     }
 }
 
@@ -174,7 +231,7 @@ static void rq_begin(struct rq_slot *s)
     s->hlen = 0;
     s->body_len = s->body_got = 0;
     if (sclient_open(&s->sc, &th->g.loop, &th->route, rq_on_io) < 0) {
-        rq_end(s, false);
+        rq_end(s, RQ_FAILED);
         return;
     }
     if (s->measured) {
@@ -227,7 +284,7 @@ static double rq_run(struct bench *b, struct rq_phase *ph, unsigned conc, struct
         if (gen_start(&ths[started].g, started, &ths[started], rq_on_start))
             break;
     uint64_t t0 = now_ns();
-    while (atomic_load(&ph->done) < ph->total) {
+    while (atomic_load(&ph->done) < ph->total && !bench_has_failed(b)) {
         if (now_ns() - t0 > 120ull * 1000000000u) {
             *timed_out = true;
             break;
@@ -258,15 +315,20 @@ int scenario_requests(struct bench *b, struct result *res)
     const struct bench_opts *o = &b->o;
     struct lat lat;
     bool timed_out;
+    uint64_t warm_corrupt = 0;
     if (o->warm_requests) {
         /* Warm-up first, on its own, so the CPU sampled below is that of
          * the measured requests only. */
-        struct rq_phase warm = {
-            .path = "/small", .total = o->warm_requests, .warm = o->warm_requests};
+        struct rq_phase warm = {.path = "/small",
+                                .body_len = BENCH_HTTP_SMALL,
+                                .total = o->warm_requests,
+                                .warm = o->warm_requests};
         rq_run(b, &warm, o->concurrency, &lat, &timed_out);
         lat_free(&lat);
+        warm_corrupt = atomic_load(&warm.corrupt);
     }
-    struct rq_phase small = {.path = "/small", .total = o->requests, .warm = 0};
+    struct rq_phase small = {
+        .path = "/small", .body_len = BENCH_HTTP_SMALL, .total = o->requests, .warm = 0};
     struct proc_sample p0, p1;
     bool have_cpu = bench_sample(b, &p0);
     double secs = rq_run(b, &small, o->concurrency, &lat, &timed_out);
@@ -282,19 +344,23 @@ int scenario_requests(struct bench *b, struct result *res)
                    (p1.cpu_s - p0.cpu_s) / ((double)ok / 1000.0));
     lat_free(&lat);
 
-    struct rq_phase large = {.path = "/large", .total = o->downloads, .warm = 0};
+    struct rq_phase large = {
+        .path = "/large", .body_len = o->download_size, .total = o->downloads, .warm = 0};
     bool timed_out2;
     double dsecs = rq_run(b, &large, o->downloads, &lat, &timed_out2);
     uint64_t bytes = atomic_load(&large.bytes);
     result_add(res, "download", "MiB/s", dsecs > 0 ? (double)bytes / dsecs / 1048576.0 : 0);
     result_add(res, "failed_downloads", "", (double)atomic_load(&large.failed));
-    uint64_t corrupt = atomic_load(&small.corrupt) + atomic_load(&large.corrupt);
+    uint64_t corrupt = warm_corrupt + atomic_load(&small.corrupt) + atomic_load(&large.corrupt);
     result_add(res, "corrupt_bodies", "", (double)corrupt);
     lat_free(&lat);
     if (timed_out || timed_out2)
         result_note(res, "a phase did not finish within 120 s");
     if (corrupt)
-        result_note(res, "%llu response bodies did not match", (unsigned long long)corrupt);
+        result_note(res,
+                    "%llu responses came back wrong (body, length or truncated; warm-up "
+                    "included) and are not counted",
+                    (unsigned long long)corrupt);
     if (atomic_load(&small.failed) || atomic_load(&large.failed))
         result_note(res, "%llu requests and %llu downloads failed",
                     (unsigned long long)atomic_load(&small.failed),

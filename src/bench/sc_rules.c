@@ -3,7 +3,8 @@
  * rules (a realistic mix: blocked address ranges, blocked and allowed
  * domains and suffixes, per-user and per-port rules), measured on the
  * compiled index and, for comparison, by evaluating every rule in order.
- * No proxy and no network: this is the decision alone.
+ * No proxy and no network: this is the decision alone. An index that
+ * decides otherwise than the scan is wrong, and fails the run.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -138,6 +139,8 @@ int scenario_rules(struct bench *b, struct result *res)
 
     double secs = b->o.duration_s > 0 ? b->o.duration_s : 1;
     uint64_t denied = 0, agree = 0, checked = 0;
+    int first_bad = -1;
+    int32_t bad_index = 0, bad_scan = 0;
     /* First, outside any timing: the index must decide as the scan does. */
     for (int i = 0; i < 512; i++) {
         const struct probe *p = &pr[i];
@@ -147,8 +150,20 @@ int scenario_rules(struct bench *b, struct result *res)
         struct acl_result r;
         acl_check(a, &q, &r);
         checked++;
-        agree += r.rule == linear(a, &q);
+        int32_t scan = linear(a, &q);
+        agree += r.rule == scan;
+        if (r.rule != scan && first_bad < 0) {
+            first_bad = i;
+            bad_index = r.rule;
+            bad_scan = scan;
+        }
     }
+    if (first_bad >= 0)
+        bench_fail(b,
+                   "rules: the index decided otherwise than the scan on %llu of %llu lookups "
+                   "(first: probe %d, index rule %d, scan rule %d; -1 is none)",
+                   (unsigned long long)(checked - agree), (unsigned long long)checked, first_bad,
+                   (int)bad_index, (int)bad_scan);
     for (int pass = 0; pass < 2; pass++) {
         uint64_t t0 = now_ns(), count = 0, deadline = t0 + (uint64_t)(secs * 1e9);
         while (now_ns() < deadline) {

@@ -3,8 +3,16 @@
  * through the proxy to the echo target before the window opens; then each
  * writes --payload sized chunks as fast as the path takes them while reading
  * the echo back and checking every byte. Reported per direction.
+ *
+ * The echo must be the stream sent, byte for byte and in order: a changed
+ * byte, a byte beyond what was sent, or a clean close before everything
+ * came back fails the run (bench_fail) and ends that stream; only bytes up
+ * to the first wrong one count in the rate. A reset is a broken stream, a
+ * figure of its own.
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -20,6 +28,7 @@ struct tp_conn {
     struct sclient sc;
     struct tp_thread *th;
     struct task task;
+    unsigned index; /* the stream's number in reports */
     uint64_t seed, sent, recvd;
     bool open, dead;
 };
@@ -32,8 +41,8 @@ struct tp_thread {
     uint8_t *rbuf;
     bool started;
     _Atomic bool go;
-    _Atomic uint64_t sent, recvd, corrupt;
-    _Atomic unsigned open, failed, broken;
+    _Atomic uint64_t sent, recvd;
+    _Atomic unsigned open, failed, broken, corrupt;
 };
 
 static void stat_store(_Atomic uint64_t *s, uint64_t v)
@@ -50,6 +59,49 @@ static void tp_kill(struct tp_conn *c)
     sclient_close(&c->sc, false);
 }
 
+/* The echo went wrong (fmt says where): fail the run, end the stream
+ * (nothing after a wrong byte can be trusted). */
+static void tp_corrupt(struct tp_conn *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void tp_corrupt(struct tp_conn *c, const char *fmt, ...)
+{
+    char what[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    bench_fail(c->th->b, "throughput: the proxy corrupted stream %u: %s", c->index, what);
+    atomic_fetch_add(&c->th->corrupt, 1);
+    c->dead = true;
+    sclient_close(&c->sc, false);
+}
+
+/* Check n echoed bytes at p against the stream; count the good ones. */
+static bool tp_check(struct tp_conn *c, const uint8_t *p, size_t n)
+{
+    struct tp_thread *th = c->th;
+    size_t good = n;
+    if (c->recvd + n > c->sent)
+        good = (size_t)(c->sent - c->recvd); /* the rest was never sent */
+    const uint8_t *want = pattern_at(c->seed + c->recvd);
+    size_t diff = bench_first_diff(p, want, good);
+    stat_store(&th->recvd, atomic_load_explicit(&th->recvd, memory_order_relaxed) + diff);
+    uint64_t at = c->recvd + diff;
+    c->recvd = at;
+    if (diff < good) {
+        tp_corrupt(c, "byte %llu of the echo is 0x%02x, 0x%02x was sent", (unsigned long long)at,
+                   p[diff], want[diff]);
+        return false;
+    }
+    if (good < n) {
+        tp_corrupt(c, "%zu bytes came back beyond the %llu sent (from byte %llu on)", n - good,
+                   (unsigned long long)c->sent, (unsigned long long)at);
+        return false;
+    }
+    return true;
+}
+
 static void tp_pump(struct tp_conn *c)
 {
     struct tp_thread *th = c->th;
@@ -59,16 +111,18 @@ static void tp_pump(struct tp_conn *c)
         if (c->sc.ev & SC_RD) {
             ssize_t n = recv(c->sc.io.fd, th->rbuf, payload, 0);
             if (n > 0) {
-                if (memcmp(th->rbuf, pattern_at(c->seed + c->recvd), (size_t)n) != 0)
-                    atomic_fetch_add(&th->corrupt, 1);
-                c->recvd += (uint64_t)n;
-                stat_store(&th->recvd,
-                           atomic_load_explicit(&th->recvd, memory_order_relaxed) + (uint64_t)n);
+                if (!tp_check(c, th->rbuf, (size_t)n))
+                    return;
                 progress = true;
             } else if (n < 0 && errno == EAGAIN) {
                 c->sc.ev &= (uint8_t)~SC_RD;
+            } else if (n == 0 && c->recvd < c->sent) {
+                /* The echo never closes: the proxy ended the stream early. */
+                tp_corrupt(c, "closed after %llu of the %llu bytes sent came back",
+                           (unsigned long long)c->recvd, (unsigned long long)c->sent);
+                return;
             } else {
-                tp_kill(c); /* EOF or error in the middle of a stream */
+                tp_kill(c); /* a reset, or a close with nothing outstanding */
                 return;
             }
         }
@@ -193,6 +247,7 @@ int scenario_throughput(struct bench *b, struct result *res)
         ths[t].conns = conns + base;
         ths[t].rbuf = malloc(o->payload);
         for (unsigned i = 0; i < ths[t].n; i++) {
+            ths[t].conns[i].index = base + i;
             ths[t].conns[i].seed = (uint64_t)(base + i) * 7919u;
             ths[t].conns[i].sc.io.fd = -1;
         }
@@ -240,8 +295,7 @@ int scenario_throughput(struct bench *b, struct result *res)
         double secs = (double)(now_ns() - t0) / 1e9;
         have_cpu = have_cpu && bench_sample(b, &p1);
 
-        uint64_t corrupt = 0;
-        unsigned broken = 0;
+        unsigned corrupt = 0, broken = 0;
         for (unsigned t = 0; t < started; t++) {
             corrupt += atomic_load(&ths[t].corrupt);
             broken += atomic_load(&ths[t].broken);
@@ -260,11 +314,11 @@ int scenario_throughput(struct bench *b, struct result *res)
                        gib > 0 ? (p1.cpu_s - p0.cpu_s) / gib : 0);
         }
         result_add(res, "streams", "", open);
-        result_add(res, "corrupt_chunks", "", (double)corrupt);
+        result_add(res, "corrupt_streams", "", corrupt);
         result_add(res, "broken_streams", "", broken);
         if (corrupt)
-            result_note(res, "%llu received chunks did not match what was sent",
-                        (unsigned long long)corrupt);
+            result_note(res, "%u streams came back wrong (not counted from the first wrong byte)",
+                        corrupt);
         if (broken)
             result_note(res, "%u streams ended early", broken);
     }

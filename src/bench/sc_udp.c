@@ -8,9 +8,15 @@
  *
  * --blast instead sends unpaced for the whole window while reading
  * concurrently, and reports what was offered and what came back.
+ *
+ * A datagram that comes back changed (length, header, sequence, client or
+ * payload) is the proxy corrupting data: it is counted in `corrupt`, never
+ * as an echo, and fails the run. Sequence numbers carry the run's
+ * generation, so a straggler from an earlier run is only late.
  */
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +52,8 @@ struct ud_client {
 struct ud_thread {
     struct gen g;
     struct bench *b;
+    struct route route; /* the bench's, with UDP ASSOCIATE */
+    uint64_t gen;       /* this run's generation, in the top bits of seq */
     struct ud_client *cl;
     unsigned n;
     uint8_t *sbuf, *rbuf;
@@ -101,15 +109,37 @@ static void ud_on_timeout(struct timer *t)
     ud_send_next(c);
 }
 
+#define UD_GEN_SHIFT 40 /* seq: generation << 40 | count */
+
+/* A wrong datagram: count it (warm-up included) and fail the run. */
+static void ud_corrupt(struct ud_client *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void ud_corrupt(struct ud_client *c, const char *fmt, ...)
+{
+    char what[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    bump(&c->th->corrupt, 1);
+    bench_fail(c->th->b, "udp: the proxy corrupted a datagram of client %u: %s", c->index, what);
+}
+
 /* An echo: check it is ours and whole, then credit it if it is current. */
 static void ud_got(struct ud_client *c, const uint8_t *p, size_t len)
 {
     struct ud_thread *th = c->th;
     size_t payload = th->b->o.payload;
     bool measuring = atomic_load_explicit(&th->measuring, memory_order_relaxed);
-    if (len != c->hlen + payload || memcmp(p, c->hdr, c->hlen) != 0) {
-        if (measuring)
-            bump(&th->corrupt, 1);
+    if (len != c->hlen + payload) {
+        ud_corrupt(c, "%zu bytes came back for a datagram of %zu", len, c->hlen + payload);
+        return;
+    }
+    size_t diff = bench_first_diff(p, c->hdr, c->hlen);
+    if (diff < c->hlen) {
+        ud_corrupt(c, "byte %zu of the SOCKS5 UDP header is 0x%02x, 0x%02x was sent", diff, p[diff],
+                   c->hdr[diff]);
         return;
     }
     const uint8_t *d = p + c->hlen;
@@ -119,12 +149,25 @@ static void ud_got(struct ud_client *c, const uint8_t *p, size_t len)
     memcpy(&idx, d + 8, 4);
     bool sent_measured = idx & UD_MEASURED;
     idx &= ~UD_MEASURED;
-    if (idx != c->index || seq > c->seq ||
-        (payload > UD_ID_LEN &&
-         memcmp(d + UD_ID_LEN, pattern_at(seq * 31u + c->index), payload - UD_ID_LEN) != 0)) {
+    if (seq >> UD_GEN_SHIFT != th->gen) {
         if (measuring)
-            bump(&th->corrupt, 1);
+            bump(&th->late, 1); /* from an earlier run, to a reused port */
         return;
+    }
+    if (idx != c->index || seq > c->seq) {
+        ud_corrupt(c, "its id (client %u, datagram %llu) was never sent by this client", idx,
+                   (unsigned long long)(seq & ((1ull << UD_GEN_SHIFT) - 1)));
+        return;
+    }
+    if (payload > UD_ID_LEN) {
+        const uint8_t *want = pattern_at(seq * 31u + c->index);
+        diff = bench_first_diff(d + UD_ID_LEN, want, payload - UD_ID_LEN);
+        if (diff < payload - UD_ID_LEN) {
+            ud_corrupt(c, "payload byte %zu of datagram %llu is 0x%02x, 0x%02x was sent",
+                       diff + UD_ID_LEN, (unsigned long long)(seq & ((1ull << UD_GEN_SHIFT) - 1)),
+                       d[UD_ID_LEN + diff], want[diff]);
+            return;
+        }
     }
     if (th->b->o.blast) {
         if (sent_measured)
@@ -243,7 +286,7 @@ static void ud_on_ctl(struct io *io, uint32_t events)
         }
         return;
     }
-    int rc = sclient_step(&c->sc, &c->th->b->route, events);
+    int rc = sclient_step(&c->sc, &c->th->route, events);
     if (rc < 0) {
         ud_fail(c);
         return;
@@ -269,7 +312,7 @@ static void ud_on_start(struct gen *g)
         if (th->b->o.mode == BENCH_DIRECT) {
             if (ud_start(c, targets_udp(th->b->t)) < 0)
                 ud_fail(c);
-        } else if (sclient_open(&c->sc, &g->loop, &th->b->route, ud_on_ctl) < 0) {
+        } else if (sclient_open(&c->sc, &g->loop, &th->route, ud_on_ctl) < 0) {
             ud_fail(c);
         }
     }
@@ -306,16 +349,20 @@ int scenario_udp(struct bench *b, struct result *res)
         rc = -ENOMEM;
         goto out;
     }
+    static _Atomic uint64_t generation; /* runs of this process */
+    uint64_t gen = (atomic_fetch_add(&generation, 1) + 1) & 0xffffff;
     for (unsigned i = 0; i < o->connections; i++) {
         cl[i].sc.io.fd = -1;
         cl[i].uio.fd = -1;
         cl[i].index = i;
+        cl[i].seq = gen << UD_GEN_SHIFT;
     }
-    struct bench local = *b;
-    local.route.cmd = SOCKS5_CMD_UDP_ASSOCIATE;
     unsigned base = 0;
     for (unsigned t = 0; t < nth; t++) {
-        ths[t].b = &local;
+        ths[t].b = b;
+        ths[t].route = b->route;
+        ths[t].route.cmd = SOCKS5_CMD_UDP_ASSOCIATE;
+        ths[t].gen = gen;
         ths[t].n = o->connections / nth + (t < o->connections % nth ? 1 : 0);
         ths[t].cl = cl + base;
         ths[t].sbuf = malloc(UD_MAX);
@@ -401,7 +448,8 @@ int scenario_udp(struct bench *b, struct result *res)
             result_note(res, "%u of %u clients could not open an association", failed,
                         o->connections);
         if (corrupt)
-            result_note(res, "%llu datagrams came back wrong", (unsigned long long)corrupt);
+            result_note(res, "%llu datagrams came back wrong (warm-up included)",
+                        (unsigned long long)corrupt);
     } else {
         for (unsigned t = 0; t < started; t++)
             gen_stop_join(&ths[t].g);

@@ -22,7 +22,7 @@
 #define ECHO_MAX_PORTS 16
 #define ECHO_BUF       (64 * 1024)
 #define HTTP_REQ_MAX   8192
-#define HTTP_SMALL     128
+#define HTTP_SMALL     BENCH_HTTP_SMALL
 #define UDP_BATCH      32
 #define UDP_MAX        65536
 

@@ -3,14 +3,20 @@ the main modes once each) and its JSON report carries plausible figures.
 
 These tests check that the load generator measures and verifies; they never
 assert a speed. Every run is bounded by short windows and a subprocess
-timeout.
+timeout. A proxy that corrupts data (CorruptingSocks5, below) must make a
+run fail, not produce a figure.
 """
 
 import json
 import os
+import shutil
+import socket
 import subprocess
+import threading
 
 import pytest
+
+from ferrylib import ThreadedServer, recv_exact
 
 FERRY = os.environ.get("FERRY_BIN") or os.path.join(
     os.path.dirname(__file__), "..", "..", "build", "san", "ferry")
@@ -24,12 +30,17 @@ def bench(*args, timeout=120):
     return proc
 
 
+def json_line(proc):
+    lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
+    assert len(lines) == 1, f"{proc.stdout}\n{proc.stderr}"
+    return json.loads(lines[0])
+
+
 def bench_json(*args, timeout=120):
     proc = bench(*args, *SHORT, timeout=timeout)
     assert proc.returncode == 0, f"bench failed: {proc.stderr}\n{proc.stdout}"
-    lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
-    assert len(lines) == 1, proc.stdout
-    report = json.loads(lines[0])
+    report = json_line(proc)
+    assert report["ok"] is True and "error" not in report
     return report
 
 
@@ -49,7 +60,7 @@ def test_throughput_self_hosted():
     assert metric(r, "up") > 0
     assert metric(r, "down") > 0
     assert metric(r, "streams") == 2
-    assert metric(r, "corrupt_chunks") == 0
+    assert metric(r, "corrupt_streams") == 0
     assert metric(r, "broken_streams") == 0
     assert metric(r, "proxy_cpu_per_gib") > 0
     assert r["notes"] == []
@@ -62,6 +73,7 @@ def test_handshakes_self_hosted():
     assert 0 < p50 <= p95 <= p99
     assert metric(r, "failed_socks") == 0
     assert metric(r, "failed_socket") == 0
+    assert metric(r, "failed_data") == 0
     assert metric(r, "proxy_cpu_per_1k") > 0
 
 
@@ -84,7 +96,12 @@ def test_connections_self_hosted():
     assert metric(r, "failed_setups") == 0
     assert metric(r, "healthy") == 300
     assert metric(r, "setup_rate") > 0
-    assert metric(r, "proxy_rss") > 0
+    assert metric(r, "corrupt_echoes") == 0
+    # Pss where the kernel has it: named for what it is, with its source.
+    assert metric(r, "proxy_mem") > 0
+    assert "proxy_mem_per_conn" in r["metrics"]
+    assert "proxy_rss" not in r["metrics"] and "proxy_rss_per_conn" not in r["metrics"]
+    assert r["mem_source"] in ("pss", "rss", "pss+rss")
 
 
 def test_direct_mode_has_no_proxy_figures():
@@ -102,6 +119,11 @@ def test_external_proxy_mode(ferry):
     assert metric(r, "setups") > 0
     assert metric(r, "failed_socks") == 0
     assert "proxy_cpu_per_1k" in r["metrics"]
+    # What was measured is in the line: the address and the processes.
+    assert r["params"]["proxy"] == f"127.0.0.1:{f.port}"
+    assert r["params"]["proxy_pids"] == [f.proc.pid]
+    assert "ferry" not in r["params"] and "proxy_set" not in r["params"]
+    assert "ferry_build" not in r and "proxy_instances" not in r
 
 
 def test_table_output_and_runs_median():
@@ -145,6 +167,13 @@ def test_help():
     assert proc.returncode == 0
     for word in ("throughput", "handshakes", "requests", "connections", "--proxy", "--json"):
         assert word in proc.stdout
+    # It drives SOCKS5 and HTTP proxies, and rules runs with no proxy.
+    assert "Measure a SOCKS5 proxy" not in proc.stdout
+    assert "an HTTP proxy" in proc.stdout and "no proxy" in proc.stdout
+    # --warmup says where it does not apply.
+    warmup = proc.stdout[proc.stdout.index("--warmup"):proc.stdout.index("--connections N")]
+    assert "connections" in warmup and "no warm-up" in warmup
+    assert "Exit status" in proc.stdout
 
 
 def test_udp_paced_self_hosted():
@@ -188,7 +217,7 @@ def test_handshakes_and_throughput_through_http_connect():
     r = bench_json("handshakes", "--concurrency", "2", "--http-proxy", "connect")
     assert metric(r, "setups") > 0 and metric(r, "failed_socks") == 0
     t = bench_json("throughput", "--connections", "2", "--http-proxy", "connect")
-    assert metric(t, "total") > 0 and metric(t, "corrupt_chunks") == 0
+    assert metric(t, "total") > 0 and metric(t, "corrupt_streams") == 0
 
 
 def test_auth_modes_self_hosted():
@@ -201,6 +230,256 @@ def test_auth_modes_self_hosted():
 def test_rules_lookup_cost():
     r = bench_json("rules", "--rules", "2000")
     assert r["scenario"] == "rules"
+    assert r["mode"] == "none"  # the lookup alone, in the bench process
+    assert r["params"]["rules"] == 2000
+    assert "ferry_build" not in r and "proxy_instances" not in r
     assert metric(r, "rules") == 2000
     assert metric(r, "indexed_lookup") > 0 and metric(r, "linear_lookup") > 0
     assert metric(r, "index_agrees") == 100
+
+
+# ---- the full parameter set --------------------------------------------------
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def git_head(path):
+    try:
+        out = subprocess.run(["git", "-C", os.path.dirname(path), "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, timeout=30)
+    except OSError:
+        return None
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else None
+
+
+def test_json_carries_parameters_version_and_commit():
+    port = free_port()
+    args = ["throughput", "--connections", "2", "--payload", "16k", "--threads", "2",
+            "--proxy-workers", "2", "--proxy-set", "splice=no", "--proxy-set", "buffer_size=32k",
+            "--target-port", str(port)]
+    r = bench_json(*args)
+    p = r["params"]
+    assert p["proxy_set"] == ["splice=no", "buffer_size=32k"]
+    assert p["target_port"] == port
+    assert p["threads"] == 2 and p["proxy_workers"] == 2
+    assert p["connections"] == 2 and p["payload"] == 16384 and p["concurrency"] == 8
+    assert p["ferry"] == os.path.realpath(FERRY)
+    assert "rules" not in p  # only where it applies
+    assert "proxy" not in p and "proxy_pids" not in p
+    # The arguments as given, after `ferry`: enough to run the line again.
+    assert r["args"] == ["bench", *args, *SHORT]
+    version = subprocess.run([FERRY, "--version"], capture_output=True, text=True,
+                             timeout=30).stdout.split()[1]
+    assert r["version"] == version
+    head = git_head(os.path.realpath(FERRY))
+    for key in ("bench_build", "ferry_build"):
+        b = r[key]
+        assert b["binary"] == os.path.realpath(FERRY)
+        assert b["version"] == version
+        if head:
+            assert b["commit"] == head
+            assert b["commit_source"].startswith("git")
+            assert isinstance(b["tree_dirty"], bool)
+        else:
+            assert "commit" not in b
+            assert b["commit_source"].startswith("none")
+    inst = r["proxy_instances"]
+    assert len(inst) == 1 and inst[0]["run"] == 1 and inst[0]["pid"] > 0
+
+
+def test_json_commit_omitted_outside_a_git_tree(tmp_path):
+    # A copy of the binary outside any work tree: no commit, and it says so.
+    copy = tmp_path / "ferry"
+    shutil.copy(FERRY, copy)
+    if git_head(str(copy)):
+        pytest.skip("the temporary directory lies in a git work tree")
+    proc = subprocess.run([str(copy), "bench", "rules", "--rules", "10", *SHORT],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    b = json_line(proc)["bench_build"]
+    assert b["binary"] == str(copy.resolve())
+    assert "commit" not in b and b["commit_source"].startswith("none")
+
+
+def test_connections_restart_the_self_hosted_proxy_each_run():
+    proc = bench("connections", "--connections", "50", "--concurrency", "16", "--runs", "3",
+                 "--duration", "0.3", "--json", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    r = json_line(proc)
+    inst = r["proxy_instances"]
+    assert [i["run"] for i in inst] == [1, 2, 3]
+    assert len({i["pid"] for i in inst}) == 3, inst  # a fresh ferry each run
+    assert all(i["addr"].startswith("127.0.0.1:") for i in inst)
+    assert metric(r, "connections") == 50 and metric(r, "healthy") == 50
+    assert len(r["metrics"]["proxy_mem_per_conn"]["runs"]) == 3
+    assert "a fresh one for each run" in r["target"]
+
+
+def test_other_scenarios_keep_one_proxy_across_runs():
+    proc = bench("handshakes", "--concurrency", "2", "--runs", "2", "--duration", "0.2",
+                 "--warmup", "0", "--json", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    inst = json_line(proc)["proxy_instances"]
+    assert len(inst) == 2 and inst[0]["pid"] == inst[1]["pid"]
+
+
+# ---- a proxy that corrupts data ----------------------------------------------
+
+def flip(data, at):
+    if 0 <= at < len(data):
+        b = bytearray(data)
+        b[at] ^= 0xFF
+        return bytes(b)
+    return data
+
+
+class CorruptingSocks5(ThreadedServer):
+    """A SOCKS5 proxy (no authentication, IPv4 only) that relays faithfully
+    but for one byte: for CONNECT, the one at offset flip_at of what each
+    tunnel sends back to its client; for UDP ASSOCIATE, the one at offset
+    flip_at of the payload of every datagram sent back. It is inverted."""
+
+    def __init__(self, flip_at):
+        self.flip_at = flip_at
+        super().__init__("127.0.0.1", conn_timeout=30.0)
+
+    def handle(self, c, peer):
+        _, nmethods = recv_exact(c, 2)
+        recv_exact(c, nmethods)
+        c.sendall(b"\x05\x00")
+        head = recv_exact(c, 4)
+        assert head[0] == 5 and head[1] in (1, 3) and head[3] == 1, head
+        dst = recv_exact(c, 6)
+        if head[1] == 3:
+            self._associate(c)
+            return
+        host, port = socket.inet_ntoa(dst[:4]), int.from_bytes(dst[4:], "big")
+        up = socket.create_connection((host, port), timeout=5)
+        up.settimeout(30.0)
+        c.sendall(b"\x05\x00\x00\x01\x00\x00\x00\x00\x00\x00")
+        down = threading.Thread(target=self._down, args=(up, c), daemon=True)
+        down.start()
+        try:
+            while True:
+                data = c.recv(65536)
+                if not data:
+                    break
+                up.sendall(data)
+            up.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        down.join(10)
+        up.close()
+
+    def _down(self, up, c):
+        off = 0
+        try:
+            while True:
+                data = up.recv(65536)
+                if not data:
+                    break
+                data = flip(data, self.flip_at - off)
+                off += len(data)
+                c.sendall(data)
+            c.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+    def _associate(self, c):
+        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        u.bind(("127.0.0.1", 0))
+        u.settimeout(0.1)
+        c.sendall(b"\x05\x00\x00\x01" + socket.inet_aton("127.0.0.1") +
+                  u.getsockname()[1].to_bytes(2, "big"))
+        done = threading.Event()
+        t = threading.Thread(target=self._udp, args=(u, done), daemon=True)
+        t.start()
+        try:
+            while c.recv(64):  # the association lasts as long as this
+                pass
+        except OSError:
+            pass
+        done.set()
+        t.join(10)
+        u.close()
+
+    def _udp(self, u, done):
+        client = None
+        while not done.is_set():
+            try:
+                data, src = u.recvfrom(65536)
+            except socket.timeout:
+                continue
+            except OSError:
+                break
+            if data[:4] == b"\x00\x00\x00\x01" and len(data) >= 10 and client in (None, src):
+                client = src  # RSV RSV FRAG ATYP=1 ADDR PORT payload
+                dst = (socket.inet_ntoa(data[4:8]), int.from_bytes(data[8:10], "big"))
+                u.sendto(data[10:], dst)
+            elif client:
+                hdr = b"\x00\x00\x00\x01" + socket.inet_aton(src[0]) + src[1].to_bytes(2, "big")
+                u.sendto(hdr + flip(data, self.flip_at), client)
+
+
+# The HTTP target's head for /small is 59 bytes ("HTTP/1.1 200 OK", a
+# Content-Length and "Connection: close"), so offset 150 is body byte 91.
+@pytest.mark.parametrize("scenario,args,flip_at,metric_name,needles", [
+    ("throughput", ["--connections", "1", "--payload", "16k"], 70000, "corrupt_streams",
+     ["throughput", "stream 0", "byte 70000 of the echo"]),
+    ("handshakes", ["--concurrency", "2"], 0, "failed_data",
+     ["handshakes", "came back as 0xa5, 0x5a was sent"]),
+    ("requests", ["--requests", "20", "--warm-requests", "0", "--downloads", "1",
+                  "--download-size", "64k", "--concurrency", "2"], 150, "corrupt_bodies",
+     ["requests", "GET /small", "body byte 91"]),
+    ("connections", ["--connections", "5", "--concurrency", "5"], 3, "corrupt_echoes",
+     ["connections", "byte 3 of echo 1"]),
+    ("udp", ["--connections", "1", "--payload", "64"], 20, "corrupt",
+     ["udp", "client 0", "payload byte 20 of datagram 1"]),
+])
+def test_corrupting_proxy_fails_the_run(scenario, args, flip_at, metric_name, needles):
+    srv = CorruptingSocks5(flip_at)
+    try:
+        proc = bench(scenario, *args, "--proxy", f"127.0.0.1:{srv.port}", "--runs", "2",
+                     "--duration", "0.5", "--warmup", "0", "--json", timeout=120)
+    finally:
+        srv.stop()
+    assert proc.returncode == 1, f"{proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    assert "run 1 failed" in proc.stderr and "corrupted" in proc.stderr, proc.stderr
+    for n in needles:
+        assert n in proc.stderr, proc.stderr
+    # The failed run is still reported: its figures, its error, its counter.
+    r = json_line(proc)
+    assert r["ok"] is False
+    assert all(n in r["error"] for n in needles), r["error"]
+    assert len(r["metrics"][metric_name]["runs"]) == 1  # it stopped at the failure
+    assert metric(r, metric_name) >= 1
+
+
+def test_corrupting_proxy_fails_the_table_too():
+    srv = CorruptingSocks5(70000)
+    try:
+        proc = bench("throughput", "--connections", "1", "--proxy", f"127.0.0.1:{srv.port}",
+                     "--runs", "1", "--duration", "0.5", "--warmup", "0", timeout=120)
+    finally:
+        srv.stop()
+    assert proc.returncode == 1, proc.stderr
+    assert "FAILED (run 1)" in proc.stdout and "byte 70000" in proc.stdout
+    assert "corrupt_streams" in proc.stdout
+
+
+@pytest.mark.parametrize("scenario,args,metric_name", [
+    ("throughput", ["--connections", "1", "--payload", "16k"], "corrupt_streams"),
+    ("handshakes", ["--concurrency", "2"], "failed_data"),
+    ("udp", ["--connections", "1", "--payload", "64"], "corrupt"),
+])
+def test_the_relay_that_corrupts_passes_when_it_does_not(scenario, args, metric_name):
+    # The control for the tests above: the same relay, no byte flipped.
+    srv = CorruptingSocks5(-1)
+    try:
+        r = bench_json(scenario, *args, "--proxy", f"127.0.0.1:{srv.port}")
+    finally:
+        srv.stop()
+    assert metric(r, metric_name) == 0
