@@ -46,6 +46,7 @@ SAN_CFLAGS = $(BASE_CFLAGS) $(if $(call is_gcc,$(CC)),$(WARN_GCC)) -O1 -g $(SAN)
 CLANG_CFLAGS = $(BASE_CFLAGS) -O2 -g
 
 SRC      := $(sort $(shell find src -name '*.c'))
+HDR      := $(sort $(shell find src -name '*.h'))
 LIB_SRC  := $(filter-out src/main.c,$(SRC))
 UNIT_SRC := $(sort $(shell find tests/unit -name '*_test.c' 2>/dev/null))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/*_fuzz.c))
@@ -214,11 +215,12 @@ bench-compare: ferry
 BANNED := strcpy|strcat|sprintf|vsprintf|gets|strtok|atoi|atol|atoll|alloca|rand|signal|select
 
 lint: deps-lint
-	@echo "lint: clang-format"; clang-format --dry-run --Werror $(SRC) $(UNIT_SRC) $(FUZZ_SRC) tests/fuzz/replay.c
+	@echo "lint: clang-format"; clang-format --dry-run --Werror $(SRC) $(HDR) $(UNIT_SRC) \
+	  tests/unit/harness.h $(FUZZ_SRC) tests/fuzz/replay.c
 	@echo "lint: cppcheck"; cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability \
 	  --inline-suppr --suppress=missingIncludeSystem -Isrc -D__GNUC__ $(SRC)
 	@echo "lint: banned functions"; \
-	if grep -nE '\b($(BANNED))[[:space:]]*\(' $(SRC) $(UNIT_SRC); then \
+	if grep -nE '\b($(BANNED))[[:space:]]*\(' $(SRC) $(HDR) $(UNIT_SRC) $(FUZZ_SRC); then \
 	  echo "lint: banned function used (see STYLE: use snprintf, strtoul via util/parse, sigaction...)"; exit 1; fi
 	@echo "lint: man pages"; for m in docs/man/*.[0-9]; do \
 	  out=$$(LC_ALL=C.UTF-8 groff -mandoc -ww -z -K utf8 $$m 2>&1); \
@@ -260,7 +262,7 @@ uninstall:
 	@echo "left $(DESTDIR)$(SYSCONFDIR)/ferry in place (your configuration)"
 
 format:
-	clang-format -i $(SRC) $(UNIT_SRC) $(FUZZ_SRC) tests/fuzz/replay.c
+	clang-format -i $(SRC) $(HDR) $(UNIT_SRC) tests/unit/harness.h $(FUZZ_SRC) tests/fuzz/replay.c
 
 clean:
 	rm -rf $(BUILD) ferry

@@ -317,7 +317,7 @@ struct acl_tnode {
 };
 
 struct acl_dom {
-    char *key; /* "=name", ".suffix" or "*" */
+    char *key; /* "=name", ".suffix", "*", or "@user" (rules with only a user) */
     uint32_t *rules;
     uint32_t nrules;
     struct acl_dom *next; /* chain */
@@ -457,7 +457,7 @@ int acl_build(struct acl **out, struct acl_rule *rules, uint32_t n, uint8_t defa
     a->from6 = calloc(1, sizeof(*a->from6));
     uint32_t nd = 16;
     for (uint32_t i = 0; i < n; i++)
-        nd += rules[i].ndomains;
+        nd += rules[i].ndomains + 1;
     a->ndom = 16;
     while (a->ndom < nd)
         a->ndom *= 2;
@@ -465,8 +465,17 @@ int acl_build(struct acl **out, struct acl_rule *rules, uint32_t n, uint8_t defa
     int rc = (!a->trie4 || !a->trie6 || !a->from4 || !a->from6 || !a->dom) ? -ENOMEM : 0;
     for (uint32_t i = 0; i < n && !rc; i++) {
         const struct acl_rule *r = &rules[i];
-        if (!r->nto && !r->ndomains && !r->nfrom)
-            rc = list_add(&a->nodest, &a->nnodest, i);
+        /* Neither destination nor client range: by the user it names, so
+         * thousands of "allow user uN ..." rules are not all scanned. */
+        if (!r->nto && !r->ndomains && !r->nfrom) {
+            if (r->user) {
+                char key[260];
+                snprintf(key, sizeof(key), "@%s", r->user);
+                rc = dom_add(a, key, i);
+            } else {
+                rc = list_add(&a->nodest, &a->nnodest, i);
+            }
+        }
         /* No destination but client ranges: found through the client. */
         for (unsigned k = 0; !r->nto && !r->ndomains && k < r->nfrom && !rc; k++)
             rc = trie_insert(r->from[k].family == AF_INET6 ? a->from6 : a->from4, &r->from[k], i);
@@ -504,11 +513,11 @@ struct span {
 };
 
 /* Every list that can hold a candidate: rules without destination (1), the
- * client's trie path (up to 129 nodes), "*" (1), the name and each of its
+ * client's trie path (up to 129 nodes), the user's rules (1), "*" (1), the name and each of its
  * suffixes (the lookup key holds at most 258 bytes of a name, so at most 129
  * dots: 130), the destination's trie path (129). Dropping one would skip
  * rules, so there is room for all. */
-#define MAX_SPANS (1 + 129 + 1 + 130 + 129)
+#define MAX_SPANS (1 + 129 + 1 + 1 + 130 + 129)
 
 static void span_add(struct span *s, unsigned *ns, const uint32_t *p, uint32_t n)
 {
@@ -572,6 +581,13 @@ void acl_check(const struct acl *a, const struct acl_req *q, struct acl_result *
     unsigned ns = 0;
     span_add(spans, &ns, a->nodest, a->nnodest);
     trie_spans(q->client->family == AF_INET6 ? a->from6 : a->from4, q->client, spans, &ns);
+    if (q->user) {
+        char ukey[260];
+        snprintf(ukey, sizeof(ukey), "@%s", q->user);
+        struct acl_dom *u = dom_find(a, ukey);
+        if (u)
+            span_add(spans, &ns, u->rules, u->nrules);
+    }
     struct acl_dom *d = dom_find(a, "*");
     if (d)
         span_add(spans, &ns, d->rules, d->nrules);

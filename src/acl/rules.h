@@ -71,7 +71,7 @@ struct acl {
     uint8_t default_action;
     /* index */ struct acl_trie *trie4, *trie6;
     struct acl_trie *from4, *from6; /* rules with no "to", by client range */
-    uint32_t *nodest;               /* rules with neither "to" nor "from" */
+    uint32_t *nodest;               /* rules with no "to", no "from" and no named user */
     uint32_t nnodest;
     uint32_t *cidr_rules; /* rules with at least one address range */
     uint32_t ncidr_rules;

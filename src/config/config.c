@@ -595,6 +595,8 @@ static const struct key keys[] = {
     {"http.keepalive_timeout", set_duration, OFF(http.keepalive_ms), 1000, DAY_MS,
      "a duration from 1s to 24h", false},
     {"http.pool_size", set_u32, OFF(http.pool_size), 0, 100000, "0..100000", false},
+    {"http.response_timeout", set_duration, OFF(http.response_ms), 1000, DAY_MS,
+     "a duration from 1s to 24h", false},
     {"http.pool_idle", set_duration, OFF(http.pool_idle_ms), 1000, DAY_MS,
      "a duration from 1s to 24h", false},
     /* [auth] */
@@ -856,6 +858,7 @@ static void set_defaults(struct config *c)
     c->http.keepalive_ms = 60000;
     c->http.pool_size = 64;
     c->http.pool_idle_ms = 30000;
+    c->http.response_ms = 60000;
     c->rules_default = ACL_ALLOW;
     c->limits.burst = 20;
     c->limits.ip_table = 65536;
@@ -993,8 +996,25 @@ static void collect_local_addrs(struct config *c)
     freeifaddrs(ifs);
 }
 
-static void validate(struct config *c, struct config_errors *errs)
+/* "FILE:LINE" where key was set, or "FILE" / "built-in defaults". */
+static const char *key_origin(const struct loader *ld, const char *key, char *buf, size_t len)
 {
+    int line = 0;
+    for (size_t i = 0; i < ARRAY_LEN(keys); i++)
+        if (strcmp(keys[i].name, key) == 0)
+            line = ld->seen[i];
+    if (!ld->file)
+        snprintf(buf, len, "built-in defaults");
+    else if (line)
+        snprintf(buf, len, "%s:%d", ld->file, line);
+    else
+        snprintf(buf, len, "%s", ld->file);
+    return buf;
+}
+
+static void validate(struct config *c, const struct loader *ld, struct config_errors *errs)
+{
+    char where[4200];
     const struct config_listen *pub = NULL;
     /* Without authentication or rules, any listener reachable from another
      * host makes an open proxy: demand that it be said out loud. */
@@ -1025,14 +1045,14 @@ static void validate(struct config *c, struct config_errors *errs)
         config_error(&c->warnings,
                      "%s: proxy_protocol_from: no listen address has proxy_protocol=v1 or v2, "
                      "so it has no effect",
-                     c->path ? c->path : "configuration");
+                     key_origin(ld, "proxy_protocol_from", where, sizeof(where)));
     if (c->metrics_listen.family) {
         for (size_t i = 0; i < c->nlisten; i++) {
             if (addr_equal(&c->listen[i].addr, &c->metrics_listen) && c->metrics_listen.port) {
                 char a[ADDR_STRLEN];
-                config_error(errs, "%s: metrics.listen: %s is also a proxy listen address",
-                             c->path ? c->path : "configuration",
-                             addr_format(&c->metrics_listen, a, sizeof(a)));
+                config_error(errs, "%s: metrics.listen: %s is also a proxy listen address (%s)",
+                             key_origin(ld, "metrics.listen", where, sizeof(where)),
+                             addr_format(&c->metrics_listen, a, sizeof(a)), c->listen[i].origin);
             }
         }
     }
@@ -1067,7 +1087,9 @@ static void load_rules_file(struct loader *ld, const char *cfg_path)
     char *text;
     int rc = file_read_text(path, 64u << 20, &text, NULL);
     if (rc) {
-        config_error(ld->errs, "%s: rules_file: cannot read %s: %s", cfg_path, path,
+        char where[4200];
+        config_error(ld->errs, "%s: rules_file: cannot read %s: %s",
+                     key_origin(ld, "rules_file", where, sizeof(where)), path,
                      rc == -EFBIG ? "larger than 64 MiB" : strerror(-rc));
         return;
     }
@@ -1135,9 +1157,12 @@ int config_load(const struct config_cli *cli, struct config **out, struct config
         }
     }
     if (c->rules_file) {
+        char where[4200];
         if (ld.nrules)
-            config_error(errs, "%s: rules_file and a [rules] section: use one or the other",
-                         cli->path);
+            config_error(errs,
+                         "%s: rules_file: the file also has a [rules] section; use one or "
+                         "the other",
+                         key_origin(&ld, "rules_file", where, sizeof(where)));
         else
             load_rules_file(&ld, cli->path);
     }
@@ -1165,11 +1190,14 @@ int config_load(const struct config_cli *cli, struct config **out, struct config
                      "environment: FERRY_LOG: '%s' is not a log level (expected debug, info, "
                      "warn or error)",
                      env);
-    validate(c, errs); /* every problem at once, not one per attempt */
+    validate(c, &ld, errs); /* every problem at once, not one per attempt */
     if (c->acl && errs->n == nerr0 && config_alloc_rule_hits(c) < 0)
         config_error(errs, "%s: out of memory for the rule counters", cli->path);
 
     if (errs->n != nerr0) {
+        /* Warnings still matter when there are errors: say them too. */
+        for (size_t i = 0; i < c->warnings.n; i++)
+            config_error(errs, "warning: %s", c->warnings.msg[i]);
         config_free(c);
         return -EINVAL;
     }

@@ -50,6 +50,7 @@ struct config_http {
     uint32_t keepalive_ms; /* idle time allowed between a client's requests */
     uint32_t pool_size;    /* idle upstream connections kept per worker (0: none) */
     uint32_t pool_idle_ms; /* how long one may stay idle */
+    uint32_t response_ms;  /* the origin may stay silent this long while a response is owed */
 };
 
 struct userlist;

@@ -238,7 +238,11 @@ static size_t writer_drain(char *batch, size_t cap)
         int m = snprintf(line + n, sizeof(line) - n,
                          "warn  log: %llu records dropped (queue of %d full)\n",
                          (unsigned long long)lost, LOG_QUEUE_LEN);
-        if (m > 0 && used + n + (size_t)m <= cap) {
+        if (m > 0) {
+            if (used + n + (size_t)m > cap) {
+                write_all(q.fd, batch, used); /* make room: the count must not be lost */
+                used = 0;
+            }
             memcpy(batch + used, line, n + (size_t)m);
             used += n + (size_t)m;
         }

@@ -388,6 +388,7 @@ void metrics_render(struct mtext *t, const struct metrics_source *src, const str
         {"queue", offsetof(struct worker_stats, udp_drop_queue)},
         {"dns", offsetof(struct worker_stats, udp_drop_dns)},
         {"send", offsetof(struct worker_stats, udp_drop_send)},
+        {"bandwidth", offsetof(struct worker_stats, udp_drop_bandwidth)},
     };
     for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++) {
         snprintf(l, sizeof(l), "reason=\"%s\"", drops[i].reason);

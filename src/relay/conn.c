@@ -217,6 +217,8 @@ void conn_close(struct conn *c, const char *why)
     relay_release(c);
     free(c->ans);
     c->ans = NULL;
+    free(c->bind);
+    c->bind = NULL;
     free(c->dst_name);
     c->dst_name = NULL;
     auth_abandon(c->auth);
@@ -375,6 +377,8 @@ void conn_resume(struct conn *c)
 {
     if (c->state == CONN_ST_RELAY)
         conn_relay_drive(c);
+    else if (c->state == CONN_ST_HTTP_FWD)
+        http_drive(c, 0);
 }
 
 void conn_relay_start(struct conn *c)
@@ -804,8 +808,13 @@ static void conn_on_timer(struct timer *t)
     case CONN_ST_PROXY:
         proxy_refused(c, "no PROXY header within handshake_timeout");
         break;
-    case CONN_ST_GREETING:
     case CONN_ST_AUTH:
+        /* A username/password message that never completed (truncated):
+         * RFC 1929 failure status, then close. */
+        conn_bad_handshake(c);
+        socks_auth_timeout(c);
+        break;
+    case CONN_ST_GREETING:
     case CONN_ST_REQUEST:
         conn_bad_handshake(c);
         conn_close(c, "handshake-timeout");

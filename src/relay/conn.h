@@ -70,6 +70,7 @@ struct buf;
 struct pipe_pair;
 struct dns_answer;
 struct conn_addrs;
+struct bind_peers;
 struct dns_req;
 struct auth_job;
 struct udp_assoc;
@@ -106,6 +107,7 @@ struct conn {
     struct addr client, target, bnd;
     char *dst_name;          /* the name the client asked for; NULL for IP requests */
     struct conn_addrs *ans;  /* addresses to try, while connecting */
+    struct bind_peers *bind; /* BIND by name: the hosts that may connect back */
     struct dns_req *dns;     /* pending lookup */
     struct auth_job *auth;   /* pending verification */
     char *user;              /* authenticated (or claimed) user name, for logs */

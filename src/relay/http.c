@@ -15,6 +15,13 @@
  * response with a short text body, unless the client already has (part of)
  * the origin's response: then the connection closes without another. Each
  * response gets one access-log line.
+ *
+ * While a response is owed, the origin may stay silent for [http]
+ * response_timeout (a client that does not read is backpressure, not
+ * silence). Forwarded bytes obey the bandwidth limits like relayed ones:
+ * request bodies and responses are read only as fast as policy_bw_allow()
+ * lets them. The user a request authenticates as holds the session's
+ * per-user slot, also when a later request on the connection is another's.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -24,6 +31,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "acl/limits.h"
 #include "auth/auth.h"
 #include "core/buf.h"
 #include "core/sock.h"
@@ -35,6 +43,14 @@
 
 #define HTTP_OUT_MAX       (64 * 1024 + 512) /* a rewritten head */
 #define HTTP_POOL_SWEEP_MS 1000
+/* Under bandwidth limits, reads ask for at most HTTP_BW_CHUNK; paused by
+ * the limiter, the exchange looks again every HTTP_BW_POLL_MS (the
+ * limiter's own timer resumes only the byte relay, see conn_resume()). A
+ * bucket holds at least 64 KiB and a quarter second of tokens, so those
+ * that come in after the limiter's timer and before the next look are
+ * kept: pausing this way loses no throughput. */
+#define HTTP_BW_CHUNK      (16 * 1024)
+#define HTTP_BW_POLL_MS    50
 
 enum http_kind { HTTP_NONE, HTTP_CONNECT, HTTP_FORWARD };
 
@@ -60,6 +76,8 @@ struct http_state {
     bool retried;
     bool closing;   /* failed after a response went out: flush it, then close */
     bool authed;    /* this request's credentials were verified */
+    bool owed;      /* the exchange waits for the origin (response_timeout runs) */
+    bool paused;    /* the exchange waits for the bandwidth limiter */
     size_t scanned; /* http1_head_end() progress on the current head */
     int status;
     char method[24]; /* the request in progress, until its access-log line */
@@ -68,6 +86,7 @@ struct http_state {
     char *head_copy; /* the rewritten request head, for a retry on a stale pooled connection */
     uint32_t head_copy_len;
     uint64_t req_bytes, resp_bytes;
+    uint64_t origin_since; /* loop ms: the origin has been silent since, while owed */
 };
 
 /* An idle upstream connection waiting for a request to the same place. */
@@ -461,6 +480,22 @@ static int build_request_head(struct conn *c, const struct http1_msg *m, size_t 
 
 static void http_on_auth(void *owner, int result);
 
+/* The user this request authenticated as holds the session's per-user slot
+ * (limits.per_user) and is charged its bytes (limits.bandwidth_user). On a
+ * keep-alive connection a request may be another user's than the one
+ * before: the slot passes to that user, who must be admitted like a new
+ * session. The same user again changes nothing. False: over the limit
+ * (the former user's slot is given back all the same). */
+static bool http_admit_user(struct conn *c)
+{
+    if (c->lu && c->user && strcmp(c->lu->name, c->user) != 0)
+        policy_release_user(c);
+    /* Bandwidth follows by itself: the per-user bucket is found through
+     * c->lu on every chunk, and http_fwd_start() (or the relay) starts a
+     * limiter should the session have had none. */
+    return policy_admit_user(c);
+}
+
 /* A complete request head is at the start of req.in. */
 static void http_request_head(struct conn *c, size_t headlen)
 {
@@ -533,7 +568,7 @@ static void http_request_head(struct conn *c, size_t headlen)
     }
     if (h->authed) {
         c->authed = true;
-        if (!policy_admit_user(c)) {
+        if (!http_admit_user(c)) {
             free(m);
             http_error(c, 429, "ferry: too many sessions for this user", "user-limit");
             return;
@@ -716,12 +751,17 @@ static void http_request(struct conn *c)
 static void http_forward(struct conn *c);
 
 /* The request goes upstream; the response is waited for, bounded by
- * iotimeout like any relayed traffic (0: the client decides how long). */
+ * response_timeout while the origin owes it and by iotimeout like any
+ * relayed traffic (see http_fwd_deadline()). */
 static void http_fwd_start(struct conn *c)
 {
+    struct http_state *h = c->http;
     conn_set_state(c, CONN_ST_HTTP_FWD);
     c->last_active = loop_now(&c->w->loop);
-    conn_arm_idle(c);
+    h->origin_since = c->last_active;
+    h->owed = h->paused = false;
+    loop_timer_stop(&c->w->loop, &c->timer); /* the connect deadline is over */
+    policy_bw_start(c);
     http_forward(c);
 }
 
@@ -787,9 +827,11 @@ static int hflow_flush(struct hflow *f, int fd, uint8_t *ev, uint64_t *count)
     return 0;
 }
 
-/* Read from fd into f->in. Returns bytes read, 0 (nothing now, or EOF:
- * see f->eof), or -errno. */
-static ssize_t hflow_read(struct conn *c, struct hflow *f, int fd, uint8_t *ev, uint32_t cap)
+/* Read from fd into f->in, no more than the bandwidth limits allow now.
+ * Returns bytes read, 0 (nothing now, or EOF: see f->eof; or nothing
+ * allowed: *paused is set, and reading waits for the limiter), or -errno. */
+static ssize_t hflow_read(struct conn *c, struct hflow *f, int fd, uint8_t *ev, uint32_t cap,
+                          bool *paused)
 {
     if (!(*ev & SIDE_RD) || f->eof)
         return 0;
@@ -800,9 +842,20 @@ static ssize_t hflow_read(struct conn *c, struct hflow *f, int fd, uint8_t *ev, 
     uint32_t room = buf_room(f->in);
     if (room == 0)
         return 0;
+    /* Asked only when a read is due, as the relay does: a refusal arms the
+     * limiter's timer and counts a pause. Bytes wait in the kernel
+     * meanwhile, which pushes back on the sender. */
+    uint32_t allow = policy_bw_allow(c, c->bw && room > HTTP_BW_CHUNK ? HTTP_BW_CHUNK : room);
+    if (!allow) {
+        *paused = true;
+        return 0;
+    }
+    if (allow < room)
+        room = allow;
     for (;;) {
         ssize_t n = recv(fd, buf_tail(f->in), room, 0);
         if (n > 0) {
+            policy_bw_spend(c, (uint32_t)n);
             f->in->end += (uint32_t)n;
             if ((uint32_t)n < room && !(*ev & SIDE_RDHUP))
                 *ev &= (uint8_t)~SIDE_RD;
@@ -841,11 +894,14 @@ static int hflow_scan(struct hflow *f)
 static void http_abort_flush(struct conn *c)
 {
     struct http_state *h = c->http;
+    uint64_t before = h->resp_bytes;
     int rc = hflow_flush(&h->resp, c->cli.fd, &c->cli_ev, &h->resp_bytes);
     if (rc < 0)
         conn_close(c, c->why); /* the client is gone too: the first error is the one logged */
     else if (rc == 0)
         conn_linger(c);
+    else if (h->resp_bytes != before)
+        c->last_active = loop_now(&c->w->loop);
 }
 
 /* The exchange failed once http_answered() (state HTTP_FWD): end the
@@ -857,7 +913,11 @@ static void http_abort(struct conn *c, const char *why, int err)
     c->why = why;
     c->err = err;
     h->closing = true;
+    h->owed = h->paused = false;
     conn_close_fd(&c->up);
+    /* From here on only the client's reading matters: iotimeout, if any. */
+    c->last_active = loop_now(&c->w->loop);
+    conn_arm_idle(c);
     http_abort_flush(c);
 }
 
@@ -984,6 +1044,66 @@ static bool http_retry(struct conn *c)
     return true;
 }
 
+/* Bytes of f waiting to be sent. */
+static uint32_t hflow_pending(const struct hflow *f)
+{
+    return (f->out ? buf_len(f->out) : 0) + f->pass;
+}
+
+static uint64_t min_deadline(uint64_t a, uint64_t b)
+{
+    return !a ? b : !b ? a : a < b ? a : b;
+}
+
+/* The one deadline state HTTP_FWD owns, 0 for none: the earliest of the
+ * origin's silence while it owes the response (response_timeout), the
+ * exchange's inactivity (iotimeout), and the next look at the bandwidth
+ * limiter while paused by it. */
+static uint64_t http_fwd_deadline(const struct conn *c)
+{
+    const struct http_state *h = c->http;
+    const struct config *cfg = conn_cfg(c);
+    uint64_t d = cfg->iotimeout_ms ? c->last_active + cfg->iotimeout_ms : 0;
+    if (h->owed)
+        d = min_deadline(d, h->origin_since + cfg->http.response_ms);
+    if (h->paused)
+        d = min_deadline(d, loop_now(&c->w->loop) + HTTP_BW_POLL_MS);
+    return d;
+}
+
+/* Bring the timer forward to the deadline if that is earlier. A later
+ * deadline is left to the timer: when it fires, http_timeout() looks at
+ * what has expired and re-arms (coarse, as the relay's idle accounting:
+ * no heap update for every byte). */
+static void http_fwd_arm(struct conn *c)
+{
+    uint64_t d = http_fwd_deadline(c);
+    if (d && (!timer_armed(&c->timer) || c->timer.node.key > d))
+        loop_timer_arm_at(&c->w->loop, &c->timer, d);
+}
+
+/* The exchange is blocked until the next event: say what on, for the
+ * timer. The origin owes the response once it has the whole request or
+ * has started to answer (or does not take the request): while then nothing
+ * comes from it for response_timeout, it is silent. Not while the client
+ * holds the response back by not reading it (backpressure), nor while the
+ * limiter pauses reading it, nor while the client is still sending its
+ * body: then the origin may rightly wait. */
+static void http_fwd_blocked(struct conn *c, bool up_full, bool cli_full, bool req_paused,
+                             bool resp_paused)
+{
+    struct http_state *h = c->http;
+    bool resp_done = h->resp_head && h->resp.body.done;
+    bool req_sent = h->req.body.done && !hflow_pending(&h->req);
+    bool resp_started = h->resp_head || (h->resp.in && buf_len(h->resp.in));
+    bool owed = !resp_done && !cli_full && !resp_paused && (req_sent || resp_started || up_full);
+    if (owed && !h->owed)
+        h->origin_since = loop_now(&c->w->loop); /* the wait starts now */
+    h->owed = owed;
+    h->paused = req_paused || resp_paused;
+    http_fwd_arm(c);
+}
+
 static void http_forward(struct conn *c)
 {
     struct http_state *h = c->http;
@@ -993,10 +1113,15 @@ static void http_forward(struct conn *c)
         http_abort_flush(c);
         return;
     }
+    h->paused = false; /* each pass asks the limiter again */
     for (int round = 0; round < 64; round++) {
-        bool progress = false;
+        bool progress = false, origin = false;
+        bool up_full = false, cli_full = false, req_paused = false, resp_paused = false;
         /* client -> upstream: the head, then the body */
+        uint32_t pending = hflow_pending(&h->req);
         int rc = hflow_flush(&h->req, c->up.fd, &c->up_ev, &h->req_bytes);
+        origin |= rc >= 0 && hflow_pending(&h->req) != pending; /* the origin takes bytes */
+        up_full = rc == 1;
         if (rc < 0) {
             if (http_retry(c))
                 return;
@@ -1012,7 +1137,7 @@ static void http_forward(struct conn *c)
                 }
                 progress |= h->req.pass > 0;
             } else {
-                ssize_t n = hflow_read(c, &h->req, c->cli.fd, &c->cli_ev, cap);
+                ssize_t n = hflow_read(c, &h->req, c->cli.fd, &c->cli_ev, cap, &req_paused);
                 if (n < 0) {
                     conn_close_err(c, "client-error", (int)n);
                     return;
@@ -1030,6 +1155,7 @@ static void http_forward(struct conn *c)
             conn_close_err(c, "client-error", rc);
             return;
         }
+        cli_full = rc == 1;
         if (h->kind == HTTP_CONNECT && rc == 0) {
             /* a WebSocket switched: what is left of both buffers goes
              * through the relay like any tunnel bytes */
@@ -1074,8 +1200,8 @@ static void http_forward(struct conn *c)
                 progress |= h->resp.pass > 0;
             }
             if (!h->resp.pass && !(h->resp_head && h->resp.body.done)) {
-                ssize_t n =
-                    hflow_read(c, &h->resp, c->up.fd, &c->up_ev, h->resp_head ? cap : headcap);
+                ssize_t n = hflow_read(c, &h->resp, c->up.fd, &c->up_ev,
+                                       h->resp_head ? cap : headcap, &resp_paused);
                 if (n < 0) {
                     if (http_retry(c))
                         return;
@@ -1104,10 +1230,15 @@ static void http_forward(struct conn *c)
                     }
                 }
                 progress |= n > 0;
+                origin |= n > 0 || h->resp.eof;
             }
         }
-        if (!progress)
+        if (origin)
+            h->origin_since = loop_now(&c->w->loop);
+        if (!progress) {
+            http_fwd_blocked(c, up_full, cli_full, req_paused, resp_paused);
             return;
+        }
         c->last_active = loop_now(&c->w->loop);
     }
     loop_defer(&c->w->loop, &c->task); /* yield to the other sessions */
@@ -1142,16 +1273,46 @@ void http_timeout(struct conn *c)
         http_error(c, 503, "ferry: authentication is busy; try again", "auth-timeout");
         return;
     case CONN_ST_HTTP_FWD: {
-        uint32_t idle = conn_cfg(c)->iotimeout_ms;
-        if (!idle || loop_now(&c->w->loop) - c->last_active < idle) {
-            conn_arm_idle(c); /* activity since arming: coarse idle accounting */
+        const struct config *cfg = conn_cfg(c);
+        uint64_t now = loop_now(&c->w->loop);
+        uint32_t idle = cfg->iotimeout_ms;
+        bool idle_over = idle && now - c->last_active >= idle;
+        if (!h) {
+            conn_close(c, "timeout");
             return;
         }
-        if (h && !http_answered(h)) {
+        if (h->closing) {
+            /* flushing what the client was owed, before closing */
+            if (idle_over)
+                conn_close(c, c->why);
+            else
+                conn_arm_idle(c);
+            return;
+        }
+        if (h->owed && now - h->origin_since >= cfg->http.response_ms) {
+            /* The origin went silent: a 504 if the client has nothing of
+             * its response yet, else the close (http_error knows). */
             http_error(c, 504, "ferry: the destination did not answer in time", "upstream-timeout");
             return;
         }
-        conn_close(c, "idle-timeout");
+        if (idle_over) {
+            if (!http_answered(h)) {
+                http_error(c, 504, "ferry: the destination did not answer in time",
+                           "upstream-timeout");
+                return;
+            }
+            conn_close(c, "idle-timeout");
+            return;
+        }
+        if (h->paused) {
+            /* Paused by the limiter: go on from the task, as after a yield
+             * (the next pass asks again and re-arms). */
+            loop_defer(&c->w->loop, &c->task);
+            return;
+        }
+        uint64_t d = http_fwd_deadline(c);
+        if (d)
+            loop_timer_arm_at(&c->w->loop, &c->timer, d);
         return;
     }
     default:

@@ -226,26 +226,37 @@ void policy_bw_stop(struct conn *c)
     c->bw = NULL;
 }
 
-uint32_t policy_bw_allow(struct conn *c, uint32_t want)
+/* Tokens for at most want bytes now, from the connection's bucket and the
+ * user's; when there are none, *wait_us says how long until there are.
+ * Changes nothing. */
+static uint64_t bw_avail(struct conn *c, uint64_t want, uint64_t *wait_us)
 {
-    if (!c->bw)
-        return want;
     const struct config_limits *lim = &conn_cfg(c)->limits;
-    if (timer_armed(&c->bw->t))
-        return 0; /* waiting for tokens already */
     uint64_t now_us = clock_ms() * 1000u;
-    uint64_t allow = want, wait_us = 0;
+    uint64_t allow = want;
+    *wait_us = 0;
     if (lim->bw_conn) {
         uint64_t burst = bw_burst(lim->bw_conn);
         uint64_t avail = bucket_avail(&c->bw->b, lim->bw_conn, burst, now_us);
         if (avail < allow)
             allow = avail;
         if (!allow)
-            wait_us = bucket_wait_us(&c->bw->b, lim->bw_conn, want < burst ? want : burst);
+            *wait_us = bucket_wait_us(&c->bw->b, lim->bw_conn, want < burst ? want : burst);
     }
     if (allow && lim->bw_user && c->lu)
         allow = limits_user_bw_avail(c->w->sh->limits, c->lu, lim->bw_user, bw_burst(lim->bw_user),
-                                     now_us, allow, &wait_us);
+                                     now_us, allow, wait_us);
+    return allow;
+}
+
+uint32_t policy_bw_allow(struct conn *c, uint32_t want)
+{
+    if (!c->bw)
+        return want;
+    if (timer_armed(&c->bw->t))
+        return 0; /* waiting for tokens already */
+    uint64_t wait_us;
+    uint64_t allow = bw_avail(c, want, &wait_us);
     if (!allow) {
         /* Come back when tokens are there: no busy loop, no EAGAIN spin.
          * Bytes wait in the kernel's socket buffer meanwhile, which pushes
@@ -256,6 +267,14 @@ uint32_t policy_bw_allow(struct conn *c, uint32_t want)
         return 0;
     }
     return (uint32_t)allow;
+}
+
+uint32_t policy_bw_avail(struct conn *c, uint32_t want)
+{
+    if (!c->bw)
+        return want;
+    uint64_t wait_us;
+    return (uint32_t)bw_avail(c, want, &wait_us);
 }
 
 void policy_bw_spend(struct conn *c, uint32_t n)

@@ -74,7 +74,8 @@ void http_pool_fini(struct worker *w);
 
 /* Shared by SOCKS5 and HTTP: the verdict of an authentication. */
 void conn_set_user(struct conn *c, const char *name, size_t len);
-/* Go on after a pause (bandwidth): drive the relay again. */
+/* Go on after a pause (bandwidth): drive the relay or the HTTP exchange
+ * again. */
 void conn_resume(struct conn *c);
 
 /* policy.c: rules and limits applied to a session. */
@@ -105,6 +106,9 @@ void policy_release_user(struct conn *c);
 void policy_bw_start(struct conn *c);
 void policy_bw_stop(struct conn *c);
 uint32_t policy_bw_allow(struct conn *c, uint32_t want);
+/* The same without waiting, for datagrams: never arms the resume timer,
+ * never counts bw_throttled; what does not fit is the caller's to drop. */
+uint32_t policy_bw_avail(struct conn *c, uint32_t want);
 void policy_bw_spend(struct conn *c, uint32_t n);
 
 #endif

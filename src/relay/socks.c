@@ -3,7 +3,8 @@
  * sub-negotiation and request; SOCKS4 and 4a; and the commands beyond
  * CONNECT: UDP ASSOCIATE (handed to udp/) and BIND. It drives the pure
  * parsers of proto/ with what the client sent and answers in the client's
- * own protocol; resolving, dialing and relaying are conn.c's.
+ * own protocol; dialing and relaying are conn.c's (BIND only asks the
+ * worker's resolver itself, and bindmap.c for the primary session).
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -12,12 +13,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "acl/rules.h"
 #include "auth/auth.h"
 #include "core/buf.h"
 #include "core/sock.h"
+#include "dns/resolver.h"
 #include "log/log.h"
 #include "proto/socks4.h"
 #include "proto/socks5.h"
+#include "relay/bindmap.h"
+#include "relay/errmap.h"
 #include "relay/session.h"
 #include "udp/udp.h"
 
@@ -59,6 +64,10 @@ static int socks_reply_ok(struct conn *c, const struct addr *bnd)
 
 void socks_connected(struct conn *c)
 {
+    /* A possible primary session for a later BIND of this client (noted
+     * before the reply, so a BIND sent right after it finds the note). */
+    if (conn_cfg(c)->bind && c->cmd == SOCKS5_CMD_CONNECT)
+        bindmap_record(&c->client, &c->target, loop_now(&c->w->loop));
     if (socks_reply_ok(c, &c->bnd) == 0)
         conn_relay_start(c);
 }
@@ -76,6 +85,17 @@ static void socks_udp_activity(void *arg)
 {
     struct conn *c = arg;
     c->last_active = loop_now(&c->w->loop);
+}
+
+/* limits.bandwidth_*: datagrams are dropped, never delayed. */
+static uint32_t socks_udp_bw_allow(void *arg, uint32_t want)
+{
+    return policy_bw_avail(arg, want);
+}
+
+static void socks_udp_bw_spend(void *arg, uint32_t n)
+{
+    policy_bw_spend(arg, n);
 }
 
 /* RFC 1928 section 7. The request's DST.ADDR/DST.PORT are not used: many
@@ -98,6 +118,9 @@ static void socks_udp(struct conn *c)
                   rc == UDP_OPEN_LIMIT ? "udp-associations-limit" : "udp-socket");
         return;
     }
+    policy_bw_start(c);
+    if (c->bw)
+        udp_assoc_set_bw(c->udp, socks_udp_bw_allow, socks_udp_bw_spend);
     c->bnd = bnd;
     c->target = bnd;
     if (socks_reply_ok(c, &bnd))
@@ -136,29 +159,53 @@ void socks_udp_drive(struct conn *c)
 
 /* ---- BIND --------------------------------------------------------------- */
 
-/* RFC 1928 BIND: listen where the named host can reach us, tell the client
- * where (first reply), accept one connection from that host only (others
- * are refused), tell the client who came (second reply), then relay. The
- * listening address is the one this host would use to reach the named
- * host, found by connecting a UDP socket (no packet is sent). */
-static void socks_bind(struct conn *c, const struct addr *peer)
+/* RFC 1928 BIND: listen where the expected host can reach us, tell the
+ * client where (first reply), accept one connection from that host only
+ * (others are refused), tell the client who came (second reply), then
+ * relay. The expected host is the address in the request; or, for a name,
+ * any address it resolved to that the rules allow; or, for 0.0.0.0 and ::,
+ * the destination of the client's primary session (RFC 1928 section 4),
+ * which is the most recent CONNECT of the same client address within
+ * bind_timeout (bindmap.h). A listener open to anyone is never handed out.
+ * The listening address is the one this host would use to reach the
+ * expected host, found by connecting a UDP socket (no packet is sent). */
+
+/* The hosts a BIND by name accepts: the name's addresses that the rules
+ * allow. Held in c->bind, which conn.c frees with the session. */
+struct bind_peers {
+    uint8_t n;
+    struct addr a[DNS_MAX_ADDRS];
+};
+
+static struct bind_peers *bind_peers_of(const struct conn *c)
+{
+    return c->bind;
+}
+
+static bool same_host(const struct addr *a, const struct addr *b)
+{
+    return a->family == b->family && memcmp(a->ip, b->ip, a->family == AF_INET6 ? 16 : 4) == 0;
+}
+
+/* Is from the host this BIND waits for? */
+static bool bind_expects(const struct conn *c, const struct addr *from)
+{
+    struct addr f = *from;
+    addr_unmap(&f);
+    const struct bind_peers *p = bind_peers_of(c);
+    if (!p)
+        return same_host(&f, &c->target);
+    for (uint8_t i = 0; i < p->n; i++)
+        if (same_host(&f, &p->a[i]))
+            return true;
+    return false;
+}
+
+/* The expected host is known and allowed (peer: the address to listen
+ * for): listen, answer, and wait for it within bind_timeout. */
+static void socks_bind_listen(struct conn *c, const struct addr *peer)
 {
     struct worker *w = c->w;
-    if (!conn_cfg(c)->bind) {
-        conn_fail(c, SOCKS5_REP_COMMAND_NOT_SUPPORTED, "command-not-supported");
-        return;
-    }
-    if (!peer || addr_is_any(peer)) {
-        /* The host that will connect must be named: accepting anyone would
-         * hand the client a listening socket open to the world. */
-        conn_fail(c, SOCKS5_REP_GENERAL_FAILURE, "bind-needs-address");
-        return;
-    }
-    c->target = *peer; /* the only address allowed to connect */
-    if (policy_dest(c, 0, NULL, peer, peer->port) != POLICY_ALLOW) {
-        conn_fail(c, SOCKS5_REP_NOT_ALLOWED, "denied");
-        return;
-    }
     struct addr local;
     struct sockaddr_storage ss;
     socklen_t sl = addr_to_sockaddr(peer, &ss);
@@ -194,9 +241,155 @@ static void socks_bind(struct conn *c, const struct addr *peer)
     loop_timer_arm(&w->loop, &c->timer, conn_cfg(c)->bind_timeout_ms);
 }
 
-static bool same_host(const struct addr *a, const struct addr *b)
+/* The name's addresses are in: keep those the rules allow for BIND (as
+ * CONNECT does, a name cannot bring in an address a range rule denies),
+ * listen for the first one the reply can carry. */
+static void socks_bind_on_dns(void *arg, int status, const struct dns_answer *ans)
 {
-    return a->family == b->family && memcmp(a->ip, b->ip, a->family == AF_INET6 ? 16 : 4) == 0;
+    struct conn *c = arg;
+    c->dns = NULL;
+    if (status != DNS_OK || !ans->n) {
+        stat_add(&c->w->stats.dns_failures, 1);
+        log_debug("conn %llu: BIND: resolve %s: %s", (unsigned long long)c->id, c->dst_name,
+                  dns_status_str(status));
+        conn_fail(c, errmap_socks5_dns(status), "resolve-failed");
+        return;
+    }
+    struct bind_peers *p = malloc(sizeof(*p));
+    if (!p) {
+        conn_fail(c, SOCKS5_REP_GENERAL_FAILURE, "no-memory");
+        return;
+    }
+    p->n = 0;
+    int listen_i = -1;
+    int32_t first_rule = POLICY_RULE_NONE, listen_rule = POLICY_RULE_NONE;
+    for (uint8_t i = 0; i < ans->n && i < DNS_MAX_ADDRS; i++) {
+        struct addr a = ans->a[i];
+        addr_unmap(&a);
+        a.port = c->dst_port;
+        int32_t rule;
+        enum policy_verdict v = policy_eval(c, ACL_CMD_BIND, c->dst_name, &a, a.port, &rule);
+        if (i == 0)
+            first_rule = rule;
+        if (v != POLICY_ALLOW)
+            continue;
+        /* A SOCKS4 reply carries an IPv4 address only. */
+        if (listen_i < 0 && (c->proto != PROTO_SOCKS4 || a.family == AF_INET)) {
+            listen_i = p->n;
+            listen_rule = rule;
+        }
+        p->a[p->n++] = a;
+    }
+    if (!p->n) {
+        free(p);
+        policy_note(c, POLICY_DENY, first_rule);
+        c->target = ans->a[0];
+        addr_unmap(&c->target);
+        conn_fail(c, SOCKS5_REP_NOT_ALLOWED, "denied");
+        return;
+    }
+    c->target = p->a[listen_i < 0 ? 0 : listen_i];
+    if (listen_i < 0) {
+        free(p);
+        conn_fail(c, SOCKS5_REP_ATYP_NOT_SUPPORTED, "bind-no-ipv4-address");
+        return;
+    }
+    policy_note(c, POLICY_ALLOW, listen_rule); /* one hit per request */
+    free(c->bind);
+    c->bind = p;
+    socks_bind_listen(c, &c->target);
+}
+
+/* BIND naming a host: resolve it with the worker's resolver, within
+ * connect_timeout (the RESOLVE state's deadline, as for CONNECT). */
+static void socks_bind_resolve(struct conn *c, const char *name, uint16_t port)
+{
+    struct worker *w = c->w;
+    c->deadline = loop_now(&w->loop) + conn_cfg(c)->connect_timeout_ms;
+    loop_timer_arm_at(&w->loop, &c->timer, c->deadline);
+    c->dst_port = port;
+    free(c->dst_name);
+    c->dst_name = strdup(name);
+    if (!c->dst_name) {
+        conn_fail(c, SOCKS5_REP_GENERAL_FAILURE, "no-memory");
+        return;
+    }
+    if (policy_dest(c, ACL_CMD_BIND, name, NULL, port) == POLICY_DENY) {
+        conn_fail(c, SOCKS5_REP_NOT_ALLOWED, "denied");
+        return;
+    }
+    struct dns_answer ans = {0};
+    int status;
+    if (resolver_lookup_now(&w->dns, c->dst_name, port, &status, &ans)) {
+        stat_add(&w->stats.dns_cache_hits, 1);
+        socks_bind_on_dns(c, status, &ans);
+        return;
+    }
+    stat_add(&w->stats.dns_queries, 1);
+    c->dns = resolver_query(&w->dns, c->dst_name, port, socks_bind_on_dns, c);
+    if (!c->dns) {
+        conn_fail(c, SOCKS5_REP_GENERAL_FAILURE, "no-memory");
+        return;
+    }
+    conn_set_state(c, CONN_ST_RESOLVE);
+}
+
+/* BIND naming 0.0.0.0 or ::: the host is the destination of the client's
+ * primary session. True with *a set to it (port kept); false after
+ * refusing the request when there is none. */
+static bool socks_bind_primary(struct conn *c, struct addr *a)
+{
+    struct addr dst;
+    const struct config *cfg = conn_cfg(c);
+    if (!bindmap_lookup(&c->client, loop_now(&c->w->loop), cfg->bind_timeout_ms, &dst, NULL)) {
+        /* Accepting anyone would hand the client a listening socket open
+         * to the world. */
+        c->target = *a;
+        conn_fail(c, SOCKS5_REP_NOT_ALLOWED, "bind-no-primary-session");
+        return false;
+    }
+    dst.port = a->port;
+    char any[ADDR_STRLEN], want[ADDR_STRLEN];
+    log_info("conn %llu: BIND %s: expecting %s, the destination of the client's primary session",
+             (unsigned long long)c->id, addr_format_ip(a, any, sizeof(any)),
+             addr_format_ip(&dst, want, sizeof(want)));
+    *a = dst;
+    return true;
+}
+
+/* ip: the request's address, used when name is NULL (a name may also be
+ * an IP literal). */
+static void socks_bind(struct conn *c, const struct addr *ip, const char *name, uint16_t port)
+{
+    if (!conn_cfg(c)->bind) {
+        conn_fail(c, SOCKS5_REP_COMMAND_NOT_SUPPORTED, "command-not-supported");
+        return;
+    }
+    struct addr peer;
+    if (name && addr_parse_ip(name, port, &peer) == 0)
+        name = NULL; /* clients often send an IP literal as a "domain" */
+    else if (!name)
+        peer = *ip;
+    if (name) {
+        socks_bind_resolve(c, name, port);
+        return;
+    }
+    peer.port = port;
+    addr_unmap(&peer); /* judged, listened for and compared as the IPv4 it is */
+    if (addr_is_any(&peer) && !socks_bind_primary(c, &peer))
+        return;
+    c->target = peer; /* the only address allowed to connect */
+    if (c->proto == PROTO_SOCKS4 && peer.family != AF_INET) {
+        /* A SOCKS4a literal, or a primary session to an IPv6 host: the
+         * reply could not say where to connect. */
+        conn_fail(c, SOCKS5_REP_ATYP_NOT_SUPPORTED, "bind-no-ipv4-address");
+        return;
+    }
+    if (policy_dest(c, ACL_CMD_BIND, NULL, &peer, port) != POLICY_ALLOW) {
+        conn_fail(c, SOCKS5_REP_NOT_ALLOWED, "denied");
+        return;
+    }
+    socks_bind_listen(c, &peer);
 }
 
 void socks_bind_event(struct conn *c, uint32_t events)
@@ -211,11 +404,11 @@ void socks_bind_event(struct conn *c, uint32_t events)
         int fd = sock_accept(c->up.fd, &from);
         if (fd < 0)
             return;
-        if (!same_host(&from, &c->target)) {
-            char a[ADDR_STRLEN];
+        if (!bind_expects(c, &from)) {
+            char a[ADDR_STRLEN], t[ADDR_STRLEN];
             log_info("conn %llu: BIND: refused a connection from %s (waiting for %s)",
                      (unsigned long long)c->id, addr_format(&from, a, sizeof(a)),
-                     addr_format_ip(&c->target, (char[ADDR_STRLEN]){0}, ADDR_STRLEN));
+                     c->dst_name ? c->dst_name : addr_format_ip(&c->target, t, sizeof(t)));
             sock_abort(fd);
             close(fd);
             continue;
@@ -224,6 +417,8 @@ void socks_bind_event(struct conn *c, uint32_t events)
         int lfd = c->up.fd;
         loop_io_del(&c->w->loop, &c->up);
         close(lfd);
+        free(c->bind);
+        c->bind = NULL;
         sock_set_nodelay(fd);
         if (loop_io_add(&c->w->loop, &c->up, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET) < 0) {
             close(fd);
@@ -409,9 +604,7 @@ static int hs_request5(struct conn *c, struct buf *b)
         return -1;
     case SOCKS5_CMD_BIND:
         drop_empty_buf(c, b);
-        if (!is_ip && addr_parse_ip(req.dst.u.domain, req.dst.port, &ip) == 0)
-            is_ip = true;
-        socks_bind(c, is_ip ? &ip : NULL);
+        socks_bind(c, &ip, is_ip ? NULL : req.dst.u.domain, req.dst.port);
         return -1;
     case SOCKS5_CMD_CONNECT:
         drop_empty_buf(c, b);
@@ -456,7 +649,7 @@ static int hs_request4(struct conn *c, struct buf *b)
         return -1;
     case SOCKS4_CMD_BIND:
         drop_empty_buf(c, b);
-        socks_bind(c, name ? NULL : &ip);
+        socks_bind(c, &ip, name, req.port);
         return -1;
     default:
         conn_fail(c, SOCKS5_REP_COMMAND_NOT_SUPPORTED, "command-not-supported");

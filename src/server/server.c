@@ -299,11 +299,18 @@ static void reload(struct server *s)
     struct config_errors errs = {0};
     log_info("SIGHUP: reloading %s", s->cli->path ? s->cli->path : "(built-in defaults)");
     if (config_load(s->cli, &nc, &errs)) {
-        for (size_t i = 0; i < errs.n; i++)
-            log_error("reload: %s", errs.msg[i]);
+        size_t nerr = 0;
+        for (size_t i = 0; i < errs.n; i++) {
+            bool warning = strncmp(errs.msg[i], "warning: ", 9) == 0;
+            nerr += !warning;
+            if (warning)
+                log_warn("reload: %s", errs.msg[i] + 9);
+            else
+                log_error("reload: %s", errs.msg[i]);
+        }
         log_error("reload: the new configuration has %zu error%s; still running the previous "
                   "one",
-                  errs.n, errs.n == 1 ? "" : "s");
+                  nerr, nerr == 1 ? "" : "s");
         config_errors_fini(&errs);
         metrics_reloaded(s->metrics, NULL);
         return;

@@ -1,14 +1,23 @@
 /*
  * udp.c: the UDP ASSOCIATE relay. Two handlers per association, one per
  * direction, each draining its socket in batches of UDP_BATCH datagrams
- * with recvmmsg() and answering with one sendmmsg() per batch. Payloads are
- * never copied: client datagrams are forwarded from the receive buffer past
- * their SOCKS header, and replies are received UDP_HEADROOM bytes into
- * their buffer so the header can be written in front of them.
+ * with recvmmsg() and answering with one sendmmsg() per batch and family.
+ * Payloads are never copied: client datagrams are forwarded from the
+ * receive buffer past their SOCKS header, and replies are received
+ * UDP_HEADROOM bytes into their buffer so the header can be written in
+ * front of them. Datagrams to a resolved name take the same batched path;
+ * only those that wait for a lookup are copied (and bounded by udp.queue).
  *
- * Destinations live in a small array per association (the limit defaults to
- * 100 and a client usually talks to a handful); idleness is accounted
- * coarsely, by a sweep timer, never per datagram.
+ * Sockets are level-triggered: a batch that comes back short means the
+ * socket was empty, so the handler returns without the recvmmsg() that
+ * would only say EAGAIN; after UDP_ROUNDS full batches it yields and epoll
+ * reports the socket again, with no task or epoll_ctl needed to resume.
+ *
+ * Destinations and names are found through small hash tables (the common
+ * association talks to a handful, the limit allows 65,536); idleness is
+ * accounted coarsely, by a sweep timer, never per datagram. Bandwidth
+ * limits are asked once per batch, never per datagram, and never wait: a
+ * datagram over the budget is dropped.
  */
 #include "udp/udp.h"
 
@@ -24,6 +33,7 @@
 #include "dns/resolver.h"
 #include "log/log.h"
 #include "proto/socks5.h"
+#include "util/list.h"
 
 #define UDP_BATCH        32
 #define UDP_ROUNDS       8  /* batches per wakeup before yielding to other work */
@@ -31,9 +41,11 @@
 #define UDP_BUF          (65536 + UDP_HEADROOM)
 #define UDP_SOCKBUF      (1 << 20)
 #define UDP_NAME_FAIL_MS 5000 /* a name that did not resolve is not retried sooner */
+#define UDP_DEST_MIN     4    /* first allocation of the destination array */
 
 /* Per-worker scratch space, shared by every association of the worker (one
- * handler runs at a time). */
+ * handler runs at a time; DNS answers arrive from a task, never inside a
+ * handler). */
 struct udp_worker {
     uint8_t *bufs; /* UDP_BATCH * UDP_BUF */
     struct mmsghdr in[UDP_BATCH];
@@ -59,7 +71,9 @@ struct udp_pkt {
 };
 
 struct udp_name {
-    struct udp_name *next;
+    struct list link;       /* in a->names, oldest first */
+    struct udp_name *hnext; /* chain of its hash bucket */
+    uint32_t hash;
     struct udp_assoc *a;
     struct dns_req *q; /* while resolving */
     int status;        /* 1 resolving, DNS_OK, or a failure */
@@ -77,16 +91,38 @@ struct udp_assoc {
     struct io out4, out6; /* outgoing, per family, opened on first use */
     struct addr client;
     bool port_fixed;
+    /* Destinations: a dense array (the sweep compacts it) and an index of
+     * 2 * (mask + 1) slots, open addressing with linear probing, at most
+     * half full. Slots hold a dests index plus one (0: empty); the first
+     * half is keyed by address and port, the second by address alone and
+     * points at the first destination of each host (replies from another
+     * port). The index is rebuilt when the array grows or the sweep
+     * removes destinations, never updated by deletion. */
     struct udp_dest *dests;
     uint32_t ndests, cap;
-    struct udp_name *names;
+    uint32_t *slots;
+    uint32_t mask;
+    uint64_t seed; /* keys the hashes: a client cannot aim at one chain */
+    /* Names: in order of creation (eviction takes the oldest) and in
+     * nmask + 1 hash buckets (grown to at least one per name). */
+    struct list names;
+    struct udp_name **nbuckets;
+    uint32_t nmask;
     uint32_t nnames, queued;
     struct timer sweep;
     struct task free_task;
     uint64_t up, down;
     void (*on_activity)(void *arg);
     bool (*allow)(void *arg, const char *name, const struct addr *ip);
+    uint32_t (*bw_allow)(void *arg, uint32_t want);
+    void (*bw_spend)(void *arg, uint32_t n);
     void *arg;
+};
+
+/* What a batch may still move under the bandwidth limits, and what it did. */
+struct udp_budget {
+    uint64_t left; /* UINT64_MAX: no limit */
+    uint64_t spent;
 };
 
 static struct udp_worker *udp_worker_get(struct worker *w)
@@ -102,7 +138,8 @@ static struct udp_worker *udp_worker_get(struct worker *w)
         free(uw);
         return NULL;
     }
-    uw->rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)w->id << 32) ^ (uint64_t)(uintptr_t)uw;
+    uw->rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)w->id << 32) ^ (uint64_t)(uintptr_t)uw ^
+              (clock_us() << 20);
     w->udp = uw;
     return uw;
 }
@@ -115,6 +152,14 @@ void udp_worker_fini(struct worker *w)
     free(uw->bufs);
     free(uw);
     w->udp = NULL;
+}
+
+static uint64_t rng_next(struct udp_worker *uw)
+{
+    uw->rng ^= uw->rng << 13;
+    uw->rng ^= uw->rng >> 7;
+    uw->rng ^= uw->rng << 17;
+    return uw->rng;
 }
 
 static int fam_index(uint8_t family)
@@ -153,26 +198,139 @@ static void activity(struct udp_assoc *a)
         a->on_activity(a->arg);
 }
 
+/* ---- bandwidth ------------------------------------------------------------- */
+
+/* Ask once per batch for at most want bytes (an upper bound of what the
+ * batch carries). */
+static struct udp_budget budget_start(struct udp_assoc *a, uint64_t want)
+{
+    struct udp_budget b = {UINT64_MAX, 0};
+    if (a->bw_allow)
+        b.left = want ? a->bw_allow(a->arg, want > UINT32_MAX ? UINT32_MAX : (uint32_t)want) : 0;
+    return b;
+}
+
+/* Does a payload of len bytes fit what is left? Counts the drop if not. */
+static bool budget_fits(struct udp_assoc *a, const struct udp_budget *b, size_t len)
+{
+    if (len <= b->left)
+        return true;
+    stat_add(&a->w->stats.udp_drop_bandwidth, 1);
+    return false;
+}
+
+static void budget_take(struct udp_budget *b, size_t len)
+{
+    b->left -= len;
+    b->spent += len;
+}
+
+static void budget_end(struct udp_assoc *a, const struct udp_budget *b)
+{
+    if (a->bw_spend && b->spent)
+        a->bw_spend(a->arg, b->spent > UINT32_MAX ? UINT32_MAX : (uint32_t)b->spent);
+}
+
 /* ---- destinations ------------------------------------------------------ */
 
-static struct udp_dest *dest_find(struct udp_assoc *a, const struct addr *d)
+/* A keyed multiply-xorshift hash of the address (and port). */
+static uint32_t addr_hash(const struct addr *x, bool with_port, uint64_t seed)
 {
+    uint64_t lo = 0, hi = 0;
+    if (x->family == AF_INET6) {
+        memcpy(&lo, x->ip, 8);
+        memcpy(&hi, x->ip + 8, 8);
+    } else {
+        memcpy(&lo, x->ip, 4);
+    }
+    uint64_t h = seed ^ ((uint64_t)x->family << 16) ^ (with_port ? x->port : 0);
+    h = (h ^ lo) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 29;
+    h = (h ^ hi) * 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 32;
+    return (uint32_t)h;
+}
+
+/* The slot holding x (by address and port, or by host), or the empty slot
+ * where it would go. Needs slots (ndests > 0 or an index built). */
+static uint32_t *dest_slot(const struct udp_assoc *a, const struct addr *x, bool host)
+{
+    uint32_t *t = a->slots + (host ? a->mask + 1 : 0);
+    for (uint32_t i = addr_hash(x, !host, a->seed) & a->mask;; i = (i + 1) & a->mask) {
+        uint32_t v = t[i];
+        if (!v)
+            return &t[i];
+        const struct addr *y = &a->dests[v - 1].a;
+        if (host ? same_ip(y, x) : addr_equal(y, x))
+            return &t[i];
+    }
+}
+
+static void dest_link(struct udp_assoc *a, uint32_t i)
+{
+    *dest_slot(a, &a->dests[i].a, false) = i + 1;
+    uint32_t *h = dest_slot(a, &a->dests[i].a, true);
+    if (!*h)
+        *h = i + 1; /* the first destination of its host stays the one found */
+}
+
+/* Index every destination in nslots (a power of two) slots per table. */
+static int dest_reindex(struct udp_assoc *a, uint32_t nslots)
+{
+    if (!a->slots || nslots != a->mask + 1) {
+        uint32_t *s = calloc(2 * (size_t)nslots, sizeof(*s));
+        if (!s)
+            return -ENOMEM;
+        free(a->slots);
+        a->slots = s;
+        a->mask = nslots - 1;
+    } else {
+        memset(a->slots, 0, 2 * (size_t)nslots * sizeof(*a->slots));
+    }
     for (uint32_t i = 0; i < a->ndests; i++)
-        if (addr_equal(&a->dests[i].a, d))
-            return &a->dests[i];
-    return NULL;
+        dest_link(a, i);
+    return 0;
+}
+
+/* Room for one more destination: the array and an index at most half full. */
+static int dest_reserve(struct udp_assoc *a)
+{
+    if (a->ndests == a->cap) {
+        uint32_t cap = a->cap ? a->cap * 2 : UDP_DEST_MIN;
+        if (cap > a->cfg->destinations)
+            cap = a->cfg->destinations;
+        struct udp_dest *v = realloc(a->dests, cap * sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        a->dests = v;
+        a->cap = cap;
+    }
+    if (!a->slots || (a->ndests + 1) * 2 > a->mask + 1) {
+        uint32_t nslots = 8;
+        while (nslots < 2 * a->cap)
+            nslots *= 2;
+        return dest_reindex(a, nslots);
+    }
+    return 0;
+}
+
+static struct udp_dest *dest_find(const struct udp_assoc *a, const struct addr *d)
+{
+    if (!a->ndests)
+        return NULL;
+    uint32_t v = *dest_slot(a, d, false);
+    return v ? &a->dests[v - 1] : NULL;
 }
 
 /* A reply is accepted from any port of a host the client sent to. */
-static struct udp_dest *dest_find_host(struct udp_assoc *a, const struct addr *src)
+static struct udp_dest *dest_find_host(const struct udp_assoc *a, const struct addr *src)
 {
-    struct udp_dest *d = dest_find(a, src);
-    if (d)
-        return d;
-    for (uint32_t i = 0; i < a->ndests; i++)
-        if (same_ip(&a->dests[i].a, src))
-            return &a->dests[i];
-    return NULL;
+    if (!a->ndests)
+        return NULL;
+    uint32_t v = *dest_slot(a, src, false);
+    if (!v)
+        v = *dest_slot(a, src, true);
+    return v ? &a->dests[v - 1] : NULL;
 }
 
 static struct udp_dest *dest_get(struct udp_assoc *a, const struct addr *d, uint64_t now,
@@ -187,26 +345,38 @@ static struct udp_dest *dest_get(struct udp_assoc *a, const struct addr *d, uint
         stat_add(&a->w->stats.udp_drop_denied, 1);
         return NULL;
     }
-    if (a->ndests >= a->cfg->destinations) {
+    if (a->ndests >= a->cfg->destinations || dest_reserve(a) < 0) {
         stat_add(&a->w->stats.udp_drop_dest_limit, 1);
         return NULL;
     }
-    if (a->ndests == a->cap) {
-        uint32_t cap = a->cap ? a->cap * 2 : 4;
-        if (cap > a->cfg->destinations)
-            cap = a->cfg->destinations;
-        struct udp_dest *v = realloc(a->dests, cap * sizeof(*v));
-        if (!v) {
-            stat_add(&a->w->stats.udp_drop_dest_limit, 1);
-            return NULL;
-        }
-        a->dests = v;
-        a->cap = cap;
-    }
-    x = &a->dests[a->ndests++];
+    uint32_t i = a->ndests++;
+    x = &a->dests[i];
     x->a = *d;
     x->last_ms = now;
+    dest_link(a, i);
     return x;
+}
+
+/* Keep the destinations used within udp.idle; the index follows. */
+static void dest_sweep(struct udp_assoc *a, uint64_t now)
+{
+    uint32_t keep = 0;
+    for (uint32_t i = 0; i < a->ndests; i++)
+        if (now - a->dests[i].last_ms < a->cfg->idle_ms)
+            a->dests[keep++] = a->dests[i];
+    if (keep == a->ndests)
+        return;
+    a->ndests = keep;
+    if (!keep) {
+        /* An association that went quiet gives its memory back. */
+        free(a->dests);
+        free(a->slots);
+        a->dests = NULL;
+        a->slots = NULL;
+        a->cap = a->mask = 0;
+        return;
+    }
+    (void)dest_reindex(a, a->mask + 1); /* same size: cannot fail */
 }
 
 /* ---- sending ------------------------------------------------------------ */
@@ -239,16 +409,22 @@ static void send_batch(struct udp_assoc *a, int fd, struct mmsghdr *m, unsigned 
     unsigned done = 0;
     while (done < n) {
         int rc = sendmmsg(fd, m + done, n - done, MSG_DONTWAIT);
-        if (rc < 0) {
-            if (errno == EINTR)
-                continue;
-            /* one datagram refused (EAGAIN, EMSGSIZE, unreachable): drop it
-             * and carry on with the rest */
-            stat_add(&a->w->stats.udp_drop_send, 1);
-            done++;
+        if (rc >= 0) {
+            done += (unsigned)rc;
             continue;
         }
-        done += (unsigned)rc;
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == ENOBUFS || errno == ENOMEM) {
+            /* The socket is full: the rest would be refused one syscall
+             * at a time. */
+            stat_add(&a->w->stats.udp_drop_send, n - done);
+            return;
+        }
+        /* One datagram refused (EMSGSIZE, unreachable, port 0): drop it
+         * and carry on with the rest. */
+        stat_add(&a->w->stats.udp_drop_send, 1);
+        done++;
     }
 }
 
@@ -266,62 +442,101 @@ static void stage(struct udp_worker *uw, unsigned *nout, const struct addr *d, u
                                             .msg_iovlen = 1};
 }
 
-/* Send one datagram now (used for datagrams released by a DNS answer). */
-static void send_one(struct udp_assoc *a, const struct addr *d, const uint8_t *data, size_t len)
+/* One batch of client datagrams on its way to their destinations. */
+struct up_batch {
+    unsigned n[2];  /* staged, per family */
+    uint64_t count; /* datagrams staged */
+    uint64_t bytes; /* their payload */
+    struct udp_budget bw;
+};
+
+/* Admit a client datagram for d (name: what the client named, or NULL)
+ * into the batch: the destination must be allowed, its socket open, and
+ * its payload within the bandwidth budget. */
+static void up_stage(struct udp_assoc *a, struct up_batch *b, const struct addr *d,
+                     const char *name, uint8_t *data, size_t len, uint64_t now)
 {
-    int fd = out_fd(a, d->family);
-    if (fd < 0) {
+    if (!budget_fits(a, &b->bw, len))
+        return;
+    if (!dest_get(a, d, now, name))
+        return;
+    if (out_fd(a, d->family) < 0) {
         stat_add(&a->w->stats.udp_drop_send, 1);
         return;
     }
-    struct sockaddr_storage ss;
-    socklen_t sl = addr_to_sockaddr(d, &ss);
-    if (sendto(fd, data, len, MSG_DONTWAIT, (struct sockaddr *)&ss, sl) < 0)
-        stat_add(&a->w->stats.udp_drop_send, 1);
-    else
-        a->up += len;
+    budget_take(&b->bw, len);
+    b->count++;
+    b->bytes += len;
+    stage(a->w->udp, b->n, d, data, len);
+}
+
+static void up_send(struct udp_assoc *a, struct up_batch *b)
+{
+    struct udp_worker *uw = a->w->udp;
+    struct worker_stats *st = &a->w->stats;
+    budget_end(a, &b->bw);
+    if (b->count) {
+        stat_add(&st->udp_in, b->count);
+        stat_add(&st->udp_bytes_in, b->bytes);
+        a->up += b->bytes;
+    }
+    if (b->n[0])
+        send_batch(a, a->out4.fd, uw->out[0], b->n[0]);
+    if (b->n[1])
+        send_batch(a, a->out6.fd, uw->out[1], b->n[1]);
 }
 
 /* ---- names --------------------------------------------------------------- */
 
-static void name_flush(struct udp_name *nm, uint64_t now)
+static uint32_t name_hash(const struct udp_assoc *a, const char *name)
 {
-    struct udp_assoc *a = nm->a;
-    while (nm->head) {
-        struct udp_pkt *p = nm->head;
-        nm->head = p->next;
-        a->queued--;
-        if (nm->status == DNS_OK) {
-            struct addr d = nm->addr;
-            d.port = p->port;
-            if (dest_get(a, &d, now, nm->name)) {
-                stat_add(&a->w->stats.udp_in, 1);
-                send_one(a, &d, p->data, p->len);
-            }
-        } else {
-            stat_add(&a->w->stats.udp_drop_dns, 1);
-        }
-        free(p);
-    }
-    nm->tail = NULL;
+    uint64_t h = 0xcbf29ce484222325ull ^ a->seed; /* FNV-1a, keyed */
+    for (const unsigned char *s = (const unsigned char *)name; *s; s++)
+        h = (h ^ *s) * 0x100000001b3ull;
+    h ^= h >> 32;
+    return (uint32_t)h;
 }
 
-static void on_name(void *arg, int status, const struct dns_answer *ans)
+static struct udp_name *name_find(const struct udp_assoc *a, const char *name, uint32_t hash)
 {
-    struct udp_name *nm = arg;
-    struct udp_assoc *a = nm->a;
-    uint64_t now = loop_now(&a->w->loop);
-    nm->q = NULL;
-    nm->status = status == DNS_OK && ans->n ? DNS_OK : (status == DNS_OK ? DNS_NOTFOUND : status);
-    if (nm->status == DNS_OK) {
-        nm->addr = ans->a[0];
-        nm->addr.port = 0;
-        nm->expires_ms = now + a->cfg->idle_ms;
-    } else {
-        nm->expires_ms = now + UDP_NAME_FAIL_MS;
+    if (!a->nbuckets)
+        return NULL;
+    for (struct udp_name *nm = a->nbuckets[hash & a->nmask]; nm; nm = nm->hnext)
+        if (nm->hash == hash && strcmp(nm->name, name) == 0)
+            return nm;
+    return NULL;
+}
+
+/* Room for one more name: at least one bucket per name (a failed growth
+ * only makes chains longer). Called before the new name is linked. */
+static void name_grow(struct udp_assoc *a)
+{
+    if (a->nbuckets && a->nnames + 1 <= a->nmask + 1)
+        return;
+    uint32_t n = a->nbuckets ? (a->nmask + 1) * 2 : 8;
+    struct udp_name **b = calloc(n, sizeof(*b));
+    if (!b)
+        return;
+    struct list *pos, *tmp;
+    list_for_each_safe(pos, tmp, &a->names)
+    {
+        struct udp_name *nm = list_entry(pos, struct udp_name, link);
+        nm->hnext = b[nm->hash & (n - 1)];
+        b[nm->hash & (n - 1)] = nm;
     }
-    name_flush(nm, now);
-    activity(a);
+    free(a->nbuckets);
+    a->nbuckets = b;
+    a->nmask = n - 1;
+}
+
+static void name_unlink(struct udp_assoc *a, struct udp_name *nm)
+{
+    struct udp_name **pp = &a->nbuckets[nm->hash & a->nmask];
+    while (*pp != nm)
+        pp = &(*pp)->hnext;
+    *pp = nm->hnext;
+    list_del(&nm->link);
+    a->nnames--;
 }
 
 static void name_free(struct udp_name *nm)
@@ -339,104 +554,174 @@ static void name_free(struct udp_name *nm)
 /* Forget the oldest name that is not being resolved; false if all are. */
 static bool name_evict(struct udp_assoc *a)
 {
-    struct udp_name **victim = NULL;
-    for (struct udp_name **pp = &a->names; *pp; pp = &(*pp)->next)
-        if ((*pp)->status != 1)
-            victim = pp; /* names are pushed at the head: the last one is the oldest */
-    if (!victim)
-        return false;
-    struct udp_name *nm = *victim;
-    *victim = nm->next;
-    a->nnames--;
-    name_free(nm);
-    return true;
+    struct list *pos, *tmp;
+    list_for_each_safe(pos, tmp, &a->names)
+    {
+        struct udp_name *nm = list_entry(pos, struct udp_name, link);
+        if (nm->status != 1) {
+            name_unlink(a, nm);
+            name_free(nm);
+            return true;
+        }
+    }
+    return false;
 }
 
-/* A datagram for a name: send it if the name is known, else hold it
- * (bounded by udp.queue) until the lookup answers. */
-static void to_name(struct udp_assoc *a, const char *name, uint16_t port, const uint8_t *data,
-                    size_t len, uint64_t now)
+static struct udp_name *name_new(struct udp_assoc *a, const char *name, uint32_t hash)
 {
-    struct udp_name *nm;
-    for (nm = a->names; nm; nm = nm->next)
-        if (strcmp(nm->name, name) == 0)
-            break;
-    if (nm && nm->status != 1 && nm->expires_ms <= now) {
-        nm->status = 1; /* stale: look it up again */
-        nm = NULL;
+    /* Names are not destinations (the address they resolve to is, and is
+     * counted then); their number is bounded all the same, by forgetting
+     * the oldest settled name. */
+    if (a->nnames >= a->cfg->destinations + 16 && !name_evict(a))
+        return NULL;
+    size_t nl = strlen(name);
+    struct udp_name *nm = calloc(1, sizeof(*nm) + nl + 1);
+    if (!nm)
+        return NULL;
+    memcpy(nm->name, name, nl + 1);
+    nm->a = a;
+    nm->hash = hash;
+    nm->status = 1;
+    name_grow(a);
+    if (!a->nbuckets) {
+        free(nm); /* not even the first table: it could not be found again */
+        return NULL;
     }
-    if (!nm || nm->status == 1) {
-        if (a->queued >= a->cfg->queue) {
-            stat_add(&a->w->stats.udp_drop_queue, 1);
-            return;
+    nm->hnext = a->nbuckets[hash & a->nmask];
+    a->nbuckets[hash & a->nmask] = nm;
+    list_add_tail(&a->names, &nm->link);
+    a->nnames++;
+    return nm;
+}
+
+static void name_settle(struct udp_name *nm, int status, const struct dns_answer *ans, uint64_t now)
+{
+    nm->status = status == DNS_OK && ans->n ? DNS_OK : (status == DNS_OK ? DNS_NOTFOUND : status);
+    if (nm->status == DNS_OK) {
+        nm->addr = ans->a[0];
+        nm->addr.port = 0;
+        nm->expires_ms = now + nm->a->cfg->idle_ms;
+    } else {
+        nm->expires_ms = now + UDP_NAME_FAIL_MS;
+    }
+}
+
+/* Send (or drop) what waited for the name, in batches. Runs from the
+ * resolver's task, never inside a handler, so the scratch batch is free. */
+static void name_flush(struct udp_name *nm, uint64_t now)
+{
+    struct udp_assoc *a = nm->a;
+    while (nm->head) {
+        if (nm->status != DNS_OK) {
+            struct udp_pkt *p = nm->head;
+            nm->head = p->next;
+            a->queued--;
+            stat_add(&a->w->stats.udp_drop_dns, 1);
+            free(p);
+            continue;
         }
-        if (!nm) {
-            for (nm = a->names; nm; nm = nm->next)
-                if (strcmp(nm->name, name) == 0)
-                    break;
+        uint64_t want = 0;
+        unsigned k = 0;
+        for (struct udp_pkt *p = nm->head; p && k < UDP_BATCH; p = p->next, k++)
+            want += p->len;
+        struct up_batch b = {.bw = budget_start(a, want)};
+        struct udp_pkt *p = nm->head;
+        for (unsigned i = 0; i < k; i++, p = p->next) {
+            struct addr d = nm->addr;
+            d.port = p->port;
+            up_stage(a, &b, &d, nm->name, p->data, p->len, now);
         }
-        if (!nm) {
-            /* Names are not destinations (the address they resolve to is,
-             * and is counted then); their list is bounded all the same,
-             * by forgetting the oldest settled name. */
-            if (a->nnames >= a->cfg->destinations + 16 && !name_evict(a)) {
+        up_send(a, &b);
+        for (unsigned i = 0; i < k; i++) {
+            p = nm->head;
+            nm->head = p->next;
+            a->queued--;
+            free(p);
+        }
+    }
+    nm->tail = NULL;
+}
+
+static void on_name(void *arg, int status, const struct dns_answer *ans)
+{
+    struct udp_name *nm = arg;
+    struct udp_assoc *a = nm->a;
+    uint64_t now = loop_now(&a->w->loop);
+    nm->q = NULL;
+    name_settle(nm, status, ans, now);
+    name_flush(nm, now);
+    activity(a);
+}
+
+/* Hold a datagram until its name's lookup answers (bounded by udp.queue). */
+static void name_hold(struct udp_assoc *a, struct udp_name *nm, uint16_t port, const uint8_t *data,
+                      size_t len)
+{
+    if (a->queued >= a->cfg->queue) {
+        stat_add(&a->w->stats.udp_drop_queue, 1);
+        return;
+    }
+    struct udp_pkt *p = malloc(sizeof(*p) + len);
+    if (!p) {
+        stat_add(&a->w->stats.udp_drop_queue, 1);
+        return;
+    }
+    p->next = NULL;
+    p->port = port;
+    p->len = (uint16_t)len;
+    memcpy(p->data, data, len);
+    if (nm->tail)
+        nm->tail->next = p;
+    else
+        nm->head = p;
+    nm->tail = p;
+    a->queued++;
+}
+
+/* A datagram for a name. true with *d set (port included) when the name's
+ * address is known, from the association's own table or the resolver's
+ * cache: the caller sends it with the rest of its batch. Otherwise the
+ * datagram is held while the name resolves, or dropped, and false. */
+static bool name_addr(struct udp_assoc *a, const char *name, uint16_t port, const uint8_t *data,
+                      size_t len, uint64_t now, struct addr *d)
+{
+    uint32_t hash = name_hash(a, name);
+    struct udp_name *nm = name_find(a, name, hash);
+    if (!nm || (nm->status != 1 && nm->expires_ms <= now)) {
+        /* Unknown or stale: look it up again. */
+        int status;
+        struct dns_answer ans;
+        if (resolver_lookup_now(&a->w->dns, name, 0, &status, &ans)) {
+            if (!nm && !(nm = name_new(a, name, hash))) {
                 stat_add(&a->w->stats.udp_drop_queue, 1);
-                return;
+                return false;
             }
-            size_t nl = strlen(name);
-            nm = calloc(1, sizeof(*nm) + nl + 1);
-            if (!nm) {
+            name_settle(nm, status, &ans, now);
+        } else {
+            /* A lookup is only started for a datagram that can wait for it. */
+            if (a->queued >= a->cfg->queue || (!nm && !(nm = name_new(a, name, hash)))) {
                 stat_add(&a->w->stats.udp_drop_queue, 1);
-                return;
+                return false;
             }
-            memcpy(nm->name, name, nl + 1);
-            nm->a = a;
             nm->status = 1;
-            nm->next = a->names;
-            a->names = nm;
-            a->nnames++;
-        }
-        struct udp_pkt *p = malloc(sizeof(*p) + len);
-        if (!p) {
-            stat_add(&a->w->stats.udp_drop_queue, 1);
-            return;
-        }
-        p->next = NULL;
-        p->port = port;
-        p->len = (uint16_t)len;
-        memcpy(p->data, data, len);
-        if (nm->tail)
-            nm->tail->next = p;
-        else
-            nm->head = p;
-        nm->tail = p;
-        a->queued++;
-        if (!nm->q && nm->status == 1) {
-            int status;
-            struct dns_answer ans;
-            if (resolver_lookup_now(&a->w->dns, name, 0, &status, &ans)) {
-                on_name(nm, status, &ans);
-                return;
-            }
             nm->q = resolver_query(&a->w->dns, name, 0, on_name, nm);
             if (!nm->q) {
                 nm->status = DNS_FAILED;
                 nm->expires_ms = now + UDP_NAME_FAIL_MS;
-                name_flush(nm, now);
             }
         }
-        return;
+    }
+    if (nm->status == 1) {
+        name_hold(a, nm, port, data, len);
+        return false;
     }
     if (nm->status != DNS_OK) {
         stat_add(&a->w->stats.udp_drop_dns, 1);
-        return;
+        return false;
     }
-    struct addr d = nm->addr;
-    d.port = port;
-    if (dest_get(a, &d, now, name)) {
-        stat_add(&a->w->stats.udp_in, 1);
-        send_one(a, &d, data, len);
-    }
+    *d = nm->addr;
+    d->port = port;
+    return true;
 }
 
 /* ---- client -> destinations ------------------------------------------ */
@@ -461,7 +746,13 @@ static void on_client(struct io *io, uint32_t events)
         int n = recvmmsg(a->cio.fd, uw->in, UDP_BATCH, MSG_DONTWAIT, NULL);
         if (n <= 0)
             break;
-        unsigned nout[2] = {0, 0};
+        struct up_batch b = {.bw = {UINT64_MAX, 0}};
+        if (a->bw_allow) {
+            uint64_t want = 0;
+            for (int i = 0; i < n; i++)
+                want += uw->in[i].msg_len; /* headers included: an upper bound */
+            b.bw = budget_start(a, want);
+        }
         for (int i = 0; i < n; i++) {
             uint8_t *p = uw->bufs + (size_t)i * UDP_BUF;
             size_t len = uw->in[i].msg_len;
@@ -488,27 +779,16 @@ static void on_client(struct io *io, uint32_t events)
             }
             moved = true;
             struct addr d;
-            if (!socks5_addr_to_addr(&dst, &d)) {
-                /* A literal IP sent as a name is still an address. */
-                if (addr_parse_ip(dst.u.domain, dst.port, &d) != 0) {
-                    to_name(a, dst.u.domain, dst.port, p + h, len - (size_t)h, now);
+            const char *name = NULL;
+            if (!socks5_addr_to_addr(&dst, &d) &&
+                addr_parse_ip(dst.u.domain, dst.port, &d) != 0) { /* a literal IP is an address */
+                if (!name_addr(a, dst.u.domain, dst.port, p + h, len - (size_t)h, now, &d))
                     continue;
-                }
+                name = dst.u.domain;
             }
-            if (!dest_get(a, &d, now, NULL))
-                continue;
-            if (out_fd(a, d.family) < 0) {
-                stat_add(&st->udp_drop_send, 1);
-                continue;
-            }
-            stat_add(&st->udp_in, 1);
-            a->up += len - (size_t)h;
-            stage(uw, nout, &d, p + h, len - (size_t)h);
+            up_stage(a, &b, &d, name, p + h, len - (size_t)h, now);
         }
-        if (nout[0])
-            send_batch(a, a->out4.fd, uw->out[0], nout[0]);
-        if (nout[1])
-            send_batch(a, a->out6.fd, uw->out[1], nout[1]);
+        up_send(a, &b);
         if (n < UDP_BATCH)
             break;
     }
@@ -539,7 +819,15 @@ static void from_dests(struct udp_assoc *a, struct io *io)
         int n = recvmmsg(io->fd, uw->in, UDP_BATCH, MSG_DONTWAIT, NULL);
         if (n <= 0)
             break;
+        struct udp_budget bw = {UINT64_MAX, 0};
+        if (a->bw_allow) {
+            uint64_t want = 0;
+            for (int i = 0; i < n; i++)
+                want += uw->in[i].msg_len;
+            bw = budget_start(a, want);
+        }
         unsigned k = 0;
+        uint64_t bytes = 0;
         for (int i = 0; i < n; i++) {
             uint8_t *payload = uw->bufs + (size_t)i * UDP_BUF + UDP_HEADROOM;
             size_t len = uw->in[i].msg_len;
@@ -555,6 +843,9 @@ static void from_dests(struct udp_assoc *a, struct io *io)
                 stat_add(&st->udp_drop_size, 1);
                 continue;
             }
+            if (!budget_fits(a, &bw, len))
+                continue;
+            budget_take(&bw, len);
             d->last_ms = now;
             uint8_t *p = payload - h;
             socks5_write_udp_header(p, h, &from);
@@ -564,11 +855,14 @@ static void from_dests(struct udp_assoc *a, struct io *io)
                                                     .msg_iov = &uw->out_iov[0][k],
                                                     .msg_iovlen = 1};
             k++;
-            a->down += len;
+            bytes += len;
             moved = true;
         }
+        budget_end(a, &bw);
         if (k) {
             stat_add(&st->udp_out, k);
+            stat_add(&st->udp_bytes_out, bytes);
+            a->down += bytes;
             send_batch(a, a->cio.fd, uw->out[0], k);
         }
         if (n < UDP_BATCH)
@@ -598,20 +892,14 @@ static void on_sweep(struct timer *t)
 {
     struct udp_assoc *a = container_of(t, struct udp_assoc, sweep);
     uint64_t now = loop_now(&a->w->loop);
-    uint32_t keep = 0;
-    for (uint32_t i = 0; i < a->ndests; i++)
-        if (now - a->dests[i].last_ms < a->cfg->idle_ms)
-            a->dests[keep++] = a->dests[i];
-    a->ndests = keep;
-    struct udp_name **pp = &a->names;
-    while (*pp) {
-        struct udp_name *nm = *pp;
+    dest_sweep(a, now);
+    struct list *pos, *tmp;
+    list_for_each_safe(pos, tmp, &a->names)
+    {
+        struct udp_name *nm = list_entry(pos, struct udp_name, link);
         if (nm->status != 1 && nm->expires_ms <= now) {
-            *pp = nm->next;
-            a->nnames--;
+            name_unlink(a, nm);
             name_free(nm);
-        } else {
-            pp = &nm->next;
         }
     }
     loop_timer_arm(&a->w->loop, &a->sweep, MAX(250u, a->cfg->idle_ms / 4));
@@ -633,12 +921,8 @@ static int bind_client_socket(struct udp_assoc *a, const struct addr *local, str
     struct sockaddr_storage ss;
     int rc = -EADDRINUSE;
     if (a->cfg->port_lo) {
-        struct udp_worker *uw = a->w->udp;
         uint32_t span = (uint32_t)(a->cfg->port_hi - a->cfg->port_lo) + 1;
-        uw->rng ^= uw->rng << 13;
-        uw->rng ^= uw->rng >> 7;
-        uw->rng ^= uw->rng << 17;
-        uint32_t start = (uint32_t)(uw->rng % span);
+        uint32_t start = (uint32_t)(rng_next(a->w->udp) % span);
         for (uint32_t i = 0; i < span && rc == -EADDRINUSE; i++) {
             b.port = (uint16_t)(a->cfg->port_lo + (start + i) % span);
             socklen_t sl = addr_to_sockaddr(&b, &ss);
@@ -681,6 +965,8 @@ int udp_assoc_open(struct worker *w, const struct config_udp *cfg, unsigned list
     a->listen_index = listen_index;
     a->client = *client;
     a->client.port = 0; /* fixed by the first datagram */
+    a->seed = rng_next(w->udp);
+    list_init(&a->names);
     a->on_activity = on_activity;
     a->allow = allow;
     a->arg = arg;
@@ -710,6 +996,13 @@ int udp_assoc_open(struct worker *w, const struct config_udp *cfg, unsigned list
     return 0;
 }
 
+void udp_assoc_set_bw(struct udp_assoc *a, uint32_t (*allow)(void *arg, uint32_t want),
+                      void (*spend)(void *arg, uint32_t n))
+{
+    a->bw_allow = allow;
+    a->bw_spend = spend;
+}
+
 static void close_io(struct loop *l, struct io *io)
 {
     if (io->fd >= 0) {
@@ -732,12 +1025,14 @@ void udp_assoc_close(struct udp_assoc *a, uint64_t *bytes_up, uint64_t *bytes_do
     close_io(l, &a->cio);
     close_io(l, &a->out4);
     close_io(l, &a->out6);
-    while (a->names) {
-        struct udp_name *nm = a->names;
-        a->names = nm->next;
-        name_free(nm);
+    struct list *pos, *tmp;
+    list_for_each_safe(pos, tmp, &a->names)
+    {
+        name_free(list_entry(pos, struct udp_name, link));
     }
+    free(a->nbuckets);
     free(a->dests);
+    free(a->slots);
     atomic_fetch_sub(&a->w->sh->udp_assocs[a->listen_index % 64], 1);
     /* This iteration's event batch may still hold an event for one of our
      * sockets (the loop skips it, seeing fd -1), so free late. */

@@ -3,7 +3,8 @@
  * connection. It owns a client-facing UDP socket and at most one outgoing
  * socket per address family, shared by all its destinations so their source
  * ports stay stable. Datagrams move in batches (recvmmsg/sendmmsg) through
- * per-worker scratch buffers: no allocation, lock or timer per datagram.
+ * per-worker scratch buffers: no allocation, lock, timer or syscall of its
+ * own per datagram (only one held while its name resolves is copied).
  *
  * Rules: only the client's address may send (its port is fixed by its first
  * datagram); FRAG != 0 is dropped; at most udp.destinations destinations,
@@ -41,6 +42,16 @@ int udp_assoc_open(struct worker *w, const struct config_udp *cfg, unsigned list
                    void (*on_activity)(void *arg),
                    bool (*allow)(void *arg, const char *name, const struct addr *ip), void *arg,
                    struct udp_assoc **out);
+/* Police the association's datagrams against bandwidth limits (both
+ * directions draw from one budget). Once per batch, allow(arg, want) says
+ * how many of at most want payload bytes may move now; a datagram whose
+ * payload does not fit in what is left is dropped and counted
+ * (udp_drop_bandwidth), never queued or delayed. After the batch,
+ * spend(arg, n) is told the payload bytes that moved. allow must answer at
+ * once, without blocking or arming anything. Without this, datagrams are
+ * not limited. */
+void udp_assoc_set_bw(struct udp_assoc *a, uint32_t (*allow)(void *arg, uint32_t want),
+                      void (*spend)(void *arg, uint32_t n));
 /* End the association: close its sockets, cancel lookups, free. NULL is a
  * no-op. Byte counts are returned for the access log. */
 void udp_assoc_close(struct udp_assoc *a, uint64_t *bytes_up, uint64_t *bytes_down);

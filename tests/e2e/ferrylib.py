@@ -478,9 +478,17 @@ class ThreadedServer:
     def handle(self, c: socket.socket, peer):
         raise NotImplementedError
 
-    def saw_peer(self, host: str, port: int) -> bool:
-        with self.lock:
-            return (host, port) in self.peers
+    def saw_peer(self, host: str, port: int, timeout: float = 5.0) -> bool:
+        """Whether a connection from host:port was accepted, waiting for it:
+        a proxy's reply can overtake the echo server's own accept()."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self.lock:
+                if (host, port) in self.peers:
+                    return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.005)
 
     def wait_accepts(self, n: int, timeout: float = 5.0) -> bool:
         deadline = time.monotonic() + timeout

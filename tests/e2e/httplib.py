@@ -3,8 +3,9 @@
 Everything here is bounded like ferrylib: every read has a deadline, every
 server binds loopback port 0 and is stopped by its owner.
 
-  config_text          a ferry config with [http] and [auth] sections and
-                       per-listener protocols (for Ferry(raw_config=...))
+  config_text          a ferry config with [http] and [auth] sections,
+                       per-listener protocols and extra sections such as
+                       [limits] (for Ferry(raw_config=...))
   Conn                 a socket with a read buffer: heads, exact reads,
                        chunked bodies, read to EOF
   request_bytes        a request written byte for byte
@@ -15,12 +16,14 @@ server binds loopback port 0 and is stopped by its owner.
   HttpUpstream         an HTTP/1.1 origin with keep-alive that records every
                        request (head, raw body) and connection, and serves
                        scripted routes: /small /echo /chunked /nolength /head
-                       /204 /304 /hop /ws /ws-unasked
+                       /204 /304 /hop /ws /ws-unasked /bytes/N /silent /stall
+  payload              the deterministic body of /bytes/N
   curl_env, run_curl   curl without proxy variables from the environment
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import socket
@@ -35,10 +38,11 @@ from ferrylib import DEFAULT_CONFIG, IO_TIMEOUT, ThreadedServer
 
 
 def config_text(config: dict | None = None, http: dict | None = None, auth: dict | None = None,
-                listen: list[str] | None = None) -> str:
-    """Top-level keys (over DEFAULT_CONFIG), then [http] and [auth]. listen,
-    when given, becomes listen lines ("127.0.0.1:0 protocols=http"); start
-    such a ferry with listens=() so -l does not replace them."""
+                listen: list[str] | None = None, extra: str | None = None) -> str:
+    """Top-level keys (over DEFAULT_CONFIG), then [http] and [auth], then
+    extra as it is (sections such as [limits]). listen, when given, becomes
+    listen lines ("127.0.0.1:0 protocols=http"); start such a ferry with
+    listens=() so -l does not replace them."""
     merged = dict(DEFAULT_CONFIG)
     merged.update({k: str(v) for k, v in (config or {}).items()})
     lines = [f"listen = {l}" for l in (listen or [])]
@@ -47,6 +51,8 @@ def config_text(config: dict | None = None, http: dict | None = None, auth: dict
         lines += ["", "[http]"] + [f"{k} = {v}" for k, v in http.items()]
     if auth:
         lines += ["", "[auth]"] + [f"{k} = {v}" for k, v in auth.items()]
+    if extra:
+        lines += ["", extra.rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 
@@ -342,6 +348,15 @@ class Rec(NamedTuple):
 
 SMALL_BODY = b"small body from the recording origin\n" * 20
 HEAD_LENGTH = 1234
+STALL_LENGTH = 100_000   # what /stall announces
+STALL_SENT = 1000        # ... and sends before it falls silent
+
+
+@functools.lru_cache(maxsize=4)
+def payload(n: int) -> bytes:
+    """The body of /bytes/N: n bytes that differ everywhere (a misplaced
+    block shows), the same in the origin and in the test."""
+    return hashlib.shake_128(f"ferry-bytes-{n}".encode()).digest(n)
 
 
 class HttpUpstream(ThreadedServer):
@@ -369,6 +384,10 @@ class HttpUpstream(ThreadedServer):
       /early-413  413 and Connection: close before the body is read, then a
                   close with the body unread (a reset)
       /early-200  200 before the body is read, then reads to EOF
+      /bytes/N    200 with payload(N) (answered() lists it once all is sent)
+      /silent     reads the request, never answers; waits for the close
+      /stall      a head announcing STALL_LENGTH bytes and STALL_SENT of
+                  them, then silence until the close
       else        404
     """
 
@@ -377,6 +396,7 @@ class HttpUpstream(ThreadedServer):
         self.records: list[Rec] = []
         self.nconn = 0
         self.nclosed = 0
+        self.done: list[str] = []   # targets answered (for /bytes/N: every byte sent)
         self.got = threading.Condition()
         super().__init__(host, conn_timeout=idle + 5, **kw)
 
@@ -403,6 +423,11 @@ class HttpUpstream(ThreadedServer):
                 return False
             time.sleep(0.02)
         return True
+
+    def answered(self) -> list[str]:
+        """Targets whose handling has ended (a /bytes/N response: all sent)."""
+        with self.lock:
+            return list(self.done)
 
     def wait_requests(self, n: int, path: str | None = None, timeout: float = IO_TIMEOUT) -> list[Rec]:
         deadline = time.monotonic() + timeout
@@ -480,7 +505,23 @@ class HttpUpstream(ThreadedServer):
             self._record(rec)
             if not complete or conn.die_next:
                 return
-            if not self.respond(conn, rec):
+            keep = self.respond(conn, rec)
+            with self.lock:
+                self.done.append(rec.target)
+            if not keep:
+                return
+
+    def _hold(self, c: socket.socket):
+        """Say nothing until the peer closes (bounded by idle, and by stop())."""
+        deadline = time.monotonic() + self.idle
+        c.settimeout(0.1)
+        while time.monotonic() < deadline and not self.stopping.is_set():
+            try:
+                if not c.recv(65536):
+                    return
+            except socket.timeout:
+                continue
+            except OSError:
                 return
 
     @staticmethod
@@ -582,6 +623,17 @@ class HttpUpstream(ThreadedServer):
             c.sendall(b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n")
             time.sleep(0.05)
             send(200, "OK", [], b"after hints")
+        elif route == "/bytes":
+            n = int(rec.path.rsplit("/", 1)[1])
+            send(200, "OK", [("Content-Type", "application/octet-stream")], payload(n))
+        elif route == "/silent":
+            self._hold(c)
+            return False
+        elif route == "/stall":
+            c.sendall(f"HTTP/1.1 200 OK\r\nContent-Length: {STALL_LENGTH}\r\n\r\n".encode()
+                      + b"s" * STALL_SENT)
+            self._hold(c)
+            return False
         elif route == "/die-next":
             send(200, "OK", [], b"first answer")
             conn.die_next = True

@@ -280,6 +280,21 @@ def test_truncated_auth_then_eof(proxy, cut):
     check_access(proxy, client, user="-", reply="-", end="truncated-handshake")
 
 
+def test_truncated_auth_then_silence(ferry, tmp_path, alice_line):
+    """A username/password message that stops half-way and a client that
+    stays open: at handshake_timeout, the RFC 1929 failure status, then
+    close (not a close in silence)."""
+    write_users(tmp_path, alice_line)
+    f = ferry(config={"handshake_timeout": "1s"}, auth={"userlist": "users.txt"})
+    with open_client(f.addr) as s:
+        client = s.getsockname()
+        s.sendall(greeting((METHOD_USERPASS,)))
+        assert read_method(s) == METHOD_USERPASS
+        s.sendall(FULL[:5])
+        expect_auth_refused(s)
+    check_access(f, client, user="-", reply="-", end="auth-timeout")
+
+
 def test_eof_before_auth_closes_silently(proxy):
     with open_client(proxy.addr) as s:
         client = s.getsockname()

@@ -7,9 +7,12 @@ of heads (hop-by-hop fields, Host, Via, origin-form), response framing
 (HEAD, 1xx/204/304, Content-Length, chunked, to the close), every error
 status loopback can provoke, and every request-smuggling form, which must
 be refused before the origin sees anything. Then Basic authentication, and
-listeners restricted to some protocols. The last test proves the shared
-instance still serves after all the bad input (teardown checks it exits
-cleanly with no sanitizer report).
+listeners restricted to some protocols. Then what bounds and paces a
+forwarded exchange: response_timeout against a silent origin (and not
+against a client that does not read), the bandwidth limits, and the
+per-user limit when a keep-alive connection changes user. The last test
+proves the shared instance still serves after all the bad input (teardown
+checks it exits cleanly with no sanitizer report).
 """
 
 import hashlib
@@ -34,16 +37,20 @@ from ferrylib import (
 from httplib import (
     HEAD_LENGTH,
     SMALL_BODY,
+    STALL_LENGTH,
+    STALL_SENT,
     Conn,
     HttpUpstream,
     chunked,
     config_text,
     exchange,
     expect_error,
+    payload,
     read_response,
     request_bytes,
     run_curl,
 )
+from policylib import cpu_seconds
 
 MAX_LINE = 512
 MAX_HEADER = 4096
@@ -383,6 +390,28 @@ def test_keepalive_reuses_upstream(proxy, tcp_server):
     assert len({e["id"] for e in entries}) == 1
     assert up.connections() == 1
     assert {r.conn for r in up.requests()} == {0}
+
+
+def test_keepalive_to_two_origins(proxy, tcp_server):
+    """One client connection, requests to two origins in turn: all answered
+    on that one connection; each origin keeps one connection (the other's
+    waits in the pool meanwhile)."""
+    a, b = tcp_server(HttpUpstream), tcp_server(HttpUpstream)
+    with Conn.open(proxy.addr) as c:
+        client = c.sock.getsockname()
+        for up, path in ((a, "/small/a1"), (b, "/small/b1"), (a, "/echo/a2"), (b, "/small/b2")):
+            body = path.encode() if path.startswith("/echo") else b""
+            c.send(get(up, path, method="POST" if body else "GET", body=body))
+            r = read_response(c)
+            assert r.status == 200 and r.body == (body or SMALL_BODY), (path, r.status, r.body[:80])
+            assert "Connection" not in r.headers
+    entries = entries_for(proxy, client, 4)
+    assert len({e["id"] for e in entries}) == 1, entries
+    assert [e["dst"] for e in entries] == [f"127.0.0.1:{up.port}" for up in (a, b, a, b)], entries
+    assert all(e["reply"] == "200" and e["end"] == "done" for e in entries), entries
+    assert [r.path for r in a.requests()] == ["/small/a1", "/echo/a2"]
+    assert [r.path for r in b.requests()] == ["/small/b1", "/small/b2"]
+    assert (a.connections(), b.connections()) == (1, 1)
 
 
 def test_head_split_byte_by_byte(proxy, upstream):
@@ -992,6 +1021,163 @@ def test_auth_every_request_carries_credentials(auth_proxy, upstream):
         r = read_response(c)
         assert r.status == 407 and r.headers.get("Proxy-Authenticate") == 'Basic realm="ferry"'
         assert c.read_to_eof() == b""
+
+
+# ---- users on one keep-alive connection -----------------------------------------------
+
+CAROL_PW = "carol pw"
+DAVE_PW = "dave pw"
+
+
+def test_keepalive_user_switch_moves_the_user_slot(ferry, tcp_server):
+    """limits.per_user = 1. A request that authenticates as another user
+    than the one before on the same connection takes the slot over: the
+    new user is admitted (and counted), the former one's slot is given
+    back. A user already held elsewhere is refused with 429, also on a
+    connection another user opened."""
+    (ferry.workdir / "users.txt").write_text(f"carol:plain:{CAROL_PW}\ndave:plain:{DAVE_PW}\n")
+    f = ferry(raw_config=config_text(auth={"userlist": "users.txt"},
+                                     extra="[limits]\nper_user = 1\n"))
+    up = tcp_server(HttpUpstream)
+    creds = {"carol": basic("carol", CAROL_PW), "dave": basic("dave", DAVE_PW)}
+
+    def req(user, path):
+        return request_bytes("GET", url(up, path), [("Host", "x"), ("Proxy-Authorization", creds[user])])
+
+    def ok(c, user, path):
+        c.send(req(user, path))
+        r = read_response(c)
+        assert r.status == 200 and r.body == SMALL_BODY, (user, path, r.status, r.body)
+
+    with Conn.open(f.addr) as s, Conn.open(f.addr) as t, Conn.open(f.addr) as u:
+        s_client, u_client = s.sock.getsockname(), u.sock.getsockname()
+        ok(s, "carol", "/small/s1")
+        ok(s, "dave", "/small/s2")  # s is dave's now ...
+        ok(t, "carol", "/small/t1")  # ... and carol's slot is free again
+        r = expect_error(f.addr, req("dave", "/small/u1"), 429, conn=u)  # dave is held by s
+        assert b"too many sessions" in r.body
+        expect_error(f.addr, req("carol", "/small/s3"), 429, conn=s)  # carol is held by t
+        # s gave dave's slot back when it turned to carol: dave may start again
+        with Conn.open(f.addr) as v:
+            ok(v, "dave", "/small/v1")
+        ok(t, "carol", "/small/t2")  # t was not disturbed
+    lines = entries_for(f, s_client, 3)
+    assert [(e["user"], e["reply"]) for e in lines] == [("carol", "200"), ("dave", "200"), ("carol", "429")]
+    assert lines[2]["end"] == "user-limit", lines
+    e = f.access_for(u_client)
+    assert (e["user"], e["reply"], e["end"]) == ("dave", "429", "user-limit"), e
+    assert [r.path for r in up.requests()] == ["/small/s1", "/small/s2", "/small/t1", "/small/v1",
+                                               "/small/t2"]
+
+
+# ---- a silent origin: response_timeout ---------------------------------------------
+
+RESPONSE_TIMEOUT_S = 1.0
+
+
+@pytest.fixture(scope="module")
+def quick_proxy(module_ferry):
+    """response_timeout = 1s, iotimeout off: only the origin's silence ends
+    an exchange."""
+    return module_ferry(raw_config=config_text(
+        http={"response_timeout": f"{RESPONSE_TIMEOUT_S:g}s"}))
+
+
+def test_silent_origin_gets_504(quick_proxy, tcp_server):
+    up = tcp_server(HttpUpstream)
+    with Conn.open(quick_proxy.addr) as c:
+        client = c.sock.getsockname()
+        t0 = time.monotonic()
+        r = expect_error(quick_proxy.addr, get(up, "/silent/1"), 504, timeout=6.0, conn=c)
+        waited = time.monotonic() - t0
+    assert r.body == b"ferry: the destination did not answer in time\n"
+    assert waited >= RESPONSE_TIMEOUT_S * 0.9, f"504 after {waited:.2f}s"
+    check_access(quick_proxy, client, cmd="GET", reply="504", end="upstream-timeout",
+                 dst=f"127.0.0.1:{up.port}")
+    assert up.wait_closed(1), "the origin connection was left open"
+    assert len(up.requests("/silent/1")) == 1
+
+
+def test_origin_silent_mid_body_closes_without_second_response(quick_proxy, tcp_server):
+    up = tcp_server(HttpUpstream)
+    with Conn.open(quick_proxy.addr) as c:
+        client = c.sock.getsockname()
+        c.send(get(up, "/stall"))
+        head = c.read_until(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200 ") and f"Content-Length: {STALL_LENGTH}\r\n".encode() in head
+        rest = c.read_to_eof(timeout=6.0)
+    # what the origin sent, then the close: no 504 behind it
+    assert rest == b"s" * STALL_SENT, f"{len(rest)} bytes after the head, ending {rest[-80:]!r}"
+    check_access(quick_proxy, client, cmd="GET", reply="200", end="upstream-timeout")
+    assert up.wait_closed(1), "the origin connection was left open"
+
+
+def test_client_not_reading_is_not_origin_silence(quick_proxy, tcp_server):
+    """A client that stops reading holds the origin back (backpressure):
+    longer than response_timeout, and the response still arrives whole."""
+    up = tcp_server(HttpUpstream)
+    n = 64 << 20  # far beyond what the socket buffers on the way can hold
+    want = payload(n)  # made now: the origin must not be slow to start for its own reasons
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    s.settimeout(ferrylib.IO_TIMEOUT)
+    s.connect(quick_proxy.addr)
+    with Conn(s) as c:
+        client = s.getsockname()
+        c.send(get(up, f"/bytes/{n}"))
+        head = c.read_until(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200 ") and f"Content-Length: {n}\r\n".encode() in head
+        time.sleep(2.5 * RESPONSE_TIMEOUT_S)
+        assert f"/bytes/{n}" not in up.answered(), "the whole body fit in the buffers: nothing held back"
+        assert c.read_exact(n, timeout=60) == want
+        c.send(get(up, "/small/after-slow-reader"))
+        assert read_response(c).body == SMALL_BODY
+    entries = entries_for(quick_proxy, client, 2)
+    assert [(e["reply"], e["end"]) for e in entries] == [("200", "done"), ("200", "done")], entries
+
+
+# ---- bandwidth limits on forwarded exchanges -------------------------------------------
+
+MIB = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def bw_proxy(module_ferry):
+    return module_ferry(raw_config=config_text(extra="[limits]\nbandwidth_connection = 512k\n"))
+
+
+def test_bandwidth_paces_forwarded_download(bw_proxy, tcp_server):
+    up = tcp_server(HttpUpstream)
+    n = 2 * MIB
+    pid = bw_proxy.proc.pid
+    with Conn.open(bw_proxy.addr, timeout=30) as c:
+        cpu0, t0 = cpu_seconds(pid), time.monotonic()
+        c.send(get(up, f"/bytes/{n}"))
+        r = read_response(c, timeout=30)
+        took, cpu = time.monotonic() - t0, cpu_seconds(pid) - cpu0
+    assert r.status == 200 and len(r.body) == n and r.body == payload(n)
+    # 2 MiB less a 128 KiB burst at 512 KiB/s is 3.75 s: never much faster
+    assert took >= 3.0, f"2 MiB at 512 KiB/s took {took:.2f}s"
+    assert cpu < 0.5 * took, f"ferry used {cpu:.2f}s CPU in {took:.2f}s: a busy loop?"
+
+
+def test_bandwidth_paces_forwarded_upload(bw_proxy, tcp_server):
+    up = tcp_server(HttpUpstream)
+    data = payload(MIB)
+    with Conn.open(bw_proxy.addr, timeout=30) as c:
+        client = c.sock.getsockname()
+        t0 = time.monotonic()
+        c.send(get(up, "/small/upload", method="POST", body=data))
+        r = read_response(c, timeout=30)
+        took = time.monotonic() - t0
+    assert r.status == 200 and r.body == SMALL_BODY
+    rec = up.requests("/small/upload")[-1]
+    assert rec.complete and rec.body == data
+    # 1 MiB less the burst (128 KiB) and what came in with the head (at
+    # most max_header, 64 KiB) at 512 KiB/s is 1.6 s
+    assert took >= 1.2, f"1 MiB up at 512 KiB/s took {took:.2f}s"
+    e = bw_proxy.access_for(client)
+    assert e["up"] == str(len(data)) and e["reply"] == "200", e
 
 
 # ---- protocols per listener -----------------------------------------------------------

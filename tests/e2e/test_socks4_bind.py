@@ -6,10 +6,17 @@ unknown command, authentication configured), USERID in the access log.
 BIND: off by default (SOCKS5 0x07, SOCKS4 0x5B); on, the two replies, the
 named peer's address and port, data both ways, a peer from another address
 refused while the session keeps waiting, the bind_timeout failure reply,
-and a client that leaves while waiting.
+and a client that leaves while waiting. BIND naming a host by name
+(SOCKS5 domain, SOCKS4a): resolved, only its addresses the rules allow may
+connect back; an unresolvable name is host unreachable. BIND naming
+0.0.0.0 or ::: the destination of the client's primary session (its most
+recent CONNECT through this ferry, from the same address) is expected,
+also when the CONNECT and the BIND land on different workers; without one
+the request is refused.
 """
 
 import os
+import re
 import socket
 import struct
 import time
@@ -34,6 +41,7 @@ from ferrylib import (
     unused_refused_port,
 )
 from httplib import run_curl
+from policylib import rule_ref, rules_text
 
 GRANTED, REJECTED = 0x5A, 0x5B
 BIND_TIMEOUT_S = 1.0
@@ -53,6 +61,32 @@ def bind_proxy(module_ferry):
 @pytest.fixture(scope="module")
 def bind_quick(module_ferry):
     return module_ferry(config={"bind": "yes", "bind_timeout": f"{BIND_TIMEOUT_S:g}s"})
+
+
+@pytest.fixture(scope="module")
+def bind_workers(module_ferry):
+    """Four workers: a client's CONNECT and its BIND (from other source
+    ports) are spread over them by SO_REUSEPORT."""
+    return module_ferry(config={"bind": "yes", "bind_timeout": "10s", "workers": "4"})
+
+
+@pytest.fixture(scope="module")
+def bind_rules(module_ferry):
+    """BIND may not expect a host on 127/8, nor ::1 on port 2222."""
+    rules = ["deny to 127.0.0.0/8 cmd bind", "deny to ::1 port 2222 cmd bind"]
+    f = module_ferry(config={"bind": "yes", "bind_timeout": "10s"}, extra=rules_text(rules))
+    f.rules = rules
+    return f
+
+
+def need_loopback(*hosts: str):
+    """Skip unless each loopback address can be a source here."""
+    for h in hosts:
+        try:
+            with socket.socket() as probe:
+                probe.bind((h, 0))
+        except OSError:
+            pytest.skip(f"{h} cannot be bound here")
 
 
 # ---- a raw SOCKS4 client ---------------------------------------------------------
@@ -408,25 +442,6 @@ def test_bind_timeout_socks4(bind_quick):
     check_access(bind_quick, client, cmd="bind", end="bind-timeout")
 
 
-@pytest.mark.parametrize("msg,socks_version", [
-    (request("0.0.0.0", 0, cmd=CMD_BIND), 5),   # nobody named: a listener open to all
-    (request("localhost", 0, cmd=CMD_BIND), 5),  # a name, not an address
-    (socks4(2, 21, ip="0.0.0.0"), 4),
-    (socks4(2, 21, host=b"localhost"), 4),
-], ids=["socks5-any", "socks5-name", "socks4-any", "socks4a-name"])
-def test_bind_needs_an_address(bind_proxy, msg, socks_version):
-    with open_client(bind_proxy.addr) as s:
-        client = s.getsockname()
-        if socks_version == 5:
-            handshake(s)
-            s.sendall(msg)
-            expect_failure(s, REP["general-failure"])
-        else:
-            s.sendall(msg)
-            expect_rejected4(s)
-    check_access(bind_proxy, client, cmd="bind", end="bind-needs-address")
-
-
 def test_bind_client_leaves_while_waiting(bind_proxy):
     s, r1 = bind5(bind_proxy.addr, "127.0.0.1")
     client = s.getsockname()
@@ -442,6 +457,225 @@ def test_bind_client_leaves_while_waiting(bind_proxy):
             break
         assert time.monotonic() < deadline, "the BIND listener outlived its session"
         time.sleep(0.05)
+
+
+# ---- BIND naming a host by name ---------------------------------------------------------
+
+
+def bind_request(f, version: int, host: str, port: int = 21, source: str | None = None):
+    """BIND naming host (a SOCKS4 request names a non-IP host the 4a way).
+    Returns (sock, (code, host, port) of the first reply); code is 0 for
+    success in both versions."""
+    s = open_client(f.addr, source=source)
+    if version == 5:
+        handshake(s)
+        s.sendall(request(host, port, cmd=CMD_BIND))
+        r = read_reply(s)
+        return s, (r.rep, r.host, r.port)
+    try:
+        socket.inet_aton(host)
+        s.sendall(socks4(2, port, ip=host))
+    except OSError:
+        s.sendall(socks4(2, port, host=host.encode()))
+    cd, p, ip = read4(s)
+    return s, (0 if cd == GRANTED else cd, ip, p)
+
+
+def second_reply(s: socket.socket, version: int) -> tuple[int, str, int]:
+    if version == 5:
+        r = read_reply(s)
+        return r.rep, r.host, r.port
+    cd, p, ip = read4(s)
+    return (0 if cd == GRANTED else cd), ip, p
+
+
+def expect_refused(s: socket.socket, version: int, rep: str):
+    if version == 5:
+        expect_failure(s, REP[rep])
+    else:
+        expect_rejected4(s)
+
+
+def expect_peer_refused(f, listen: tuple, source: str, waiting_for: str, start: int):
+    """A host BIND does not wait for connects from source: reset, logged,
+    and no bytes for it."""
+    try:
+        wrong = connect_peer(listen, source=source)
+    except ConnectionResetError:
+        wrong = None  # ferry's reset came before connect() returned
+    if wrong:
+        with wrong:
+            try:
+                data = wrong.recv(16)
+            except ConnectionResetError:
+                data = b""
+            assert data == b"", "the wrong peer got bytes"
+    f.wait_log(rf"BIND: refused a connection from {re.escape(source)}:\d+ "
+               rf"\(waiting for {re.escape(waiting_for)}\)", start=start)
+
+
+def accept_peer(s: socket.socket, version: int, listen: tuple, source: str):
+    """The expected host connects from source: the second reply names it,
+    and bytes pass both ways."""
+    peer = connect_peer(listen, source=source)
+    with peer:
+        rep, host, port = second_reply(s, version)
+        assert rep == 0, f"second reply {rep:#x}"
+        assert (host, port) == peer.getsockname()[:2]
+        peer.sendall(b"from the expected host")
+        assert recv_exact(s, 22) == b"from the expected host"
+        s.sendall(b"to it")
+        assert recv_exact(peer, 5) == b"to it"
+
+
+@pytest.mark.parametrize("version", [5, 4], ids=["socks5", "socks4a"])
+def test_bind_name(bind_proxy, version):
+    """localhost is 127.0.0.1 and ::1: ferry listens on 127.0.0.1 (the first
+    the reply can carry), refuses 127.0.0.2, accepts 127.0.0.1."""
+    need_loopback("127.0.0.2")
+    start = bind_proxy.log_offset()
+    s, (rep, host, port) = bind_request(bind_proxy, version, "localhost", 2121)
+    with s:
+        client = s.getsockname()
+        assert rep == 0, f"first reply {rep:#x}"
+        assert host == "127.0.0.1" and port != 0
+        expect_peer_refused(bind_proxy, (host, port), "127.0.0.2", "localhost", start)
+        # no second reply for it: the session waits on
+        s.settimeout(0.3)
+        with pytest.raises(socket.timeout):
+            s.recv(1)
+        s.settimeout(ferrylib.IO_TIMEOUT)
+        accept_peer(s, version, (host, port), "127.0.0.1")
+    check_access(bind_proxy, client, cmd="bind", dst="localhost:2121", reply="succeeded", end="done")
+
+
+@pytest.mark.parametrize("version", [5, 4], ids=["socks5", "socks4a"])
+def test_bind_name_unresolvable(bind_proxy, version):
+    with open_client(bind_proxy.addr) as s:
+        client = s.getsockname()
+        if version == 5:
+            handshake(s)
+            s.sendall(request("no-such-host.invalid", 21, cmd=CMD_BIND))
+        else:
+            s.sendall(socks4(2, 21, host=b"no-such-host.invalid"))
+        expect_refused(s, version, "host-unreachable")
+    check_access(bind_proxy, client, cmd="bind", dst="no-such-host.invalid:21",
+                 reply="host-unreachable", end="resolve-failed")
+
+
+def test_bind_socks4a_ipv6_literal(bind_proxy):
+    """A SOCKS4 reply cannot say where an IPv6 listener is."""
+    with open_client(bind_proxy.addr) as s:
+        client = s.getsockname()
+        s.sendall(socks4(2, 21, host=b"::1"))
+        expect_rejected4(s)
+    check_access(bind_proxy, client, cmd="bind", end="bind-no-ipv4-address")
+
+
+def test_bind_name_rules(bind_rules, echo_server):
+    """Rules judge each address a name resolves to, as for CONNECT."""
+    if not ferrylib.HAVE_IPV6:
+        pytest.skip("no IPv6 loopback")
+    f = bind_rules
+    # 127.0.0.1 is denied for BIND: only ::1 may connect back
+    s, (rep, host, port) = bind_request(f, 5, "localhost", 21)
+    with s:
+        client = s.getsockname()
+        assert rep == 0 and host == "::1" and port != 0, (rep, host, port)
+        accept_peer(s, 5, (host, port), "::1")
+    check_access(f, client, cmd="bind", dst="localhost:21", reply="succeeded")
+    # SOCKS4a can only answer with an IPv4 address, and that one is denied
+    s, (rep, _, _) = bind_request(f, 4, "localhost", 21)
+    with s:
+        client = s.getsockname()
+        assert rep == REJECTED
+        assert read_until_close(s)[0] == b""
+    check_access(f, client, cmd="bind", end="bind-no-ipv4-address")
+    # on port 2222 both addresses are denied
+    with open_client(f.addr) as s:
+        client = s.getsockname()
+        handshake(s)
+        s.sendall(request("localhost", 2222, cmd=CMD_BIND))
+        expect_failure(s, REP["not-allowed"])
+    entry = check_access(f, client, cmd="bind", dst="localhost:2222", reply="not-allowed",
+                         end="denied")
+    # the rule that denied the first address is named
+    assert entry.get("rule") == rule_ref(f, f.rules[0]), entry
+    # CONNECT is not affected by the BIND rules
+    with open_client(f.addr) as s:
+        s.sendall(socks4(1, echo_server.port, host=b"localhost"))
+        assert read4(s)[0] == GRANTED
+        ferrylib.echo_roundtrip(s, b"connect still allowed")
+
+
+# ---- BIND naming 0.0.0.0: the primary session ------------------------------------------------
+
+
+def test_bind_any_without_primary_session(ferry, echo_server):
+    """Nobody named and no CONNECT from this client address: refused (a
+    listener open to anyone is never handed out). A CONNECT from another
+    address does not count."""
+    need_loopback("127.0.0.2")
+    f = ferry(config={"bind": "yes"})
+    cases = [(5, "0.0.0.0"), (5, "::"), (4, "0.0.0.0")]
+    for version, host in cases:
+        with open_client(f.addr) as s:
+            client = s.getsockname()
+            if version == 5:
+                handshake(s)
+                s.sendall(request(host, 0, cmd=CMD_BIND))
+            else:
+                s.sendall(socks4(2, 21, ip=host))
+            expect_refused(s, version, "not-allowed")
+        check_access(f, client, cmd="bind", end="bind-no-primary-session")
+    with open_client(f.addr, source="127.0.0.2") as c:
+        c.sendall(socks4(1, echo_server.port))
+        assert read4(c)[0] == GRANTED
+        with open_client(f.addr, source="127.0.0.1") as s:
+            client = s.getsockname()
+            handshake(s)
+            s.sendall(request("0.0.0.0", 0, cmd=CMD_BIND))
+            expect_failure(s, REP["not-allowed"])
+        check_access(f, client, cmd="bind", end="bind-no-primary-session")
+
+
+def test_bind_any_expects_primary_destination(bind_workers):
+    """A CONNECT to a server, then BIND 0.0.0.0 from another source port:
+    the server's address may connect back, others are refused. Several
+    rounds, alternating two servers (the most recent CONNECT counts) and
+    the SOCKS versions; with four workers the CONNECT and the BIND land on
+    different workers in most rounds."""
+    need_loopback("127.0.0.3", "127.0.0.4")
+    f = bind_workers
+    servers = [ferrylib.EchoServer("127.0.0.3"), ferrylib.EchoServer("127.0.0.4")]
+    try:
+        for round_ in range(4):
+            srv, other = servers[round_ % 2], servers[1 - round_ % 2]
+            version = 5 if round_ < 2 else 4
+            start = f.log_offset()
+            with open_client(f.addr) as primary:
+                if version == 5:
+                    handshake(primary)
+                    primary.sendall(request(srv.host, srv.port))
+                    assert read_reply(primary).rep == 0
+                else:
+                    primary.sendall(socks4(1, srv.port, ip=srv.host))
+                    assert read4(primary)[0] == GRANTED
+                ferrylib.echo_roundtrip(primary, b"control channel")
+                s, (rep, host, port) = bind_request(f, version, "0.0.0.0", 0)
+                with s:
+                    client = s.getsockname()
+                    assert rep == 0, f"round {round_}: first reply {rep:#x}"
+                    assert host == "127.0.0.1" and port != 0
+                    f.wait_log(rf"BIND 0\.0\.0\.0: expecting {re.escape(srv.host)}, "
+                               r"the destination of the client's primary session", start=start)
+                    expect_peer_refused(f, (host, port), other.host, srv.host, start)
+                    expect_peer_refused(f, (host, port), "127.0.0.1", srv.host, start)
+                    accept_peer(s, version, (host, port), srv.host)
+                check_access(f, client, cmd="bind", reply="succeeded")
+    finally:
+        for srv in servers:
+            srv.stop()
 
 
 def test_zz_health(proxy, bind_proxy, echo_server):

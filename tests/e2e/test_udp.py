@@ -2,8 +2,9 @@
 both directions for IPv4, IPv6 and domain destinations, who may send
 (the control connection's client IP, from the port of its first datagram),
 what is dropped (FRAG, malformed headers, replies from hosts never sent
-to, datagrams over max_datagram), the [udp] limits, the association's end
-with its control connection, and the access log.
+to, datagrams over max_datagram), the [udp] limits, bandwidth limits, the
+association's end with its control connection, the access log and the
+ferry_udp_* counters of the metrics endpoint.
 
 Only loopback: destinations are UDP echo servers on 127.0.0.1 / ::1, and
 127.0.0.2 stands in for "another host". An expected datagram is waited for
@@ -21,10 +22,12 @@ import socks
 
 import ferrylib
 from ferrylib import ATYP_V4, ATYP_V6, HAVE_IPV6, REP, read_until_close, run_ferry
+from opslib import metrics_addr
 from udplib import (
     REPLY_TIMEOUT,
     SILENCE,
     UdpAssoc,
+    UdpCounters,
     UdpEcho,
     encode_udp,
     free_udp_port,
@@ -67,8 +70,11 @@ def v6(f) -> tuple:
     return f.listener(socket.AF_INET6).addr
 
 
-def start(ferry, udp=None, top=None, listens=("127.0.0.1:0",)):
-    return ferry(raw_config=udp_config(udp, top), listens=list(listens))
+def start(ferry, udp=None, top=None, listens=("127.0.0.1:0",), extra=""):
+    return ferry(raw_config=udp_config(udp, top, extra), listens=list(listens))
+
+
+METRICS = "[metrics]\nlisten = 127.0.0.1:0\n"
 
 
 def udp_sock(host: str) -> socket.socket:
@@ -357,10 +363,11 @@ def test_control_connection_extra_bytes_ignored(shared, udp_server):
 # ---- limits -------------------------------------------------------------------
 
 
-def test_association_limit_per_listen_address(ferry, udp_server):
-    """associations = 2 per listen address: the third gets 0x01; closing
-    one makes room; a second listen address has its own count. The reply
-    names the address each client reached ferry on."""
+def test_association_limit_per_listen_address(ferry, udp_server, echo_server):
+    """associations = 2 per listen address: the third gets 0x01 while
+    CONNECT sessions still work; closing one makes room; a second listen
+    address has its own count. The reply names the address each client
+    reached ferry on."""
     f = start(ferry, udp={"associations": 2}, listens=("127.0.0.1:0", "127.0.0.2:0"))
     one = f.listeners[0].addr
     two = f.listeners[1].addr
@@ -378,6 +385,13 @@ def test_association_limit_per_listen_address(ferry, udp_server):
             assert (rest, how) == (b"", "eof"), f"after the failure reply: {rest!r} {how}"
         entry = f.access_for(ctl)
         assert entry["cmd"] == "udp" and entry["end"] == "udp-associations-limit", entry
+        # The limit is on associations only: a CONNECT session (on either
+        # worker) goes through while it is reached.
+        for i in range(4):
+            s, _ = ferrylib.socks_connect(one, *echo_server.addr)
+            with s:
+                ferrylib.echo_roundtrip(s, f"connect-at-udp-limit-{i}".encode())
+        assert held[0].echo(udp_server().addr, b"held-still-works")
         # The other listen address has its own budget.
         held += [UdpAssoc(two), UdpAssoc(two)]
         assert [h.reply.host for h in held[2:]] == ["127.0.0.2", "127.0.0.2"]
@@ -682,9 +696,10 @@ def test_limit_warnings_do_not_stop_ferry(ferry, tmp_path):
 
 
 def test_flood_does_not_starve_other_association(ferry, udp_server):
-    """One worker; one association sends 20,000 unpaced datagrams while
-    another, unrelated one keeps getting its echoes; afterwards the flooded
-    association still works."""
+    """One worker; one association sends unpaced datagrams (at least 20,000,
+    for at least 1.5 s) while another, unrelated one keeps pinging: it must
+    get its echoes while the flood runs, not only after it. Afterwards the
+    flooded association still works."""
     f = start(ferry, top={"workers": "1"})
     flood_target, ping_target = udp_server(), udp_server()
     with UdpAssoc(f.addr) as flood, UdpAssoc(f.addr) as calm:
@@ -692,15 +707,18 @@ def test_flood_does_not_starve_other_association(ferry, udp_server):
         calm.echo(ping_target.addr, b"warm-calm")
         datagram = encode_udp(*flood_target.addr, b"F" * 200)
         sent = [0]
+        started = threading.Event()
         done = threading.Event()
 
         def run():
             s = flood.udp
             s.setblocking(False)
-            deadline = time.monotonic() + 10
+            t0 = time.monotonic()
+            started.set()
             try:
-                for _ in range(20000):
-                    if time.monotonic() > deadline:
+                while True:
+                    elapsed = time.monotonic() - t0
+                    if elapsed > 10 or (sent[0] >= 20000 and elapsed >= 1.5):
                         break
                     try:
                         s.sendto(datagram, flood.relay)
@@ -712,23 +730,226 @@ def test_flood_does_not_starve_other_association(ferry, udp_server):
 
         t = threading.Thread(target=run, daemon=True, name="udp-flood")
         t.start()
-        ok = during = 0
-        for i in range(50):
+        started.wait(5)
+        tries = during = 0
+        while not done.is_set() and tries < 2000:
+            tries += 1
             try:
-                calm.echo(ping_target.addr, f"ping-{i}".encode(), timeout=0.5)
-                ok += 1
+                calm.echo(ping_target.addr, f"ping-{tries}".encode(), timeout=0.5)
                 if not done.is_set():
                     during += 1
             except AssertionError:
                 pass
         t.join(15)
         assert not t.is_alive(), "flood thread did not finish"
-        assert sent[0] > 15000, f"only {sent[0]} flood datagrams sent"
-        print(f"flood: sent {sent[0]}, target saw {flood_target.count()}, pings {ok}/50 ({during} during)")
-        assert ok >= 40, f"{ok}/50 echoes answered during the flood ({during} while it ran)"
+        assert sent[0] >= 20000, f"only {sent[0]} flood datagrams sent"
+        print(f"flood: sent {sent[0]}, target saw {flood_target.count()}, "
+              f"pings answered during it {during}/{tries}")
+        # Starved, the pinger would see its 0.5 s timeouts: at most three
+        # tries in the 1.5 s, none answered. Served, it gets answers every
+        # few milliseconds (tens even with the GIL shared with the flood
+        # thread and sanitizers on a busy machine).
+        assert during >= 10 and during >= tries // 2, (
+            f"only {during} of {tries} pings answered while the flood ran"
+        )
         assert flood_target.wait_count(1000, timeout=5), "the flood barely reached its target"
-        # Recovery: the flooded association still echoes.
+        # Recovery: both associations still echo.
         time.sleep(0.2)
         flood.drain()
         flood.echo(flood_target.addr, b"after-the-flood", timeout=3)
-        calm.echo(ping_target.addr, b"calm-after")
+        calm.drain()
+        ok = 0
+        for i in range(10):
+            try:
+                calm.echo(ping_target.addr, f"calm-after-{i}".encode(), timeout=1)
+                ok += 1
+            except AssertionError:
+                pass
+        assert ok >= 9, f"{ok}/10 echoes after the flood"
+
+
+# ---- batching, many destinations and names -------------------------------------
+
+
+def test_many_domain_datagrams_all_echo(shared, udp_server):
+    """Datagrams to a resolved name go out in batches like those to an
+    address: bursts of 50 to "localhost" (answered without a lookup) all
+    come back, in any order, named by the address they came from."""
+    e = udp_server()
+    with UdpAssoc(v4(shared)) as a:
+        a.echo(("localhost", e.port), b"warm-the-name")
+        want, got = set(), set()
+        for burst in range(6):
+            batch = [payload(f"name-{burst}-{i}-", 20 + (i * 37) % 1400) for i in range(50)]
+            want.update(batch)
+            for p in batch:
+                a.send(("localhost", e.port), p)
+            deadline = time.monotonic() + REPLY_TIMEOUT * 2
+            while not want <= got and time.monotonic() < deadline:
+                m = a.recv(max(0.05, deadline - time.monotonic()))
+                assert (m.atyp, m.host, m.port) == (ATYP_V4, "127.0.0.1", e.port)
+                got.add(m.payload)
+        assert got == want, f"{len(want - got)} of {len(want)} never came back"
+        # Mixed in one burst with datagrams to the address itself: still all.
+        mixed = [payload(f"mixed-{i}-", 100) for i in range(40)]
+        for i, p in enumerate(mixed):
+            a.send(("localhost" if i % 2 else "127.0.0.1", e.port), p)
+        seen = set()
+        for _ in range(len(mixed)):
+            seen.add(a.recv().payload)
+        assert seen == set(mixed)
+    assert len(e.sources()) == 1
+
+
+def test_many_names(ferry, udp_server):
+    """Names are looked up in a table that grows, and at most destinations
+    + 16 of them are kept (the oldest settled one is forgotten first): 60
+    names under .localhost (loopback, answered without DNS) to one echo
+    all work, twice over, and again after udp.idle has swept them."""
+    f = start(ferry, udp={"destinations": 4, "idle": "1s"}, top={"workers": "1"})
+    e = udp_server()
+    names = [f"n{i}.localhost" for i in range(60)]
+    with UdpAssoc(f.addr) as a:
+        for round_ in ("first", "again"):
+            for name in names:
+                m = a.echo((name, e.port), f"{round_}-{name}".encode())
+                assert (m.atyp, m.host, m.port) == (ATYP_V4, "127.0.0.1", e.port)
+        # Interleaved, in bursts: every one comes back.
+        want = {f"burst-{n}".encode() for n in names}
+        for n in names:
+            a.send((n, e.port), f"burst-{n}".encode())
+        got = {a.recv().payload for _ in names}
+        assert got == want
+        time.sleep(1.6)  # idle (1 s) plus the sweep's granularity
+        for name in names[::7]:
+            a.echo((name, e.port), f"after-idle-{name}".encode())
+    assert len(e.sources()) == 1
+
+
+def test_many_destinations(ferry, udp_server):
+    """destinations = 64 filled with 63 ports where nobody listens plus an
+    echo: the 65th is refused, the echo and a reply from another port of a
+    known host still arrive; after udp.idle the unused ones are forgotten
+    (the lookup tables rebuilt) and the kept ones still match."""
+    f = start(ferry, udp={"destinations": 64, "idle": "1s"}, top={"workers": "1"})
+    e = udp_server()
+    tftp = udp_server(reply_from_other_port=True)
+    holders = [udp_sock("127.0.0.1") for _ in range(63)]  # bound: no ICMP back
+    closed = [h.getsockname()[1] for h in holders]
+    try:
+        for h in holders:
+            h.settimeout(REPLY_TIMEOUT)
+        with UdpAssoc(f.addr) as a:
+            a.echo(e.addr, b"first")
+            for i, port in enumerate(closed[:62]):
+                a.send(("127.0.0.1", port), f"fill-{i}".encode())
+            m = a.echo(tftp.addr, b"tftp-with-64")  # the 64th destination
+            assert m.port == tftp.other_port
+            assert all(h.recv(100) for h in holders[:62])  # each really went out
+            a.send(("127.0.0.1", closed[62]), b"65th")
+            a.expect_nothing(0.2)
+            holders[62].settimeout(0.2)
+            with pytest.raises(socket.timeout):
+                holders[62].recv(100)
+            holders[62].settimeout(REPLY_TIMEOUT)
+            for i in range(3):
+                a.echo(e.addr, f"echo-at-limit-{i}".encode())
+            # Keep the echo in use while the others go idle (1 s, swept
+            # every 250 ms).
+            for i in range(8):
+                a.echo(e.addr, f"keep-{i}".encode())
+                time.sleep(0.2)
+            a.send(("127.0.0.1", closed[62]), b"65th-after-idle")
+            assert holders[62].recv(100) == b"65th-after-idle"
+            a.echo(e.addr, b"echo-after-sweep")
+            # The other-port reply needs its host known: 127.0.0.1 still is.
+            m = a.echo(tftp.addr, b"tftp-after-sweep")
+            assert m.port == tftp.other_port
+    finally:
+        for h in holders:
+            h.close()
+
+
+# ---- counters and bandwidth ------------------------------------------------------
+
+
+def test_udp_bytes_counted(ferry, udp_server):
+    """ferry_udp_bytes_total moves by exactly the payloads relayed (SOCKS
+    headers excluded, IPv4 or IPv6, address or name), and
+    ferry_udp_datagrams_total by their number; dropped datagrams count in
+    neither."""
+    f = start(ferry, extra=METRICS)
+    c = UdpCounters(metrics_addr(f))
+    e = udp_server()
+    grow = udp_server(extra=7)  # answers 7 bytes longer
+    e6 = udp_server("::1") if HAVE_IPV6 else None
+    up = down = n = 0
+    with UdpAssoc(f.addr) as a:
+        for size in (1, 0, 1200, 8192):
+            a.echo(e.addr, payload(f"count-{size}-", size))
+            up, down, n = up + size, down + size, n + 1
+        a.echo(("localhost", e.port), payload("count-name-", 300))
+        up, down, n = up + 300, down + 300, n + 1
+        p = payload("count-grow-", 100)
+        a.send(grow.addr, p)
+        a.wait_for(lambda m: m.payload == p + b"E" * 7, what="the longer answer")
+        up, down, n = up + 100, down + 107, n + 1
+        if e6:
+            a.echo(e6.addr, payload("count-v6-", 50))
+            up, down, n = up + 50, down + 50, n + 1
+        a.send(e.addr, b"fragment: not relayed", frag=1)
+        a.send(("no-such-host.invalid", e.port), b"unresolvable: not relayed")
+        a.expect_nothing(0.2)
+    c.wait_for({"bytes_up": up, "bytes_down": down, "datagrams_up": n, "datagrams_down": n})
+
+
+# Until relay/socks.c hands the session's limits to the association
+# (policy_bw_start, then udp_assoc_set_bw with a policy_bw_avail that arms
+# no timer), datagrams are not limited: remove this mark with that change.
+def test_bandwidth_limit_drops_datagrams(ferry, udp_server):
+    """bandwidth_connection = 64k (bytes/s, both directions, a 64 KiB burst):
+    within it every datagram is relayed; a burst well over it loses some,
+    counted as ferry_udp_dropped_total{reason="bandwidth"}, and what moved
+    stays within burst + rate x time; once the budget refills the
+    association works again."""
+    rate = 64 * 1024
+    f = start(ferry, extra="[limits]\nbandwidth_connection = 64k\n\n" + METRICS)
+    c = UdpCounters(metrics_addr(f))
+    e = udp_server()
+    # Under the limit: 40 echoes of 1000 bytes, 80 kB both ways in about
+    # 2 s, against a budget of 64 KiB + 2 s x 64 KiB.
+    with UdpAssoc(f.addr) as a:
+        for i in range(40):
+            a.echo(e.addr, payload(f"under-{i}-", 1000))
+            time.sleep(0.05)
+        d = c.wait_for({"datagrams_up": 40, "datagrams_down": 40})
+        assert d["dropped_bandwidth"] == 0, d
+    # Over it: 300 datagrams of 1000 bytes at once, from a fresh association
+    # (a full bucket).
+    c = UdpCounters(c.maddr)
+    with UdpAssoc(f.addr) as a:
+        t0 = time.monotonic()
+        for i in range(300):
+            a.send(e.addr, payload(f"over-{i}-", 1000))
+        echoed = 0
+        try:
+            while True:
+                a.recv(0.5)
+                echoed += 1
+        except AssertionError:
+            pass  # 0.5 s without an echo: the burst is over
+        elapsed = time.monotonic() - t0
+        d = c.delta()
+        print(f"bandwidth: {d}, {echoed} echoed in {elapsed:.2f}s")
+        assert d["dropped_bandwidth"] > 0, d
+        assert d["datagrams_up"] < 300, d
+        assert d["datagrams_down"] == echoed, d
+        # Each datagram is relayed or dropped, each way (some may also be
+        # lost in a full socket buffer: not counted here).
+        assert d["dropped_bandwidth"] <= 300 - d["datagrams_down"], d
+        moved = d["bytes_up"] + d["bytes_down"]
+        assert moved <= rate + rate * elapsed + 1000, f"{moved} bytes in {elapsed:.2f}s: {d}"
+        # Tokens come back: after a pause, a datagram goes both ways.
+        time.sleep(1.2)
+        a.drain()
+        a.echo(e.addr, b"after-the-refill")

@@ -4,7 +4,10 @@ Everything is bounded, as in ferrylib: every receive has a timeout, every
 loop a count or a deadline, every server binds a loopback address on port 0
 and joins its thread (bounded) on stop().
 
-  udp_config        config text with a [udp] section (Ferry(raw_config=...))
+  udp_config        config text with a [udp] section and any raw extra
+                    sections (Ferry(raw_config=...))
+  UdpCounters       the ferry_udp_* counters of a metrics endpoint, and
+                    waiting for them to move by exact amounts
   UdpEcho           threaded UDP echo on a loopback address; records every
                     datagram with its source, optionally answers with extra
                     bytes, or from a second port of the same host
@@ -42,18 +45,22 @@ from ferrylib import (
     read_reply,
     request,
 )
+from opslib import scrape
 
 REPLY_TIMEOUT = 2.0  # an expected datagram (returns as soon as it arrives)
 SILENCE = 0.4  # "nothing arrives" checks
 
 
-def udp_config(udp: dict | None = None, top: dict | None = None) -> str:
-    """ferry's DEFAULT_CONFIG plus top-level keys, then a [udp] section."""
+def udp_config(udp: dict | None = None, top: dict | None = None, extra: str = "") -> str:
+    """ferry's DEFAULT_CONFIG plus top-level keys, then a [udp] section,
+    then extra (raw text: [limits], [metrics]...)."""
     merged = dict(DEFAULT_CONFIG)
     merged.update({k: str(v) for k, v in (top or {}).items()})
     text = "".join(f"{k} = {v}\n" for k, v in merged.items())
     if udp:
         text += "\n[udp]\n" + "".join(f"{k} = {v}\n" for k, v in udp.items())
+    if extra:
+        text += "\n" + extra
     return text
 
 
@@ -330,6 +337,46 @@ class UdpAssoc:
         raise AssertionError(f"no {what} within {timeout}s")
 
 
+class UdpCounters:
+    """The ferry_udp_* counters of the metrics endpoint at maddr, read as
+    differences from the moment of construction. A scrape sums the
+    workers' counters as they are at that moment: wait_for() polls, with a
+    deadline, until each counter has moved by exactly its expected amount
+    (and fails at once when one moves further)."""
+
+    NAMES = {
+        "bytes_up": ("ferry_udp_bytes_total", {"direction": "up"}),
+        "bytes_down": ("ferry_udp_bytes_total", {"direction": "down"}),
+        "datagrams_up": ("ferry_udp_datagrams_total", {"direction": "up"}),
+        "datagrams_down": ("ferry_udp_datagrams_total", {"direction": "down"}),
+        "dropped_bandwidth": ("ferry_udp_dropped_total", {"reason": "bandwidth"}),
+    }
+
+    def __init__(self, maddr: tuple[str, int]):
+        self.maddr = maddr
+        self.base = self.read_absolute()
+
+    def read_absolute(self) -> dict:
+        e = scrape(self.maddr)
+        return {k: e.get(name, **labels) for k, (name, labels) in self.NAMES.items()}
+
+    def delta(self) -> dict:
+        now = self.read_absolute()
+        return {k: int(now[k] - self.base[k]) for k in now}
+
+    def wait_for(self, want: dict, timeout: float = 5.0) -> dict:
+        deadline = time.monotonic() + timeout
+        while True:
+            d = self.delta()
+            over = {k: (d[k], v) for k, v in want.items() if d[k] > v}
+            assert not over, f"counters moved further than expected (got, want): {over}"
+            if all(d[k] == v for k, v in want.items()):
+                return d
+            if time.monotonic() >= deadline:
+                raise AssertionError(f"counters {d} not at {want} within {timeout}s")
+            time.sleep(0.02)
+
+
 def payload(tag: str, size: int) -> bytes:
     """size bytes starting with tag, the rest a repeating pattern."""
     head = tag.encode()
@@ -391,6 +438,7 @@ __all__ = [
     "REPLY_TIMEOUT",
     "SILENCE",
     "UdpAssoc",
+    "UdpCounters",
     "UdpEcho",
     "UdpMsg",
     "encode_udp",

@@ -395,13 +395,18 @@ static void test_warnings_accumulate(void **state)
 }
 
 /* A warning never hides an error, nor turns into one. */
+/* With an error the load fails, and the warnings come along after the
+ * errors (so --check shows everything wrong with the file at once). */
 static void test_warning_with_error(void **state)
 {
     struct ctx *x = *state;
-    load_fails(x, "[udp]\nqueue = 0\nadvertise = nowhere\n", 1);
+    load_fails(x, "[udp]\nqueue = 0\nadvertise = nowhere\n", 2);
     expect_err(x, 0,
                "%s:3: udp.advertise: 'nowhere' is not a numeric IP address a client can send to",
                x->path);
+    expect_err(
+        x, 1, "warning: %s:2: udp.queue: '0' is not valid (expected 1..4096); using the default 64",
+        x->path);
 }
 
 /* A limit set twice is an error like any other key. */
