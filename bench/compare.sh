@@ -2,13 +2,18 @@
 # bench/compare.sh: ferry side by side with other proxies from Debian.
 #
 # Starts, on 127.0.0.1 only and as children of this script, ferry (`ferry
-# serve`), Dante, microsocks, shadowsocks-libev (ss-local -> ss-server) and
-# HAProxy (a plain TCP relay, no SOCKS), then drives each with `ferry bench`
-# in interleaved rounds and writes docs/benchmarks.md (+ .svg, + .jsonl).
-# Everything it starts is stopped on exit, by PID, failure included.
+# serve`), Dante, microsocks, shadowsocks-libev (ss-local -> ss-server),
+# HAProxy (a plain TCP relay, no SOCKS), tinyproxy and Squid (HTTP proxies),
+# then drives each with `ferry bench` in interleaved rounds and writes
+# docs/benchmarks.md (+ .svg, + .jsonl). Groups: the TCP scenarios through
+# SOCKS5 (throughput, handshakes, requests, connections), UDP ASSOCIATE (udp),
+# SOCKS5 authentication costs of a self-hosted ferry (auth) and the HTTP
+# proxy path (http). Everything it starts is stopped on exit, by PID,
+# failure included.
 #
-#   bench/compare.sh [--quick] [--rounds N] [--only SCENARIO[,SCENARIO]]
+#   bench/compare.sh [--quick] [--rounds N] [--only GROUP[,GROUP]]
 #                    [--targets T[,T]] [--out FILE] [--results FILE] [--keep]
+#                    [--treemon] [--build-head]
 #
 # Runs as root on Debian 12 (it installs missing peers with apt-get); as
 # another user it measures what is installed and reports the rest as missing.
@@ -18,23 +23,46 @@ usage() {
     cat <<'EOF'
 usage: bench/compare.sh [options]
 
-Measure ferry side by side with Dante, microsocks, shadowsocks-libev and
-HAProxy (TCP relay) on loopback, and write docs/benchmarks.md.
+Measure ferry side by side with Dante, microsocks, shadowsocks-libev,
+HAProxy (TCP relay), tinyproxy and Squid (HTTP proxies) on loopback, and
+write docs/benchmarks.md.
 
 Options:
   --quick            one round, 2 s windows, 0.5 s warm-up, 2000 held
-                     connections: a check that everything works (1-2 min)
+                     connections, 2000 HTTP-path requests: a check that
+                     everything works (about 3 min)
   --rounds N         interleaved rounds; medians over rounds (default 3)
   --duration S       measurement window per run (default 5; --quick 2)
-  --only LIST        scenarios to run, comma separated: throughput,
-                     handshakes, requests, connections (default all)
+  --only LIST        groups to run, comma separated (default all):
+                       throughput, handshakes, requests, connections
+                                 the TCP scenarios through SOCKS5
+                       socks     all four of these
+                       udp       UDP ASSOCIATE: 1 and 16 clients x 1200 and
+                                 8192 bytes, and a 512-byte blast
+                       auth      ferry only, self-hosted: handshakes with no
+                                 auth, plain and Argon2id users, with and
+                                 without the verification cache
+                       http      the HTTP proxy path (CONNECT and absolute-
+                                 form requests, CONNECT handshakes): ferry
+                                 beside tinyproxy and Squid
   --targets LIST     targets, comma separated: direct, ferry, dante,
-                     microsocks, ss-libev, haproxy (default all)
+                     microsocks, ss-libev, haproxy, tinyproxy, squid
+                     (default all; each group runs those that apply)
   --out FILE         the report (default docs/benchmarks.md; the chart goes
                      next to it as .svg)
   --results FILE     keep the raw JSON lines here too (they are always
                      saved next to the report as .jsonl)
   --keep             keep the temporary directory (configs, peer logs)
+  --build-head       measure a ferry built from the committed HEAD (git
+                     archive, built in the temporary directory) instead of
+                     ./ferry, which may hold uncommitted work
+  --settle S         before each run, wait up to S seconds for other work on
+                     the machine to drop below 0.3 cores (default 5;
+                     --quick 0); what other work took during each run is
+                     recorded either way and noted in the report
+  --treemon          also watch each proxy's process tree from outside
+                     (bench/treemon.py) as a cross-check of the bench's own
+                     CPU and memory figures (off by default: it costs CPU)
   -h, --help         show this help
 EOF
 }
@@ -60,6 +88,9 @@ TARGETS_ARG=""
 OUT=""
 RESULTS=""
 KEEP=0
+TREEMON=0
+BUILD_HEAD=0
+SETTLE=""
 while [ $# -gt 0 ]; do
     case "$1" in
     --quick) QUICK=1 ;;
@@ -76,30 +107,45 @@ while [ $# -gt 0 ]; do
     --results) RESULTS=${2:?--results needs a file}; shift ;;
     --results=*) RESULTS=${1#*=} ;;
     --keep) KEEP=1 ;;
+    --treemon) TREEMON=1 ;;
+    --build-head) BUILD_HEAD=1 ;;
+    --settle) SETTLE=${2:?--settle needs seconds}; shift ;;
+    --settle=*) SETTLE=${1#*=} ;;
     -h | --help) usage; exit 0 ;;
     *) echo "compare.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
     esac
     shift
 done
+HTTP_REQS=5000
 if [ "$QUICK" = 1 ]; then # short defaults; an explicit --rounds/--duration still wins
-    ROUNDS=${ROUNDS:-1} DURATION=${DURATION:-2} WARMUP=0.5 CONNS=2000
+    ROUNDS=${ROUNDS:-1} DURATION=${DURATION:-2} WARMUP=0.5 CONNS=2000 HTTP_REQS=2000 SETTLE=${SETTLE:-0}
 fi
-ROUNDS=${ROUNDS:-3} DURATION=${DURATION:-5}
+ROUNDS=${ROUNDS:-3} DURATION=${DURATION:-5} SETTLE=${SETTLE:-5}
 # --out and --results are relative to where the script was started from.
 if [ -z "$OUT" ]; then OUT=docs/benchmarks.md; elif [[ $OUT != /* ]]; then OUT=$ORIG_PWD/$OUT; fi
 if [ -n "$RESULTS" ] && [[ $RESULTS != /* ]]; then RESULTS=$ORIG_PWD/$RESULTS; fi
 [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: --rounds: not a positive number: $ROUNDS" >&2; exit 2; }
 [[ "$DURATION" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "compare.sh: --duration: not a number: $DURATION" >&2; exit 2; }
+[[ "$SETTLE" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "compare.sh: --settle: not a number: $SETTLE" >&2; exit 2; }
 
-ALL_SCENARIOS=(throughput handshakes requests connections)
-ALL_TARGETS=(direct ferry dante microsocks ss-libev haproxy)
+ALL_SCENARIOS=(throughput handshakes requests connections udp auth http)
+ALL_TARGETS=(direct ferry dante microsocks ss-libev haproxy tinyproxy squid)
 SCENARIOS=("${ALL_SCENARIOS[@]}")
 if [ -n "$ONLY" ]; then
-    IFS=, read -r -a SCENARIOS <<<"$ONLY"
-    for s in "${SCENARIOS[@]}"; do
-        [[ " ${ALL_SCENARIOS[*]} " == *" $s "* ]] || { echo "compare.sh: --only: unknown scenario '$s'" >&2; exit 2; }
+    IFS=, read -r -a only <<<"$ONLY"
+    SCENARIOS=()
+    for s in "${only[@]}"; do
+        [ "$s" = socks ] && s="throughput handshakes requests connections"
+        for s1 in $s; do
+            [[ " ${ALL_SCENARIOS[*]} " == *" $s1 "* ]] || { echo "compare.sh: --only: unknown group '$s1'" >&2; exit 2; }
+            [[ " ${SCENARIOS[*]} " == *" $s1 "* ]] || SCENARIOS+=("$s1")
+        done
     done
 fi
+# Keep the groups in their usual order whatever the order given.
+sel=()
+for s in "${ALL_SCENARIOS[@]}"; do [[ " ${SCENARIOS[*]} " == *" $s "* ]] && sel+=("$s"); done
+SCENARIOS=("${sel[@]}")
 TARGETS=("${ALL_TARGETS[@]}")
 if [ -n "$TARGETS_ARG" ]; then
     IFS=, read -r -a TARGETS <<<"$TARGETS_ARG"
@@ -168,12 +214,12 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # ---- peers: install what is missing ----------------------------------------
-PKGS=(dante-server microsocks shadowsocks-libev haproxy gnuplot-nox)
+PKGS=(dante-server microsocks shadowsocks-libev haproxy tinyproxy squid gnuplot-nox)
 pkg_ok() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed'; }
 
 # Processes of the peers' daemons that listen on TCP right now, as "pid".
 peer_listeners() {
-    ss -Hltnp 2>/dev/null | grep -oE '"(danted|haproxy|ss-server|ss-local|ss-manager|microsocks)",pid=[0-9]+' |
+    ss -Hltnp 2>/dev/null | grep -oE '"(danted|haproxy|ss-server|ss-local|ss-manager|microsocks|tinyproxy|squid)",pid=[0-9]+' |
         sed 's/.*pid=//' | sort -u || true
 }
 
@@ -197,7 +243,7 @@ install_peers() {
         fi
     fi
     # Package scripts may start the Debian services (Dante, HAProxy,
-    # shadowsocks-libev). This harness never uses them: it runs its own
+    # shadowsocks-libev, tinyproxy, Squid). This harness never uses them: it runs its own
     # instances. A service that the install just started and that listens
     # somewhere is stopped again; anything that ran before is left alone.
     after=$(peer_listeners)
@@ -237,13 +283,16 @@ for _ in range(500):
     if port in taken:
         continue
     s = socket.socket()
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)  # UDP too (ss-local, UDP ASSOCIATE)
     try:
         s.bind(("127.0.0.1", port))  # no SO_REUSEADDR: fails on TIME_WAIT too
         s.listen(1)
+        u.bind(("127.0.0.1", port))
     except OSError:
         continue
     finally:
         s.close()
+        u.close()
     print(port)
     break
 else:
@@ -316,7 +365,7 @@ start_ferry() {
     check_up ferry "$port" "$LAST_PID" "$TMPD/ferry.log" || return 0
     ADDR[ferry]=127.0.0.1:$port PIDS[ferry]=$LAST_PID ROOTS[ferry]=$LAST_PID
     MODE[ferry]=proxy CPUSRC[ferry]=bench LOGF[ferry]=$TMPD/ferry.log
-    NOTE[ferry]="\`ferry serve -l 127.0.0.1:PORT\`, default configuration ($(nproc) workers, access log on: one line per session, to a file)"
+    NOTE[ferry]="\`ferry serve -l 127.0.0.1:PORT\`, default configuration ($(nproc) workers, access log on: one line per session, to a file); SOCKS5, UDP ASSOCIATE and the HTTP proxy on the one port"
 }
 
 start_dante() {
@@ -327,8 +376,8 @@ start_dante() {
     start_bg "$TMPD/danted.out" danted -f "$TMPD/danted.conf" -p "$TMPD/danted.pid"
     check_up dante "$port" "$LAST_PID" "$TMPD/danted.log" || return 0
     ADDR[dante]=127.0.0.1:$port PIDS[dante]=$LAST_PID ROOTS[dante]=$LAST_PID
-    MODE[dante]=proxy CPUSRC[dante]=tree LOGF[dante]=$TMPD/danted.log
-    NOTE[dante]="\`danted -f danted.conf\` (bench/peers/danted.conf), its own process model (mother + forked negotiate/request/io children); \`log: error\` (the handshakes scenario's abortive closes count as errors, so one line per session there)"
+    MODE[dante]=proxy CPUSRC[dante]=bench LOGF[dante]=$TMPD/danted.log
+    NOTE[dante]="\`danted -f danted.conf\` (bench/peers/danted.conf), its own process model (mother + forked negotiate/request/io children); CONNECT and UDP ASSOCIATE (\`udpassociate\` + \`udpreply\` rules); \`log: error\` (the handshakes scenario's abortive closes count as errors, so one line per session there)"
 }
 
 start_microsocks() {
@@ -338,8 +387,8 @@ start_microsocks() {
     start_bg "$TMPD/microsocks.log" microsocks -i 127.0.0.1 -p "$port"
     check_up microsocks "$port" "$LAST_PID" "$TMPD/microsocks.log" || return 0
     ADDR[microsocks]=127.0.0.1:$port PIDS[microsocks]=$LAST_PID ROOTS[microsocks]=$LAST_PID
-    MODE[microsocks]=proxy CPUSRC[microsocks]=tree LOGF[microsocks]=$TMPD/microsocks.log
-    NOTE[microsocks]="\`microsocks -i 127.0.0.1 -p PORT\` (one thread per connection)"
+    MODE[microsocks]=proxy CPUSRC[microsocks]=bench LOGF[microsocks]=$TMPD/microsocks.log
+    NOTE[microsocks]="\`microsocks -i 127.0.0.1 -p PORT\` (one thread per connection; CONNECT only, no UDP ASSOCIATE)"
 }
 
 start_ss() {
@@ -352,17 +401,23 @@ start_ss() {
     sport=$(free_port)
     pw=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
     fill bench/peers/shadowsocks.json "$TMPD/ss.json" PORT="$lport" SERVER_PORT="$sport" PASSWORD="$pw"
-    start_bg "$TMPD/ss-server.log" ss-server -c "$TMPD/ss.json"
+    start_bg "$TMPD/ss-server.log" ss-server -u -c "$TMPD/ss.json"
     spid=$LAST_PID
     check_up ss-libev "$sport" "$spid" "$TMPD/ss-server.log" || return 0
-    start_bg "$TMPD/ss-local.log" ss-local -c "$TMPD/ss.json"
+    # ss-local's address on its command line (-b), not as "local_address" in
+    # the shared file: ss-server reads that key as the address to bind each
+    # outgoing connection to, and a bind() before connect() needs a port of
+    # its own per connection. With thousands of held connections (and the
+    # TIME_WAIT sockets of earlier scenarios) that runs out, and ss-server
+    # exits ("cannot bind socket").
+    start_bg "$TMPD/ss-local.log" ss-local -u -b 127.0.0.1 -c "$TMPD/ss.json"
     if ! check_up ss-libev "$lport" "$LAST_PID" "$TMPD/ss-local.log"; then
         stop_pid "$spid"
         return 0
     fi
     ADDR[ss-libev]=127.0.0.1:$lport PIDS[ss-libev]=$LAST_PID,$spid ROOTS[ss-libev]=$LAST_PID,$spid
     MODE[ss-libev]=proxy CPUSRC[ss-libev]=bench LOGF[ss-libev]="$TMPD/ss-server.log $TMPD/ss-local.log"
-    NOTE[ss-libev]="\`ss-local\` (SOCKS5 on 127.0.0.1) -> \`ss-server\` (127.0.0.1), chacha20-ietf-poly1305 (bench/peers/shadowsocks.json); CPU of both"
+    NOTE[ss-libev]="\`ss-local -u -b 127.0.0.1\` (SOCKS5) -> \`ss-server -u\` (127.0.0.1), chacha20-ietf-poly1305 (bench/peers/shadowsocks.json), TCP and UDP relay; CPU of both"
 }
 
 start_haproxy() {
@@ -378,22 +433,70 @@ start_haproxy() {
     NOTE[haproxy]="\`haproxy -db\` (bench/peers/haproxy.cfg): TCP mode, option splice-auto, nbthread $(nproc); a plain relay to the echo port, no SOCKS"
 }
 
+start_tinyproxy() {
+    local port
+    command -v tinyproxy >/dev/null || { STATUS[tinyproxy]="did not start: tinyproxy not installed"; return 0; }
+    port=$(free_port)
+    fill bench/peers/tinyproxy.conf "$TMPD/tinyproxy.conf" PORT="$port" MAXCLIENTS=1024
+    start_bg "$TMPD/tinyproxy.log" tinyproxy -d -c "$TMPD/tinyproxy.conf"
+    check_up tinyproxy "$port" "$LAST_PID" "$TMPD/tinyproxy.log" || return 0
+    ADDR[tinyproxy]=127.0.0.1:$port PIDS[tinyproxy]=$LAST_PID ROOTS[tinyproxy]=$LAST_PID
+    MODE[tinyproxy]=http CPUSRC[tinyproxy]=bench LOGF[tinyproxy]=$TMPD/tinyproxy.log
+    NOTE[tinyproxy]="\`tinyproxy -d -c tinyproxy.conf\` (bench/peers/tinyproxy.conf): HTTP proxy, one thread per client, CONNECT to any port (no \`ConnectPort\` line), \`LogLevel Error\`"
+}
+
+start_squid() {
+    local port dir
+    command -v squid >/dev/null || { STATUS[squid]="did not start: squid not installed"; return 0; }
+    port=$(free_port)
+    # Squid drops to its cache_effective_user (proxy) after start: its pid
+    # file and cache.log go to a directory that user owns, inside ours.
+    dir=$TMPD/squid.$port
+    mkdir -p "$dir"
+    chmod 711 "$TMPD"
+    chown proxy: "$dir" 2>/dev/null || chmod 777 "$dir"
+    fill bench/peers/squid.conf "$TMPD/squid.conf" PORT="$port" DIR="$dir"
+    start_bg "$TMPD/squid.out" squid -N -f "$TMPD/squid.conf"
+    check_up squid "$port" "$LAST_PID" "$dir/cache.log" || return 0
+    ADDR[squid]=127.0.0.1:$port PIDS[squid]=$LAST_PID ROOTS[squid]=$LAST_PID
+    MODE[squid]=http CPUSRC[squid]=bench LOGF[squid]="$dir/cache.log $TMPD/squid.out"
+    NOTE[squid]="\`squid -N -f squid.conf\` (bench/peers/squid.conf): HTTP proxy, one process (-N: no SMP workers), no cache, \`http_access\` for 127.0.0.0/8 to 127.0.0.0/8 (CONNECT to any port), no access log"
+}
+
 # ---- the run ------------------------------------------------------------------
 install_peers
 command -v ss >/dev/null || { echo "compare.sh: needs ss (iproute2)" >&2; exit 1; }
 
-if [ ! -x ./ferry ]; then
-    log "building ferry"
-    make -j"$(nproc)" ferry >&2
-fi
-# A private copy: others may rebuild ./ferry while this runs.
 FERRY=$TMPD/ferry
-cp ./ferry "$FERRY"
-FERRY_VERSION=$("$FERRY" --version 2>/dev/null | head -n1 || echo unknown)
-FERRY_COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-if [ -n "$(git status --porcelain --untracked-files=no -- src Makefile 2>/dev/null)" ]; then
-    FERRY_COMMIT+=" (+ uncommitted changes in src/)"
+if [ "$BUILD_HEAD" = 1 ]; then
+    # The committed sources only, built apart from the work tree (which
+    # others may be editing and rebuilding).
+    log "building ferry from HEAD ($(git rev-parse --short HEAD)) in $TMPD/head"
+    mkdir -p "$TMPD/head"
+    git archive HEAD | tar -x -C "$TMPD/head"
+    if ! make -C "$TMPD/head" -j"$(nproc)" ferry >"$TMPD/head-build.log" 2>&1; then
+        tail -n 20 "$TMPD/head-build.log" >&2
+        echo "compare.sh: --build-head: the build failed" >&2
+        exit 1
+    fi
+    cp "$TMPD/head/ferry" "$FERRY"
+    FERRY_BUILT=$(date -u -r "$FERRY" '+%Y-%m-%d %H:%M UTC')
+    FERRY_COMMIT="$(git rev-parse --short HEAD 2>/dev/null || echo unknown) (clean build of the commit, --build-head)"
+else
+    if [ ! -x ./ferry ]; then
+        log "building ferry"
+        make -j"$(nproc)" ferry >&2
+    fi
+    # A private copy: others may rebuild ./ferry while this runs.
+    cp ./ferry "$FERRY"
+    FERRY_BUILT=$(date -u -r ./ferry '+%Y-%m-%d %H:%M UTC')
+    FERRY_COMMIT="$(git rev-parse --short HEAD 2>/dev/null || echo unknown), ./ferry as found"
+    if [ -n "$(git status --porcelain --untracked-files=no -- src Makefile 2>/dev/null)" ]; then
+        FERRY_COMMIT+=" (the work tree has uncommitted changes in src/; --build-head measures the commit alone)"
+    fi
 fi
+FERRY_VERSION=$("$FERRY" --version 2>/dev/null | head -n1 || echo unknown)
+FERRY_VERSION+=", binary built $FERRY_BUILT"
 
 # Each held connection costs two descriptors in the bench (client + echo)
 # and two in the proxy; the hard limit here may be below what 10000 needs.
@@ -406,30 +509,89 @@ if [ "$NOFILE" != unlimited ] && [ $((2 * CONNS + 1000)) -gt "$NOFILE" ]; then
     log "open-files limit $NOFILE: held connections lowered from $CONNS_WANTED to $CONNS"
 fi
 
-ECHO_PORT=$(free_port)
+# Scenario variants: name|scenario|options|targets it applies to|how. "proxy":
+# through each target's own instance (or --direct / --relay); "self": a ferry
+# child that `ferry bench` starts itself (its own userlist and auth settings).
+SOCKS_TCP=direct,ferry,dante,microsocks,ss-libev,haproxy
+SOCKS_PROXIES=direct,ferry,dante,microsocks,ss-libev
+UDP_TARGETS=direct,ferry,dante,ss-libev # microsocks has no UDP ASSOCIATE
+HTTP_TARGETS=ferry,tinyproxy,squid
+VARIANTS=()
+for s in "${SCENARIOS[@]}"; do
+    case $s in
+    throughput) VARIANTS+=("throughput-1|throughput|--connections 1 --payload 64k|$SOCKS_TCP|proxy"
+        "throughput-8|throughput|--connections 8 --payload 64k|$SOCKS_TCP|proxy") ;;
+    handshakes) VARIANTS+=("handshakes|handshakes|--concurrency 32|$SOCKS_TCP|proxy") ;;
+    requests) VARIANTS+=("requests|requests||$SOCKS_PROXIES|proxy") ;;
+    connections) VARIANTS+=("connections|connections|--connections $CONNS|$SOCKS_PROXIES|proxy") ;;
+    udp) VARIANTS+=("udp-1x1200|udp|--connections 1 --payload 1200|$UDP_TARGETS|proxy"
+        "udp-16x1200|udp|--connections 16 --payload 1200|$UDP_TARGETS|proxy"
+        "udp-1x8192|udp|--connections 1 --payload 8192|$UDP_TARGETS|proxy"
+        "udp-16x8192|udp|--connections 16 --payload 8192|$UDP_TARGETS|proxy"
+        "udp-blast|udp|--blast --connections 16 --payload 512|$UDP_TARGETS|proxy") ;;
+    # With the cache on, the first setups all miss it at once (32 in flight,
+    # and each worker has its own cache): each pays a full Argon2id
+    # verification, about 1 s of both cores in all. A 3 s warm-up keeps that
+    # out of the window, which is to measure the cache.
+    auth) VARIANTS+=("auth-none|handshakes|--concurrency 32 --auth none|ferry|self"
+        "auth-plain|handshakes|--concurrency 32 --auth plain --warmup 3|ferry|self"
+        "auth-argon2|handshakes|--concurrency 32 --auth argon2 --warmup 3|ferry|self"
+        "auth-argon2-nocache|handshakes|--concurrency 32 --auth argon2 --auth-cachettl 0|ferry|self"
+        "auth-plain-nocache|handshakes|--concurrency 32 --auth plain --auth-cachettl 0|ferry|self") ;;
+    http)
+        VARIANTS+=("http-requests-socks|requests|--requests $HTTP_REQS|direct,ferry|proxy"
+            "http-requests-connect|requests|--requests $HTTP_REQS --http-proxy connect|$HTTP_TARGETS|proxy"
+            "http-requests-absolute|requests|--requests $HTTP_REQS --http-proxy absolute|$HTTP_TARGETS|proxy")
+        # The SOCKS5 side of the CONNECT handshakes comparison is the
+        # handshakes scenario itself when that runs too.
+        [[ " ${SCENARIOS[*]} " == *" handshakes "* ]] ||
+            VARIANTS+=("http-handshakes-socks|handshakes|--concurrency 32|direct,ferry|proxy")
+        VARIANTS+=("http-handshakes-connect|handshakes|--concurrency 32 --http-proxy connect|$HTTP_TARGETS|proxy") ;;
+    esac
+done
+
+# Which targets the selected variants use, and how.
+declare -A USED_PROXY USED_SELF
+for v in "${VARIANTS[@]}"; do
+    IFS='|' read -r _ _ _ vt vhow <<<"$v"
+    for t in ${vt//,/ }; do
+        [[ " ${TARGETS[*]} " == *" $t "* ]] || continue
+        if [ "$vhow" = self ]; then USED_SELF[$t]=1; else USED_PROXY[$t]=1; fi
+    done
+done
+USED_TARGETS=()
 for t in "${TARGETS[@]}"; do
-    case $t in
-    direct) STATUS[direct]=ok MODE[direct]=direct CPUSRC[direct]=none NOTE[direct]="no proxy: the bench connects to its targets" ;;
+    [ -n "${USED_PROXY[$t]:-}${USED_SELF[$t]:-}" ] && USED_TARGETS+=("$t")
+done
+[ ${#USED_TARGETS[@]} -gt 0 ] || { echo "compare.sh: no selected group applies to the selected targets" >&2; exit 2; }
+
+start_target() {
+    case $1 in
     ferry) start_ferry ;;
     dante) start_dante ;;
     microsocks) start_microsocks ;;
     ss-libev) start_ss ;;
     haproxy) start_haproxy ;;
+    tinyproxy) start_tinyproxy ;;
+    squid) start_squid ;;
     esac
-    if [ "${STATUS[$t]}" = ok ]; then log "$t: ${ADDR[$t]:-direct} pid ${PIDS[$t]:--}"; fi
-done
+}
 
-# Scenario variants: name, scenario, options.
-VARIANTS=()
-for s in "${SCENARIOS[@]}"; do
-    case $s in
-    throughput) VARIANTS+=("throughput-1|throughput|--connections 1 --payload 64k"
-        "throughput-8|throughput|--connections 8 --payload 64k") ;;
-    handshakes) VARIANTS+=("handshakes|handshakes|--concurrency 32") ;;
-    requests) VARIANTS+=("requests|requests|") ;;
-    connections) VARIANTS+=("connections|connections|--connections $CONNS") ;;
-    esac
+ECHO_PORT=$(free_port)
+for t in "${USED_TARGETS[@]}"; do
+    if [ "$t" = direct ]; then
+        STATUS[direct]=ok MODE[direct]=direct CPUSRC[direct]=none NOTE[direct]="no proxy: the bench connects to its targets"
+    elif [ -n "${USED_PROXY[$t]:-}" ]; then
+        start_target "$t"
+    else # ferry for the auth group only: the bench starts its own
+        STATUS[$t]=ok MODE[$t]=self CPUSRC[$t]=bench
+        NOTE[$t]="self-hosted by \`ferry bench\` (auth group only)"
+    fi
+    if [ "${STATUS[$t]}" = ok ]; then log "$t: ${ADDR[$t]:-${MODE[$t]}} pid ${PIDS[$t]:--}"; fi
 done
+if [ -n "${USED_SELF[ferry]:-}" ] && [ -n "${USED_PROXY[ferry]:-}" ]; then
+    NOTE[ferry]+="; the auth group runs a ferry child of \`ferry bench\` instead (same binary and defaults, plus a userlist)"
+fi
 
 OUTDIR=$(dirname "$OUT")
 mkdir -p "$OUTDIR"
@@ -441,9 +603,9 @@ RAW=$TMPD/results.jsonl
     "$PY" bench/report.py meta --cmdline "$CMDLINE" --rounds "$ROUNDS" --duration "$DURATION" \
         --warmup "$WARMUP" --connections "$CONNS" --connections-wanted "$CONNS_WANTED" \
         --nofile "$NOFILE" --quick "$QUICK" --ferry-version "$FERRY_VERSION" \
-        --ferry-commit "$FERRY_COMMIT" --echo-port "$ECHO_PORT" \
-        --variants "$(printf '%s\n' "${VARIANTS[@]}")"
-    for t in "${TARGETS[@]}"; do
+        --ferry-commit "$FERRY_COMMIT" --echo-port "$ECHO_PORT" --treemon "$TREEMON" --settle "$SETTLE" \
+        --groups "${SCENARIOS[*]}" --variants "$(printf '%s\n' "${VARIANTS[@]}")"
+    for t in "${USED_TARGETS[@]}"; do
         "$PY" -c 'import json,sys; print(json.dumps({"peer":{"target":sys.argv[1],"status":sys.argv[2],"mode":sys.argv[3],"addr":sys.argv[4],"pids":sys.argv[5],"cpu_source":sys.argv[6],"how":sys.argv[7]}}))' \
             "$t" "${STATUS[$t]}" "${MODE[$t]:-}" "${ADDR[$t]:-}" "${PIDS[$t]:-}" "${CPUSRC[$t]:-}" "${NOTE[$t]:-}"
     done
@@ -455,13 +617,7 @@ RAW=$TMPD/results.jsonl
 restart_target() {
     local t=$1 p
     for p in ${ROOTS[$t]//,/ }; do stop_pid "$p"; done
-    case $t in
-    ferry) start_ferry ;;
-    dante) start_dante ;;
-    microsocks) start_microsocks ;;
-    ss-libev) start_ss ;;
-    haproxy) start_haproxy ;;
-    esac
+    start_target "$t"
 }
 
 # Which of a target's processes ended, how (exit status or signal), and the
@@ -530,18 +686,24 @@ NRUNS=0
 for ((round = 1; round <= ROUNDS; round++)); do
     # Rotate the target order each round so no target always runs first.
     order=()
-    n=${#TARGETS[@]}
-    for ((i = 0; i < n; i++)); do order+=("${TARGETS[$(((i + round - 1) % n))]}"); done
+    n=${#USED_TARGETS[@]}
+    for ((i = 0; i < n; i++)); do order+=("${USED_TARGETS[$(((i + round - 1) % n))]}"); done
     for v in "${VARIANTS[@]}"; do
-        IFS='|' read -r vname scen vopts <<<"$v"
+        IFS='|' read -r vname scen vopts vtargets vhow <<<"$v"
+        if [ "$vname" = auth-none ]; then
+            # One Argon2id verification, timed on this machine (ferry passwd
+            # computes the same hash a verification does), and the verifier
+            # threads of a ferry with a userlist: the uncached ceiling.
+            log "round $round/$ROUNDS  argon2 timing"
+            "$PY" bench/argon2time.py --ferry "$FERRY" --round "$round" >>"$RAW" 2>"$TMPD/argon2.err" ||
+                log "  argon2 timing failed: $(tail -n 1 "$TMPD/argon2.err")"
+        fi
         for t in "${order[@]}"; do
+            [[ ",$vtargets," == *",$t,"* ]] || continue
             [ "${STATUS[$t]}" = ok ] || continue
-            mode=${MODE[$t]}
-            if [ "$mode" = relay ] && [[ $scen == requests || $scen == connections ]]; then
-                continue # a plain relay reaches only the echo target
-            fi
+            if [ "$vhow" = self ]; then mode=self; else mode=${MODE[$t]}; fi
             err=""
-            if [ "$mode" != direct ] && ! alive "$t"; then
+            if [ "$mode" != direct ] && [ "$mode" != self ] && ! alive "$t"; then
                 revive "$t" "before round $round, $vname" || err="the proxy is no longer running: ${STATUS[$t]}"
             elif [ "$scen" = connections ] && [ "$mode" = proxy ]; then
                 restart_target "$t"
@@ -553,7 +715,8 @@ for ((round = 1; round <= ROUNDS; round++)); do
             args=(--runs 1 --json --duration "$DURATION" --warmup "$WARMUP")
             case $mode in
             direct) args+=(--direct) ;;
-            proxy) args+=(--proxy "${ADDR[$t]}" --proxy-pid "${PIDS[$t]}") ;;
+            self) args+=(--ferry "$FERRY") ;;
+            proxy | http) args+=(--proxy "${ADDR[$t]}" --proxy-pid "${PIDS[$t]}") ;;
             relay) args+=(--relay "${ADDR[$t]}" --target-port "$ECHO_PORT" --proxy-pid "${PIDS[$t]}") ;;
             esac
             # shellcheck disable=SC2206
@@ -563,7 +726,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
             if [ -z "$err" ]; then
                 ran=1
                 log "round $round/$ROUNDS  $vname  $t"
-                if [ "$mode" != direct ]; then
+                if [ "$TREEMON" = 1 ] && [ "$mode" != direct ] && [ "$mode" != self ]; then
                     memflag=""
                     [ "$scen" = connections ] && memflag=--mem
                     "$PY" bench/treemon.py watch "${ROOTS[$t]}" $memflag >"$TMPD/mon.json" &
@@ -573,7 +736,11 @@ for ((round = 1; round <= ROUNDS; round++)); do
                     sleep 0.05
                 fi
                 rc=0
-                timeout -k 5 300 "$FERRY" bench "$scen" "${args[@]}" >"$TMPD/run.out" 2>"$TMPD/run.err" || rc=$?
+                # treemon.py run: the bench, and what other work on this
+                # shared machine took meanwhile (for the report's noise notes).
+                rm -f "$TMPD/other.json"
+                "$PY" bench/treemon.py run --exclude-tree "$MAINPID" --settle "$SETTLE" --out "$TMPD/other.json" -- \
+                    timeout -k 5 300 "$FERRY" bench "$scen" "${args[@]}" >"$TMPD/run.out" 2>"$TMPD/run.err" || rc=$?
                 if [ -n "$mon" ]; then
                     kill -TERM "$MON" 2>/dev/null || true
                     wait "$MON" 2>/dev/null || true
@@ -590,10 +757,12 @@ for ((round = 1; round <= ROUNDS; round++)); do
                 : >"$TMPD/run.err"
             fi
             died=""
-            if [ "$ran" = 1 ] && [ "$mode" != direct ] && ! alive "$t"; then
+            if [ "$ran" = 1 ] && [ "$mode" != direct ] && [ "$mode" != self ] && ! alive "$t"; then
                 died="the proxy died during this run"
             fi
-            "$PY" bench/treemon.py annotate --line "$TMPD/run.out" ${mon:+--mon "$mon"} \
+            other=""
+            [ "$ran" = 1 ] && [ -s "$TMPD/other.json" ] && other=$TMPD/other.json
+            "$PY" bench/treemon.py annotate --line "$TMPD/run.out" ${mon:+--mon "$mon"} ${other:+--other "$other"} \
                 --stderr "$TMPD/run.err" --round "$round" --variant "$vname" --scenario "$scen" \
                 --target "$t" --cpu-source "${CPUSRC[$t]}" --error "$err" --note "$died" >>"$RAW"
             if [ -n "$err" ]; then log "  $t: $err"; fi

@@ -8,9 +8,11 @@
 RESULTS holds one JSON object per line: {"meta": ...} first, {"peer": ...}
 per target, then one `ferry bench --json` line per run with a "compare"
 member added by compare.sh ({"round", "variant", "target", "cpu_source",
-"tree": process-tree CPU/memory over the whole run, "error"}), and
-{"done": ...} last. For each (variant, target, figure) the report takes the
-median over rounds. Python standard library only; the chart needs gnuplot.
+"error", and with --treemon "tree": process-tree CPU/memory watched from
+outside over the whole run}), {"argon2": ...} lines from
+bench/argon2time.py (auth group, one per round), and {"done": ...} last. For
+each (variant, target, figure) the report takes the median over rounds.
+Python standard library only; the chart needs gnuplot.
 """
 import argparse
 import datetime
@@ -23,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 
-TARGETS = ["direct", "ferry", "dante", "microsocks", "ss-libev", "haproxy"]
+TARGETS = ["direct", "ferry", "dante", "microsocks", "ss-libev", "haproxy", "tinyproxy", "squid"]
 LABELS = {
     "direct": "direct (no proxy)",
     "ferry": "ferry",
@@ -31,34 +33,17 @@ LABELS = {
     "microsocks": "microsocks",
     "ss-libev": "shadowsocks-libev",
     "haproxy": "HAProxy (TCP relay)",
+    "tinyproxy": "tinyproxy",
+    "squid": "Squid",
 }
 PACKAGES = {
     "dante": "dante-server",
     "microsocks": "microsocks",
     "ss-libev": "shadowsocks-libev",
     "haproxy": "haproxy",
+    "tinyproxy": "tinyproxy",
+    "squid": "squid",
     "gnuplot": "gnuplot-nox",
-}
-SUMMARY_TITLES = {
-    "throughput-1": "throughput, 1 stream",
-    "throughput-8": "throughput, 8 streams",
-    "handshakes": "handshakes",
-    "requests": "HTTP requests",
-    "connections": "held connections: setup rate",
-}
-VARIANT_TITLES = {
-    "throughput-1": "Throughput, 1 stream",
-    "throughput-8": "Throughput, 8 streams",
-    "handshakes": "Handshakes (connection setups)",
-    "requests": "Small HTTP requests, one connection each",
-    "connections": "Many held connections",
-}
-HEADLINE = {  # variant -> (metric, unit shown, higher is better)
-    "throughput-1": ("total", "MiB/s"),
-    "throughput-8": ("total", "MiB/s"),
-    "handshakes": ("setups", "setups/s"),
-    "requests": ("requests", "requests/s"),
-    "connections": ("setup_rate", "setups/s"),
 }
 SHORT = {
     "direct": "direct",
@@ -67,6 +52,8 @@ SHORT = {
     "microsocks": "microsocks",
     "ss-libev": "ss-libev",
     "haproxy": "HAProxy\\n(relay)",
+    "tinyproxy": "tinyproxy",
+    "squid": "Squid",
 }
 COLORS = {
     "direct": "#888888",
@@ -75,7 +62,71 @@ COLORS = {
     "microsocks": "#37b24d",
     "ss-libev": "#ae3ec9",
     "haproxy": "#f59f00",
+    "tinyproxy": "#0ca678",
+    "squid": "#5c7cfa",
 }
+
+# Every variant compare.sh may run. kind decides the table and the figures;
+# metric/unit is the headline; summary is the row title in the summary table
+# (None: not in the summary); chart: a panel in the chart.
+V = {
+    "throughput-1": dict(kind="throughput", metric="total", unit="MiB/s", title="Throughput, 1 stream",
+                         summary="throughput, 1 stream", chart=True),
+    "throughput-8": dict(kind="throughput", metric="total", unit="MiB/s", title="Throughput, 8 streams",
+                         summary="throughput, 8 streams", chart=True),
+    "handshakes": dict(kind="handshakes", metric="setups", unit="setups/s",
+                       title="Handshakes (connection setups)", summary="handshakes", chart=True),
+    "requests": dict(kind="requests", metric="requests", unit="requests/s",
+                     title="Small HTTP requests, one connection each", summary="HTTP requests", chart=True),
+    "connections": dict(kind="connections", metric="setup_rate", unit="setups/s",
+                        title="Many held connections", summary="held connections: setup rate", chart=True),
+    "udp-1x1200": dict(kind="udp", metric="echoes", unit="echoes/s", title="1 client × 1200 B",
+                       summary=None, chart=False),
+    "udp-16x1200": dict(kind="udp", metric="echoes", unit="echoes/s", title="16 clients × 1200 B",
+                        summary="UDP echoes, 16 clients × 1200 B", chart=True),
+    "udp-1x8192": dict(kind="udp", metric="echoes", unit="echoes/s", title="1 client × 8192 B",
+                       summary=None, chart=False),
+    "udp-16x8192": dict(kind="udp", metric="echoes", unit="echoes/s", title="16 clients × 8192 B",
+                        summary="UDP echoes, 16 clients × 8192 B", chart=False),
+    "udp-blast": dict(kind="blast", metric="received", unit="pps",
+                      title="Blast: 16 clients × 512 B, unpaced",
+                      summary="UDP blast, 16 clients × 512 B: received",
+                      chart=False),
+    "auth-none": dict(kind="auth", metric="setups", unit="setups/s", title="no authentication",
+                      summary=None, chart=False),
+    "auth-plain": dict(kind="auth", metric="setups", unit="setups/s", title="plain user, cache on",
+                       summary=None, chart=False),
+    "auth-argon2": dict(kind="auth", metric="setups", unit="setups/s", title="Argon2id user, cache on",
+                        summary="SOCKS5 auth, Argon2id, cache on", chart=False),
+    "auth-argon2-nocache": dict(kind="auth", metric="setups", unit="setups/s",
+                                title="Argon2id user, no cache (`--auth-cachettl 0`)",
+                                summary="SOCKS5 auth, Argon2id, no cache", chart=False),
+    "auth-plain-nocache": dict(kind="auth", metric="setups", unit="setups/s",
+                               title="plain user, no cache (`--auth-cachettl 0`)", summary=None, chart=False),
+    "http-requests-socks": dict(kind="requests", metric="requests", unit="requests/s",
+                                title="SOCKS5", summary=None, chart=False),
+    "http-requests-connect": dict(kind="requests", metric="requests", unit="requests/s",
+                                  title="HTTP CONNECT", summary="HTTP proxy: requests via CONNECT",
+                                  chart=True),
+    "http-requests-absolute": dict(kind="requests", metric="requests", unit="requests/s",
+                                   title="HTTP absolute-form GET",
+                                   summary="HTTP proxy: absolute-form GET requests", chart=True),
+    "http-handshakes-socks": dict(kind="handshakes", metric="setups", unit="setups/s", title="SOCKS5",
+                                  summary=None, chart=False),
+    "http-handshakes-connect": dict(kind="handshakes", metric="setups", unit="setups/s",
+                                    title="HTTP CONNECT", summary="HTTP proxy: CONNECT handshakes",
+                                    chart=True),
+}
+SOCKS_TCP_VARIANTS = ["throughput-1", "throughput-8", "handshakes", "requests", "connections"]
+UDP_VARIANTS = ["udp-1x1200", "udp-16x1200", "udp-1x8192", "udp-16x8192", "udp-blast"]
+AUTH_VARIANTS = ["auth-none", "auth-plain", "auth-argon2", "auth-argon2-nocache", "auth-plain-nocache"]
+HTTP_REQ_VARIANTS = ["http-requests-socks", "http-requests-connect", "http-requests-absolute"]
+HTTP_HS_VARIANTS = ["http-handshakes-socks", "http-handshakes-connect"]
+# Rows a table of each kind lists (when the target took part in the run).
+ROWS_SOCKS_TCP = ["direct", "ferry", "dante", "microsocks", "ss-libev", "haproxy"]
+ROWS_UDP = ["direct", "ferry", "dante", "microsocks", "ss-libev", "haproxy"]
+OTHER_NOTE_CORES = 0.25  # other work during a run worth a note in its row
+SS_UDP_MAX = 2739  # largest payload ss-libev relays (see explain_udp)
 
 
 # ---- meta ------------------------------------------------------------------
@@ -101,15 +152,37 @@ def _pkg_version(pkg):
     return version if "ok installed" in status else None
 
 
+def cpu_busy(seconds=1.0):
+    """Share of all CPUs busy over a short sample (from /proc/stat), in %:
+    what else runs on this machine when a run starts."""
+    import time
+
+    def snap():
+        f = _read("/proc/stat").splitlines()[0].split()[1:]
+        v = [int(x) for x in f]
+        idle = v[3] + (v[4] if len(v) > 4 else 0)
+        return sum(v[:8]), idle
+
+    try:
+        t0, i0 = snap()
+        time.sleep(seconds)
+        t1, i1 = snap()
+        return round(100.0 * (1 - (i1 - i0) / max(1, t1 - t0)), 1)
+    except (IndexError, ValueError):
+        return None
+
+
 def cmd_meta(argv):
     ap = argparse.ArgumentParser(prog="report.py meta")
     ap.add_argument("--cmdline", default="")
-    for name in ("rounds", "connections", "connections-wanted", "nofile", "quick", "echo-port"):
+    for name in ("rounds", "connections", "connections-wanted", "nofile", "quick", "echo-port", "treemon",
+                 "settle"):
         ap.add_argument("--" + name, default="")
     ap.add_argument("--duration", default="")
     ap.add_argument("--warmup", default="")
     ap.add_argument("--ferry-version", default="")
     ap.add_argument("--ferry-commit", default="")
+    ap.add_argument("--groups", default="")
     ap.add_argument("--variants", default="")
     a = ap.parse_args(argv)
     model = ""
@@ -135,6 +208,7 @@ def cmd_meta(argv):
         "os": os_name,
         "debian_version": _read("/etc/debian_version"),
         "loadavg_start": _read("/proc/loadavg").split()[:3],
+        "cpu_busy_start_pct": cpu_busy(),
         "versions": {k: _pkg_version(p) for k, p in PACKAGES.items()},
         "ferry_version": a.ferry_version,
         "ferry_commit": a.ferry_commit,
@@ -146,7 +220,11 @@ def cmd_meta(argv):
             "connections_wanted": int(a.connections_wanted or 0),
             "nofile": a.nofile,
             "quick": a.quick == "1",
+            "treemon": a.treemon == "1",
+            "settle_s": float(a.settle or 0),
             "echo_port": a.echo_port,
+            "groups": a.groups.split(),
+            # name, scenario, options, targets (comma separated), how (proxy/self)
             "variants": [v.split("|") for v in a.variants.splitlines() if v],
         },
     }
@@ -197,6 +275,11 @@ def stalled(c):
     return (c.m("streams") or 0) > 0 and ((c.m("up") or 0) == 0 or (c.m("down") or 0) == 0)
 
 
+def all_lost(c):
+    """UDP: associations were open but no echo came back."""
+    return (c.m("clients") or 0) > 0 and (c.m("loss") or 0) >= 99.5
+
+
 def ratio(v, ref):
     if v is None or not ref:
         return "–"
@@ -233,7 +316,25 @@ class Cell:
                     seen.append(n)
         return seen
 
-    # Process-tree figures over the whole run (see bench/treemon.py).
+    def param(self, name, default=None):
+        for r in self.runs:
+            if name in r.get("params", {}):
+                return r["params"][name]
+        return default
+
+    def disturbed(self, threshold):
+        """[(round, cores, top name)] of runs during which other work on the
+        machine took at least `threshold` cores (compare.sh: treemon.py run)."""
+        out = []
+        for r in self.runs:
+            o = r.get("compare", {}).get("other") or {}
+            if (o.get("other_cores") or 0) >= threshold:
+                top = (o.get("top") or [[None, 0]])[0][0]
+                out.append((r["compare"].get("round"), o["other_cores"], top))
+        return out
+
+    # Process-tree figures watched from outside over the whole run
+    # (compare.sh --treemon, bench/treemon.py): a cross-check only.
     def tree_cpu_per(self, work_fn):
         vals = []
         for r in self.runs:
@@ -273,16 +374,11 @@ def work_ksetups(r):
     return r["metrics"]["setups"]["median"] * window_s(r) / 1000.0
 
 
-def work_krequests(r):
-    p = r.get("params", {})
-    return (p.get("requests", 0) + p.get("warm_requests", 0)) / 1000.0
-
-
 # ---- render ----------------------------------------------------------------
 
 
 def load(path):
-    meta, peers, done, cells = {}, {}, {}, {}
+    meta, peers, done, cells, argon2 = {}, {}, {}, {}, []
     with open(path) as f:
         for line in f:
             line = line.strip()
@@ -301,6 +397,8 @@ def load(path):
                 pe = peers.setdefault(u["target"], {})
                 pe.setdefault("events", []).append(u.get("event") or u.get("status", ""))
                 pe["final"] = u.get("status", "")
+            elif "argon2" in rec:
+                argon2.append(rec["argon2"])
             elif "done" in rec:
                 done = rec["done"]
             elif "compare" in rec:
@@ -313,7 +411,7 @@ def load(path):
                     cell.errors.append((c.get("round"), err))
                 else:
                     cell.runs.append(rec)
-    return meta, peers, done, cells
+    return meta, peers, done, cells, argon2
 
 
 def md_table(header, rows):
@@ -324,30 +422,60 @@ def md_table(header, rows):
 
 
 class Report:
-    def __init__(self, meta, peers, done, cells):
+    def __init__(self, meta, peers, done, cells, argon2):
         self.meta, self.peers, self.done, self.cells = meta, peers, done, cells
+        self.argon2 = argon2
         self.params = meta.get("params", {})
-        self.variants = [v[0] for v in self.params.get("variants", [])] or sorted(
-            {v for v, _ in cells}, key=lambda v: list(HEADLINE).index(v) if v in HEADLINE else 99
-        )
+        self.vspec = {}  # variant -> (scenario, options, [targets], how)
+        for vv in self.params.get("variants", []):
+            vv = list(vv) + [""] * (5 - len(vv))
+            tl = [t for t in vv[3].split(",") if t] or list(TARGETS)
+            self.vspec[vv[0]] = (vv[1], vv[2], tl, vv[4] or "proxy")
+        self.variants = [v for v in self.vspec if v in V] or sorted(
+            {v for v, _ in cells if v in V}, key=lambda v: list(V).index(v))
         self.targets = [t for t in TARGETS if t in peers] or TARGETS
-        self.footnotes = []
+
+    # -- cells ---------------------------------------------------------------
+
+    def has(self, v):
+        return v in self.variants
 
     def cell(self, v, t):
         return self.cells.get((v, t))
 
+    def ok(self, v, t):
+        c = self.cell(v, t)
+        return c is not None and bool(c.runs)
+
     def headline(self, v, t):
         c = self.cell(v, t)
-        return c.m(HEADLINE[v][0]) if c and c.runs else None
+        return c.m(V[v]["metric"]) if c and c.runs else None
+
+    def applies(self, v, t):
+        spec = self.vspec.get(v)
+        return spec is None or t in spec[2]
+
+    def na_reason(self, v, t):
+        kind = V[v]["kind"]
+        mode = self.peers.get(t, {}).get("mode")
+        if mode == "relay" or t == "haproxy":
+            if kind in ("udp", "blast"):
+                return "n/a: a TCP relay, no UDP"
+            return "n/a: a plain TCP relay takes part in throughput and handshakes only"
+        if t == "microsocks" and kind in ("udp", "blast"):
+            return "n/a: microsocks implements CONNECT only, no UDP ASSOCIATE"
+        if t in ("tinyproxy", "squid"):
+            return "n/a: an HTTP proxy, no SOCKS5"
+        return "n/a"
 
     def status(self, v, t):
         """None if there are figures; else why there are none."""
+        if not self.applies(v, t):
+            return self.na_reason(v, t)
         p = self.peers.get(t, {})
         st = p.get("status", "not run")
         if st != "ok":
             return st
-        if p.get("mode") == "relay" and v in ("requests", "connections"):
-            return "n/a: a plain TCP relay takes part in throughput and handshakes only"
         c = self.cell(v, t)
         if not c or (not c.runs and not c.errors):
             return "not run" + (" (the proxy died earlier)" if p.get("events") else "")
@@ -355,73 +483,120 @@ class Report:
             return "failed: " + c.errors[0][1]
         return None
 
-    def headline_cell(self, v, t, unit=""):
+    def headline_cell(self, v, t):
         c = self.cell(v, t)
-        name = HEADLINE[v][0]
-        s = fmt(c.m(name), unit)
+        name = V[v]["metric"]
+        s = fmt(c.m(name))
         sp = c.span(name)
         if sp:
             s += f" ({fmt(sp[0])}–{fmt(sp[1])})"
+        if V[v]["kind"] == "udp" and all_lost(c):
+            s += " **all lost**"
         return s
 
     def cpu(self, v, t):
-        """(text, is_estimate) CPU per unit of work, or ('–', False)."""
+        """The proxy's CPU per unit of work, from the bench (whole process tree,
+        measurement window only)."""
         c = self.cell(v, t)
         src = self.peers.get(t, {}).get("cpu_source", "none")
         if src == "none" or not c or not c.runs:
             return "–"
-        if v.startswith("throughput"):
-            if stalled(c):
-                return "– (stalled)"
-            bench, work = "proxy_cpu_per_gib", work_gib
-        elif v == "handshakes":
-            bench, work = "proxy_cpu_per_1k", work_ksetups
-        elif v == "requests":
-            bench, work = None, work_krequests  # the bench's own figure counts warm-ups
-        else:
+        kind = V[v]["kind"]
+        if kind == "throughput" and stalled(c):
+            return "– (stalled)"
+        if kind in ("udp", "blast") and not (c.m("echoes") or c.m("received")):
+            return "– (nothing relayed)"
+        name = {
+            "throughput": "proxy_cpu_per_gib",
+            "handshakes": "proxy_cpu_per_1k",
+            "auth": "proxy_cpu_per_1k",
+            "requests": "proxy_cpu_per_1k_requests",
+            "udp": "proxy_cpu_per_echo",
+            "blast": "proxy_cpu_per_datagram",
+        }.get(kind)
+        val = c.m(name) if name else None
+        if val is None:
             return "–"
-        if src == "bench" and bench and c.m(bench) is not None:
-            return fmt(c.m(bench))
-        est = c.tree_cpu_per(work)
-        return "≈ " + fmt(est) if est is not None else "–"
+        if kind == "auth":
+            return fmt(val)  # s per 1000 setups = ms per setup
+        return fmt(val)
+
+    def blast_cpu(self, v, t):
+        """The bench's figure (CPU over offered + received datagrams) and, from
+        it, the CPU per echo that came back: x × (offered + received) / received,
+        per run, median."""
+        first = self.cpu(v, t)
+        c = self.cell(v, t)
+        if first.startswith("–") or not c:
+            return first
+        per = []
+        for r in c.runs:
+            mm = r["metrics"]
+            x = mm.get("proxy_cpu_per_datagram", {}).get("median")
+            o = mm.get("offered", {}).get("median")
+            rc = mm.get("received", {}).get("median")
+            if x is not None and o and rc:
+                per.append(x * (o + rc) / rc)
+        return f"{first} / {fmt(med(per))}" if per else first
 
     def mem(self, t):
         c = self.cell("connections", t)
         if not c or not c.runs:
             return "–"
-        pids = len([p for p in self.peers.get(t, {}).get("pids", "").split(",") if p])
-        if c.tree_procs() > pids:  # processes the bench did not see (forked children)
-            est = c.tree_mem_per_conn()
-            return "≈ " + fbytes(est) if est is not None else "–"
-        return fbytes(c.m("proxy_rss_per_conn"))
+        return fbytes(c.m("proxy_mem_per_conn") or c.m("proxy_rss_per_conn"))
 
     def issues(self, v, t):
         c = self.cell(v, t)
+        kind = V[v]["kind"]
         out = []
-        if v.startswith("throughput"):
+        if kind == "throughput":
             if stalled(c):
                 n = c.m("streams")
                 out.append(f"**stalled**: {fint(n)} stream{'s' if n != 1 else ''} open, "
                            f"{'no byte' if not c.m('total') else 'nothing echoed back'} in the window")
-            if c.m("corrupt_chunks"):
-                out.append(f"**{fint(c.m('corrupt_chunks'))} corrupt chunks**")
+            bad = c.m("corrupt_streams") or c.m("corrupt_chunks")
+            if bad:
+                out.append(f"**{fint(bad)} corrupt streams**")
             if c.m("broken_streams"):
                 out.append(f"{fint(c.m('broken_streams'))} streams broke")
-        elif v == "handshakes":
+        elif kind in ("handshakes", "auth"):
             fs, fk = c.m("failed_socket") or 0, c.m("failed_socks") or 0
             if fs or fk:
-                out.append(f"failed: {fint(fs)} socket, {fint(fk)} SOCKS")
-        elif v == "requests":
+                http = "--http-proxy" in self.vspec.get(v, ("", ""))[1]
+                out.append(f"failed: {fint(fs)} socket, {fint(fk)} {'HTTP (non-200 reply)' if http else 'SOCKS'}")
+        elif kind == "requests":
             if c.m("failed_requests") or c.m("failed_downloads"):
-                out.append(f"failed: {fint(c.m('failed_requests'))} requests, {fint(c.m('failed_downloads'))} downloads")
+                out.append(f"**failed: {fint(c.m('failed_requests'))} requests, "
+                           f"{fint(c.m('failed_downloads'))} downloads**")
             if c.m("corrupt_bodies"):
                 out.append(f"**{fint(c.m('corrupt_bodies'))} corrupt bodies**")
-        elif v == "connections":
+        elif kind == "connections":
             if c.m("failed_setups"):
                 out.append(f"{fint(c.m('failed_setups'))} setups failed")
             held, ok = c.m("connections"), c.m("healthy")
             if held is not None and ok is not None and ok < held:
                 out.append(f"{fint(held - ok)} held connections did not echo at the end")
+        elif kind in ("udp", "blast"):
+            want = c.param("connections")
+            got = c.m("clients")
+            if want and got is not None and got < want:
+                out.append(f"{fint(want - got)} of {fint(want)} clients could not open an association")
+            if kind == "udp":
+                if all_lost(c):
+                    out.append("**every datagram lost**")
+                elif c.m("loss"):
+                    out.append(f"loss {fmt(c.m('loss'))} %")
+                if c.m("late"):
+                    out.append(f"{fint(c.m('late'))} late echoes")
+            elif (c.m("offered") or 0) > 0 and not c.m("received"):
+                out.append("**nothing came back**")
+            if c.m("corrupt"):
+                out.append(f"**{fint(c.m('corrupt'))} datagrams came back wrong**")
+        busy = c.disturbed(OTHER_NOTE_CORES)
+        if busy:
+            out.append("other work on the machine: " + ", ".join(
+                f"{fmt(cores)} cores in round {rnd} "
+                + (f"(mostly `{top}`)" if top else "(short-lived processes)") for rnd, cores, top in busy))
         died = [r["compare"].get("round") for r in c.runs if r["compare"].get("note")]
         if died:
             out.append(f"**the proxy died during the run** (round {', '.join(str(d) for d in died)})")
@@ -429,135 +604,212 @@ class Report:
             out.append(f"{len(c.errors)} of {len(c.errors) + len(c.runs)} runs failed ({c.errors[0][1]})")
         return "; ".join(out) or "ok"
 
-    def table(self, v):
-        unit = HEADLINE[v][1]
+    # -- tables --------------------------------------------------------------
+
+    def rows_for(self, v, candidates):
+        """The targets a table of variant v lists: those that took part in the
+        run and either apply or are worth an n/a line."""
+        out = []
+        for t in candidates:
+            if t not in self.targets:
+                continue
+            if self.applies(v, t) or self.peers.get(t, {}).get("mode") in ("proxy", "relay"):
+                out.append(t)
+        return out
+
+    def table(self, v, candidates):
+        kind = V[v]["kind"]
+        unit = V[v]["unit"]
         d, f = self.headline(v, "direct"), self.headline(v, "ferry")
         rows = []
-        if v.startswith("throughput"):
-            header = [
-                "target", f"total {unit}", "up / down", "× direct", "× ferry",
-                "proxy CPU s/GiB", "integrity and failures",
-            ]
-        elif v == "handshakes":
-            header = [
-                "target", unit, "latency p50 / p95 / p99 ms", "× direct", "× ferry",
-                "proxy CPU s per 1000", "failures",
-            ]
-        elif v == "requests":
-            header = [
-                "target", unit, "latency mean / p50 / p95 ms", "download MiB/s",
-                "× direct", "× ferry", "proxy CPU s per 1000", "failures",
-            ]
-        else:
-            header = [
-                "target", f"setup rate {unit}", "held / healthy", "× direct", "× ferry",
-                "proxy memory per connection", "failures",
-            ]
-        for t in self.targets:
+        if kind == "throughput":
+            header = ["target", f"total {unit}", "up / down", "× direct", "× ferry",
+                      "proxy CPU s/GiB", "integrity and failures"]
+        elif kind == "handshakes":
+            header = ["target", unit, "latency p50 / p95 / p99 ms", "× direct", "× ferry",
+                      "proxy CPU s per 1000", "failures"]
+        elif kind == "requests":
+            header = ["target", unit, "latency mean / p50 / p95 ms", "download MiB/s",
+                      "× direct", "× ferry", "proxy CPU s per 1000", "failures"]
+        elif kind == "connections":
+            header = ["target", f"setup rate {unit}", "held / healthy", "× direct", "× ferry",
+                      "proxy memory per connection", "failures"]
+        elif kind == "udp":
+            header = ["target", unit, "payload MB/s", "RTT p50 / p95 ms", "loss %", "× direct", "× ferry",
+                      "proxy CPU µs per echo", "integrity and failures"]
+        else:  # blast
+            header = ["target", "offered pps", "received pps", "delivered %", "received MB/s",
+                      "× direct", "× ferry", "proxy CPU µs per datagram / per echo delivered",
+                      "integrity and failures"]
+        for t in self.rows_for(v, candidates):
             label = LABELS[t]
             why = self.status(v, t)
             if why:
-                row = [label, why] + [""] * (len(header) - 2)
-                rows.append(row)
+                rows.append([label, why] + [""] * (len(header) - 2))
                 continue
             c = self.cell(v, t)
             h = self.headline(v, t)
             hc = self.headline_cell(v, t)
             rd = ratio(h, d) if t != "direct" else "1.00×"
             rf = ratio(h, f) if t != "ferry" else "1.00×"
-            if v.startswith("throughput"):
+            if kind == "throughput":
                 rows.append([label, hc, f"{fmt(c.m('up'))} / {fmt(c.m('down'))}", rd, rf,
                              self.cpu(v, t), self.issues(v, t)])
-            elif v == "handshakes":
+            elif kind == "handshakes":
                 rows.append([label, hc,
                              f"{fmt(c.m('latency_p50'))} / {fmt(c.m('latency_p95'))} / {fmt(c.m('latency_p99'))}",
                              rd, rf, self.cpu(v, t), self.issues(v, t)])
-            elif v == "requests":
+            elif kind == "requests":
                 rows.append([label, hc,
                              f"{fmt(c.m('latency_mean'))} / {fmt(c.m('latency_p50'))} / {fmt(c.m('latency_p95'))}",
                              fmt(c.m("download")), rd, rf, self.cpu(v, t), self.issues(v, t)])
-            else:
+            elif kind == "connections":
                 rows.append([label, hc, f"{fint(c.m('connections'))} / {fint(c.m('healthy'))}", rd, rf,
                              self.mem(t), self.issues(v, t)])
+            elif kind == "udp":
+                lost = all_lost(c)
+                rtt = "–" if lost else f"{fmt(c.m('rtt_p50'))} / {fmt(c.m('rtt_p95'))}"
+                rows.append([label, hc, fmt(c.m("payload")), rtt, fmt(c.m("loss")), rd, rf,
+                             self.cpu(v, t), self.issues(v, t)])
+            else:
+                rows.append([label, fmt(c.m("offered")), hc, fmt(c.m("delivered")),
+                             fmt(c.m("received_payload")), rd, rf, self.blast_cpu(v, t), self.issues(v, t)])
         return md_table(header, rows)
+
+    def cmd(self, v):
+        p = self.params
+        scen, opts = (self.vspec.get(v) or (v, ""))[:2]
+        return (f"`ferry bench {scen} --runs 1 --duration {p.get('duration_s', 0):g} "
+                f"--warmup {p.get('warmup_s', 0):g}{' ' + opts if opts else ''}`")
+
+    def bparams(self, v):
+        for t in self.targets:
+            c = self.cell(v, t)
+            if c and c.runs:
+                return c.runs[0].get("params", {})
+        return {}
 
     def params_line(self, v):
         p = self.params
-        for c in (self.cell(v, t) for t in self.targets):
-            if c and c.runs:
-                bp = c.runs[0].get("params", {})
-                break
-        else:
-            bp = {}
-        opts = {vv[0]: vv[2] if len(vv) > 2 else "" for vv in p.get("variants", [])}.get(v, "")
-        scen = {vv[0]: vv[1] for vv in p.get("variants", [])}.get(v, v)
-        cmd = f"`ferry bench {scen} --runs 1 --duration {p.get('duration_s', '?'):g} --warmup {p.get('warmup_s', '?'):g}{' ' + opts if opts else ''}`"
+        bp = self.bparams(v)
         extra = {
             "throughput-1": "one stream pumps 64 KiB chunks to the echo target and reads them back; every byte is checked. Headline: up + down.",
             "throughput-8": "eight streams as above.",
             "handshakes": f"{bp.get('concurrency', 32)} setups in flight, each: TCP connect, SOCKS5 greeting and CONNECT (strictly one after the other, as real clients do), one byte echoed, abortive close. Latency runs from connect() to the echoed byte.",
             "requests": f"{bp.get('requests', 1000)} small HTTP requests (after {bp.get('warm_requests', 100)} warm-up ones), each on a new proxied connection, {bp.get('concurrency', 8)} in flight; then {bp.get('downloads', 8)} concurrent downloads of {bp.get('download_size', 1048576) // 1048576} MiB.",
-            "connections": f"open {bp.get('connections', p.get('connections', '?'))} connections ({bp.get('concurrency', 256)} setups in flight), hold them {bp.get('duration_s', p.get('duration_s', '?')):g} s, then check each still echoes. Memory is the proxy's resident set after the hold, less before, per held connection.",
-        }[v]
-        return f"{cmd}: {extra}"
+            "connections": f"open {bp.get('connections', p.get('connections', '?'))} connections ({bp.get('concurrency', 256)} setups in flight), hold them {bp.get('duration_s', p.get('duration_s', 0)):g} s, then check each still echoes. Memory is the growth of the proxy's memory (Pss of its whole process tree) over the hold, per held connection.",
+        }.get(v, "")
+        return f"{self.cmd(v)}: {extra}"
+
+    # -- summary and chart ---------------------------------------------------
+
+    def summary_rows(self):
+        """(title, {target: text}, {target: value for the chart})"""
+        out = []
+        for v in self.variants:
+            spec = V[v]
+            if not spec["summary"]:
+                continue
+            kind = spec["kind"]
+            cells, vals = {}, {}
+            if kind == "auth":
+                base = self.headline("auth-none", "ferry")
+                for t in self.targets:
+                    if t != "ferry":
+                        cells[t] = "n/a"
+                        continue
+                    why = self.status(v, t)
+                    if why:
+                        cells[t] = "—"
+                        continue
+                    h = self.headline(v, t)
+                    s = fmt(h)
+                    if base:
+                        s += f" ({h / base:.2g}× no auth)" if h / base < 0.1 else f" ({h / base:.2f}× no auth)"
+                    if v == "auth-argon2-nocache":
+                        ceil = self.argon2_ceiling()
+                        if ceil:
+                            s += f"; ceiling {fmt(ceil[0])}"
+                    cells[t] = s
+                out.append((f"{spec['summary']} ({spec['unit']})", cells, vals))
+                continue
+            ref_v = v
+            f = self.headline(v, "ferry")
+            for t in self.targets:
+                vv = v
+                if t == "direct" and v.startswith("http-"):
+                    vv = "http-requests-socks" if v.startswith("http-requests") else self.hs_socks_variant()
+                why = self.status(vv, t) if vv else "n/a"
+                if why:
+                    cells[t] = "n/a" if why.startswith("n/a") else "—"
+                    continue
+                h = self.headline(vv, t)
+                s = fmt(h)
+                if kind == "udp" and all_lost(self.cell(vv, t)):
+                    s += " all lost"
+                if t != "ferry" and f:
+                    s += f" ({h / f:.2f}×)"
+                if t == "ferry" and v.startswith("http-"):
+                    sv = "http-requests-socks" if v.startswith("http-requests") else self.hs_socks_variant()
+                    sref = self.headline(sv, "ferry") if sv else None
+                    if sref:
+                        s += f" ({h / sref:.2f}× its SOCKS5)"
+                if kind == "throughput" and stalled(self.cell(vv, t)):
+                    s += " stalled"
+                cells[t] = s
+                vals[t] = h
+            out.append((f"{spec['summary']} ({spec['unit']})", cells, vals, ref_v))
+        return out
 
     def summary(self):
         header = ["scenario"] + [LABELS[t] for t in self.targets]
         rows = []
-        for v in self.variants:
-            f = self.headline(v, "ferry")
-            row = [f"{SUMMARY_TITLES[v]} ({HEADLINE[v][1]})"]
-            for t in self.targets:
-                why = self.status(v, t)
-                if why:
-                    row.append("n/a" if why.startswith("n/a") else "—")
-                    continue
-                h = self.headline(v, t)
-                s = fmt(h)
-                if t != "ferry" and f:
-                    s += f" ({h / f:.2f}×)"
-                if v.startswith("throughput") and stalled(self.cell(v, t)):
-                    s += " stalled"
-                row.append(s)
-            rows.append(row)
+        for row in self.summary_rows():
+            title, cells = row[0], row[1]
+            rows.append([title] + [cells.get(t, "n/a") for t in self.targets])
         return md_table(header, rows)
 
-    def cpu_check(self):
-        """How the whole-run process-tree estimate compares with the bench's
-        exact window figure, where both exist (ferry, ss-libev, HAProxy)."""
-        out = []
-        for t in ("ferry", "ss-libev", "haproxy"):
-            for v, bench, work in (("throughput-8", "proxy_cpu_per_gib", work_gib),
-                                   ("handshakes", "proxy_cpu_per_1k", work_ksetups)):
-                c = self.cell(v, t)
-                if not c or not c.runs:
-                    continue
-                b, e = c.m(bench), c.tree_cpu_per(work)
-                if b and e:
-                    out.append(f"{LABELS[t]} {v}: {fmt(e)} estimated vs {fmt(b)} measured ({e / b:.2f}×)")
-        return out
-
-    def mem_check(self):
-        c = self.cell("connections", "ferry")
-        if not c or not c.runs:
-            return None
-        b, e = c.m("proxy_rss_per_conn"), c.tree_mem_per_conn()
-        if b and e:
-            return f"for ferry, {fbytes(e)} by Pss vs {fbytes(b)} by the bench"
-        return None
+    def chart_panels(self):
+        panels = []
+        for row in self.summary_rows():
+            if len(row) < 4:
+                continue
+            title, cells, vals, v = row
+            if not V[v]["chart"]:
+                continue
+            pts = []
+            for t in self.targets:
+                if t in vals and vals[t] is not None:
+                    vv = v
+                    lab = fmt(vals[t])
+                    if V[v]["kind"] == "throughput" and stalled(self.cell(vv, t)):
+                        lab += " stalled"
+                    name = "ferry\\nHTTP" if t == "ferry" and v.startswith("http-") else SHORT[t]
+                    pts.append((name, vals[t], COLORS[t], lab))
+                    if t == "direct" and v.startswith("http-"):  # ferry's SOCKS5 path beside its HTTP one
+                        sv = "http-requests-socks" if v.startswith("http-requests") else self.hs_socks_variant()
+                        h = self.headline(sv, "ferry") if sv else None
+                        if h:
+                            pts.append(("ferry\\nSOCKS5", h, "#f0a37f", fmt(h)))
+            if pts:
+                panels.append((title[0].upper() + title[1:], pts))
+        # Authentication: one panel, ferry's rate per mode.
+        pts = []
+        short = {"auth-none": "none", "auth-plain": "plain\\ncached", "auth-argon2": "Argon2id\\ncached",
+                 "auth-argon2-nocache": "Argon2id\\nno cache", "auth-plain-nocache": "plain\\nno cache"}
+        for v in AUTH_VARIANTS:
+            if self.has(v) and self.ok(v, "ferry"):
+                h = self.headline(v, "ferry")
+                pts.append((short[v], h, COLORS["ferry"], fmt(h)))
+        if pts:
+            panels.append(("ferry SOCKS5 handshakes by authentication (setups/s)", pts))
+        return panels
 
     def chart(self, svg_path):
         gp = shutil.which("gnuplot")
         if not gp:
             return "gnuplot is not installed (`apt-get install gnuplot-nox`): no chart."
-        panels = []
-        for v in self.variants:
-            pts = [(t, self.headline(v, t)) for t in self.targets if not self.status(v, t)]
-            pts = [(t, h) for t, h in pts if h is not None]
-            lab = {t: (fmt(h) + (" stalled" if v.startswith("throughput") and stalled(self.cell(v, t)) else ""))
-                   for t, h in pts}
-            if pts:
-                panels.append((v, pts, lab))
+        panels = self.chart_panels()
         if not panels:
             return "no figures to chart."
         cols = 2 if len(panels) > 1 else 1
@@ -565,7 +817,7 @@ class Report:
         tmp = tempfile.mkdtemp(prefix="ferry-report-")
         try:
             script = [
-                f"set terminal svg size {480 * cols},{290 * rows} dynamic font 'sans,11' background '#ffffff'",
+                f"set terminal svg size {520 * cols},{290 * rows} dynamic font 'sans,11' background '#ffffff'",
                 f"set output '{svg_path}'",
                 f"set multiplot layout {rows},{cols}",
                 "set style fill solid 0.85 border -1",
@@ -579,16 +831,14 @@ class Report:
                 "set border 3",
                 "set offsets 0.3, 0.3, 0, 0",
             ]
-            for i, (v, pts, lab) in enumerate(panels):
+            for i, (title, pts) in enumerate(panels):
                 dat = os.path.join(tmp, f"{i}.dat")
-                top = max(h for _, h in pts) or 1
+                top = max(h for _, h, _, _ in pts) or 1
                 with open(dat, "w") as f:
-                    for j, (t, h) in enumerate(pts):
-                        name = SHORT[t]
-                        color = int(COLORS[t][1:], 16)
-                        f.write(f'{j} "{name}" {h:.6g} {color} "{lab[t]}"\n')
+                    for j, (name, h, color, lab) in enumerate(pts):
+                        f.write(f'{j} "{name}" {h:.6g} {int(color[1:], 16)} "{lab}"\n')
                 script += [
-                    f"set title \"{SUMMARY_TITLES[v][0].upper() + SUMMARY_TITLES[v][1:]} ({HEADLINE[v][1]})\" font ',12'",
+                    f"set title \"{title}\" font ',12'",
                     f"set yrange [0:{top * 1.18:.6g}]",
                     f"plot '{dat}' using 1:3:4:xtic(2) with boxes lc rgb variable, "
                     f"'' using 1:3:5 with labels offset 0,0.7 font ',9'",
@@ -602,6 +852,424 @@ class Report:
             shutil.rmtree(tmp, ignore_errors=True)
         return None
 
+    # -- cross-checks (--treemon) -------------------------------------------
+
+    def cpu_check(self):
+        """The outside watch's whole-run estimate beside the bench's window
+        figure, where both exist."""
+        out = []
+        for t in self.targets:
+            for v, bench, work in (("throughput-8", "proxy_cpu_per_gib", work_gib),
+                                   ("handshakes", "proxy_cpu_per_1k", work_ksetups)):
+                c = self.cell(v, t)
+                if not c or not c.runs:
+                    continue
+                b, e = c.m(bench), c.tree_cpu_per(work)
+                if b and e:
+                    out.append(f"{LABELS[t]} {v}: {fmt(e)} watched vs {fmt(b)} by the bench ({e / b:.2f}×)")
+        return out
+
+    def mem_check(self):
+        out = []
+        for t in self.targets:
+            c = self.cell("connections", t)
+            if not c or not c.runs:
+                continue
+            b = c.m("proxy_mem_per_conn") or c.m("proxy_rss_per_conn")
+            e = c.tree_mem_per_conn()
+            if b and e:
+                out.append(f"{LABELS[t]}: {fbytes(e)} peak Pss growth vs {fbytes(b)} by the bench")
+        return out
+
+    # -- the groups ----------------------------------------------------------
+
+    def hs_socks_variant(self):
+        if self.has("handshakes"):
+            return "handshakes"
+        if self.has("http-handshakes-socks"):
+            return "http-handshakes-socks"
+        return None
+
+    def argon2_stats(self):
+        if not self.argon2:
+            return None
+        ver = med([a.get("verify_ms") for a in self.argon2])
+        wall = med([a.get("verify_wall_ms") for a in self.argon2])
+        plain = med([med(a.get("plain_cpu_ms", [])) for a in self.argon2])
+        allc = [x for a in self.argon2 for x in a.get("hash_cpu_ms", [])]
+        threads = med([a.get("verifier_threads") for a in self.argon2])
+        nproc = med([a.get("nproc") for a in self.argon2]) or self.meta.get("nproc")
+        return dict(verify_ms=ver, wall_ms=wall, plain_ms=plain, n=len(allc),
+                    lo=min(allc) if allc else None, hi=max(allc) if allc else None,
+                    threads=threads, nproc=nproc, params=self.argon2[0].get("params"))
+
+    def argon2_ceiling(self):
+        """(setups/s, parallel verifications) that Argon2id allows without the cache."""
+        s = self.argon2_stats()
+        if not s or not s["verify_ms"]:
+            return None
+        par = min(s["threads"] or s["nproc"], s["nproc"])
+        return par / (s["verify_ms"] / 1000.0), par
+
+    def section_socks(self, L):
+        for v in SOCKS_TCP_VARIANTS:
+            if not self.has(v):
+                continue
+            L.append(f"## {V[v]['title']}")
+            L.append("")
+            L.append(self.params_line(v))
+            L.append("")
+            L.append(self.table(v, ROWS_SOCKS_TCP))
+            L.append("")
+            self.bench_notes(L, [(v, t) for t in ROWS_SOCKS_TCP])
+            L.extend(self.explain(v))
+
+    def bench_notes(self, L, pairs, label=None):
+        notes = []
+        for v, t in pairs:
+            c = self.cell(v, t)
+            if c and c.runs:
+                for n in c.notes():
+                    notes.append(f"- {label(v, t) if label else LABELS[t]}: {n}")
+        if notes:
+            L.append("Notes from the bench:")
+            L.append("")
+            L.extend(notes[:20])
+            L.append("")
+
+    def section_udp(self, L):
+        vs = [v for v in UDP_VARIANTS if self.has(v)]
+        if not vs:
+            return
+        L.append("## UDP relay (UDP ASSOCIATE)")
+        L.append("")
+        L.append(
+            "Each client opens a SOCKS5 UDP ASSOCIATE (the control connection stays open) and keeps "
+            "exactly one sequence-numbered datagram in flight: an echo with the current sequence "
+            "number counts and is timed; none within 100 ms counts as lost and the next goes out; a "
+            "late echo of an older one is never credited. Every echoed byte is checked. So echoes/s "
+            "is clients ÷ round-trip time: one client measures the relay's latency, sixteen its "
+            "capacity. **direct** is the bench's own UDP echo without a proxy. Proxy CPU is per "
+            "echo, i.e. per datagram relayed out *and* back."
+        )
+        L.append("")
+        for v in vs:
+            L.append(f"### {V[v]['title']}")
+            L.append("")
+            if V[v]["kind"] == "blast":
+                L.append(
+                    f"{self.cmd(v)}: every client sends bursts of 64 datagrams as fast as it can for "
+                    "the whole window, while reading echoes; offered is what the clients sent in the "
+                    "window, received what came back of it (echoes still in flight get 0.2 s after "
+                    "the window), delivered = received ÷ offered. The bench's CPU figure here is the "
+                    "proxy's CPU over offered + received datagrams (each counted once per direction, "
+                    "offered ones included even when dropped before the proxy read them); the second "
+                    "figure divides the same CPU by the echoes that came back, the cost of a useful "
+                    "datagram. The senders "
+                    "share the two cores with the proxy, so what a proxy offers to relay also "
+                    "depends on the CPU it leaves them; received and delivered are the figures "
+                    "to compare."
+                )
+            else:
+                L.append(f"{self.cmd(v)}.")
+            L.append("")
+            L.append(self.table(v, ROWS_UDP))
+            L.append("")
+            self.bench_notes(L, [(v, t) for t in ROWS_UDP])
+        L.extend(self.explain_udp())
+
+    def section_auth(self, L):
+        vs = [v for v in AUTH_VARIANTS if self.has(v)]
+        if not vs:
+            return
+        L.append("## SOCKS5 authentication (ferry only)")
+        L.append("")
+        L.append(
+            "The handshakes scenario against a ferry that `ferry bench` starts itself (same binary, "
+            "default configuration) with a one-user userlist: `--auth plain` stores the "
+            "password as `bench:plain:…`, `--auth argon2` as an Argon2id hash (libsodium's "
+            "interactive limits); every setup then adds the RFC 1929 username/password exchange. "
+            "The verification cache (`auth.cachettl`, default 300 s) remembers a successful "
+            "name/password pair, so with it on only the first setup pays for Argon2id; "
+            "`--auth-cachettl 0` turns it off and every setup pays. A `plain:` entry without the "
+            "cache pays one Argon2id verification against a dummy hash, by design (docs/configuration.md: "
+            "timing does not tell how a user is stored), so uncached plain and Argon2id should not "
+            "be told apart. 32 setups in flight, as in the handshakes scenario."
+        )
+        L.append("")
+        L.append(f"Command: {self.cmd('auth-argon2-nocache') if self.has('auth-argon2-nocache') else self.cmd(vs[0])} (and the other `--auth` modes).")
+        L.append("")
+        base = self.headline("auth-none", "ferry")
+        header = ["mode", "setups/s", "latency p50 / p95 / p99 ms", "× no auth",
+                  "proxy CPU ms per setup", "failures"]
+        rows = []
+        for v in vs:
+            label = V[v]["title"]
+            why = self.status(v, "ferry")
+            if why:
+                rows.append([label, why, "", "", "", ""])
+                continue
+            c = self.cell(v, "ferry")
+            h = self.headline(v, "ferry")
+            r = "1.00×" if v == "auth-none" else (f"{h / base:.2g}×" if base and h / base < 0.1 else ratio(h, base))
+            rows.append([label, self.headline_cell(v, "ferry"),
+                         f"{fmt(c.m('latency_p50'))} / {fmt(c.m('latency_p95'))} / {fmt(c.m('latency_p99'))}",
+                         r, self.cpu(v, "ferry"), self.issues(v, "ferry")])
+        L.append(md_table(header, rows))
+        L.append("")
+        self.bench_notes(L, [(v, "ferry") for v in vs], label=lambda v, t: V[v]["title"])
+        s = self.argon2_stats()
+        ceil = self.argon2_ceiling()
+        if s and ceil:
+            prm = s["params"] or {}
+            pdesc = (f"m = {prm.get('m_kib', 0) // 1024} MiB, t = {prm.get('t')}, p = {prm.get('p')}"
+                     if prm else "ferry's defaults")
+            L.append("**Expected uncached rate.** " + (
+                f"One Argon2id verification ({pdesc}) takes {fmt(s['verify_ms'])} ms of CPU here: "
+                f"the median over {s['n']} runs of `ferry passwd` ({fmt(s['lo'])}–{fmt(s['hi'])} ms each, "
+                f"timed by `bench/argon2time.py` in every round; it computes the same hash a "
+                f"verification recomputes), less the {fmt(s['plain_ms'])} ms that `ferry passwd "
+                f"--plain` costs without it; {fmt(s['wall_ms'])} ms by the wall clock. ferry verifies "
+                f"on {fint(s['threads'])} verifier threads (`auth.workers`), but this machine has "
+                f"{fint(s['nproc'])} cores, so at most {fint(ceil[1])} verifications run at once: the "
+                f"ceiling is {fint(ceil[1])} ÷ {fmt(s['verify_ms'] / 1000.0)} s = "
+                f"**{fmt(ceil[0])} setups/s**, shared with the load generator and ferry's event "
+                f"loops on the same cores."))
+            facts = []
+            for v in ("auth-argon2-nocache", "auth-plain-nocache"):
+                h = self.headline(v, "ferry") if self.has(v) else None
+                if h:
+                    facts.append(f"{V[v]['title'].split(',')[0]}: {fmt(h)} setups/s = "
+                                 f"{h / ceil[0]:.2f} of the ceiling")
+            a, p = self.headline("auth-argon2-nocache", "ferry"), self.headline("auth-plain-nocache", "ferry")
+            if facts:
+                L.append("")
+                L.append("Measured without the cache: " + "; ".join(facts) + (
+                    f"; plain ÷ Argon2id = {p / a:.2f}" if a and p else "") + ".")
+            ca = self.cell("auth-argon2-nocache", "ferry")
+            if ca and ca.runs and ca.m("proxy_cpu_per_1k"):
+                L.append(
+                    f"ferry's CPU per uncached setup, {fmt(ca.m('proxy_cpu_per_1k'))} ms, is one "
+                    "verification plus the setup itself, which agrees with the timing above.")
+            L.append("")
+        elif vs:
+            L.append("_No Argon2id timing in these results (bench/argon2time.py failed or did not run)._")
+            L.append("")
+        cached = self.headline("auth-argon2", "ferry")
+        plain_c = self.headline("auth-plain", "ferry")
+        if base and cached and plain_c:
+            r = cached / plain_c
+            same = 0.85 <= r <= 1.15
+            L.append(
+                f"**With the cache on**, Argon2id ({fmt(cached)}/s) and plain ({fmt(plain_c)}/s) "
+                + (f"setups cost about the same ({r:.2f}×): what separates them from no "
+                   f"authentication ({cached / base:.2f}× and {plain_c / base:.2f}×) is the extra "
+                   "RFC 1929 round trip and the cache lookup, not Argon2id."
+                   if same else
+                   f"setups differ by {r:.2f}× (against no authentication: {cached / base:.2f}× and "
+                   f"{plain_c / base:.2f}×); with a hit both skip Argon2id, so the difference is "
+                   "noise or a cache that did not fill in the warm-up (see below)."))
+            L.append("")
+        if self.has("auth-argon2"):
+            L.append(
+                "The cached rows get a 3 s warm-up (`--warmup 3`, after the general one): when "
+                "the run starts, all 32 setups in flight miss the cache at once, and each pays a "
+                "full Argon2id verification (the cache belongs to each worker and is checked "
+                "before a verification is queued; concurrent misses for the same name and password "
+                "are not merged), about 32 × one verification of CPU, roughly a second of both "
+                "cores here. With the default 1 s warm-up the window still caught the end of that "
+                "(in a check during development: 7,364 setups/s with 1 s, 9,855 with 2.5 s, "
+                "3,839 with 0.5 s). A real client population meets the same burst after a "
+                "restart or when the entries expire (`auth.cachettl`).")
+            L.append("")
+
+    def section_http(self, L):
+        req = [v for v in HTTP_REQ_VARIANTS if self.has(v)]
+        hs = [v for v in HTTP_HS_VARIANTS if self.has(v)]
+        if not req and not hs:
+            return
+        L.append("## HTTP proxy path")
+        L.append("")
+        L.append(
+            "ferry serves SOCKS5, SOCKS4 and an HTTP proxy on one port; here its HTTP side runs "
+            "beside its SOCKS5 side and beside two HTTP proxies from Debian, tinyproxy and Squid. "
+            "`--http-proxy connect` opens each connection with `CONNECT host:port` and, after the "
+            "`200`, talks to the target through the tunnel; `--http-proxy absolute` sends "
+            "`GET http://host:port/path` to the proxy, which makes the request to the target "
+            "itself and forwards the answer (every body byte is still checked). × ferry compares "
+            "with ferry in the same mode."
+        )
+        L.append("")
+        if req:
+            L.append("### Small HTTP requests, one connection each")
+            L.append("")
+            bp = self.bparams(req[-1])
+            L.append(
+                f"{self.cmd(req[-1]).replace(' --http-proxy absolute', ' [--http-proxy connect|absolute]')}: "
+                f"{bp.get('requests', '?')} small requests (after {bp.get('warm_requests', 100)} warm-up "
+                f"ones), each on a new connection, {bp.get('concurrency', 8)} in flight; then "
+                f"{bp.get('downloads', 8)} concurrent downloads of "
+                f"{bp.get('download_size', 1048576) // 1048576} MiB.")
+            L.append("")
+            L.append(self.http_table("requests"))
+            L.append("")
+            fs, fc = self.headline("http-requests-socks", "ferry"), self.headline("http-requests-connect", "ferry")
+            if fs and fc and fc > fs * 1.05:
+                L.append(
+                    f"ferry's HTTP CONNECT path is {fc / fs:.2f}× its SOCKS5 path here: the bench's "
+                    "SOCKS5 client waits for the method reply before it sends its request (as real "
+                    "clients do), so a SOCKS5 setup takes two round trips to the proxy before the "
+                    "first byte of data, a CONNECT one.")
+                L.append("")
+        if hs:
+            L.append("### CONNECT handshakes")
+            L.append("")
+            L.append(
+                f"{self.cmd('http-handshakes-connect') if self.has('http-handshakes-connect') else self.cmd(hs[0])}: "
+                "as the handshakes scenario (32 in flight, one byte echoed, abortive close), with "
+                "`CONNECT` and its `200` in place of the SOCKS5 greeting and request.")
+            L.append("")
+            L.append(self.http_table("handshakes"))
+            L.append("")
+        pairs = [(v, t) for v in req + hs for t in ("direct", "ferry", "tinyproxy", "squid")]
+        self.bench_notes(L, pairs, label=lambda v, t: f"{LABELS[t]}, {V[v]['title']}")
+        L.extend(self.explain_http())
+
+    def http_table(self, which):
+        if which == "requests":
+            socks_v, modes = "http-requests-socks", ["http-requests-connect", "http-requests-absolute"]
+            header = ["target", "requests/s", "latency mean / p50 / p95 ms", "download MiB/s",
+                      "× direct", "× ferry", "proxy CPU s per 1000", "failures"]
+        else:
+            socks_v, modes = self.hs_socks_variant(), ["http-handshakes-connect"]
+            header = ["target", "setups/s", "latency p50 / p95 / p99 ms", "× direct", "× ferry",
+                      "proxy CPU s per 1000", "failures"]
+        d = self.headline(socks_v, "direct") if socks_v else None
+        fs = self.headline(socks_v, "ferry") if socks_v else None
+        lines = []
+        if socks_v and self.has(socks_v):
+            lines += [("direct", socks_v, "direct (no proxy)"), ("ferry", socks_v, "ferry, SOCKS5")]
+        for t in ("ferry", "tinyproxy", "squid"):
+            if t not in self.targets:
+                continue
+            for v in modes:
+                if self.has(v):
+                    lines.append((t, v, f"{LABELS[t]}, {V[v]['title']}"))
+        rows = []
+        for t, v, label in lines:
+            why = self.status(v, t)
+            if why:
+                rows.append([label, why] + [""] * (len(header) - 2))
+                continue
+            c = self.cell(v, t)
+            h = self.headline(v, t)
+            fref = fs if v == socks_v else self.headline(v, "ferry")
+            rd = "1.00×" if t == "direct" else ratio(h, d)
+            if t == "direct":
+                rf = ratio(h, fs)
+            elif t == "ferry":
+                rf = "1.00×" if v == socks_v else f"1.00× ({ratio(h, fs)} its SOCKS5)"
+            else:
+                rf = ratio(h, fref)
+            if which == "requests":
+                rows.append([label, self.headline_cell(v, t),
+                             f"{fmt(c.m('latency_mean'))} / {fmt(c.m('latency_p50'))} / {fmt(c.m('latency_p95'))}",
+                             fmt(c.m("download")), rd, rf, self.cpu(v, t), self.issues(v, t)])
+            else:
+                rows.append([label, self.headline_cell(v, t),
+                             f"{fmt(c.m('latency_p50'))} / {fmt(c.m('latency_p95'))} / {fmt(c.m('latency_p99'))}",
+                             rd, rf, self.cpu(v, t), self.issues(v, t)])
+        return md_table(header, rows)
+
+    # -- explanations --------------------------------------------------------
+
+    def explain(self, v):
+        """Known behaviour of peers that the figures alone do not explain."""
+        out = []
+        if v.startswith("throughput"):
+            c = self.cell(v, "microsocks")
+            if c and c.runs and stalled(c):
+                out.append(
+                    "microsocks stalls here: its relay loop (poll, then a blocking `write` of "
+                    "each 1 KiB it read) blocks writing to the echo target while the echo target "
+                    "blocks writing back to microsocks, which no longer reads: with a full-duplex "
+                    "stream both socket buffers fill and no byte moves. A request/response client "
+                    "would not see this; a bulk upload with a simultaneous download can."
+                )
+        if v == "connections":
+            c = self.cell(v, "ss-libev")
+            if c and c.runs:
+                unhealthy = (c.m("healthy") or 0) < (c.m("connections") or 0)
+                out.append(
+                    "shadowsocks-libev: `ss-local` answers the SOCKS5 CONNECT at once, before "
+                    "`ss-server` has reached the target (it has no way to know), so a connection "
+                    "counts as set up while it may not reach the echo target yet; the setup rate "
+                    "is flattered by that"
+                    + (", and held connections that still had not reached it when the bench "
+                       "checked every connection (10 s allowed) count as not healthy."
+                       if unhealthy else ".")
+                    + " Earlier versions of this harness gave `ss-server` a `local_address` in "
+                    "its configuration, which it takes as the address to bind every outgoing "
+                    "connection to (a bind() before each connect(), so a port of its own for "
+                    "each): with thousands of held connections and the TIME_WAIT sockets of "
+                    "earlier scenarios it fell behind (about 40 % of 9000 held connections did not "
+                    "echo) and, once no port was left, exited (`cannot bind socket`). "
+                    "bench/peers/shadowsocks.json now leaves the key out (`ss-local -b` instead)."
+                )
+        if out:
+            out.append("")
+        return out
+
+    def explain_udp(self):
+        out = []
+        lost = [v for v in UDP_VARIANTS if self.has(v) and V[v]["kind"] == "udp"
+                and self.ok(v, "ss-libev") and all_lost(self.cell(v, "ss-libev"))]
+        if lost:
+            sizes = sorted({self.cell(v, "ss-libev").param("payload") for v in lost})
+            big = all(s and s > SS_UDP_MAX for s in sizes)
+            out.append(
+                f"**shadowsocks-libev loses every datagram of {', '.join(str(s) for s in sizes)} bytes.** "
+                + ("Its UDP relay reads each datagram into a buffer of 2 × 1397 = 2794 bytes (its "
+                   "default packet size; the `mtu` setting raises it): `ss-local` passes the payload "
+                   "on with the target address (7 bytes) and the AEAD salt and tag (32 + 16 bytes for "
+                   "chacha20-ietf-poly1305), and `ss-server` reads only the first 2794 bytes of "
+                   "that, so its authentication fails and it drops the datagram, logging `failed to "
+                   "handshake with 127.0.0.1: suspicious UDP packet` once per datagram. Found by "
+                   f"bisection during development: payloads up to {SS_UDP_MAX} bytes come back, "
+                   f"{SS_UDP_MAX + 1} and more never do. Nothing tells the client; for it the "
+                   "datagrams are simply lost (the bench saw no truncated or corrupt echo)."
+                   if big else "See its row for what the bench saw.")
+            )
+            out.append("")
+        c1, c16 = self.cell("udp-1x1200", "ferry"), self.cell("udp-16x1200", "ferry")
+        if c1 and c1.runs and c16 and c16.runs and c1.m("proxy_cpu_per_echo") and c16.m("proxy_cpu_per_echo"):
+            out.append(
+                f"CPU per echo is higher with one client ({fmt(c1.m('proxy_cpu_per_echo'))} µs for "
+                f"ferry) than with sixteen ({fmt(c16.m('proxy_cpu_per_echo'))} µs): with one datagram "
+                "in flight every datagram wakes the proxy on its own, while under load a wake-up "
+                "serves several."
+            )
+            out.append("")
+        return out
+
+    def explain_http(self):
+        out = []
+        tp = [v for v in ("http-handshakes-connect",) if self.ok(v, "tinyproxy")]
+        if tp:
+            out.append(
+                "tinyproxy starts one thread per client (up to `MaxClients`), and with "
+                "`LogLevel Error` it logs each abortive close of the handshakes scenario as a "
+                "`read() failed … Connection reset by peer` error; Squid runs one single-threaded "
+                "process here (`-N`). Like ferry, both answer `CONNECT` only once they have "
+                "reached the target (checked during development: a CONNECT to a closed port gets "
+                "502 from ferry, 500 from tinyproxy, 503 from Squid), so their setup rates are "
+                "comparable (unlike shadowsocks-libev's early SOCKS5 reply, see held connections)."
+            )
+            out.append("")
+        return out
+
+    # -- the document --------------------------------------------------------
+
     def render(self, out_path, svg_path):
         m, p = self.meta, self.params
         L = []
@@ -609,9 +1277,11 @@ class Report:
         L.append("")
         L.append(
             "ferry measured side by side with SOCKS5 proxies packaged by Debian (Dante, "
-            "microsocks, shadowsocks-libev) and with HAProxy as a plain TCP relay, all driven by "
-            "the same load generator (`ferry bench`) on one machine over loopback. Written by "
-            "`bench/compare.sh` and `bench/report.py`; do not edit by hand, run it again."
+            "microsocks, shadowsocks-libev), with HAProxy as a plain TCP relay and with tinyproxy "
+            "and Squid as HTTP proxies, all driven by the same load generator (`ferry bench`) on "
+            "one machine over loopback: TCP through SOCKS5, UDP ASSOCIATE, the cost of SOCKS5 "
+            "authentication, and the HTTP proxy path. Written by `bench/compare.sh` and "
+            "`bench/report.py`; do not edit by hand, run it again."
         )
         L.append("")
         if p.get("quick"):
@@ -624,7 +1294,10 @@ class Report:
         L.append("")
         L.append(
             "Headline figure of each scenario, median over rounds; in brackets the ratio to ferry "
-            "(above 1: more than ferry). Higher is better everywhere."
+            "(above 1: more than ferry; for ferry's HTTP rows, the ratio to its own SOCKS5 path; for "
+            "the authentication rows, the ratio to the same ferry without authentication). Higher "
+            "is better everywhere. n/a: the target does not do this (a TCP relay, no UDP, SOCKS5 "
+            "only, HTTP only); —: it failed or did not run (see its section)."
         )
         L.append("")
         L.append(self.summary())
@@ -644,79 +1317,29 @@ class Report:
         rows = [
             ["date", m.get("date", "?")],
             ["command", f"`{m.get('cmdline', '?')}`"],
+            ["groups", ", ".join(p.get("groups") or []) or "?"],
             ["CPU", f"{m.get('nproc', '?')} × {m.get('cpu_model', '?')}"],
             ["memory", f"{m.get('mem_gib', '?')} GiB"],
             ["kernel", m.get("kernel", "?")],
             ["OS", f"{m.get('os', '?')} (debian_version {m.get('debian_version', '?')})"],
             ["ferry", f"{m.get('ferry_version', '?')}, commit {m.get('ferry_commit', '?')}"],
         ]
-        for t in ("dante", "microsocks", "ss-libev", "haproxy", "gnuplot"):
+        for t in ("dante", "microsocks", "ss-libev", "haproxy", "tinyproxy", "squid", "gnuplot"):
             rows.append([PACKAGES[t], v.get(t) or "not installed"])
         la = " ".join(m.get("loadavg_start", []))
         rows.append(["load average at start", la + (f"; at end {' '.join(load_end)}" if load_end else "")])
+        if m.get("cpu_busy_start_pct") is not None:
+            rows.append(["CPU busy before the run", f"{m['cpu_busy_start_pct']} % of all cores over 1 s "
+                                                    "(other work on this machine)"])
+        ow = self.other_work()
+        if ow:
+            rows.append(["other work during the runs", ow])
         if self.done:
-            rows.append(["duration", f"{self.done.get('runs', '?')} bench runs in {self.done.get('seconds', 0) / 60:.1f} min"])
+            rows.append(["duration", f"{self.done.get('runs', '?')} bench runs in "
+                                     f"{self.done.get('seconds', 0) / 60:.1f} min"])
         L.append(md_table(["", ""], rows))
         L.append("")
-
-        L.append("## Method")
-        L.append("")
-        rounds = p.get("rounds", "?")
-        L.append(
-            f"- **Interleaved rounds.** {rounds} round{'s' if rounds != 1 else ''}; in each, every "
-            "scenario runs once against every target (`ferry bench SCENARIO --runs 1 --json`), the "
-            "targets in an order rotated by one each round, so slow drifts of the machine spread "
-            "over all targets. Tables give the median over rounds and, with more than one round, "
-            "the range (min–max) of the headline figure."
-        )
-        L.append(
-            f"- **One {m.get('nproc', '?')}-core machine, loopback only.** The load generator, the "
-            "echo and HTTP targets (inside `ferry bench`) and the proxy share the same CPUs, so a "
-            "proxy that needs less CPU leaves more to the client and the targets. Absolute figures "
-            "are far below what a dedicated server does; the **ratios** between targets are the "
-            "point. The machine is shared with other work (see the load average), which adds noise."
-        )
-        L.append(
-            "- **direct** is the bench talking to its own targets with no proxy: the ceiling of "
-            "this machine. **HAProxy** is a plain TCP relay to the echo port (no SOCKS handshake), "
-            "so its figures show what relaying alone costs. It takes part in throughput and "
-            "handshakes only: it forwards to one fixed port, the echo target, so it cannot serve "
-            "the requests scenario (HTTP target), and held connections are about what a SOCKS "
-            "proxy keeps per session."
-        )
-        L.append(
-            "- **Every byte is checked.** The bench compares all data read back with what it sent; "
-            "corruption, broken streams and failed setups are listed per row."
-        )
-        L.append(
-            "- **Proxy CPU.** Plain figures are the bench's own: CPU of the proxy's processes "
-            "(`--proxy-pid`, all their threads) in the measurement window, per unit of work. "
-            "Figures marked ≈ are estimates from the whole process tree over the whole run "
-            "(`bench/treemon.py`: utime+stime of every process below the proxy, including exited "
-            "children, over warm-up + window, divided by the rate × that time). They are used for "
-            "Dante (it forks negotiate/request/io children the bench does not see), microsocks (one "
-            "thread per connection; the bench misses threads that have exited) and for every "
-            "requests row (the bench's own figure there also counts the warm-up requests)."
-        )
-        chk = self.cpu_check()
-        if chk:
-            L.append("  Cross-check where both exist: " + "; ".join(chk) + ".")
-        L.append(
-            "- **Memory** per held connection is the bench's (resident set after the hold, less "
-            "before, over the held connections), measured on a freshly started proxy: each proxy "
-            "is restarted (on a new port) before each connections run, as memory kept from "
-            "earlier runs (allocator caches, buffer pools) would hide the cost, except for a proxy made of processes the bench "
-            "was not given (Dante's children): ≈ the growth of the tree's proportional set size "
-            "(Pss, shared pages counted once), peak during the run"
-            + (f" (cross-check: {self.mem_check()})." if self.mem_check() else ".")
-        )
-        if p.get("connections_wanted") and p.get("connections") != p.get("connections_wanted"):
-            L.append(
-                f"- **Held connections lowered** from {p['connections_wanted']} to {p['connections']}: "
-                f"the open-files limit here is {p.get('nofile')} and cannot be raised, and each "
-                "held connection costs the bench two descriptors (client and echo) and a proxy two."
-            )
-        L.append("")
+        self.method(L)
         L.append("## Targets")
         L.append("")
         rows = []
@@ -734,34 +1357,17 @@ class Report:
         )
         L.append("")
 
-        for v in self.variants:
-            L.append(f"## {VARIANT_TITLES[v]}")
-            L.append("")
-            L.append(self.params_line(v))
-            L.append("")
-            L.append(self.table(v))
-            L.append("")
-            notes = []
-            for t in self.targets:
-                c = self.cell(v, t)
-                if c and c.runs:
-                    for n in c.notes():
-                        notes.append(f"- {LABELS[t]}: {n}")
-            if notes:
-                L.append("Notes from the bench:")
-                L.append("")
-                L.extend(notes[:20])
-                L.append("")
-            extra = self.explain(v)
-            if extra:
-                L.extend(extra)
-                L.append("")
+        self.section_socks(L)
+        self.section_udp(L)
+        self.section_auth(L)
+        self.section_http(L)
 
         L.append("## Reproduce")
         L.append("")
         L.append("```sh")
-        L.append("bench/compare.sh                 # 3 interleaved rounds of everything: about 9 min here")
-        L.append("bench/compare.sh --quick         # 1 round, short windows: about 1-2 min, a check only")
+        L.append("bench/compare.sh --build-head    # 3 interleaved rounds of every group, committed HEAD: 17-22 min here")
+        L.append("bench/compare.sh --quick         # 1 round, short windows, no --settle waits: about 3 min, a check only")
+        L.append("bench/compare.sh --only udp,auth,http            # groups: socks (= throughput,handshakes,requests,connections), udp, auth, http")
         L.append("bench/compare.sh --only handshakes --targets ferry,dante --rounds 5")
         L.append("make bench-compare BENCH_ARGS=--quick")
         L.append("```")
@@ -776,33 +1382,117 @@ class Report:
         with open(out_path, "w") as f:
             f.write("\n".join(L))
 
-    def explain(self, v):
-        """Known behaviour of peers that the figures alone do not explain."""
-        out = []
-        if v.startswith("throughput"):
-            c = self.cell(v, "microsocks")
-            if c and c.runs and stalled(c):
-                out.append(
-                    "microsocks stalls here: its relay loop (poll, then a blocking `write` of "
-                    "each 1 KiB it read) blocks writing to the echo target while the echo target "
-                    "blocks writing back to microsocks, which no longer reads: with a full-duplex "
-                    "stream both socket buffers fill and no byte moves. A request/response client "
-                    "would not see this; a bulk upload with a simultaneous download can."
-                )
-        if v == "connections":
-            c = self.cell(v, "ss-libev")
-            if c and c.runs and (c.m("healthy") or 0) < (c.m("connections") or 0):
-                out.append(
-                    "shadowsocks-libev: `ss-local` answers the SOCKS5 CONNECT at once, before "
-                    "`ss-server` has reached the target (it has no way to know), so a connection "
-                    "counts as set up and held while it may not reach the echo target yet; the "
-                    "setup rate is flattered by that. With thousands of connections `ss-server` "
-                    "falls behind accepting them (in a check during development its listen queue, "
-                    "backlog 1024, stayed full through the hold and only about half of 9000 held "
-                    "connections had reached the echo target), and those that still had not when "
-                    "the bench checked every connection (10 s allowed) count as not healthy."
-                )
-        return out
+    def other_work(self):
+        """One line on the CPU that other processes took during the bench runs."""
+        vals, names, waits = [], {}, []
+        for c in self.cells.values():
+            for r in c.runs:
+                o = r.get("compare", {}).get("other")
+                if not o or "other_cores" not in o:
+                    continue
+                vals.append(o["other_cores"])
+                if (o.get("settle_s") or 0) > 0.5:
+                    waits.append(o["settle_s"])
+                for n, cs in o.get("top", []):
+                    names[n] = names.get(n, 0) + cs
+        if not vals:
+            return None
+        n_busy = sum(1 for x in vals if x >= OTHER_NOTE_CORES)
+        top = sorted(names.items(), key=lambda kv: -kv[1])[:4]
+        settle = self.params.get("settle_s") or 0
+        return (f"median {fmt(statistics.median(vals))} cores per run, max {fmt(max(vals))}; "
+                f"≥ {OTHER_NOTE_CORES:g} cores in {n_busy} of {len(vals)} runs (noted in their rows)"
+                + ("; mostly " + ", ".join(f"`{n}` ({fmt(cs)} CPU-s)" for n, cs in top) if top else "")
+                + (f". Before each run the harness waited up to {settle:g} s for a quiet machine "
+                   f"(`--settle`): {len(waits)} runs waited, {fmt(sum(waits))} s in all"
+                   if settle else ""))
+
+    def request_counts(self):
+        ns = []
+        for v in ("requests", "http-requests-socks", "http-requests-connect", "http-requests-absolute"):
+            if self.has(v):
+                n = self.bparams(v).get("requests")
+                if n and n not in ns:
+                    ns.append(n)
+        return ns or [1000]
+
+    def method(self, L):
+        m, p = self.meta, self.params
+        L.append("## Method")
+        L.append("")
+        rounds = p.get("rounds", "?")
+        L.append(
+            f"- **Interleaved rounds.** {rounds} round{'s' if rounds != 1 else ''}; in each, every "
+            "scenario runs once against every target it applies to (`ferry bench SCENARIO --runs 1 "
+            "--json`), the targets in an order rotated by one each round, so slow drifts of the "
+            "machine spread over all targets. Tables give the median over rounds and, with more "
+            "than one round, the range (min–max) of the headline figure."
+        )
+        L.append(
+            f"- **One {m.get('nproc', '?')}-core machine, loopback only.** The load generator, the "
+            "echo, HTTP and UDP targets (inside `ferry bench`) and the proxy share the same CPUs, so "
+            "a proxy that needs less CPU leaves more to the client and the targets. Absolute figures "
+            "are far below what a dedicated server does; the **ratios** between targets are the "
+            "point. The machine is shared with other work, which adds noise: each bench run is "
+            "wrapped in `bench/treemon.py run`, which counts the CPU that processes outside the "
+            "harness took during the run: all CPU time the machine spent (/proc/stat) less that "
+            "of the harness's own process tree (proxies, bench, reaped children included) and of "
+            "kernel threads. Runs where that reached "
+            f"{OTHER_NOTE_CORES:g} cores or more are noted in their rows (\"other work on the "
+            "machine\"); the medians over rounds dampen them, and the CPU-per-work figures are far "
+            "less affected than the rates."
+        )
+        L.append(
+            "- **direct** is the bench talking to its own targets with no proxy: the ceiling of "
+            "this machine. **HAProxy** is a plain TCP relay to the echo port (no SOCKS handshake), "
+            "so its figures show what relaying alone costs. It takes part in throughput and "
+            "handshakes only: it forwards to one fixed port, the echo target, so it cannot serve "
+            "the requests scenario (HTTP target), and held connections are about what a SOCKS "
+            "proxy keeps per session. **tinyproxy** and **Squid** speak HTTP only and take part "
+            "in the HTTP proxy group only; **microsocks** has no UDP ASSOCIATE."
+        )
+        L.append(
+            "- **Every byte is checked.** The bench compares all data read back with what it sent "
+            "(TCP streams, HTTP bodies, UDP datagrams); corruption, broken streams, lost datagrams "
+            "and failed setups are listed per row."
+        )
+        L.append(
+            "- **Proxy CPU** is the bench's own figure, per unit of work done in the measurement "
+            "window. `ferry bench --proxy-pid` (or its own ferry child) samples the proxy's whole "
+            "process tree from `/proc` at the start and the end of the window: for each process "
+            "given and every live descendant, utime + stime (all its threads, also those that "
+            "have exited: microsocks' thread per connection, tinyproxy's thread per client) plus "
+            "cutime + cstime (children it has reaped: Dante's negotiate/request/io processes). "
+            "Memory likewise covers the whole tree (below). For requests the window is the "
+            "measured requests only, after the warm-up ones; the kernel counts CPU in 10 ms ticks "
+            "and that phase lasts a second or less, so a requests CPU figure is good to ±10 ms "
+            "over the phase: "
+            + ", ".join(f"±{10.0 / n:.2g} s per 1000 with {n:,} requests" for n in self.request_counts())
+            + ". The UDP and handshake windows are long enough for ticks not to matter."
+        )
+        if p.get("treemon"):
+            chk = self.cpu_check()
+            mchk = self.mem_check()
+            L.append(
+                "  With `--treemon` the harness also watched each tree from outside over the whole "
+                "bench run (`bench/treemon.py`); beside the bench's figures: "
+                + ("; ".join(chk + mchk) if chk or mchk else "no overlap in these results") + "."
+            )
+        L.append(
+            "- **Memory** per held connection is the growth of the proxy's memory over the hold "
+            "(the proportional set size, Pss, summed over its whole process tree, so Dante's "
+            "forked children count and pages they share count once; RSS where the kernel gives "
+            "no Pss), divided by the connections held, measured on a freshly started proxy: each "
+            "proxy is restarted (on a new port) before each connections run, as memory kept from "
+            "earlier runs (allocator caches, buffer pools) would hide the cost."
+        )
+        if p.get("connections_wanted") and p.get("connections") != p.get("connections_wanted"):
+            L.append(
+                f"- **Held connections lowered** from {p['connections_wanted']} to {p['connections']}: "
+                f"the open-files limit here is {p.get('nofile')} and cannot be raised, and each "
+                "held connection costs the bench two descriptors (client and echo) and a proxy two."
+            )
+        L.append("")
 
 
 def cmd_render(argv):
@@ -811,10 +1501,10 @@ def cmd_render(argv):
     ap.add_argument("--out", default="docs/benchmarks.md")
     ap.add_argument("--svg", default=None)
     a = ap.parse_args(argv)
-    meta, peers, done, cells = load(a.results)
+    meta, peers, done, cells, argon2 = load(a.results)
     if not meta:
         sys.exit("report.py: no meta line in " + a.results)
-    Report(meta, peers, done, cells).render(a.out, a.svg)
+    Report(meta, peers, done, cells, argon2).render(a.out, a.svg)
 
 
 def main():
