@@ -66,12 +66,10 @@ static void note_end(struct auth_worker *aw, const struct addr *client, bool fai
     }
 }
 
-/* A verdict from the pool, on the worker's loop; owner is NULL when the
- * session gave up waiting (its failure still counts). */
-static void auth_job_done(void *owner, struct auth_job *job)
+/* One attempt's verdict: the throttle's books, the counters, the cache. */
+static int settle(struct auth_worker *aw, struct auth_job *job, bool verified)
 {
-    struct auth_worker *aw = job->aw;
-    int result = job->result == 0 ? AUTH_OK : AUTH_DENIED;
+    int result = verified ? AUTH_OK : AUTH_DENIED;
     note_end(aw, &job->client, result != AUTH_OK);
     if (result == AUTH_OK && throttle_blocked(&aw->a->t, &job->client, loop_now(aw->l))) {
         /* Blocked while this one was being checked (parallel guesses): a
@@ -80,14 +78,62 @@ static void auth_job_done(void *owner, struct auth_job *job)
         stat_add(&aw->stats->throttled, 1);
     } else if (result == AUTH_OK) {
         stat_add(&aw->stats->ok, 1);
-        auth_cache_store(&aw->cache, &job->probe, job->version, loop_now(aw->l), job->cache_ttl_ms);
+        if (job->cache_ttl_ms)
+            auth_cache_store(&aw->cache, &job->probe, job->version, loop_now(aw->l),
+                             job->cache_ttl_ms);
     } else {
         stat_add(&aw->stats->denied, 1);
     }
+    return result;
+}
+
+static void inflight_remove(struct auth_worker *aw, struct auth_job *job)
+{
+    for (struct auth_job **pp = &aw->inflight; *pp; pp = &(*pp)->inflight_next) {
+        if (*pp == job) {
+            *pp = job->inflight_next;
+            return;
+        }
+    }
+}
+
+/* A verdict from the pool, on the worker's loop; owner is NULL when the
+ * session gave up waiting (its failure still counts). Followers get the
+ * same verdict, each settled for its own client. */
+static void auth_job_done(void *owner, struct auth_job *job)
+{
+    struct auth_worker *aw = job->aw;
+    inflight_remove(aw, job);
+    bool verified = job->result == 0;
+    int result = settle(aw, job, verified);
     void (*cb)(void *, int) = job->cb;
+    struct auth_job *f = job->followers;
+    job->followers = NULL;
     auth_job_free(job);
     if (owner)
         cb(owner, result);
+    while (f) {
+        struct auth_job *next = f->next;
+        int r = settle(aw, f, verified);
+        void *fo = f->owner;
+        void (*fcb)(void *, int) = f->cb;
+        auth_job_free(f);
+        if (fo)
+            fcb(fo, r);
+        f = next;
+    }
+}
+
+/* A job on the pool for exactly these credentials (same name, password and
+ * user entry), or NULL. Only cacheable attempts are matched: the probe is a
+ * keyed hash of name and password. */
+static struct auth_job *inflight_find(struct auth_worker *aw, const struct auth_cache_probe *probe,
+                                      uint64_t version)
+{
+    for (struct auth_job *j = aw->inflight; j; j = j->inflight_next)
+        if (j->cache_ttl_ms && j->version == version && auth_cache_probe_equal(&j->probe, probe))
+            return j;
+    return NULL;
 }
 
 int auth_begin(struct auth_worker *aw, const struct auth_params *p, const struct addr *client,
@@ -114,6 +160,30 @@ int auth_begin(struct auth_worker *aw, const struct auth_params *p, const struct
     if (!throttle_begin(&aw->a->t, client, now)) {
         stat_add(&aw->stats->throttled, 1);
         return AUTH_THROTTLED;
+    }
+    /* The same credentials are being verified right now (clients that all
+     * come back at once after a restart or an expiry): wait for that
+     * verdict rather than queue another Argon2id for it. */
+    struct auth_job *leader = use_cache ? inflight_find(aw, &probe, u->version) : NULL;
+    if (leader) {
+        struct auth_job *f = calloc(1, sizeof(*f));
+        if (!f) {
+            throttle_end(&aw->a->t, client, now, false);
+            stat_add(&aw->stats->busy, 1);
+            return AUTH_BUSY;
+        }
+        f->owner = owner;
+        f->cb = cb;
+        f->aw = aw;
+        f->client = *client;
+        f->version = leader->version;
+        f->cache_ttl_ms = leader->cache_ttl_ms;
+        f->probe = probe;
+        f->next = leader->followers;
+        leader->followers = f;
+        stat_add(&aw->stats->shared, 1);
+        *jobp = f;
+        return AUTH_PENDING;
     }
     struct auth_job *job = calloc(1, sizeof(*job));
     if (!job) {
@@ -142,6 +212,10 @@ int auth_begin(struct auth_worker *aw, const struct auth_params *p, const struct
         throttle_end(&aw->a->t, client, now, false);
         stat_add(&aw->stats->busy, 1);
         return AUTH_BUSY;
+    }
+    if (use_cache) {
+        job->inflight_next = aw->inflight;
+        aw->inflight = job;
     }
     *jobp = job;
     return AUTH_PENDING;

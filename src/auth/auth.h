@@ -38,8 +38,9 @@ struct auth_worker {
     struct loop *l;
     struct auth_cache cache;
     struct auth_port port;
-    struct auth_stats own;    /* used until the owner points stats elsewhere */
-    struct auth_stats *stats; /* counters: the worker's, for the metrics endpoint */
+    struct auth_job *inflight; /* jobs on the pool that may take followers */
+    struct auth_stats own;     /* used until the owner points stats elsewhere */
+    struct auth_stats *stats;  /* counters: the worker's, for the metrics endpoint */
 };
 
 struct auth_params {

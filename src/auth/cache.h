@@ -41,6 +41,16 @@ struct auth_cache_probe {
     uint8_t tag[FCRYPTO_TAG_LEN];
 };
 
+/* Same name and password (as seen through the keyed tag)? Constant time. */
+static inline bool auth_cache_probe_equal(const struct auth_cache_probe *a,
+                                          const struct auth_cache_probe *b)
+{
+    uint8_t d = 0;
+    for (size_t i = 0; i < FCRYPTO_TAG_LEN; i++)
+        d |= (uint8_t)(a->tag[i] ^ b->tag[i]);
+    return d == 0 && a->name_hash == b->name_hash;
+}
+
 /* At most `entries` (rounded up to a multiple of the ways) are kept. Keys
  * are fresh random bytes. Returns 0 or -ENOMEM. */
 int auth_cache_init(struct auth_cache *c, uint32_t entries);

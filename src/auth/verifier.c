@@ -132,6 +132,12 @@ void auth_job_free(struct auth_job *job)
 {
     if (!job)
         return;
+    while (job->followers) {
+        struct auth_job *f = job->followers;
+        job->followers = f->next;
+        f->followers = NULL;
+        auth_job_free(f);
+    }
     userlist_unref(job->ul);
     explicit_bzero(job, sizeof(*job));
     free(job);

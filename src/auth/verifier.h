@@ -42,6 +42,11 @@ struct auth_job {
     uint32_t cache_ttl_ms;
     struct auth_cache_probe probe;
     uint64_t t_submit_ns;
+    /* Concurrent attempts with the same name and password on the same
+     * worker wait for this job's verdict instead of a verification each
+     * (followers: never queued, linked through next). */
+    struct auth_job *followers;
+    struct auth_job *inflight_next; /* in the worker's list of jobs on the pool */
     uint8_t ulen, plen;
     char user[256];
     char pass[256];

@@ -243,8 +243,8 @@ int scenario_handshakes(struct bench *b, struct result *res)
             result_note(res, "%llu setups failed at the socket level (connect errors, resets)",
                         (unsigned long long)f_sock);
         if (f_socks)
-            result_note(res, "%llu setups got a SOCKS failure reply or a protocol error",
-                        (unsigned long long)f_socks);
+            result_note(res, "%llu setups got %s or a protocol error", (unsigned long long)f_socks,
+                        o->http_proxy ? "an HTTP status other than 200" : "a SOCKS failure reply");
         if (f_data)
             result_note(res,
                         "%llu setups echoed a wrong byte (warm-up included): the proxy "

@@ -347,6 +347,10 @@ void metrics_render(struct mtext *t, const struct metrics_source *src, const str
             "Successful verdicts answered from the credential cache.", FIELD(s, auth.cache_hits));
     counter(t, "ferry_auth_blocks_total", "Client addresses blocked by the failure throttle.",
             FIELD(s, auth.blocks));
+    counter(t, "ferry_auth_shared_verifications_total",
+            "Attempts that waited for the verification of identical credentials already "
+            "on the verifier pool instead of queueing their own.",
+            FIELD(s, auth.shared));
 
     counter(t, "ferry_dns_queries_total", "Destination names looked up.", FIELD(s, dns_queries));
     counter(t, "ferry_dns_cache_hits_total", "Lookups answered from the cache.",

@@ -44,6 +44,7 @@ extern const uint32_t stats_hs_bounds_us[STATS_HS_BUCKETS - 1];
 /* Authentication outcomes, per worker. */
 struct auth_stats {
     stat_t ok, denied, cache_hits, throttled, busy, blocks;
+    stat_t shared; /* attempts that waited for an identical one's verification */
 };
 
 struct worker_stats {

@@ -276,6 +276,69 @@ static void test_busy(void **state)
     assert_int_equal(refs(), 1);
 }
 
+/* Identical attempts while one is on the pool share its verification:
+ * one Argon2id, every caller gets the verdict, each settled for its own
+ * client; different passwords, and uncached attempts, are not shared. */
+static void test_identical_attempts_share(void **state)
+{
+    (void)state;
+    start(1, 1, 0); /* a queue of one: a second queued job would be refused */
+    assert_int_equal(begin(0, "127.0.0.1", "alice", "right", TTL_MS, NULL), AUTH_PENDING);
+    assert_int_equal(begin(1, "127.0.0.2", "alice", "right", TTL_MS, NULL), AUTH_PENDING);
+    struct auth_job *abandoned = NULL;
+    assert_int_equal(begin(2, "127.0.0.3", "alice", "right", TTL_MS, &abandoned), AUTH_PENDING);
+    auth_abandon(abandoned);
+    assert_int_equal(fx->aw.stats->shared, 2);
+    run_until(2);
+    assert_int_equal(fx->calls[0], 1);
+    assert_int_equal(fx->calls[1], 1);
+    assert_int_equal(fx->calls[2], 0); /* gave up: counted, not called */
+    assert_int_equal(fx->result[0], AUTH_OK);
+    assert_int_equal(fx->result[1], AUTH_OK);
+    assert_int_equal(fx->aw.stats->ok, 3);
+    assert_int_equal(fx->aw.stats->busy, 0);
+    /* The verdict is cached now. */
+    assert_int_equal(begin(3, "127.0.0.4", "alice", "right", TTL_MS, NULL), AUTH_OK);
+
+    /* Wrong passwords share too (the same verdict); a different password
+     * does not join, so the one-place queue refuses it. */
+    assert_int_equal(begin(4, "127.0.0.1", "alice", "wrong", TTL_MS, NULL), AUTH_PENDING);
+    assert_int_equal(begin(5, "127.0.0.1", "alice", "wrong", TTL_MS, NULL), AUTH_PENDING);
+    int r = begin(6, "127.0.0.1", "alice", "other", TTL_MS, NULL);
+    assert_true(r == AUTH_BUSY || r == AUTH_PENDING);
+    unsigned want = 4 + (r == AUTH_PENDING);
+    run_until(want);
+    assert_int_equal(fx->result[4], AUTH_DENIED);
+    assert_int_equal(fx->result[5], AUTH_DENIED);
+    assert_int_equal(fx->aw.stats->shared, 3);
+    assert_int_equal(refs(), 1);
+}
+
+/* Without the cache nothing is shared: every attempt costs a verification. */
+static void test_no_sharing_without_cache(void **state)
+{
+    (void)state;
+    start(1, 8, 0);
+    assert_int_equal(begin(0, "127.0.0.1", "alice", "right", 0, NULL), AUTH_PENDING);
+    assert_int_equal(begin(1, "127.0.0.1", "alice", "right", 0, NULL), AUTH_PENDING);
+    run_until(2);
+    assert_int_equal(fx->aw.stats->shared, 0);
+    assert_int_equal(fx->result[0], AUTH_OK);
+    assert_int_equal(fx->result[1], AUTH_OK);
+}
+
+/* The pool stops with shared attempts still waiting: nothing leaks. */
+static void test_stop_with_followers(void **state)
+{
+    (void)state;
+    start(1, 4, 0);
+    for (unsigned i = 0; i < 4; i++)
+        assert_int_equal(begin(i, "127.0.0.1", "alice", "right", TTL_MS, NULL), AUTH_PENDING);
+    assert_int_equal(fx->aw.stats->shared, 3);
+    /* teardown stops the pool and finishes the port without running the
+     * loop: LeakSanitizer checks the followers are freed with their job. */
+}
+
 static void test_result_str(void **state)
 {
     (void)state;
@@ -297,6 +360,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_changed_user_misses_cache, setup, teardown),
         cmocka_unit_test_setup_teardown(test_abandon, setup, teardown),
         cmocka_unit_test_setup_teardown(test_busy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_identical_attempts_share, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_sharing_without_cache, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stop_with_followers, setup, teardown),
         cmocka_unit_test(test_result_str),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
