@@ -169,7 +169,10 @@ static int pump_dir(struct conn *c, const struct dir *d)
         if (h->flags & HALF_EOF) {
             if (!(h->flags & HALF_SHUT)) {
                 h->flags |= HALF_SHUT;
-                if (shutdown(d->dst, SHUT_WR) < 0 && errno != ENOTCONN)
+                /* The last direction to end needs no shutdown(): the
+                 * session closes both sockets next, and close() sends
+                 * the FIN after what is queued (nothing is left unread). */
+                if (!relay_done(c) && shutdown(d->dst, SHUT_WR) < 0 && errno != ENOTCONN)
                     return pump_fail(c, d->write_err, -errno);
             }
             return 0;
