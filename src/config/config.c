@@ -621,6 +621,7 @@ static const struct key keys[] = {
     {"udp.queue", set_limit, OFF(udp.queue), 1, 4096, "1..4096", false},
     {"udp.advertise", set_advertise, 0, 0, 0, "an IP address", false},
     {"udp.ports", set_port_range, 0, 0, 0, "LOW-HIGH", false},
+    {"udp.gso", set_bool, OFF(udp.gso), 0, 0, "yes or no", false},
 };
 _Static_assert(ARRAY_LEN(keys) <= 64, "loader.seen is too small");
 
@@ -849,6 +850,7 @@ static void set_defaults(struct config *c)
     c->udp.destinations = 100;
     c->udp.idle_ms = 60000;
     c->udp.max_datagram = 9012;
+    c->udp.gso = true;
     c->udp.queue = 64;
     c->protocols = PROTO_ALL;
     c->bind_timeout_ms = 60000;

@@ -84,6 +84,7 @@ struct config_udp {
     uint32_t queue;            /* datagrams held per association while resolving */
     struct addr advertise;     /* family 0: reply with the bound address */
     uint16_t port_lo, port_hi; /* 0: any port */
+    bool gso;                  /* send runs of equal datagrams with UDP_SEGMENT */
 };
 
 /* [limits]: per-address, per-user and bandwidth limits. 0 = unlimited. */

@@ -2,6 +2,8 @@
  * udp.c: the UDP ASSOCIATE relay. Two handlers per association, one per
  * direction, each draining its socket in batches of UDP_BATCH datagrams
  * with recvmmsg() and answering with one sendmmsg() per batch and family.
+ * Runs of equal datagrams to one address leave as one message with
+ * UDP_SEGMENT (gso.h) unless udp.gso is off or the route refused it.
  * Payloads are never copied: client datagrams are forwarded from the
  * receive buffer past their SOCKS header, and replies are received
  * UDP_HEADROOM bytes into their buffer so the header can be written in
@@ -33,6 +35,8 @@
 #include "dns/resolver.h"
 #include "log/log.h"
 #include "proto/socks5.h"
+#include "udp/gso.h"
+#include "util/compiler.h"
 #include "util/list.h"
 
 #define UDP_BATCH        32
@@ -54,8 +58,15 @@ struct udp_worker {
     struct mmsghdr out[2][UDP_BATCH]; /* [0] IPv4, [1] IPv6 */
     struct iovec out_iov[2][UDP_BATCH];
     struct sockaddr_storage out_name[2][UDP_BATCH];
+    struct udp_gso gso;
     uint64_t rng;
 };
+
+_Static_assert(UDP_BATCH <= UDP_GSO_BATCH, "one batch is coalesced at once");
+_Static_assert(UDP_BATCH <= UDP_GSO_SEGS, "a merged run is split into one batch");
+
+/* The association's sockets (udp_assoc.gso_max). */
+enum { UDP_SOCK_CLIENT, UDP_SOCK_OUT4, UDP_SOCK_OUT6, UDP_SOCKS };
 
 struct udp_dest {
     struct addr a;
@@ -91,6 +102,9 @@ struct udp_assoc {
     struct io out4, out6; /* outgoing, per family, opened on first use */
     struct addr client;
     bool port_fixed;
+    /* Per socket, the largest datagram merged into one UDP_SEGMENT message
+     * (UDP_GSO_MAXBYTES until the route refuses; 0: merging is off). */
+    uint16_t gso_max[UDP_SOCKS];
     /* Destinations: a dense array (the sweep compacts it) and an index of
      * 2 * (mask + 1) slots, open addressing with linear probing, at most
      * half full. Slots hold a dests index plus one (0: empty); the first
@@ -402,9 +416,9 @@ static int out_fd(struct udp_assoc *a, uint8_t family)
     return fd;
 }
 
-/* sendmmsg the whole batch; what the kernel will not take is dropped and
- * counted (UDP: never queue behind a full socket). */
-static void send_batch(struct udp_assoc *a, int fd, struct mmsghdr *m, unsigned n)
+/* sendmmsg m[0..n), one datagram a message; what the kernel will not take
+ * is dropped and counted (UDP: never queue behind a full socket). */
+static void send_plain(struct udp_assoc *a, int fd, struct mmsghdr *m, unsigned n)
 {
     unsigned done = 0;
     while (done < n) {
@@ -425,6 +439,75 @@ static void send_batch(struct udp_assoc *a, int fd, struct mmsghdr *m, unsigned 
          * and carry on with the rest. */
         stat_add(&a->w->stats.udp_drop_send, 1);
         done++;
+    }
+}
+
+/* Send the datagrams of one merged message one by one. */
+static void send_split(struct udp_assoc *a, int fd, const struct msghdr *h)
+{
+    struct mmsghdr one[UDP_GSO_SEGS];
+    unsigned n = (unsigned)h->msg_iovlen;
+    for (unsigned i = 0; i < n; i++)
+        one[i].msg_hdr = (struct msghdr){.msg_name = h->msg_name,
+                                         .msg_namelen = h->msg_namelen,
+                                         .msg_iov = h->msg_iov + i,
+                                         .msg_iovlen = 1};
+    send_plain(a, fd, one, n);
+}
+
+/* Send a batch on one of the association's sockets (sock: UDP_SOCK_*).
+ * Runs of equal datagrams to one address go out as one message with
+ * UDP_SEGMENT. A refused run is sent one datagram at a time, and the
+ * socket learns from it: EMSGSIZE (segments over the route's MTU) limits
+ * later runs to smaller segments; EIO or EINVAL (no checksum offload, a
+ * kernel without UDP GSO) ends merging on the socket. */
+static void send_batch(struct udp_assoc *a, int fd, unsigned sock, struct mmsghdr *m, unsigned n)
+{
+    uint16_t *max_seg = &a->gso_max[sock];
+    if (*max_seg == 0) {
+        send_plain(a, fd, m, n);
+        return;
+    }
+    struct udp_worker *uw = a->w->udp;
+    struct udp_gso *g = &uw->gso;
+    while (n) {
+        unsigned part = MIN(n, (unsigned)UDP_GSO_BATCH);
+        unsigned nm = udp_gso_coalesce(m, part, *max_seg, g), done = 0;
+        while (done < nm) {
+            int rc = sendmmsg(fd, m + done, nm - done, MSG_DONTWAIT);
+            if (rc >= 0) {
+                done += (unsigned)rc;
+                continue;
+            }
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == ENOBUFS || errno == ENOMEM) {
+                uint64_t lost = 0;
+                for (unsigned i = done; i < nm; i++)
+                    lost += g->segs[i];
+                stat_add(&a->w->stats.udp_drop_send, lost + (n - part));
+                return;
+            }
+            if (g->segs[done] > 1) {
+                size_t seg = m[done].msg_hdr.msg_iov[0].iov_len;
+                int err = errno;
+                if (err == EMSGSIZE && seg > 1 && seg - 1 < *max_seg) {
+                    *max_seg = (uint16_t)(seg - 1);
+                    log_debug("udp: segments of %zu bytes refused (%s); merging only smaller ones",
+                              seg, strerror(err));
+                } else if (err == EIO || err == EINVAL) {
+                    *max_seg = 0;
+                    log_debug("udp: segmentation offload refused (%s); datagrams go one by one",
+                              strerror(err));
+                }
+                send_split(a, fd, &m[done].msg_hdr);
+            } else {
+                stat_add(&a->w->stats.udp_drop_send, 1);
+            }
+            done++;
+        }
+        m += part;
+        n -= part;
     }
 }
 
@@ -481,9 +564,9 @@ static void up_send(struct udp_assoc *a, struct up_batch *b)
         a->up += b->bytes;
     }
     if (b->n[0])
-        send_batch(a, a->out4.fd, uw->out[0], b->n[0]);
+        send_batch(a, a->out4.fd, UDP_SOCK_OUT4, uw->out[0], b->n[0]);
     if (b->n[1])
-        send_batch(a, a->out6.fd, uw->out[1], b->n[1]);
+        send_batch(a, a->out6.fd, UDP_SOCK_OUT6, uw->out[1], b->n[1]);
 }
 
 /* ---- names --------------------------------------------------------------- */
@@ -863,7 +946,7 @@ static void from_dests(struct udp_assoc *a, struct io *io)
             stat_add(&st->udp_out, k);
             stat_add(&st->udp_bytes_out, bytes);
             a->down += bytes;
-            send_batch(a, a->cio.fd, uw->out[0], k);
+            send_batch(a, a->cio.fd, UDP_SOCK_CLIENT, uw->out[0], k);
         }
         if (n < UDP_BATCH)
             break;
@@ -966,6 +1049,8 @@ int udp_assoc_open(struct worker *w, const struct config_udp *cfg, unsigned list
     a->client = *client;
     a->client.port = 0; /* fixed by the first datagram */
     a->seed = rng_next(w->udp);
+    for (unsigned i = 0; i < UDP_SOCKS; i++)
+        a->gso_max[i] = cfg->gso ? UDP_GSO_MAXBYTES : 0;
     list_init(&a->names);
     a->on_activity = on_activity;
     a->allow = allow;

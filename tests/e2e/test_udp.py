@@ -11,11 +11,16 @@ Only loopback: destinations are UDP echo servers on 127.0.0.1 / ::1, and
 up to REPLY_TIMEOUT (2 s, returning as soon as it arrives); "nothing
 arrives" checks wait SILENCE (0.4 s)."""
 
+import json
+import shutil
 import signal
 import socket
 import struct
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import socks
@@ -665,6 +670,76 @@ def test_queue_while_resolving(ferry, udp_server):
         assert (m.host, m.port) == ("127.0.0.1", e.port)
 
 
+def _recv_all(sock: socket.socket, n: int) -> list[bytes]:
+    got = []
+    sock.settimeout(REPLY_TIMEOUT)
+    for _ in range(n):
+        try:
+            got.append(sock.recv(65536))
+        except socket.timeout:
+            break
+    return got
+
+
+@pytest.mark.parametrize("gso", ["yes", "no"])
+def test_batched_datagrams_keep_their_boundaries(ferry, gso):
+    """Datagrams that reach ferry together go out as one batch, and runs of
+    equal size to one address leave as one segmented message (UDP GSO).
+    Every datagram must still arrive whole, alone and in order, both ways:
+    runs of equal sizes, a shorter one ending a run, an empty datagram,
+    sizes that change, destinations interleaved, IPv4 and IPv6 at once.
+    ferry is paused (SIGSTOP) while each burst is sent, so it reads the
+    burst in full batches. The same with udp.gso = no."""
+    f = start(ferry, udp={"gso": gso}, top={"workers": "1"})
+    dests = [udp_sock("127.0.0.1"), udp_sock("127.0.0.1")] + ([udp_sock("::1")] if HAVE_IPV6 else [])
+    for d in dests:
+        d.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+    sizes = [1000] * 5 + [500] + [1000] * 3 + [0] + [1000, 1000, 1] + [1200] * 20 + [8000] * 9 + [7, 7]
+    plan = []  # (destination socket, payload), in sending order
+    for i, n in enumerate(sizes):
+        d = dests[1] if i % 9 == 4 else dests[2] if len(dests) > 2 and i % 11 == 6 else dests[0]
+        plan.append((d, payload(f"b{i}-", n)))
+    try:
+        with UdpAssoc(f.addr) as a:
+            outs = {}
+            for d in dests:  # fix the client's port; learn ferry's outgoing addresses
+                a.send(d.getsockname()[:2], b"hello")
+                d.settimeout(REPLY_TIMEOUT)
+                data, outs[d] = d.recvfrom(65536)
+                assert data == b"hello"
+            stop_process(f.proc.pid)
+            try:
+                for d, p in plan:
+                    a.send(d.getsockname()[:2], p)
+                time.sleep(0.1)
+            finally:
+                f.proc.send_signal(signal.SIGCONT)
+            for d in dests:
+                want = [p for dd, p in plan if dd is d]
+                got = _recv_all(d, len(want))
+                assert [len(x) for x in got] == [len(x) for x in want]
+                assert got == want
+            # Back: every destination answers with the same burst.
+            stop_process(f.proc.pid)
+            try:
+                for d, p in plan:
+                    d.sendto(p, outs[d])
+                time.sleep(0.1)
+            finally:
+                f.proc.send_signal(signal.SIGCONT)
+            got = [a.recv() for _ in plan]
+            for d in dests:  # in order per destination (not across them)
+                want = [p for dd, p in plan if dd is d]
+                host, port = d.getsockname()[:2]
+                mine = [m.payload for m in got if (m.host, m.port) == (host, port)]
+                assert [len(x) for x in mine] == [len(x) for x in want]
+                assert mine == want
+            a.expect_nothing()
+    finally:
+        for d in dests:
+            d.close()
+
+
 def test_udp_after_authentication(ferry, tmp_path, udp_server):
     (tmp_path / "users.txt").write_text(ferrylib.passwd_line("carol", "udp-secret", plain=True) + "\n")
     f = ferry(auth={"userlist": "users.txt", "max_failures": "0"}, listens=["127.0.0.1:0"])
@@ -953,3 +1028,52 @@ def test_bandwidth_limit_drops_datagrams(ferry, udp_server):
         time.sleep(1.2)
         a.drain()
         a.echo(e.addr, b"after-the-refill")
+
+
+# ---- segmentation offload refused -----------------------------------------------
+
+
+def _unshare_reason() -> str | None:
+    """Why a private network namespace cannot be had here, or None."""
+    unshare, ip = shutil.which("unshare"), shutil.which("ip")
+    if not unshare or not ip:
+        return "unshare (util-linux) or ip (iproute2) is not installed"
+    try:
+        r = subprocess.run([unshare, "-n", ip, "link", "set", "lo", "up", "mtu", "1500"],
+                           capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"unshare -n failed: {e}"
+    if r.returncode != 0:
+        return f"unshare -n is not permitted here (rc={r.returncode}): {r.stderr.strip()[:200]}"
+    return None
+
+
+def test_gso_refused_falls_back_in_netns(tmp_path):
+    """With the loopback MTU at 1500 (a private namespace), merged 8,000-byte
+    datagrams are refused by the kernel: ferry sends them one by one, says
+    so once per socket (debug), and every datagram still arrives, both ways;
+    1,000-byte runs before and after still go through."""
+    why = _unshare_reason()
+    if why:
+        pytest.skip(why)
+    here = Path(__file__).resolve().parent
+    cmd = [shutil.which("unshare"), "-n", sys.executable, str(here / "gso_netns.py"),
+           "--ferry", ferrylib.ferry_bin(), "--workdir", str(tmp_path)]
+    try:
+        p = subprocess.run(ferrylib._pdeathsig_prefix() + cmd, capture_output=True, text=True, timeout=120,
+                           stdin=subprocess.DEVNULL, cwd=here)
+    except subprocess.TimeoutExpired as e:
+        raise AssertionError(f"the scenario did not finish within 120s: {e}") from None
+    assert p.returncode == 0, f"rc={p.returncode}\nstdout:\n{p.stdout[-3000:]}\nstderr:\n{p.stderr[-3000:]}"
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    tail = res.pop("log_tail")
+    assert {k: res[k] for k in ("up_big", "up_small", "down_small", "down_big", "down_after")} == {
+        "up_big": True, "up_small": True, "down_small": True, "down_big": True, "down_after": True}, (res, tail)
+    # Said once per socket: the outgoing one (8,000-byte segments), then the
+    # client's (8,000 bytes and a 10-byte header).
+    assert res["refused_size"] == [
+        "segments of 8000 bytes refused (Message too long); merging only smaller ones",
+        "segments of 8010 bytes refused (Message too long); merging only smaller ones",
+    ], (res, tail)
+    assert res["refused_off"] == 0, (res, tail)
+    assert res["sanitizer"] == [] and res["exit"] == 0, (res, tail)
