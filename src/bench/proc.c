@@ -206,23 +206,28 @@ int child_start(struct child *c, const char *ferry, unsigned workers, const char
     }
     fclose(f);
 
-    pid_t pid = fork();
-    if (pid < 0)
-        return -errno;
-    if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (fd < 0 || devnull < 0)
-            _exit(127);
-        dup2(devnull, STDIN_FILENO);
-        dup2(fd, STDOUT_FILENO);
-        dup2(fd, STDERR_FILENO);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        execl(ferry, ferry, "serve", "-c", conf, (char *)NULL);
-        _exit(127);
-    }
+    /* posix_spawn, not fork: the bench's threads keep opening and closing
+     * sockets meanwhile, and a forked child holds a copy of every one of
+     * them until it execs (the shorter that window, the better; the
+     * targets also de-register a socket before closing it). */
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
+    posix_spawnattr_init(&at);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
+    const char *const argv[] = {ferry, "serve", "-c", conf, NULL};
+    pid_t pid;
+    int rc = -posix_spawn(&pid, ferry, &fa, &at, (char *const *)(uintptr_t)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    if (rc)
+        return rc;
     c->pid = pid;
     for (int i = 0; i < 1000; i++) { /* up to 10 s */
         if (find_listen_line(log, &c->addr))

@@ -61,16 +61,26 @@ struct echo_conn {
     bool eof;
 };
 
+/* De-register, then close: a child the bench is starting may hold a copy
+ * of the socket until it execs, and epoll keeps reporting a registered
+ * socket while any copy is open, with a pointer to what is freed here. */
+static void conn_fd_close(struct targets *t, struct io *io)
+{
+    int fd = io->fd;
+    loop_io_del(&t->g.loop, io);
+    close(fd);
+}
+
 static void echo_close(struct echo_conn *c)
 {
     if (atomic_load_explicit(&c->t->abort_on_eof, memory_order_relaxed))
         sock_abort(c->io.fd);
-    close(c->io.fd);
-    c->io.fd = -1;
+    conn_fd_close(c->t, &c->io);
     list_del(&c->link);
     buf_put(&c->t->bufs, c->b);
-    /* Freeing inside its own callback is safe here: epoll reports an fd at
-     * most once per batch and nothing else points at an echo connection. */
+    /* Freeing inside its own callback is safe: epoll reports a socket at
+     * most once per batch, it no longer watches this one, and nothing else
+     * points at an echo connection. */
     free(c);
 }
 
@@ -143,8 +153,7 @@ struct http_conn {
 
 static void http_close(struct http_conn *c)
 {
-    close(c->io.fd);
-    c->io.fd = -1;
+    conn_fd_close(c->t, &c->io);
     list_del(&c->link);
     free(c);
 }
