@@ -25,6 +25,8 @@
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -414,6 +416,30 @@ static int out_fd(struct udp_assoc *a, uint8_t family)
         return rc;
     }
     return fd;
+}
+
+/* Does this kernel segment UDP (Linux 4.18 and later)? One that does not
+ * would ignore the UDP_SEGMENT control message and send a merged run as a
+ * single datagram, so merging is off unless the option is known. Asked
+ * once per process (again if the probe could not open a socket); workers
+ * racing to ask find the same answer. */
+static _Atomic int gso_known; /* 0: not asked yet, 1: yes, 2: no */
+
+static bool gso_supported(void)
+{
+    int k = atomic_load_explicit(&gso_known, memory_order_relaxed);
+    if (k)
+        return k == 1;
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    int v;
+    socklen_t len = sizeof(v);
+    bool ok = getsockopt(fd, SOL_UDP, UDP_SEGMENT, &v, &len) == 0;
+    close(fd);
+    if (atomic_exchange(&gso_known, ok ? 1 : 2) == 0 && !ok)
+        log_info("udp: this kernel has no UDP segmentation offload; datagrams go one by one");
+    return ok;
 }
 
 /* sendmmsg m[0..n), one datagram a message; what the kernel will not take
@@ -1050,7 +1076,7 @@ int udp_assoc_open(struct worker *w, const struct config_udp *cfg, unsigned list
     a->client.port = 0; /* fixed by the first datagram */
     a->seed = rng_next(w->udp);
     for (unsigned i = 0; i < UDP_SOCKS; i++)
-        a->gso_max[i] = cfg->gso ? UDP_GSO_MAXBYTES : 0;
+        a->gso_max[i] = cfg->gso && gso_supported() ? UDP_GSO_MAXBYTES : 0;
     list_init(&a->names);
     a->on_activity = on_activity;
     a->allow = allow;
