@@ -1,8 +1,9 @@
 /*
  * auth.c: throttle, cache and verifier put together in the order that keeps
  * every outcome honest: a throttled client is refused before any work; a
- * cached success is accepted after one keyed hash; everything else costs
- * exactly one Argon2 verification on the pool, whatever the user.
+ * cached success (this worker's cache, then the one all workers share) is
+ * accepted after one keyed hash; everything else costs exactly one Argon2
+ * verification on the pool, whatever the user.
  */
 #include "auth/auth.h"
 
@@ -13,15 +14,24 @@
 #include "log/log.h"
 
 int auth_start(struct auth *a, unsigned workers, unsigned queue, uint32_t track,
-               uint32_t max_failures, uint32_t window_ms, uint32_t block_ms)
+               uint32_t max_failures, uint32_t window_ms, uint32_t block_ms,
+               uint32_t shared_entries)
 {
     memset(a, 0, sizeof(*a));
-    int rc = throttle_init(&a->t, track, max_failures, window_ms, block_ms);
+    auth_keys_init(&a->keys);
+    int rc = auth_shared_init(&a->shared, shared_entries);
     if (rc)
         return rc;
+    rc = throttle_init(&a->t, track, max_failures, window_ms, block_ms);
+    if (rc) {
+        auth_shared_fini(&a->shared);
+        return rc;
+    }
     rc = verifier_start(&a->v, workers, queue);
-    if (rc)
+    if (rc) {
         throttle_fini(&a->t);
+        auth_shared_fini(&a->shared);
+    }
     return rc;
 }
 
@@ -29,6 +39,8 @@ void auth_stop(struct auth *a)
 {
     verifier_stop(&a->v);
     throttle_fini(&a->t);
+    auth_shared_fini(&a->shared);
+    explicit_bzero(&a->keys, sizeof(a->keys));
 }
 
 int auth_worker_init(struct auth_worker *aw, struct auth *a, struct loop *l, uint32_t cache_entries)
@@ -37,7 +49,7 @@ int auth_worker_init(struct auth_worker *aw, struct auth *a, struct loop *l, uin
     aw->a = a;
     aw->l = l;
     aw->stats = &aw->own;
-    int rc = auth_cache_init(&aw->cache, cache_entries);
+    int rc = auth_cache_init(&aw->cache, cache_entries, &a->keys);
     if (rc)
         return rc;
     rc = auth_port_init(&aw->port, l);
@@ -78,9 +90,12 @@ static int settle(struct auth_worker *aw, struct auth_job *job, bool verified)
         stat_add(&aw->stats->throttled, 1);
     } else if (result == AUTH_OK) {
         stat_add(&aw->stats->ok, 1);
-        if (job->cache_ttl_ms)
+        if (job->cache_ttl_ms) {
             auth_cache_store(&aw->cache, &job->probe, job->version, loop_now(aw->l),
                              job->cache_ttl_ms);
+            auth_shared_store(&aw->a->shared, &job->probe, job->version, loop_now(aw->l),
+                              job->cache_ttl_ms);
+        }
     } else {
         stat_add(&aw->stats->denied, 1);
     }
@@ -154,6 +169,16 @@ int auth_begin(struct auth_worker *aw, const struct auth_params *p, const struct
         if (auth_cache_check(&aw->cache, &probe, u->version, now)) {
             stat_add(&aw->stats->ok, 1);
             stat_add(&aw->stats->cache_hits, 1);
+            return AUTH_OK;
+        }
+        /* Verified on another worker: remember it here too, until the
+         * same expiry. */
+        uint64_t until;
+        if (auth_shared_check(&aw->a->shared, &probe, u->version, now, &until)) {
+            auth_cache_store(&aw->cache, &probe, u->version, now, (uint32_t)(until - now));
+            stat_add(&aw->stats->ok, 1);
+            stat_add(&aw->stats->cache_hits, 1);
+            stat_add(&aw->stats->cache_shared_hits, 1);
             return AUTH_OK;
         }
     }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "auth/cache.h"
+#include "auth/shared.h"
 #include "auth/throttle.h"
 #include "auth/userlist.h"
 #include "auth/verifier.h"
@@ -26,10 +27,13 @@ enum auth_result {
     AUTH_BUSY = -3,      /* the verifier queue is full; not verified */
 };
 
-/* Process-wide: the pool and the throttle. Owned by the server. */
+/* Process-wide: the pool, the throttle, the cache keys and the cache
+ * shared by all workers. Owned by the server. */
 struct auth {
     struct verifier v;
     struct throttle t;
+    struct auth_keys keys;
+    struct auth_shared shared;
 };
 
 /* Per worker, touched only by its thread. */
@@ -48,8 +52,10 @@ struct auth_params {
     uint32_t cache_ttl_ms;
 };
 
+/* shared_entries: slots of the cache shared by all workers. */
 int auth_start(struct auth *a, unsigned workers, unsigned queue, uint32_t track,
-               uint32_t max_failures, uint32_t window_ms, uint32_t block_ms);
+               uint32_t max_failures, uint32_t window_ms, uint32_t block_ms,
+               uint32_t shared_entries);
 void auth_stop(struct auth *a);
 
 int auth_worker_init(struct auth_worker *aw, struct auth *a, struct loop *l,

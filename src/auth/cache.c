@@ -10,7 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-int auth_cache_init(struct auth_cache *c, uint32_t entries)
+void auth_keys_init(struct auth_keys *k)
+{
+    fcrypto_init();
+    fcrypto_random(k->tag_key, sizeof(k->tag_key));
+    fcrypto_random(k->hash_key, sizeof(k->hash_key));
+}
+
+int auth_cache_init(struct auth_cache *c, uint32_t entries, const struct auth_keys *keys)
 {
     memset(c, 0, sizeof(*c));
     c->nsets = (entries + AUTH_CACHE_WAYS - 1) / AUTH_CACHE_WAYS;
@@ -19,9 +26,15 @@ int auth_cache_init(struct auth_cache *c, uint32_t entries)
     c->e = calloc((size_t)c->nsets * AUTH_CACHE_WAYS, sizeof(*c->e));
     if (!c->e)
         return -ENOMEM;
-    fcrypto_init();
-    fcrypto_random(c->tag_key, sizeof(c->tag_key));
-    fcrypto_random(c->hash_key, sizeof(c->hash_key));
+    struct auth_keys fresh;
+    if (!keys) {
+        auth_keys_init(&fresh);
+        keys = &fresh;
+    }
+    memcpy(c->tag_key, keys->tag_key, sizeof(c->tag_key));
+    memcpy(c->hash_key, keys->hash_key, sizeof(c->hash_key));
+    if (keys == &fresh)
+        explicit_bzero(&fresh, sizeof(fresh));
     return 0;
 }
 

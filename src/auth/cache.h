@@ -19,6 +19,16 @@
 
 #define AUTH_CACHE_WAYS 4
 
+/* What the tags and name hashes are keyed with: random, once per process,
+ * so every worker's cache and the shared table (shared.h) agree. */
+struct auth_keys {
+    uint8_t tag_key[FCRYPTO_KEY_LEN];
+    uint8_t hash_key[FCRYPTO_SHORTKEY_LEN];
+};
+
+/* Fresh random keys. */
+void auth_keys_init(struct auth_keys *k);
+
 struct auth_cache_entry {
     uint64_t name_hash;
     uint64_t version;
@@ -52,8 +62,9 @@ static inline bool auth_cache_probe_equal(const struct auth_cache_probe *a,
 }
 
 /* At most `entries` (rounded up to a multiple of the ways) are kept. Keys
- * are fresh random bytes. Returns 0 or -ENOMEM. */
-int auth_cache_init(struct auth_cache *c, uint32_t entries);
+ * are copied from keys, or fresh random bytes when it is NULL. Returns 0
+ * or -ENOMEM. */
+int auth_cache_init(struct auth_cache *c, uint32_t entries, const struct auth_keys *keys);
 void auth_cache_fini(struct auth_cache *c);
 
 void auth_cache_probe(const struct auth_cache *c, const char *user, size_t ulen, const char *pass,

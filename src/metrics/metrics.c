@@ -345,6 +345,10 @@ void metrics_render(struct mtext *t, const struct metrics_source *src, const str
     sample(t, "ferry_auth_total", "result=\"busy\"", FIELD(s, auth.busy));
     counter(t, "ferry_auth_cache_hits_total",
             "Successful verdicts answered from the credential cache.", FIELD(s, auth.cache_hits));
+    counter(t, "ferry_auth_cache_shared_hits_total",
+            "Cache hits found in the table all workers share: a success first verified on "
+            "another worker.",
+            FIELD(s, auth.cache_shared_hits));
     counter(t, "ferry_auth_blocks_total", "Client addresses blocked by the failure throttle.",
             FIELD(s, auth.blocks));
     counter(t, "ferry_auth_shared_verifications_total",

@@ -44,7 +44,8 @@ extern const uint32_t stats_hs_bounds_us[STATS_HS_BUCKETS - 1];
 /* Authentication outcomes, per worker. */
 struct auth_stats {
     stat_t ok, denied, cache_hits, throttled, busy, blocks;
-    stat_t shared; /* attempts that waited for an identical one's verification */
+    stat_t shared;            /* attempts that waited for an identical one's verification */
+    stat_t cache_shared_hits; /* cache hits found in the table all workers share */
 };
 
 struct worker_stats {

@@ -151,7 +151,7 @@ static int auth_ensure(struct server *s, const struct config *cfg)
         return 0;
     const struct config_auth *a = &cfg->auth;
     int rc = auth_start(&s->auth, a->workers, a->queue, 65536, a->max_failures,
-                        a->failure_window_ms, a->block_ms);
+                        a->failure_window_ms, a->block_ms, a->cache_size);
     if (rc) {
         log_error("authentication: cannot start the verifier pool: %s", strerror(-rc));
         return rc;

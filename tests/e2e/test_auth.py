@@ -363,6 +363,29 @@ def test_cache_second_login_accepted(proxy, echo_server):
     s.close()
 
 
+def test_one_verification_for_all_workers(ferry, tmp_path, alice_line, echo_server):
+    """Connections spread over the workers (SO_REUSEPORT), but a success
+    verified on one worker is found by the others in the table they share:
+    twenty logins, one after the other, cost one Argon2id."""
+    from opslib import metrics_addr, scrape
+
+    write_users(tmp_path, alice_line)
+    f = ferry(config={"workers": "4"}, auth={"userlist": str(tmp_path / "users.txt")},
+              extra="[metrics]\nlisten = 127.0.0.1:0\n")
+    maddr = metrics_addr(f)
+    for i in range(20):
+        s, _ = socks_connect_auth(f.addr, "alice", ALICE_PW, *echo_server.addr)
+        with s:
+            echo_roundtrip(s, f"login {i}".encode())
+    e = scrape(maddr)
+    ok = e.get("ferry_auth_total", result="ok")
+    hits = e.get("ferry_auth_cache_hits_total")
+    shared = e.get("ferry_auth_cache_shared_hits_total")
+    assert ok == 20 and hits == 19, f"ok {ok}, cache hits {hits}: {20 - hits} verifications, expected 1"
+    # With 4 workers, 20 connections all landing on one worker is a 4^-19 chance.
+    assert 1 <= shared <= 3, f"shared hits {shared}: the other workers' first logins"
+
+
 def test_concurrent_logins(proxy, echo_server):
     """Sixteen clients at once, Argon2id and plain users, right and wrong
     passwords mixed: each gets its own verdict, and the accepted ones relay."""

@@ -89,7 +89,7 @@ static int teardown(void **state)
 
 static void start(unsigned threads, unsigned queue, uint32_t max_failures)
 {
-    assert_int_equal(auth_start(&fx->a, threads, queue, 1024, max_failures, 60000, 60000), 0);
+    assert_int_equal(auth_start(&fx->a, threads, queue, 1024, max_failures, 60000, 60000, 64), 0);
     fx->started = true;
     assert_int_equal(auth_worker_init(&fx->aw, &fx->a, &fx->l, 64), 0);
     fx->worker = true;
@@ -237,6 +237,58 @@ static void test_changed_user_misses_cache(void **state)
     userlist_unref(old);
 }
 
+/* A success verified on one worker is a cache hit on another (the table
+ * all workers share), copied into that worker's own cache; a wrong
+ * password there is still verified, and a changed credential misses. */
+static void test_other_worker_finds_success(void **state)
+{
+    (void)state;
+    start(2, 8, 10);
+    struct auth_worker aw2;
+    assert_int_equal(auth_worker_init(&aw2, &fx->a, &fx->l, 64), 0);
+    assert_int_equal(verify(0, "127.0.0.1", "alice", "right", TTL_MS), AUTH_OK);
+    struct auth_params p = {fx->ul, TTL_MS};
+    struct addr c = client("127.0.0.9");
+    struct auth_job *job = NULL;
+    assert_int_equal(auth_begin(&aw2, &p, &c, "alice", 5, "right", 5, on_auth, (void *)1, &job),
+                     AUTH_OK);
+    assert_null(job);
+    assert_int_equal(aw2.stats->cache_hits, 1);
+    assert_int_equal(aw2.stats->cache_shared_hits, 1);
+    /* Now in aw2's own cache. */
+    assert_int_equal(auth_begin(&aw2, &p, &c, "alice", 5, "right", 5, on_auth, (void *)1, &job),
+                     AUTH_OK);
+    assert_int_equal(aw2.stats->cache_hits, 2);
+    assert_int_equal(aw2.stats->cache_shared_hits, 1);
+    assert_int_equal(fx->aw.stats->cache_shared_hits, 0);
+    /* A wrong password is no hit anywhere. */
+    assert_int_equal(auth_begin(&aw2, &p, &c, "alice", 5, "wrong", 5, on_auth, (void *)3, &job),
+                     AUTH_PENDING);
+    run_until(fx->ncalls + 1);
+    assert_int_equal(fx->result[2], AUTH_DENIED);
+    /* bob was never verified: no hit for him on either worker. */
+    assert_int_equal(auth_begin(&aw2, &p, &c, "bob", 3, "secret", 6, on_auth, (void *)4, &job),
+                     AUTH_PENDING);
+    run_until(fx->ncalls + 1);
+    assert_int_equal(fx->result[3], AUTH_OK);
+    /* alice's credential changes: the shared entry no longer matches. */
+    struct userlist *old = fx->ul;
+    fx->ul = make_list("changed", false);
+    p.ul = fx->ul;
+    struct auth_worker aw3;
+    assert_int_equal(auth_worker_init(&aw3, &fx->a, &fx->l, 64), 0);
+    assert_int_equal(auth_begin(&aw3, &p, &c, "alice", 5, "right", 5, on_auth, (void *)5, &job),
+                     AUTH_PENDING);
+    run_until(fx->ncalls + 1);
+    assert_int_equal(fx->result[4], AUTH_DENIED);
+    assert_int_equal(aw3.stats->cache_shared_hits, 0);
+    auth_stop(&fx->a);
+    fx->started = false;
+    auth_worker_fini(&aw2);
+    auth_worker_fini(&aw3);
+    userlist_unref(old);
+}
+
 /* An abandoned attempt never calls back; its job is freed when the verdict
  * comes in. */
 static void test_abandon(void **state)
@@ -358,6 +410,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unknown_user, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failures_throttle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_changed_user_misses_cache, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_other_worker_finds_success, setup, teardown),
         cmocka_unit_test_setup_teardown(test_abandon, setup, teardown),
         cmocka_unit_test_setup_teardown(test_busy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_identical_attempts_share, setup, teardown),

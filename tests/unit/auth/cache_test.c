@@ -65,7 +65,7 @@ static int teardown(void **state)
 static void test_miss_then_hit(void **state)
 {
     (void)state;
-    assert_int_equal(auth_cache_init(&cache, 64), 0);
+    assert_int_equal(auth_cache_init(&cache, 64, NULL), 0);
     assert_false(check(&cache, "alice", "pw", 7, T0));
     assert_int_equal(cache.misses, 1);
     store(&cache, "alice", "pw", 7, T0, TTL_MS);
@@ -79,7 +79,7 @@ static void test_miss_then_hit(void **state)
 static void test_expiry(void **state)
 {
     (void)state;
-    assert_int_equal(auth_cache_init(&cache, 64), 0);
+    assert_int_equal(auth_cache_init(&cache, 64, NULL), 0);
     store(&cache, "alice", "pw", 1, T0, 500);
     assert_true(check(&cache, "alice", "pw", 1, T0 + 499));
     /* Expired at exactly now + ttl, and the entry is dropped. */
@@ -95,7 +95,7 @@ static void test_expiry(void **state)
 static void test_wrong_password_keeps_entry(void **state)
 {
     (void)state;
-    assert_int_equal(auth_cache_init(&cache, 64), 0);
+    assert_int_equal(auth_cache_init(&cache, 64, NULL), 0);
     store(&cache, "alice", "right", 3, T0, TTL_MS);
     static const char *const wrong[] = {"wrong", "righ", "rightt", "Right", "", "right\n"};
     for (size_t i = 0; i < sizeof(wrong) / sizeof(wrong[0]); i++)
@@ -112,7 +112,7 @@ static void test_wrong_password_keeps_entry(void **state)
 static void test_version_change_misses_and_evicts(void **state)
 {
     (void)state;
-    assert_int_equal(auth_cache_init(&cache, 64), 0);
+    assert_int_equal(auth_cache_init(&cache, 64, NULL), 0);
     store(&cache, "alice", "pw", 100, T0, TTL_MS);
     assert_false(check(&cache, "alice", "pw", 101, T0 + 1));
     assert_int_equal(cache.evictions, 1);
@@ -129,7 +129,7 @@ static void test_version_change_misses_and_evicts(void **state)
 static void test_store_again_replaces(void **state)
 {
     (void)state;
-    assert_int_equal(auth_cache_init(&cache, 4), 0);
+    assert_int_equal(auth_cache_init(&cache, 4, NULL), 0);
     store(&cache, "alice", "old", 1, T0, TTL_MS);
     store(&cache, "alice", "new", 2, T0 + 10, TTL_MS);
     assert_int_equal(live(&cache, T0 + 10), 1);
@@ -144,7 +144,7 @@ static void test_store_again_replaces(void **state)
 static void test_ttl_zero_stores_nothing(void **state)
 {
     (void)state;
-    assert_int_equal(auth_cache_init(&cache, 64), 0);
+    assert_int_equal(auth_cache_init(&cache, 64, NULL), 0);
     store(&cache, "alice", "pw", 1, T0, 0);
     assert_int_equal(live(&cache, 0), 0);
     assert_false(check(&cache, "alice", "pw", 1, T0));
@@ -157,7 +157,7 @@ static void test_ttl_zero_stores_nothing(void **state)
 static void test_users_independent(void **state)
 {
     (void)state;
-    assert_int_equal(auth_cache_init(&cache, 64), 0);
+    assert_int_equal(auth_cache_init(&cache, 64, NULL), 0);
     store(&cache, "alice", "a-pw", 1, T0, TTL_MS);
     assert_false(check(&cache, "bob", "a-pw", 1, T0));
     assert_false(check(&cache, "bob", "b-pw", 1, T0));
@@ -172,11 +172,23 @@ static void test_users_independent(void **state)
     assert_true(check(&cache, "alice", "a-pw", 1, T0));
     /* Two caches have their own keys: a probe is only good in its own. */
     struct auth_cache other;
-    assert_int_equal(auth_cache_init(&other, 64), 0);
+    assert_int_equal(auth_cache_init(&other, 64, NULL), 0);
     struct auth_cache_probe p = probe(&other, "alice", "a-pw");
     assert_false(auth_cache_check(&cache, &p, 1, T0));
     assert_false(auth_cache_check(&other, &p, 1, T0));
     auth_cache_fini(&other);
+    /* Caches given the same keys (the workers of one process) agree. */
+    struct auth_keys k;
+    auth_keys_init(&k);
+    struct auth_cache c1, c2;
+    assert_int_equal(auth_cache_init(&c1, 64, &k), 0);
+    assert_int_equal(auth_cache_init(&c2, 64, &k), 0);
+    struct auth_cache_probe p1 = probe(&c1, "alice", "a-pw"), p2 = probe(&c2, "alice", "a-pw");
+    assert_true(auth_cache_probe_equal(&p1, &p2));
+    p2 = probe(&c2, "alice", "A-pw");
+    assert_false(auth_cache_probe_equal(&p1, &p2));
+    auth_cache_fini(&c1);
+    auth_cache_fini(&c2);
 }
 
 /* Capacity is rounded up to whole sets of AUTH_CACHE_WAYS. */
@@ -185,7 +197,7 @@ static void test_capacity_rounding(void **state)
     (void)state;
     static const uint32_t asked[][2] = {{0, 4}, {1, 4}, {4, 4}, {5, 8}, {9, 12}, {10000, 10000}};
     for (size_t i = 0; i < sizeof(asked) / sizeof(asked[0]); i++) {
-        assert_int_equal(auth_cache_init(&cache, asked[i][0]), 0);
+        assert_int_equal(auth_cache_init(&cache, asked[i][0], NULL), 0);
         assert_int_equal(capacity(&cache), asked[i][1]);
         assert_false(check(&cache, "alice", "pw", 1, T0));
         store(&cache, "alice", "pw", 1, T0, TTL_MS);
@@ -198,7 +210,7 @@ static void test_capacity_rounding(void **state)
 static void test_replacement_order(void **state)
 {
     (void)state;
-    assert_int_equal(auth_cache_init(&cache, 4), 0);
+    assert_int_equal(auth_cache_init(&cache, 4, NULL), 0);
     assert_int_equal(cache.nsets, 1);
     /* Expiries: u0 at T0+400, u1 at T0+100, u2 at T0+300, u3 at T0+200. */
     static const uint32_t ttl[] = {400, 100, 300, 200};
@@ -233,7 +245,7 @@ static void test_replacement_order(void **state)
 static void test_size_bound(void **state)
 {
     (void)state;
-    assert_int_equal(auth_cache_init(&cache, 8), 0);
+    assert_int_equal(auth_cache_init(&cache, 8, NULL), 0);
     assert_int_equal(capacity(&cache), 8);
     char name[16];
     for (unsigned i = 0; i < 2000; i++) {
@@ -262,7 +274,7 @@ static void test_size_bound(void **state)
 static void test_fini(void **state)
 {
     (void)state;
-    assert_int_equal(auth_cache_init(&cache, 16), 0);
+    assert_int_equal(auth_cache_init(&cache, 16, NULL), 0);
     store(&cache, "alice", "pw", 1, T0, TTL_MS);
     struct auth_cache_probe p = probe(&cache, "alice", "pw");
     auth_cache_fini(&cache);
