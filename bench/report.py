@@ -855,8 +855,11 @@ class Report:
                 script += [
                     f"set title \"{title}\" font ',12'",
                     f"set yrange [0:{top * 1.18:.6g}]",
-                    f"plot '{dat}' using 1:3:4:xtic(2) with boxes lc rgb variable, "
-                    f"'' using 1:3:5 with labels offset 0,0.7 font ',9'",
+                    # Titles of their own: the SVG names each plot, and the
+                    # default would be the temporary file's path.
+                    f"plot '{dat}' using 1:3:4:xtic(2) with boxes lc rgb variable "
+                    f"title \"{title}\", "
+                    f"'' using 1:3:5 with labels offset 0,0.7 font ',9' title \"{title}: values\"",
                 ]
             script.append("unset multiplot")
             r = subprocess.run([gp], input="\n".join(script) + "\n", capture_output=True,
