@@ -49,6 +49,7 @@ SRC      := $(sort $(shell find src -name '*.c'))
 HDR      := $(sort $(shell find src -name '*.h'))
 LIB_SRC  := $(filter-out src/main.c,$(SRC))
 UNIT_SRC := $(sort $(shell find tests/unit -name '*_test.c' 2>/dev/null))
+UNIT_HDR := $(sort $(shell find tests/unit -name '*.h' 2>/dev/null))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/*_fuzz.c))
 # Pure code a fuzz harness may link: parsers and their utilities.
 FUZZ_LIB := $(sort $(wildcard src/proto/*.c)) src/util/addr.c src/util/parse.c
@@ -216,11 +217,11 @@ BANNED := strcpy|strcat|sprintf|vsprintf|gets|strtok|atoi|atol|atoll|alloca|rand
 
 lint: deps-lint
 	@echo "lint: clang-format"; clang-format --dry-run --Werror $(SRC) $(HDR) $(UNIT_SRC) \
-	  tests/unit/harness.h $(FUZZ_SRC) tests/fuzz/replay.c
+	  $(UNIT_HDR) $(FUZZ_SRC) tests/fuzz/replay.c
 	@echo "lint: cppcheck"; cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability \
 	  --inline-suppr --suppress=missingIncludeSystem -Isrc -D__GNUC__ $(SRC)
 	@echo "lint: banned functions"; \
-	if grep -nE '\b($(BANNED))[[:space:]]*\(' $(SRC) $(HDR) $(UNIT_SRC) $(FUZZ_SRC); then \
+	if grep -nE '\b($(BANNED))[[:space:]]*\(' $(SRC) $(HDR) $(UNIT_SRC) $(UNIT_HDR) $(FUZZ_SRC); then \
 	  echo "lint: banned function used (see STYLE: use snprintf, strtoul via util/parse, sigaction...)"; exit 1; fi
 	@echo "lint: man pages"; for m in docs/man/*.[0-9]; do \
 	  out=$$(LC_ALL=C.UTF-8 groff -mandoc -ww -z -K utf8 $$m 2>&1); \
@@ -262,7 +263,7 @@ uninstall:
 	@echo "left $(DESTDIR)$(SYSCONFDIR)/ferry in place (your configuration)"
 
 format:
-	clang-format -i $(SRC) $(HDR) $(UNIT_SRC) tests/unit/harness.h $(FUZZ_SRC) tests/fuzz/replay.c
+	clang-format -i $(SRC) $(HDR) $(UNIT_SRC) $(UNIT_HDR) $(FUZZ_SRC) tests/fuzz/replay.c
 
 clean:
 	rm -rf $(BUILD) ferry

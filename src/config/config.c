@@ -115,15 +115,22 @@ static int set_duration(struct loader *ld, const struct key *k, const char *v)
     return 0;
 }
 
+/* A size within the key's range, or an error naming the key. */
+static int key_size(struct loader *ld, const struct key *k, const char *v, uint64_t *n)
+{
+    int rc = parse_size(v, k->min, k->max, n);
+    if (rc)
+        bad(ld, k->name, "'%s' is %s (expected %s)", v,
+            rc == -ERANGE ? "out of range" : "not a size", k->expect);
+    return rc;
+}
+
 static int set_size(struct loader *ld, const struct key *k, const char *v)
 {
     uint64_t n;
-    int rc = parse_size(v, k->min, k->max, &n);
-    if (rc) {
-        bad(ld, k->name, "'%s' is %s (expected %s)", v,
-            rc == -ERANGE ? "out of range" : "not a size", k->expect);
+    int rc = key_size(ld, k, v, &n);
+    if (rc)
         return rc;
-    }
     *field_u32(ld, k) = (uint32_t)n;
     return 0;
 }
@@ -253,12 +260,9 @@ static int set_port_range(struct loader *ld, const struct key *k, const char *v)
 static int set_size64(struct loader *ld, const struct key *k, const char *v)
 {
     uint64_t n;
-    int rc = parse_size(v, k->min, k->max, &n);
-    if (rc) {
-        bad(ld, k->name, "'%s' is %s (expected %s)", v,
-            rc == -ERANGE ? "out of range" : "not a size", k->expect);
+    int rc = key_size(ld, k, v, &n);
+    if (rc)
         return rc;
-    }
     *(uint64_t *)(void *)((char *)ld->c + k->off) = n;
     return 0;
 }

@@ -13,12 +13,16 @@
   http_server    http.server on 127.0.0.1:0 with small.txt and big.bin
                  (10 MiB random); .files maps name -> sha256   (session)
   tcp_server     factory for the other ferrylib servers; stops them all
+  blackhole      a loopback port whose SYNs are dropped (connect timeouts);
+                 skips where the kernel does not allow it
 
 Run: FERRY_BIN=/abs/build/san/ferry /usr/bin/python3 -m pytest -q tests/e2e
 (FERRY_BIN defaults to <repo>/build/san/ferry.)
 """
 
 import os
+import socket
+import time
 
 import pytest
 
@@ -98,3 +102,41 @@ def tcp_server():
     yield make
     for srv in servers:
         srv.stop()
+
+
+@pytest.fixture
+def blackhole():
+    """A loopback port whose SYNs are dropped: a listener with backlog 0 whose
+    accept queue is filled with connections nobody accepts."""
+    lst = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(0)
+    port = lst.getsockname()[1]
+    fillers = []
+    try:
+        for _ in range(4):
+            c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            c.setblocking(False)
+            try:
+                c.connect(("127.0.0.1", port))
+            except BlockingIOError:
+                pass
+            fillers.append(c)
+        time.sleep(0.2)
+        probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        probe.settimeout(0.5)
+        try:
+            probe.connect(("127.0.0.1", port))
+            connected = True
+        except (socket.timeout, OSError):
+            connected = False
+        finally:
+            probe.close()
+        if connected:
+            pytest.skip("this kernel completes connects to a listener with a full accept "
+                        "queue, so a connect timeout cannot be provoked on loopback")
+        yield port
+    finally:
+        for c in fillers:
+            c.close()
+        lst.close()

@@ -813,43 +813,6 @@ def test_502_unresolvable(proxy, raw):
     assert b"does not resolve" in r.body
 
 
-@pytest.fixture
-def blackhole():
-    """A loopback port whose SYNs are dropped: a listener with backlog 0
-    whose accept queue is filled with connections nobody accepts."""
-    lst = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    lst.bind(("127.0.0.1", 0))
-    lst.listen(0)
-    port = lst.getsockname()[1]
-    fillers = []
-    try:
-        for _ in range(4):
-            c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            c.setblocking(False)
-            try:
-                c.connect(("127.0.0.1", port))
-            except BlockingIOError:
-                pass
-            fillers.append(c)
-        time.sleep(0.2)
-        probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        probe.settimeout(0.5)
-        try:
-            probe.connect(("127.0.0.1", port))
-            connected = True
-        except (socket.timeout, OSError):
-            connected = False
-        finally:
-            probe.close()
-        if connected:
-            pytest.skip("this kernel completes connects to a listener with a full accept queue")
-        yield port
-    finally:
-        for c in fillers:
-            c.close()
-        lst.close()
-
-
 def test_504_connect_timeout(proxy, blackhole):
     t0 = time.monotonic()
     r = expect_error(proxy.addr, f"GET http://127.0.0.1:{blackhole}/ HTTP/1.1\r\n\r\n".encode(), 504,

@@ -10,100 +10,22 @@
 #include <stdarg.h>
 
 #include "config/config.h"
+#include "fixture.h"
 #include "util/compiler.h"
-
-struct ctx {
-    char dir[HARNESS_PATH_MAX];
-    char path[HARNESS_PATH_MAX]; /* dir/ferry.conf */
-    struct config_errors errs;
-    struct config *c;
-};
-
-static int setup(void **state)
-{
-    struct ctx *x = calloc(1, sizeof(*x));
-    assert_non_null(x);
-    harness_mkdtemp(x->dir, sizeof(x->dir));
-    harness_path(x->path, sizeof(x->path), x->dir, "ferry.conf");
-    /* The environment of whoever runs the tests must not leak in. */
-    assert_int_equal(unsetenv("FERRY_LOG"), 0);
-    *state = x;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct ctx *x = *state;
-    config_free(x->c);
-    config_errors_fini(&x->errs);
-    unlink(x->path);
-    assert_int_equal(rmdir(x->dir), 0);
-    unsetenv("FERRY_LOG");
-    free(x);
-    return 0;
-}
-
-static void dump_errors(const struct config_errors *e)
-{
-    for (size_t i = 0; i < e->n; i++)
-        print_message("  error %zu: %s\n", i, e->msg[i]);
-}
-
-/* Write text as the config file and load it with cli (path filled in). */
-static int load_text(struct ctx *x, const char *text, struct config_cli *cli)
-{
-    struct config_cli none;
-    if (!cli) {
-        memset(&none, 0, sizeof(none));
-        cli = &none;
-    }
-    harness_write_file(x->path, text);
-    cli->path = x->path;
-    config_free(x->c);
-    x->c = NULL;
-    config_errors_fini(&x->errs);
-    int rc = config_load(cli, &x->c, &x->errs);
-    if (rc == 0)
-        assert_non_null(x->c);
-    return rc;
-}
 
 static void load_ok(struct ctx *x, const char *text, struct config_cli *cli)
 {
     int rc = load_text(x, text, cli);
     if (rc != 0) {
-        dump_errors(&x->errs);
+        dump("error", &x->errs);
         fail_msg("config_load failed (%d) on:\n%s", rc, text);
     }
     assert_int_equal(x->errs.n, 0);
 }
 
-static void load_fails(struct ctx *x, const char *text, struct config_cli *cli, size_t nerr)
-{
-    int rc = load_text(x, text, cli);
-    if (rc != -EINVAL || x->errs.n != nerr) {
-        dump_errors(&x->errs);
-        fail_msg("config_load returned %d with %zu errors, expected -EINVAL with %zu, on:\n%s", rc,
-                 x->errs.n, nerr, text);
-    }
-    assert_null(x->c);
-}
-
 /* errs[i] must equal the message formatted from fmt (the path goes in as
  * the first %s of most formats). */
-static void PRINTF_LIKE(3, 4) expect_msg(const struct ctx *x, size_t i, const char *fmt, ...)
-{
-    char want[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(want, sizeof(want), fmt, ap);
-    va_end(ap);
-    assert_true(i < x->errs.n);
-    if (strcmp(x->errs.msg[i], want) != 0) {
-        dump_errors(&x->errs);
-        fail_msg("error %zu:\n  got:  %s\n  want: %s", i, x->errs.msg[i], want);
-    }
-}
+#define expect_msg(x, i, ...) expect_line(&(x)->errs, (i), __VA_ARGS__)
 
 static bool has_prefix(const char *s, const char *prefix)
 {
@@ -323,7 +245,7 @@ static void test_every_key_bad_value(void **state)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char text[256];
         snprintf(text, sizeof(text), "%s\n", cases[i].line);
-        load_fails(x, text, NULL, 1);
+        expect_load_fails(x, text, NULL, 1);
         expect_msg(x, 0, "%s:1: %s", x->path, cases[i].msg);
     }
 }
@@ -335,7 +257,7 @@ static void test_listen_address_too_long(void **state)
     char text[512] = "listen = ";
     memset(text + 9, '1', 130);
     memcpy(text + 9 + 130, "\n", 2);
-    load_fails(x, text, NULL, 1);
+    expect_load_fails(x, text, NULL, 1);
     expect_msg(x, 0, "%s:1: listen: address too long", x->path);
 }
 
@@ -344,23 +266,23 @@ static void test_listen_address_too_long(void **state)
 static void test_unknown_key(void **state)
 {
     struct ctx *x = *state;
-    load_fails(x, "listne = 127.0.0.1:1080\n", NULL, 1);
+    expect_load_fails(x, "listne = 127.0.0.1:1080\n", NULL, 1);
     expect_msg(x, 0, "%s:1: listne: unknown key (did you mean 'listen'?)", x->path);
-    load_fails(x, "\n\nwrokers = 2\n", NULL, 1);
+    expect_load_fails(x, "\n\nwrokers = 2\n", NULL, 1);
     expect_msg(x, 0, "%s:3: wrokers: unknown key (did you mean 'workers'?)", x->path);
-    load_fails(x, "iotimout = 5m\n", NULL, 1);
+    expect_load_fails(x, "iotimout = 5m\n", NULL, 1);
     expect_msg(x, 0, "%s:1: iotimout: unknown key (did you mean 'iotimeout'?)", x->path);
-    load_fails(x, "frobnicate = 1\n", NULL, 1);
+    expect_load_fails(x, "frobnicate = 1\n", NULL, 1);
     expect_msg(x, 0, "%s:1: frobnicate: unknown key", x->path);
 }
 
 static void test_key_set_twice(void **state)
 {
     struct ctx *x = *state;
-    load_fails(x, "workers = 2\nbacklog = 10\n\nworkers = 3\n", NULL, 1);
+    expect_load_fails(x, "workers = 2\nbacklog = 10\n\nworkers = 3\n", NULL, 1);
     expect_msg(x, 0, "%s:4: workers: set twice (first on line 1)", x->path);
     /* Even when the first value was itself bad, both problems are shown. */
-    load_fails(x, "# c\nsplice = perhaps\nsplice = yes\n", NULL, 2);
+    expect_load_fails(x, "# c\nsplice = perhaps\nsplice = yes\n", NULL, 2);
     expect_msg(x, 0, "%s:2: splice: 'perhaps' is not valid (expected auto, yes or no)", x->path);
     expect_msg(x, 1, "%s:3: splice: set twice (first on line 2)", x->path);
 }
@@ -389,7 +311,7 @@ static void test_listen_repeated_and_lists(void **state)
 static void test_listen_bad_word_in_list(void **state)
 {
     struct ctx *x = *state;
-    load_fails(x, "listen = 127.0.0.1:1081, nowhere:80, [::1]:99999\n", NULL, 2);
+    expect_load_fails(x, "listen = 127.0.0.1:1081, nowhere:80, [::1]:99999\n", NULL, 2);
     const char *tail = "is not a numeric address and port (expected e.g. 127.0.0.1:1080 or "
                        "[::1]:1080)";
     expect_msg(x, 0, "%s:1: listen: 'nowhere:80' %s", x->path, tail);
@@ -399,7 +321,8 @@ static void test_listen_bad_word_in_list(void **state)
 static void test_duplicate_listen(void **state)
 {
     struct ctx *x = *state;
-    load_fails(x, "listen = 127.0.0.1:1081\nlisten = 127.0.0.2:1081, 127.0.0.1:1081\n", NULL, 1);
+    expect_load_fails(x, "listen = 127.0.0.1:1081\nlisten = 127.0.0.2:1081, 127.0.0.1:1081\n", NULL,
+                      1);
     expect_msg(x, 0, "%s:2: listen: 127.0.0.1:1081 is listed twice (also at %s:1)", x->path,
                x->path);
     /* Port 0 asks the kernel for a free port each time: not a duplicate. */
@@ -412,7 +335,8 @@ static void test_duplicate_listen(void **state)
 static void test_syntax_error_line(void **state)
 {
     struct ctx *x = *state;
-    load_fails(x, "workers = 2\n# fine\nthis line has no equals sign\nbacklog = 5\n", NULL, 1);
+    expect_load_fails(x, "workers = 2\n# fine\nthis line has no equals sign\nbacklog = 5\n", NULL,
+                      1);
     expect_msg(x, 0, "%s:3: syntax error: expected 'key = value', a comment, or a blank line",
                x->path);
 }
@@ -423,11 +347,11 @@ static void test_section_is_error(void **state)
     const char *msg = "unknown section [server] (known: [auth], [udp], [http], [rules], [limits], "
                       "[metrics]; other keys go at the top)";
     /* Reported at the header's own line, whether or not keys follow it. */
-    load_fails(x, "workers = 2\n[server]\nbacklog = 5\n", NULL, 1);
+    expect_load_fails(x, "workers = 2\n[server]\nbacklog = 5\n", NULL, 1);
     expect_msg(x, 0, "%s:2: %s", x->path, msg);
-    load_fails(x, "workers = 2\n\n[server]\n", NULL, 1);
+    expect_load_fails(x, "workers = 2\n\n[server]\n", NULL, 1);
     expect_msg(x, 0, "%s:3: %s", x->path, msg);
-    load_fails(x, "[a]\n[b]\nworkers = 0\n", NULL, 2);
+    expect_load_fails(x, "[a]\n[b]\nworkers = 0\n", NULL, 2);
     expect_msg(x, 0,
                "%s:1: unknown section [a] (known: [auth], [udp], [http], [rules], [limits], "
                "[metrics]; other keys go at the top)",
@@ -437,7 +361,7 @@ static void test_section_is_error(void **state)
                "[metrics]; other "
                "keys go at the top)",
                x->path);
-    load_fails(x, "[server\n", NULL, 1);
+    expect_load_fails(x, "[server\n", NULL, 1);
     expect_msg(x, 0, "%s:1: syntax error: section header without ']'", x->path);
 }
 
@@ -477,7 +401,7 @@ static void test_quoted_values(void **state)
     assert_int_equal(x->c->workers, 4);
     assert_int_equal(x->c->log_level, LOG_WARN);
     /* One pair only, and only when both ends are quotes. */
-    load_fails(x, "workers = \"4\n", NULL, 1);
+    expect_load_fails(x, "workers = \"4\n", NULL, 1);
     expect_msg(x, 0, "%s:1: workers: '\"4' is not a whole number (expected auto or 1..256)",
                x->path);
 }
@@ -488,7 +412,7 @@ static void test_crlf_and_no_final_newline(void **state)
     load_ok(x, "workers = 2\r\nbacklog = 7\r\n", NULL);
     assert_int_equal(x->c->workers, 2);
     assert_int_equal(x->c->backlog, 7);
-    load_fails(x, "workers = 2\r\n\r\nbacklog = x", NULL, 1);
+    expect_load_fails(x, "workers = 2\r\n\r\nbacklog = x", NULL, 1);
     expect_msg(x, 0, "%s:3: backlog: 'x' is not a whole number (expected 1..65535)", x->path);
 }
 
@@ -501,7 +425,7 @@ static void test_long_line(void **state)
     memcpy(text, "log_file = /", 12);
     memset(text + 12, 'a', n);
     memcpy(text + 12 + n, "\nworkers = 0\n", 14);
-    load_fails(x, text, NULL, 2);
+    expect_load_fails(x, text, NULL, 2);
     free(text);
     char prefix[HARNESS_PATH_MAX + 32];
     snprintf(prefix, sizeof(prefix), "%s:1: line longer than ", x->path);
@@ -557,14 +481,14 @@ static void test_unreadable_files(void **state)
 static void test_all_errors_reported_at_once(void **state)
 {
     struct ctx *x = *state;
-    load_fails(x,
-               "workers = 0\n"
-               "backlog = 10\n"
-               "bogus = 1\n"
-               "buffer_size = tiny\n"
-               "backlog = 11\n"
-               "no equals here\n",
-               NULL, 5);
+    expect_load_fails(x,
+                      "workers = 0\n"
+                      "backlog = 10\n"
+                      "bogus = 1\n"
+                      "buffer_size = tiny\n"
+                      "backlog = 11\n"
+                      "no equals here\n",
+                      NULL, 5);
     expect_msg(x, 0, "%s:1: workers: '0' is out of range (expected auto or 1..256)", x->path);
     expect_msg(x, 1, "%s:3: bogus: unknown key", x->path);
     expect_msg(x, 2, "%s:4: buffer_size: 'tiny' is not a size (expected a size from 1k to 1m)",
@@ -638,7 +562,7 @@ static void test_cli_errors(void **state)
     cli.listen[1] = "127.0.0.1:99999";
     cli.nlisten = 2;
     cli.workers = "0";
-    load_fails(x, "", &cli, 3);
+    expect_load_fails(x, "", &cli, 3);
     expect_msg(x, 0,
                "command line (-l): listen: 'nope' is not a numeric address and port (expected "
                "e.g. 127.0.0.1:1080 or [::1]:1080)");
@@ -649,17 +573,17 @@ static void test_cli_errors(void **state)
 
     memset(&cli, 0, sizeof(cli));
     cli.workers = "two";
-    load_fails(x, "", &cli, 1);
+    expect_load_fails(x, "", &cli, 1);
     expect_msg(x, 0, "command line (-w): 'two' is not a worker count (expected auto or 1..256)");
     cli.workers = "257";
-    load_fails(x, "", &cli, 1);
+    expect_load_fails(x, "", &cli, 1);
     expect_msg(x, 0, "command line (-w): '257' is not a worker count (expected auto or 1..256)");
 
     memset(&cli, 0, sizeof(cli));
     cli.listen[0] = "127.0.0.1:2000";
     cli.listen[1] = "127.0.0.1:2000";
     cli.nlisten = 2;
-    load_fails(x, "", &cli, 1);
+    expect_load_fails(x, "", &cli, 1);
     expect_msg(x, 0,
                "command line (-l): listen: 127.0.0.1:2000 is listed twice (also at command "
                "line (-l))");
@@ -675,18 +599,18 @@ static const char open_tail[] =
 static void test_open_proxy_refused(void **state)
 {
     struct ctx *x = *state;
-    load_fails(x, "workers = 1\nlisten = 127.0.0.1:1080, 0.0.0.0:1080\n", NULL, 1);
+    expect_load_fails(x, "workers = 1\nlisten = 127.0.0.1:1080, 0.0.0.0:1080\n", NULL, 1);
     expect_msg(x, 0, "%s:2: listen: 0.0.0.0:1080 %s", x->path, open_tail);
-    load_fails(x, "listen = [::]:1080\nopen_proxy = no\n", NULL, 1);
+    expect_load_fails(x, "listen = [::]:1080\nopen_proxy = no\n", NULL, 1);
     expect_msg(x, 0, "%s:1: listen: [::]:1080 %s", x->path, open_tail);
-    load_fails(x, "listen = 192.0.2.1:1080\n", NULL, 1);
+    expect_load_fails(x, "listen = 192.0.2.1:1080\n", NULL, 1);
     expect_msg(x, 0, "%s:1: listen: 192.0.2.1:1080 %s", x->path, open_tail);
 
     struct config_cli cli;
     memset(&cli, 0, sizeof(cli));
     cli.listen[0] = "[2001:db8::1]:1080";
     cli.nlisten = 1;
-    load_fails(x, "", &cli, 1);
+    expect_load_fails(x, "", &cli, 1);
     expect_msg(x, 0, "command line (-l): listen: [2001:db8::1]:1080 %s", open_tail);
 }
 
@@ -727,7 +651,7 @@ static void test_ferry_log_env(void **state)
     assert_int_equal(x->c->log_level, LOG_ERROR);
 
     assert_int_equal(setenv("FERRY_LOG", "chatty", 1), 0);
-    load_fails(x, "workers = 0\n", NULL, 2);
+    expect_load_fails(x, "workers = 0\n", NULL, 2);
     expect_msg(x, 0, "%s:1: workers: '0' is out of range (expected auto or 1..256)", x->path);
     expect_msg(x, 1,
                "environment: FERRY_LOG: 'chatty' is not a log level (expected debug, info, "

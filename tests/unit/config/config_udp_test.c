@@ -13,62 +13,13 @@
 #include <stdarg.h>
 
 #include "config/config.h"
+#include "fixture.h"
 #include "util/compiler.h"
-
-struct ctx {
-    char dir[HARNESS_PATH_MAX];
-    char path[HARNESS_PATH_MAX]; /* dir/ferry.conf */
-    struct config_errors errs;
-    struct config *c;
-};
-
-static int setup(void **state)
-{
-    struct ctx *x = calloc(1, sizeof(*x));
-    assert_non_null(x);
-    harness_mkdtemp(x->dir, sizeof(x->dir));
-    harness_path(x->path, sizeof(x->path), x->dir, "ferry.conf");
-    assert_int_equal(unsetenv("FERRY_LOG"), 0);
-    *state = x;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct ctx *x = *state;
-    config_free(x->c);
-    config_errors_fini(&x->errs);
-    unlink(x->path);
-    assert_int_equal(rmdir(x->dir), 0);
-    free(x);
-    return 0;
-}
-
-static void dump(const char *what, const struct config_errors *e)
-{
-    for (size_t i = 0; i < e->n; i++)
-        print_message("  %s %zu: %s\n", what, i, e->msg[i]);
-}
-
-static int load_text(struct ctx *x, const char *text)
-{
-    struct config_cli cli;
-    memset(&cli, 0, sizeof(cli));
-    harness_write_file(x->path, text);
-    cli.path = x->path;
-    config_free(x->c);
-    x->c = NULL;
-    config_errors_fini(&x->errs);
-    int rc = config_load(&cli, &x->c, &x->errs);
-    if (rc == 0)
-        assert_non_null(x->c);
-    return rc;
-}
 
 /* Loads with no error and exactly nwarn warnings. */
 static void load_warns(struct ctx *x, const char *text, size_t nwarn)
 {
-    int rc = load_text(x, text);
+    int rc = load_text(x, text, NULL);
     if (rc != 0) {
         dump("error", &x->errs);
         fail_msg("config_load failed (%d) on:\n%s", rc, text);
@@ -87,29 +38,7 @@ static void load_ok(struct ctx *x, const char *text)
 
 static void load_fails(struct ctx *x, const char *text, size_t nerr)
 {
-    int rc = load_text(x, text);
-    if (rc != -EINVAL || x->errs.n != nerr) {
-        dump("error", &x->errs);
-        fail_msg("config_load returned %d with %zu errors, expected -EINVAL with %zu, on:\n%s", rc,
-                 x->errs.n, nerr, text);
-    }
-    assert_null(x->c);
-}
-
-static void PRINTF_LIKE(3, 4)
-    expect_line(const struct config_errors *e, size_t i, const char *fmt, ...)
-{
-    char want[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(want, sizeof(want), fmt, ap);
-    va_end(ap);
-    if (i >= e->n)
-        fail_msg("message %zu missing (have %zu); want: %s", i, e->n, want);
-    if (strcmp(e->msg[i], want) != 0) {
-        dump("message", e);
-        fail_msg("message %zu:\n  got:  %s\n  want: %s", i, e->msg[i], want);
-    }
+    expect_load_fails(x, text, NULL, nerr);
 }
 
 #define expect_warn(x, i, ...) expect_line(&(x)->c->warnings, (i), __VA_ARGS__)
