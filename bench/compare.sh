@@ -38,7 +38,8 @@ Options:
                                  the TCP scenarios through SOCKS5
                        socks     all four of these
                        udp       UDP ASSOCIATE: 1 and 16 clients x 1200 and
-                                 8192 bytes, and a 512-byte blast
+                                 8192 bytes, and a 512-byte blast (with the
+                                 echo taking coalesced runs, and without)
                        auth      ferry only, self-hosted: handshakes with no
                                  auth, plain and Argon2id users, with and
                                  without the verification cache
@@ -528,7 +529,8 @@ for s in "${SCENARIOS[@]}"; do
         "udp-16x1200|udp|--connections 16 --payload 1200|$UDP_TARGETS|proxy"
         "udp-1x8192|udp|--connections 1 --payload 8192|$UDP_TARGETS|proxy"
         "udp-16x8192|udp|--connections 16 --payload 8192|$UDP_TARGETS|proxy"
-        "udp-blast|udp|--blast --connections 16 --payload 512|$UDP_TARGETS|proxy") ;;
+        "udp-blast|udp|--blast --connections 16 --payload 512|$UDP_TARGETS|proxy"
+        "udp-blast-nogro|udp|--blast --connections 16 --payload 512 --no-gro|$UDP_TARGETS|proxy") ;;
     # With the cache on, the first setups all miss it at once (32 in flight,
     # and each worker has its own cache): each pays a full Argon2id
     # verification, about 1 s of both cores in all. A 3 s warm-up keeps that

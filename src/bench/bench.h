@@ -62,6 +62,7 @@ struct bench_opts {
     int auth_cachettl_s;  /* -1: ferry's default */
     bool json;
     bool blast;         /* udp: unpaced sending instead of one request in flight */
+    bool echo_gro;      /* udp: the echo takes coalesced runs (UDP_GRO) */
     uint8_t http_proxy; /* requests: enum http_proxy_mode */
     unsigned nrules;    /* rules: how many synthetic rules */
     bool progress;      /* stderr is a TTY */
@@ -99,8 +100,10 @@ void result_note(struct result *r, const char *fmt, ...) __attribute__((format(p
 /* ---- targets (target.c) ---- */
 struct targets;
 /* Start echo listeners (nports of them; the first on port if non-zero),
- * the HTTP server and the UDP echo on 127.0.0.1, in their own thread. */
-struct targets *targets_start(uint16_t port, unsigned nports, size_t download_size);
+ * the HTTP server and the UDP echo on 127.0.0.1, in their own thread.
+ * With udp_gro the UDP echo takes a run of datagrams its sender segmented
+ * (UDP_SEGMENT) in one read and answers it with the same run. */
+struct targets *targets_start(uint16_t port, unsigned nports, size_t download_size, bool udp_gro);
 void targets_stop(struct targets *t);
 const struct addr *targets_echo(const struct targets *t, unsigned i);
 unsigned targets_echo_count(const struct targets *t);

@@ -83,6 +83,9 @@ static const char usage_options[] =
     "  --payload SIZE       throughput chunk size (default 64k); udp datagram payload\n"
     "                       (default 1200)\n"
     "  --blast              udp: send unpaced for the window; offered vs received pps\n"
+    "  --no-gro             udp: the echo reads every datagram alone; by default it\n"
+    "                       takes a run its sender segmented (UDP_SEGMENT) in one read\n"
+    "                       (UDP_GRO, as QUIC servers do) and answers with the same run\n"
     "  --rules N            rules: how many rules (default 1000)\n"
     "  --http-proxy MODE    requests (and throughput, handshakes, connections): talk to\n"
     "                       the proxy as an HTTP proxy: connect (CONNECT tunnels) or\n"
@@ -403,12 +406,13 @@ static void report(const struct bench *b, const char *target, struct result *run
                "\"connections\":%u,\"concurrency\":%u,\"payload\":%zu,\"requests\":%u,"
                "\"warm_requests\":%u,\"downloads\":%u,\"download_size\":%zu,\"ping_s\":%g,"
                "\"threads\":%u,\"proxy_workers\":%u,\"spread_src\":%s,\"auth\":\"%s\","
-               "\"auth_cachettl_s\":%d,\"blast\":%s,\"http_proxy\":\"%s\",\"target_port\":%u",
+               "\"auth_cachettl_s\":%d,\"blast\":%s,\"echo_gro\":%s,\"http_proxy\":\"%s\","
+               "\"target_port\":%u",
                o->runs, o->duration_s, o->warmup_s, o->connections, o->concurrency, o->payload,
                o->requests, o->warm_requests, o->downloads, o->download_size, o->ping_s, o->threads,
                o->proxy_workers, o->spread_src ? "true" : "false", o->auth, o->auth_cachettl_s,
-               o->blast ? "true" : "false", http_proxy_name(o->http_proxy),
-               (unsigned)o->target_port);
+               o->blast ? "true" : "false", o->echo_gro ? "true" : "false",
+               http_proxy_name(o->http_proxy), (unsigned)o->target_port);
         if (is_rules)
             printf(",\"rules\":%u", o->nrules);
         if (self) {
@@ -479,8 +483,8 @@ static void report(const struct bench *b, const char *target, struct result *run
         printf(", concurrency %u, requests %u (+%u warm-up), downloads %u x %zu", o->concurrency,
                o->requests, o->warm_requests, o->downloads, o->download_size);
     else if (!strcmp(o->scenario, "udp"))
-        printf(", clients %u, payload %zu%s", o->connections, o->payload,
-               o->blast ? ", blast" : "");
+        printf(", clients %u, payload %zu%s%s", o->connections, o->payload,
+               o->blast ? ", blast" : "", o->echo_gro ? "" : ", echo without GRO");
     else if (!strcmp(o->scenario, "connections"))
         printf(", connections %u, concurrency %u, ping %gs", o->connections, o->concurrency,
                o->ping_s);
@@ -581,6 +585,7 @@ int bench_main(int argc, char **argv)
         {"no-spread", no_argument, NULL, 'N'},
         {"json", no_argument, NULL, 'j'},
         {"blast", no_argument, NULL, 'B'},
+        {"no-gro", no_argument, NULL, 'G'},
         {"http-proxy", required_argument, NULL, 'H'},
         {"rules", required_argument, NULL, 'U'},
         {"auth", required_argument, NULL, 'A'},
@@ -601,6 +606,7 @@ int bench_main(int argc, char **argv)
     o->downloads = 8;
     o->download_size = 1 << 20;
     o->spread_src = true;
+    o->echo_gro = true;
     o->ferry = "/proc/self/exe";
     o->auth = "none";
     o->nrules = 1000;
@@ -727,6 +733,9 @@ int bench_main(int argc, char **argv)
         case 'B':
             o->blast = true;
             break;
+        case 'G':
+            o->echo_gro = false;
+            break;
         case 'U':
             if ((rc = parse_count("--rules", optarg, 0, 10000000, &o->nrules)))
                 return rc;
@@ -850,7 +859,7 @@ int bench_main(int argc, char **argv)
     /* Enough echo ports that the proxy's outgoing connections (one source
      * address) do not run out of ephemeral ports. */
     unsigned ports = is_cn ? MIN(16u, 1 + o->connections / 20000) : 1;
-    b.t = targets_start(o->target_port, ports, o->download_size);
+    b.t = targets_start(o->target_port, ports, o->download_size, o->echo_gro);
     if (!b.t)
         return 1;
 

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "bench/bench.h"
 #include "core/buf.h"
 #include "core/sock.h"
+#include "udp/gso.h"
 #include "util/list.h"
 
 #define ECHO_MAX_PORTS 16
@@ -45,8 +47,12 @@ struct targets {
     struct addr http;
     struct io udp_io;
     struct addr udp;
+    bool udp_gro;
     struct buf_pool bufs;
     uint8_t *udp_bufs;
+    struct {
+        _Alignas(struct cmsghdr) char buf[CMSG_SPACE(sizeof(int))];
+    } udp_ctl[UDP_BATCH]; /* a coalesced run's size (UDP_GRO), then UDP_SEGMENT */
     struct list echo_conns, http_conns;
 };
 
@@ -293,13 +299,31 @@ static void udp_on_io(struct io *io, uint32_t events)
             msgs[i].msg_hdr = (struct msghdr){.msg_name = &from[i],
                                               .msg_namelen = sizeof(from[i]),
                                               .msg_iov = &iov[i],
-                                              .msg_iovlen = 1};
+                                              .msg_iovlen = 1,
+                                              .msg_control = t->udp_ctl[i].buf,
+                                              .msg_controllen = sizeof(t->udp_ctl[i].buf)};
         }
         int n = recvmmsg(io->fd, msgs, UDP_BATCH, MSG_DONTWAIT, NULL);
         if (n <= 0)
             return;
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < n; i++) {
             iov[i].iov_len = msgs[i].msg_len;
+            /* A coalesced run (UDP_GRO) goes back as the same run. */
+            struct msghdr *h = &msgs[i].msg_hdr;
+            size_t seg = udp_gro_size(h, msgs[i].msg_len);
+            if (seg < msgs[i].msg_len) {
+                struct cmsghdr *c = CMSG_FIRSTHDR(h);
+                uint16_t s16 = (uint16_t)seg;
+                c->cmsg_level = SOL_UDP;
+                c->cmsg_type = UDP_SEGMENT;
+                c->cmsg_len = CMSG_LEN(sizeof(s16));
+                memcpy(CMSG_DATA(c), &s16, sizeof(s16));
+                h->msg_controllen = CMSG_SPACE(sizeof(s16));
+            } else {
+                h->msg_control = NULL;
+                h->msg_controllen = 0;
+            }
+        }
         (void)sendmmsg(io->fd, msgs, (unsigned)n, MSG_DONTWAIT);
     }
 }
@@ -336,6 +360,9 @@ static int udp_open(struct targets *t)
     int sz = 4 << 20;
     (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
     (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+    int one = 1;
+    if (t->udp_gro)
+        (void)setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
     if (bind(fd, (struct sockaddr *)&ss, len) < 0) {
         int rc = -errno;
         close(fd);
@@ -364,7 +391,7 @@ static void targets_on_start(struct gen *g)
     atomic_store(&t->ready, rc ? rc : 1);
 }
 
-struct targets *targets_start(uint16_t port, unsigned nports, size_t download_size)
+struct targets *targets_start(uint16_t port, unsigned nports, size_t download_size, bool udp_gro)
 {
     struct targets *t = calloc(1, sizeof(*t));
     if (!t)
@@ -373,6 +400,7 @@ struct targets *targets_start(uint16_t port, unsigned nports, size_t download_si
     t->want_port = port;
     t->nports = nports < 1 ? 1 : MIN(nports, ECHO_MAX_PORTS);
     t->download_size = download_size;
+    t->udp_gro = udp_gro;
     list_init(&t->echo_conns);
     list_init(&t->http_conns);
     buf_pool_init(&t->bufs, ECHO_BUF, 1024);

@@ -626,6 +626,7 @@ static const struct key keys[] = {
     {"udp.advertise", set_advertise, 0, 0, 0, "an IP address", false},
     {"udp.ports", set_port_range, 0, 0, 0, "LOW-HIGH", false},
     {"udp.gso", set_bool, OFF(udp.gso), 0, 0, "yes or no", false},
+    {"udp.gro", set_bool, OFF(udp.gro), 0, 0, "yes or no", false},
 };
 _Static_assert(ARRAY_LEN(keys) <= 64, "loader.seen is too small");
 
@@ -855,6 +856,7 @@ static void set_defaults(struct config *c)
     c->udp.idle_ms = 60000;
     c->udp.max_datagram = 9012;
     c->udp.gso = true;
+    c->udp.gro = true;
     c->udp.queue = 64;
     c->protocols = PROTO_ALL;
     c->bind_timeout_ms = 60000;

@@ -85,6 +85,7 @@ struct config_udp {
     struct addr advertise;     /* family 0: reply with the bound address */
     uint16_t port_lo, port_hi; /* 0: any port */
     bool gso;                  /* send runs of equal datagrams with UDP_SEGMENT */
+    bool gro;                  /* receive runs of equal datagrams at once (UDP_GRO) */
 };
 
 /* [limits]: per-address, per-user and bandwidth limits. 0 = unlimited. */

@@ -70,3 +70,18 @@ unsigned udp_gso_coalesce(struct mmsghdr *m, unsigned n, size_t max_seg, struct 
     }
     return out;
 }
+
+size_t udp_gro_size(struct msghdr *h, size_t len)
+{
+    if (!h->msg_control)
+        return len;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c)) {
+        if (c->cmsg_level != SOL_UDP || c->cmsg_type != UDP_GRO ||
+            c->cmsg_len < CMSG_LEN(sizeof(int)))
+            continue;
+        int seg;
+        memcpy(&seg, CMSG_DATA(c), sizeof(seg));
+        return seg > 0 && (size_t)seg < len ? (size_t)seg : len;
+    }
+    return len;
+}

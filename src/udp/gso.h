@@ -8,7 +8,8 @@
  * The datagrams that arrive are exactly those that were staged.
  *
  * Pure: rewrites an array of mmsghdr in memory, no I/O, so it is unit
- * tested alone. The caller keeps the merged messages' datagram counts to
+ * tested alone, as is reading the size back on receive (udp_gro_size).
+ * The caller keeps the merged messages' datagram counts to
  * account drops and to send a refused run one datagram at a time (a route
  * or device that cannot segment answers EIO or EINVAL).
  */
@@ -19,7 +20,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#define UDP_GSO_BATCH    32    /* the most messages one call rewrites */
+#define UDP_GSO_BATCH    64    /* the most messages one call rewrites */
 #define UDP_GSO_SEGS     64    /* the most datagrams in one message (kernel's oldest limit) */
 #define UDP_GSO_MAXBYTES 65507 /* the most payload in one (what one IPv4 datagram carries) */
 
@@ -39,5 +40,17 @@ struct udp_gso {
  * Rewrites m in place, in order; returns the number of messages and sets
  * g->segs[k] for each. Messages left alone get no control data. */
 unsigned udp_gso_coalesce(struct mmsghdr *m, unsigned n, size_t max_seg, struct udp_gso *g);
+
+/* The receive side (UDP_GRO): a socket with the option set may be handed a
+ * run of equal datagrams from one sender as one message, with a control
+ * message giving the datagram size; every gro_size bytes of the message
+ * start a datagram, the last may be shorter. Room for that control
+ * message: */
+#define UDP_GRO_CTL CMSG_SPACE(sizeof(int))
+
+/* The datagram size of a received message h of len bytes: the UDP_GRO
+ * control message's, or len when there is none (one datagram) or it makes
+ * no sense (zero, or not below len). */
+size_t udp_gro_size(struct msghdr *h, size_t len);
 
 #endif

@@ -3,11 +3,15 @@
  * direction, each draining its socket in batches of UDP_BATCH datagrams
  * with recvmmsg() and answering with one sendmmsg() per batch and family.
  * Runs of equal datagrams to one address leave as one message with
- * UDP_SEGMENT (gso.h) unless udp.gso is off or the route refused it.
+ * UDP_SEGMENT (gso.h) unless udp.gso is off or the route refused it; with
+ * udp.gro on, a run the kernel hands over as one message (UDP_GRO) is
+ * split back into its datagrams, each handled as if it came alone.
  * Payloads are never copied: client datagrams are forwarded from the
  * receive buffer past their SOCKS header, and replies are received
  * UDP_HEADROOM bytes into their buffer so the header can be written in
- * front of them. Datagrams to a resolved name take the same batched path;
+ * front of them (a coalesced run of replies is the exception: its datagrams
+ * are copied out, each behind its header). Datagrams to a resolved name
+ * take the same batched path;
  * only those that wait for a lookup are copied (and bounded by udp.queue).
  *
  * Sockets are level-triggered: a batch that comes back short means the
@@ -41,7 +45,8 @@
 #include "util/compiler.h"
 #include "util/list.h"
 
-#define UDP_BATCH        32
+#define UDP_BATCH        32 /* messages per recvmmsg() */
+#define UDP_OUT          64 /* datagrams staged per family before a sendmmsg() */
 #define UDP_ROUNDS       8  /* batches per wakeup before yielding to other work */
 #define UDP_HEADROOM     24 /* room for the longest SOCKS UDP header (22) */
 #define UDP_BUF          (65536 + UDP_HEADROOM)
@@ -57,15 +62,23 @@ struct udp_worker {
     struct mmsghdr in[UDP_BATCH];
     struct iovec in_iov[UDP_BATCH];
     struct sockaddr_storage in_name[UDP_BATCH];
-    struct mmsghdr out[2][UDP_BATCH]; /* [0] IPv4, [1] IPv6 */
-    struct iovec out_iov[2][UDP_BATCH];
-    struct sockaddr_storage out_name[2][UDP_BATCH];
+    struct {
+        _Alignas(struct cmsghdr) char buf[UDP_GRO_CTL];
+    } in_ctl[UDP_BATCH];
+    struct mmsghdr out[2][UDP_OUT]; /* [0] IPv4, [1] IPv6 */
+    struct iovec out_iov[2][UDP_OUT];
+    struct sockaddr_storage out_name[2][UDP_OUT];
     struct udp_gso gso;
+    /* A coalesced run of replies, copied out behind their headers, at
+     * most UDP_OUT at a time (allocated on first use). */
+    uint8_t *expand;
     uint64_t rng;
 };
 
-_Static_assert(UDP_BATCH <= UDP_GSO_BATCH, "one batch is coalesced at once");
-_Static_assert(UDP_BATCH <= UDP_GSO_SEGS, "a merged run is split into one batch");
+#define UDP_EXPAND (65536 + UDP_OUT * UDP_HEADROOM)
+
+_Static_assert(UDP_OUT <= UDP_GSO_BATCH, "one staged batch is coalesced at once");
+_Static_assert(UDP_OUT <= UDP_GSO_SEGS, "a merged run is split into one batch");
 
 /* The association's sockets (udp_assoc.gso_max). */
 enum { UDP_SOCK_CLIENT, UDP_SOCK_OUT4, UDP_SOCK_OUT6, UDP_SOCKS };
@@ -166,6 +179,7 @@ void udp_worker_fini(struct worker *w)
     if (!uw)
         return;
     free(uw->bufs);
+    free(uw->expand);
     free(uw);
     w->udp = NULL;
 }
@@ -195,17 +209,43 @@ static void set_bufs(int fd)
     (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
 }
 
-static int udp_socket(int family)
+static int udp_socket(const struct config_udp *cfg, int family)
 {
     int fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
-    if (family == AF_INET6) {
-        int one = 1;
+    int one = 1;
+    if (family == AF_INET6)
         (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-    }
+    /* A kernel without UDP GRO (before 5.0) refuses, and then never
+     * coalesces: nothing else depends on the answer. */
+    if (cfg->gro)
+        (void)setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
     set_bufs(fd);
     return fd;
+}
+
+/* Ready uw->in for a recvmmsg() into the scratch buffers, each message
+ * offset bytes into its buffer. */
+static void in_prepare(struct udp_worker *uw, size_t offset)
+{
+    for (int i = 0; i < UDP_BATCH; i++) {
+        uw->in_iov[i] = (struct iovec){uw->bufs + (size_t)i * UDP_BUF + offset, UDP_BUF - offset};
+        uw->in[i].msg_hdr = (struct msghdr){.msg_name = &uw->in_name[i],
+                                            .msg_namelen = sizeof(uw->in_name[i]),
+                                            .msg_iov = &uw->in_iov[i],
+                                            .msg_iovlen = 1,
+                                            .msg_control = uw->in_ctl[i].buf,
+                                            .msg_controllen = sizeof(uw->in_ctl[i].buf)};
+    }
+}
+
+/* How many datagrams message i holds: 1, or a coalesced run's count. */
+static size_t in_count(struct udp_worker *uw, int i, size_t *seg)
+{
+    size_t len = uw->in[i].msg_len;
+    *seg = udp_gro_size(&uw->in[i].msg_hdr, len);
+    return *seg < len ? (len + *seg - 1) / *seg : 1;
 }
 
 static void activity(struct udp_assoc *a)
@@ -407,7 +447,7 @@ static int out_fd(struct udp_assoc *a, uint8_t family)
     struct io *io = out_io(a, family);
     if (io->fd >= 0)
         return io->fd;
-    int fd = udp_socket(family);
+    int fd = udp_socket(a->cfg, family);
     if (fd < 0)
         return fd;
     int rc = loop_io_add(&a->w->loop, io, fd, EPOLLIN);
@@ -559,6 +599,30 @@ struct up_batch {
     struct udp_budget bw;
 };
 
+/* Send what is staged for one family (f: fam_index). */
+static void up_flush(struct udp_assoc *a, struct up_batch *b, int f)
+{
+    if (!b->n[f])
+        return;
+    struct udp_worker *uw = a->w->udp;
+    struct io *io = f ? &a->out6 : &a->out4;
+    send_batch(a, io->fd, f ? UDP_SOCK_OUT6 : UDP_SOCK_OUT4, uw->out[f], b->n[f]);
+    b->n[f] = 0;
+}
+
+static void up_send(struct udp_assoc *a, struct up_batch *b)
+{
+    struct worker_stats *st = &a->w->stats;
+    budget_end(a, &b->bw);
+    if (b->count) {
+        stat_add(&st->udp_in, b->count);
+        stat_add(&st->udp_bytes_in, b->bytes);
+        a->up += b->bytes;
+    }
+    up_flush(a, b, 0);
+    up_flush(a, b, 1);
+}
+
 /* Admit a client datagram for d (name: what the client named, or NULL)
  * into the batch: the destination must be allowed, its socket open, and
  * its payload within the bandwidth budget. */
@@ -576,23 +640,10 @@ static void up_stage(struct udp_assoc *a, struct up_batch *b, const struct addr 
     budget_take(&b->bw, len);
     b->count++;
     b->bytes += len;
+    int f = fam_index(d->family);
+    if (b->n[f] == UDP_OUT) /* a coalesced run filled the batch */
+        up_flush(a, b, f);
     stage(a->w->udp, b->n, d, data, len);
-}
-
-static void up_send(struct udp_assoc *a, struct up_batch *b)
-{
-    struct udp_worker *uw = a->w->udp;
-    struct worker_stats *st = &a->w->stats;
-    budget_end(a, &b->bw);
-    if (b->count) {
-        stat_add(&st->udp_in, b->count);
-        stat_add(&st->udp_bytes_in, b->bytes);
-        a->up += b->bytes;
-    }
-    if (b->n[0])
-        send_batch(a, a->out4.fd, UDP_SOCK_OUT4, uw->out[0], b->n[0]);
-    if (b->n[1])
-        send_batch(a, a->out6.fd, UDP_SOCK_OUT6, uw->out[1], b->n[1]);
 }
 
 /* ---- names --------------------------------------------------------------- */
@@ -835,6 +886,40 @@ static bool name_addr(struct udp_assoc *a, const char *name, uint16_t port, cons
 
 /* ---- client -> destinations ------------------------------------------ */
 
+/* One datagram from the client (alone, or one of a coalesced run), from
+ * its own address: check it, and stage its payload for the destination
+ * its header names. true if it was well formed. */
+static bool up_datagram(struct udp_assoc *a, struct up_batch *b, const struct addr *from,
+                        uint8_t *p, size_t len, uint64_t now)
+{
+    struct worker_stats *st = &a->w->stats;
+    if (len > a->cfg->max_datagram) {
+        stat_add(&st->udp_drop_size, 1);
+        return false;
+    }
+    struct socks5_addr dst;
+    ssize_t h = socks5_parse_udp(p, len, &dst);
+    if (h < 0) {
+        stat_add(h == SOCKS5_E_UDP_FRAG ? &st->udp_drop_frag : &st->udp_drop_malformed, 1);
+        return false;
+    }
+    if (!a->port_fixed) {
+        /* The first well-formed datagram fixes the client's port. */
+        a->client.port = from->port;
+        a->port_fixed = true;
+    }
+    struct addr d;
+    const char *name = NULL;
+    if (!socks5_addr_to_addr(&dst, &d) &&
+        addr_parse_ip(dst.u.domain, dst.port, &d) != 0) { /* a literal IP is an address */
+        if (!name_addr(a, dst.u.domain, dst.port, p + h, len - (size_t)h, now, &d))
+            return true;
+        name = dst.u.domain;
+    }
+    up_stage(a, b, &d, name, p + h, len - (size_t)h, now);
+    return true;
+}
+
 static void on_client(struct io *io, uint32_t events)
 {
     (void)events;
@@ -845,13 +930,7 @@ static void on_client(struct io *io, uint32_t events)
     bool moved = false;
 
     for (int round = 0; round < UDP_ROUNDS && a->cio.fd >= 0; round++) {
-        for (int i = 0; i < UDP_BATCH; i++) {
-            uw->in_iov[i] = (struct iovec){uw->bufs + (size_t)i * UDP_BUF, UDP_BUF};
-            uw->in[i].msg_hdr = (struct msghdr){.msg_name = &uw->in_name[i],
-                                                .msg_namelen = sizeof(uw->in_name[i]),
-                                                .msg_iov = &uw->in_iov[i],
-                                                .msg_iovlen = 1};
-        }
+        in_prepare(uw, 0);
         int n = recvmmsg(a->cio.fd, uw->in, UDP_BATCH, MSG_DONTWAIT, NULL);
         if (n <= 0)
             break;
@@ -864,38 +943,24 @@ static void on_client(struct io *io, uint32_t events)
         }
         for (int i = 0; i < n; i++) {
             uint8_t *p = uw->bufs + (size_t)i * UDP_BUF;
-            size_t len = uw->in[i].msg_len;
+            size_t len = uw->in[i].msg_len, seg;
+            size_t count = in_count(uw, i, &seg);
             struct addr from;
             addr_from_sockaddr(&from, (struct sockaddr *)&uw->in_name[i]);
             if (!same_ip(&from, &a->client) || (a->port_fixed && from.port != a->client.port)) {
-                stat_add(&st->udp_drop_source, 1);
+                stat_add(&st->udp_drop_source, count);
                 continue;
             }
-            if (len > a->cfg->max_datagram || (uw->in[i].msg_hdr.msg_flags & MSG_TRUNC)) {
-                stat_add(&st->udp_drop_size, 1);
+            if (uw->in[i].msg_hdr.msg_flags & MSG_TRUNC) {
+                stat_add(&st->udp_drop_size, count);
                 continue;
             }
-            struct socks5_addr dst;
-            ssize_t h = socks5_parse_udp(p, len, &dst);
-            if (h < 0) {
-                stat_add(h == SOCKS5_E_UDP_FRAG ? &st->udp_drop_frag : &st->udp_drop_malformed, 1);
-                continue;
-            }
-            if (!a->port_fixed) {
-                /* The first well-formed datagram fixes the client's port. */
-                a->client.port = from.port;
-                a->port_fixed = true;
-            }
-            moved = true;
-            struct addr d;
-            const char *name = NULL;
-            if (!socks5_addr_to_addr(&dst, &d) &&
-                addr_parse_ip(dst.u.domain, dst.port, &d) != 0) { /* a literal IP is an address */
-                if (!name_addr(a, dst.u.domain, dst.port, p + h, len - (size_t)h, now, &d))
-                    continue;
-                name = dst.u.domain;
-            }
-            up_stage(a, &b, &d, name, p + h, len - (size_t)h, now);
+            size_t off = 0;
+            do { /* once for a datagram alone, empty ones included */
+                size_t one = MIN(seg, len - off);
+                moved |= up_datagram(a, &b, &from, p + off, one, now);
+                off += one;
+            } while (off < len);
         }
         up_send(a, &b);
         if (n < UDP_BATCH)
@@ -907,6 +972,83 @@ static void on_client(struct io *io, uint32_t events)
 
 /* ---- destinations -> client ------------------------------------------ */
 
+/* Replies staged for the client (uw->out[0]), and what they carry. */
+struct down_batch {
+    unsigned k;
+    uint64_t bytes;
+};
+
+static void down_flush(struct udp_assoc *a, struct down_batch *b)
+{
+    if (!b->k)
+        return;
+    struct udp_worker *uw = a->w->udp;
+    struct worker_stats *st = &a->w->stats;
+    stat_add(&st->udp_out, b->k);
+    stat_add(&st->udp_bytes_out, b->bytes);
+    a->down += b->bytes;
+    send_batch(a, a->cio.fd, UDP_SOCK_CLIENT, uw->out[0], b->k);
+    b->k = 0;
+    b->bytes = 0;
+}
+
+/* Stage a reply of h + len bytes at p (header written) for the client. */
+static void down_stage(struct udp_assoc *a, struct down_batch *b, struct sockaddr_storage *cname,
+                       socklen_t clen, uint8_t *p, size_t h, size_t len)
+{
+    struct udp_worker *uw = a->w->udp;
+    if (b->k == UDP_OUT)
+        down_flush(a, b);
+    uw->out_iov[0][b->k] = (struct iovec){p, h + len};
+    uw->out[0][b->k].msg_hdr = (struct msghdr){
+        .msg_name = cname, .msg_namelen = clen, .msg_iov = &uw->out_iov[0][b->k], .msg_iovlen = 1};
+    b->k++;
+    b->bytes += len;
+}
+
+/* A coalesced run of count replies of seg bytes (the last may be shorter)
+ * from one address: each is copied behind its own header, UDP_OUT at a
+ * time, and sent. true if any was. */
+static bool down_run(struct udp_assoc *a, struct down_batch *b, struct udp_budget *bw,
+                     const struct addr *from, const uint8_t *data, size_t len, size_t seg,
+                     struct sockaddr_storage *cname, socklen_t clen)
+{
+    struct udp_worker *uw = a->w->udp;
+    struct worker_stats *st = &a->w->stats;
+    if (!uw->expand && !(uw->expand = malloc(UDP_EXPAND))) {
+        stat_add(&st->udp_drop_send, (len + seg - 1) / seg);
+        return false;
+    }
+    size_t h = socks5_udp_header_len(from);
+    uint8_t hdr[UDP_HEADROOM];
+    socks5_write_udp_header(hdr, h, from);
+    bool moved = false;
+    down_flush(a, b); /* the copy area is free while nothing is staged */
+    size_t used = 0;
+    for (size_t off = 0; off < len; off += seg) {
+        size_t n = MIN(seg, len - off);
+        if (h + n > a->cfg->max_datagram) {
+            stat_add(&st->udp_drop_size, 1);
+            continue;
+        }
+        if (!budget_fits(a, bw, n))
+            continue;
+        budget_take(bw, n);
+        if (b->k == UDP_OUT) {
+            down_flush(a, b);
+            used = 0;
+        }
+        uint8_t *p = uw->expand + used;
+        memcpy(p, hdr, h);
+        memcpy(p + h, data + off, n);
+        used += h + n;
+        down_stage(a, b, cname, clen, p, h, n);
+        moved = true;
+    }
+    down_flush(a, b);
+    return moved;
+}
+
 static void from_dests(struct udp_assoc *a, struct io *io)
 {
     struct udp_worker *uw = a->w->udp;
@@ -917,14 +1059,7 @@ static void from_dests(struct udp_assoc *a, struct io *io)
     bool moved = false;
 
     for (int round = 0; round < UDP_ROUNDS && io->fd >= 0; round++) {
-        for (int i = 0; i < UDP_BATCH; i++) {
-            uw->in_iov[i] = (struct iovec){uw->bufs + (size_t)i * UDP_BUF + UDP_HEADROOM,
-                                           UDP_BUF - UDP_HEADROOM};
-            uw->in[i].msg_hdr = (struct msghdr){.msg_name = &uw->in_name[i],
-                                                .msg_namelen = sizeof(uw->in_name[i]),
-                                                .msg_iov = &uw->in_iov[i],
-                                                .msg_iovlen = 1};
-        }
+        in_prepare(uw, UDP_HEADROOM);
         int n = recvmmsg(io->fd, uw->in, UDP_BATCH, MSG_DONTWAIT, NULL);
         if (n <= 0)
             break;
@@ -935,20 +1070,31 @@ static void from_dests(struct udp_assoc *a, struct io *io)
                 want += uw->in[i].msg_len;
             bw = budget_start(a, want);
         }
-        unsigned k = 0;
-        uint64_t bytes = 0;
+        struct down_batch b = {0, 0};
         for (int i = 0; i < n; i++) {
             uint8_t *payload = uw->bufs + (size_t)i * UDP_BUF + UDP_HEADROOM;
-            size_t len = uw->in[i].msg_len;
+            size_t len = uw->in[i].msg_len, seg;
+            size_t count = in_count(uw, i, &seg);
             struct addr from;
             addr_from_sockaddr(&from, (struct sockaddr *)&uw->in_name[i]);
             struct udp_dest *d = a->port_fixed ? dest_find_host(a, &from) : NULL;
             if (!d) {
-                stat_add(&st->udp_drop_unknown, 1);
+                stat_add(&st->udp_drop_unknown, count);
+                continue;
+            }
+            if (uw->in[i].msg_hdr.msg_flags & MSG_TRUNC) {
+                stat_add(&st->udp_drop_size, count);
+                continue;
+            }
+            if (count > 1) {
+                if (down_run(a, &b, &bw, &from, payload, len, seg, &cname, clen)) {
+                    d->last_ms = now; /* relayed: the destination is in use */
+                    moved = true;
+                }
                 continue;
             }
             size_t h = socks5_udp_header_len(&from);
-            if (h + len > a->cfg->max_datagram || (uw->in[i].msg_hdr.msg_flags & MSG_TRUNC)) {
+            if (h + len > a->cfg->max_datagram) {
                 stat_add(&st->udp_drop_size, 1);
                 continue;
             }
@@ -958,22 +1104,11 @@ static void from_dests(struct udp_assoc *a, struct io *io)
             d->last_ms = now;
             uint8_t *p = payload - h;
             socks5_write_udp_header(p, h, &from);
-            uw->out_iov[0][k] = (struct iovec){p, h + len};
-            uw->out[0][k].msg_hdr = (struct msghdr){.msg_name = &cname,
-                                                    .msg_namelen = clen,
-                                                    .msg_iov = &uw->out_iov[0][k],
-                                                    .msg_iovlen = 1};
-            k++;
-            bytes += len;
+            down_stage(a, &b, &cname, clen, p, h, len);
             moved = true;
         }
         budget_end(a, &bw);
-        if (k) {
-            stat_add(&st->udp_out, k);
-            stat_add(&st->udp_bytes_out, bytes);
-            a->down += bytes;
-            send_batch(a, a->cio.fd, UDP_SOCK_CLIENT, uw->out[0], k);
-        }
+        down_flush(a, &b);
         if (n < UDP_BATCH)
             break;
     }
@@ -1023,7 +1158,7 @@ static void on_free(struct task *t)
  * on any port or on one from udp.ports. */
 static int bind_client_socket(struct udp_assoc *a, const struct addr *local, struct addr *bound)
 {
-    int fd = udp_socket(local->family);
+    int fd = udp_socket(a->cfg, local->family);
     if (fd < 0)
         return fd;
     struct addr b = *local;

@@ -54,6 +54,8 @@ static void expect_udp_defaults(const struct config_udp *u)
     assert_int_equal(u->advertise.family, 0);
     assert_int_equal(u->port_lo, 0);
     assert_int_equal(u->port_hi, 0);
+    assert_true(u->gso);
+    assert_true(u->gro);
 }
 
 /* The limit keys: name in the file, what the default reads as in a
@@ -432,6 +434,25 @@ static void test_unknown_key_in_udp(void **state)
     expect_err(x, 0, "%s:2: udp.userlist: unknown key", x->path);
 }
 
+/* Segmentation offload both ways: yes or no, anything else an error (a
+ * switch has no safe default to fall back to, unlike a limit). */
+static void test_offload_switches(void **state)
+{
+    struct ctx *x = *state;
+    load_ok(x, "[udp]\ngso = no\ngro = no\n");
+    assert_false(x->c->udp.gso);
+    assert_false(x->c->udp.gro);
+    load_ok(x, "[udp]\ngso = yes\ngro = no\n");
+    assert_true(x->c->udp.gso);
+    assert_false(x->c->udp.gro);
+    load_ok(x, "[udp]\ngro = yes\n");
+    assert_true(x->c->udp.gro);
+    load_fails(x, "[udp]\n\ngro = maybe\n", 1);
+    expect_err(x, 0, "%s:3: udp.gro: 'maybe' is not a boolean (expected yes or no)", x->path);
+    load_fails(x, "[udp]\ngso = 2\n", 1);
+    expect_err(x, 0, "%s:2: udp.gso: '2' is not a boolean (expected yes or no)", x->path);
+}
+
 /* The [udp] keys live in their section only. */
 static void test_udp_key_outside_section(void **state)
 {
@@ -463,6 +484,7 @@ int main(void)
         T(test_advertise),
         T(test_ports),
         T(test_unknown_key_in_udp),
+        T(test_offload_switches),
         T(test_udp_key_outside_section),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,6 +5,8 @@
  * are not adjacent, the segment and byte limits and a route's segment
  * size limit all end a run; messages
  * keep their order and the merged ones carry the segment size.
+ * On receive, udp_gro_size reads a coalesced run's datagram size back and
+ * ignores control data that is not a sane UDP_GRO size.
  */
 #include "harness.h"
 
@@ -268,6 +270,61 @@ static void test_random_batches(void **state)
     }
 }
 
+/* A received message whose control area holds the given messages, each
+ * (level, type, int value); ctl is the caller's aligned storage. */
+struct rx {
+    struct msghdr h;
+    _Alignas(struct cmsghdr) char ctl[3 * CMSG_SPACE(sizeof(int))];
+};
+
+static struct msghdr *rx_build(struct rx *r, unsigned n, const int (*c)[3])
+{
+    memset(r, 0, sizeof(*r));
+    r->h.msg_control = n ? r->ctl : NULL;
+    r->h.msg_controllen = n * CMSG_SPACE(sizeof(int));
+    struct cmsghdr *cm = n ? CMSG_FIRSTHDR(&r->h) : NULL;
+    for (unsigned i = 0; i < n; i++, cm = CMSG_NXTHDR(&r->h, cm)) {
+        assert_non_null(cm);
+        cm->cmsg_level = c[i][0];
+        cm->cmsg_type = c[i][1];
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &c[i][2], sizeof(int));
+    }
+    return &r->h;
+}
+
+static void test_gro_size(void **state)
+{
+    (void)state;
+    struct rx r;
+    /* No control data: one datagram, whatever its length (empty too). */
+    assert_int_equal(udp_gro_size(rx_build(&r, 0, NULL), 1200), 1200);
+    assert_int_equal(udp_gro_size(rx_build(&r, 0, NULL), 0), 0);
+    /* A run: 10 datagrams of 512 bytes, or 9 and a shorter last one. */
+    const int gro512[][3] = {{SOL_UDP, UDP_GRO, 512}};
+    assert_int_equal(udp_gro_size(rx_build(&r, 1, gro512), 5120), 512);
+    assert_int_equal(udp_gro_size(rx_build(&r, 1, gro512), 4700), 512);
+    /* Found behind another control message. */
+    const int after[][3] = {{SOL_IP, IP_TOS, 0}, {SOL_UDP, UDP_GRO, 100}};
+    assert_int_equal(udp_gro_size(rx_build(&r, 2, after), 1000), 100);
+    /* A size that is not below the length means one datagram. */
+    assert_int_equal(udp_gro_size(rx_build(&r, 1, gro512), 512), 512);
+    assert_int_equal(udp_gro_size(rx_build(&r, 1, gro512), 300), 300);
+    /* Nonsense sizes and other options are ignored. */
+    const int zero[][3] = {{SOL_UDP, UDP_GRO, 0}};
+    const int neg[][3] = {{SOL_UDP, UDP_GRO, -5}};
+    const int seg[][3] = {{SOL_UDP, UDP_SEGMENT, 100}};
+    const int ip[][3] = {{SOL_IP, UDP_GRO, 100}};
+    assert_int_equal(udp_gro_size(rx_build(&r, 1, zero), 1000), 1000);
+    assert_int_equal(udp_gro_size(rx_build(&r, 1, neg), 1000), 1000);
+    assert_int_equal(udp_gro_size(rx_build(&r, 1, seg), 1000), 1000);
+    assert_int_equal(udp_gro_size(rx_build(&r, 1, ip), 1000), 1000);
+    /* A truncated control message (shorter than an int) is not read. */
+    rx_build(&r, 1, gro512);
+    CMSG_FIRSTHDR(&r.h)->cmsg_len = CMSG_LEN(1);
+    assert_int_equal(udp_gro_size(&r.h, 5120), 5120);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -283,6 +340,7 @@ int main(void)
         cmocka_unit_test(test_segment_size_limit),
         cmocka_unit_test(test_single_and_empty_batches),
         cmocka_unit_test(test_random_batches),
+        cmocka_unit_test(test_gro_size),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
