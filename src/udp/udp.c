@@ -16,7 +16,8 @@
  *
  * Sockets are level-triggered: a batch that comes back short means the
  * socket was empty, so the handler returns without the recvmmsg() that
- * would only say EAGAIN; after UDP_ROUNDS full batches it yields and epoll
+ * would only say EAGAIN; after UDP_ROUNDS full batches, or UDP_YIELD
+ * datagrams (a coalesced run counts as what it holds), it yields and epoll
  * reports the socket again, with no task or epoll_ctl needed to resume.
  *
  * Destinations and names are found through small hash tables (the common
@@ -48,7 +49,8 @@
 #define UDP_BATCH        32 /* messages per recvmmsg() */
 #define UDP_OUT          64 /* datagrams staged per family before a sendmmsg() */
 #define UDP_ROUNDS       8  /* batches per wakeup before yielding to other work */
-#define UDP_HEADROOM     24 /* room for the longest SOCKS UDP header (22) */
+#define UDP_YIELD        (UDP_ROUNDS * UDP_BATCH) /* datagrams per wakeup, runs counted whole */
+#define UDP_HEADROOM     24                       /* room for the longest SOCKS UDP header (22) */
 #define UDP_BUF          (65536 + UDP_HEADROOM)
 #define UDP_SOCKBUF      (1 << 20)
 #define UDP_NAME_FAIL_MS 5000 /* a name that did not resolve is not retried sooner */
@@ -928,8 +930,9 @@ static void on_client(struct io *io, uint32_t events)
     struct worker_stats *st = &a->w->stats;
     uint64_t now = loop_now(&a->w->loop);
     bool moved = false;
+    size_t handled = 0;
 
-    for (int round = 0; round < UDP_ROUNDS && a->cio.fd >= 0; round++) {
+    for (int round = 0; round < UDP_ROUNDS && handled < UDP_YIELD && a->cio.fd >= 0; round++) {
         in_prepare(uw, 0);
         int n = recvmmsg(a->cio.fd, uw->in, UDP_BATCH, MSG_DONTWAIT, NULL);
         if (n <= 0)
@@ -945,6 +948,7 @@ static void on_client(struct io *io, uint32_t events)
             uint8_t *p = uw->bufs + (size_t)i * UDP_BUF;
             size_t len = uw->in[i].msg_len, seg;
             size_t count = in_count(uw, i, &seg);
+            handled += count;
             struct addr from;
             addr_from_sockaddr(&from, (struct sockaddr *)&uw->in_name[i]);
             if (!same_ip(&from, &a->client) || (a->port_fixed && from.port != a->client.port)) {
@@ -1057,8 +1061,9 @@ static void from_dests(struct udp_assoc *a, struct io *io)
     struct sockaddr_storage cname;
     socklen_t clen = addr_to_sockaddr(&a->client, &cname);
     bool moved = false;
+    size_t handled = 0;
 
-    for (int round = 0; round < UDP_ROUNDS && io->fd >= 0; round++) {
+    for (int round = 0; round < UDP_ROUNDS && handled < UDP_YIELD && io->fd >= 0; round++) {
         in_prepare(uw, UDP_HEADROOM);
         int n = recvmmsg(io->fd, uw->in, UDP_BATCH, MSG_DONTWAIT, NULL);
         if (n <= 0)
@@ -1075,6 +1080,7 @@ static void from_dests(struct udp_assoc *a, struct io *io)
             uint8_t *payload = uw->bufs + (size_t)i * UDP_BUF + UDP_HEADROOM;
             size_t len = uw->in[i].msg_len, seg;
             size_t count = in_count(uw, i, &seg);
+            handled += count;
             struct addr from;
             addr_from_sockaddr(&from, (struct sockaddr *)&uw->in_name[i]);
             struct udp_dest *d = a->port_fixed ? dest_find_host(a, &from) : NULL;

@@ -31,6 +31,7 @@ import signal
 import socket
 import struct
 import sys
+import threading
 import time
 
 import pytest
@@ -41,6 +42,7 @@ from udplib import (
     REPLY_TIMEOUT,
     UdpAssoc,
     UdpCounters,
+    UdpEcho,
     UdpMsg,
     encode_udp,
     parse_udp,
@@ -557,6 +559,78 @@ def test_counters_count_segments(ferry, dest, gro):
         expect_replies(a, back, addr_of(d), "counted reply run")
         c.wait_for({"datagrams_up": 53, "datagrams_down": 21, "bytes_down": 20 * 1200 + 333,
                     "dropped_size": 0, "dropped_malformed": 0})
+
+
+# ---- overload --------------------------------------------------------------------------
+
+
+def test_flood_of_runs_does_not_starve_other_association(ferry, dest, most_segments):
+    """One worker, udp.gro on. One association floods with runs of as many
+    segments as the kernel allows (each read whole by ferry: up to 32 reads
+    of 64 or 128 datagrams per batch), unpaced, at least 40,000 datagrams
+    and at least 1.5 s; another, unrelated association keeps pinging and
+    must get answers while the flood runs, not only after it. A coalesced
+    run counts as the datagrams it holds against the work one wake-up may
+    do. Afterwards the flooded association still works."""
+    f = start(ferry, "yes")
+    sink = dest()
+    ping_target = UdpEcho()
+    try:
+        with UdpAssoc(f.addr) as flood, UdpAssoc(f.addr) as calm:
+            hello(flood, sink, b"warm-flood")
+            calm.echo(ping_target.addr, b"warm-calm")
+            run, _ = run_of(addr_of(sink), "F", 200, most_segments)
+            sent = [0]
+            started, done = threading.Event(), threading.Event()
+
+            def pump():
+                s = flood.udp
+                s.setblocking(False)
+                t0 = time.monotonic()
+                started.set()
+                try:
+                    while True:
+                        elapsed = time.monotonic() - t0
+                        if elapsed > 10 or (sent[0] >= 40000 and elapsed >= 1.5):
+                            break
+                        try:
+                            send_run(s, run, flood.relay)
+                            sent[0] += len(run)
+                        except (BlockingIOError, ConnectionRefusedError):
+                            time.sleep(0.0005)
+                finally:
+                    done.set()
+
+            t = threading.Thread(target=pump, daemon=True, name="udp-run-flood")
+            t.start()
+            started.wait(5)
+            tries = during = 0
+            while not done.is_set() and tries < 2000:
+                tries += 1
+                try:
+                    calm.echo(ping_target.addr, f"ping-{tries}".encode(), timeout=0.5)
+                    if not done.is_set():
+                        during += 1
+                except AssertionError:
+                    pass
+            t.join(15)
+            assert not t.is_alive(), "flood thread did not finish"
+            assert sent[0] >= 40000, f"only {sent[0]} flood datagrams sent"
+            print(f"run flood: sent {sent[0]}, pings answered during it {during}/{tries}")
+            # Starved, the pinger would time out (0.5 s) on nearly every try.
+            assert during >= 10 and during >= tries // 2, (
+                f"only {during} of {tries} pings answered while the flood ran"
+            )
+            got = recv_from(sink, 1000, timeout=2)
+            assert len(got) >= 1000, f"the flood barely reached its destination ({len(got)})"
+            # Recovery: drain what is left, then both associations still echo.
+            while recv_from(sink, 10000, timeout=0.3):
+                pass
+            flood.drain()
+            echo_through(flood, sink, "after-flood")
+            calm.echo(ping_target.addr, b"calm-after")
+    finally:
+        ping_target.stop()
 
 
 # ---- configuration -------------------------------------------------------------------
