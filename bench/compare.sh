@@ -530,7 +530,7 @@ for s in "${SCENARIOS[@]}"; do
         "udp-1x8192|udp|--connections 1 --payload 8192|$UDP_TARGETS|proxy"
         "udp-16x8192|udp|--connections 16 --payload 8192|$UDP_TARGETS|proxy"
         "udp-blast|udp|--blast --connections 16 --payload 512|$UDP_TARGETS|proxy"
-        "udp-blast-nogro|udp|--blast --connections 16 --payload 512 --no-gro|$UDP_TARGETS|proxy") ;;
+        "udp-blast-nogro|udp|--blast --connections 16 --payload 512 --no-echo-gro|$UDP_TARGETS|proxy") ;;
     # With the cache on, the first setups all miss it at once (32 in flight,
     # and each worker has its own cache): each pays a full Argon2id
     # verification, about 1 s of both cores in all. A 3 s warm-up keeps that

@@ -93,7 +93,7 @@ V = {
                       summary="UDP blast, 16 clients × 512 B: received",
                       chart=False),
     "udp-blast-nogro": dict(kind="blast", metric="received", unit="pps",
-                            title="Blast, the echo reading datagram by datagram (`--no-gro`)",
+                            title="Blast, the echo reading datagram by datagram (`--no-echo-gro`)",
                             summary="UDP blast, echo without GRO: received",
                             chart=False),
     "auth-none": dict(kind="auth", metric="setups", unit="setups/s", title="no authentication",

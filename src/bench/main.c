@@ -83,7 +83,7 @@ static const char usage_options[] =
     "  --payload SIZE       throughput chunk size (default 64k); udp datagram payload\n"
     "                       (default 1200)\n"
     "  --blast              udp: send unpaced for the window; offered vs received pps\n"
-    "  --no-gro             udp: the echo reads every datagram alone; by default it\n"
+    "  --no-echo-gro        udp: the echo reads every datagram alone; by default it\n"
     "                       takes a run its sender segmented (UDP_SEGMENT) in one read\n"
     "                       (UDP_GRO, as QUIC servers do) and answers with the same run\n"
     "  --rules N            rules: how many rules (default 1000)\n"
@@ -585,7 +585,7 @@ int bench_main(int argc, char **argv)
         {"no-spread", no_argument, NULL, 'N'},
         {"json", no_argument, NULL, 'j'},
         {"blast", no_argument, NULL, 'B'},
-        {"no-gro", no_argument, NULL, 'G'},
+        {"no-echo-gro", no_argument, NULL, 'G'},
         {"http-proxy", required_argument, NULL, 'H'},
         {"rules", required_argument, NULL, 'U'},
         {"auth", required_argument, NULL, 'A'},

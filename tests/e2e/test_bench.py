@@ -194,9 +194,16 @@ def test_udp_large_datagrams_and_direct():
     assert d["mode"] == "direct" and metric(d, "echoes") > 0
 
 
-def test_udp_blast():
-    r = bench_json("udp", "--connections", "2", "--blast", "--payload", "512")
+@pytest.mark.parametrize("echo_gro", [True, False])
+def test_udp_blast(echo_gro):
+    """Unpaced, through a self-hosted ferry that segments its sends: the
+    echo takes each run in one read and answers with the same run (or, with
+    --no-echo-gro, reads and answers datagram by datagram); either way every
+    datagram comes back whole and checked."""
+    extra = [] if echo_gro else ["--no-echo-gro"]
+    r = bench_json("udp", "--connections", "2", "--blast", "--payload", "512", *extra)
     assert r["params"]["blast"] is True
+    assert r["params"]["echo_gro"] is echo_gro
     offered, received = metric(r, "offered"), metric(r, "received")
     assert offered > 0 and 0 < received <= offered * 1.01
     assert 0 < metric(r, "delivered") <= 100.5
