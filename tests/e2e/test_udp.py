@@ -18,7 +18,6 @@ import socket
 import struct
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -35,6 +34,7 @@ from udplib import (
     UdpCounters,
     UdpEcho,
     encode_udp,
+    flood_while_pinging,
     free_udp_port,
     hosts_loopback_name,
     payload,
@@ -781,44 +781,15 @@ def test_flood_does_not_starve_other_association(ferry, udp_server):
         flood.echo(flood_target.addr, b"warm-flood")
         calm.echo(ping_target.addr, b"warm-calm")
         datagram = encode_udp(*flood_target.addr, b"F" * 200)
-        sent = [0]
-        started = threading.Event()
-        done = threading.Event()
+        flood.udp.setblocking(False)
 
-        def run():
-            s = flood.udp
-            s.setblocking(False)
-            t0 = time.monotonic()
-            started.set()
-            try:
-                while True:
-                    elapsed = time.monotonic() - t0
-                    if elapsed > 10 or (sent[0] >= 20000 and elapsed >= 1.5):
-                        break
-                    try:
-                        s.sendto(datagram, flood.relay)
-                        sent[0] += 1
-                    except (BlockingIOError, ConnectionRefusedError):
-                        pass
-            finally:
-                done.set()
+        def send_one():
+            flood.udp.sendto(datagram, flood.relay)
+            return 1
 
-        t = threading.Thread(target=run, daemon=True, name="udp-flood")
-        t.start()
-        started.wait(5)
-        tries = during = 0
-        while not done.is_set() and tries < 2000:
-            tries += 1
-            try:
-                calm.echo(ping_target.addr, f"ping-{tries}".encode(), timeout=0.5)
-                if not done.is_set():
-                    during += 1
-            except AssertionError:
-                pass
-        t.join(15)
-        assert not t.is_alive(), "flood thread did not finish"
-        assert sent[0] >= 20000, f"only {sent[0]} flood datagrams sent"
-        print(f"flood: sent {sent[0]}, target saw {flood_target.count()}, "
+        sent, during, tries = flood_while_pinging(send_one, calm, ping_target.addr, at_least=20000)
+        assert sent >= 20000, f"only {sent} flood datagrams sent"
+        print(f"flood: sent {sent}, target saw {flood_target.count()}, "
               f"pings answered during it {during}/{tries}")
         # Starved, the pinger would see its 0.5 s timeouts: at most three
         # tries in the 1.5 s, none answered. Served, it gets answers every

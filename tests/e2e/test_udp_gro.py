@@ -31,7 +31,6 @@ import signal
 import socket
 import struct
 import sys
-import threading
 import time
 
 import pytest
@@ -44,6 +43,7 @@ from udplib import (
     UdpCounters,
     UdpEcho,
     UdpMsg,
+    flood_while_pinging,
     encode_udp,
     parse_udp,
     payload,
@@ -580,43 +580,16 @@ def test_flood_of_runs_does_not_starve_other_association(ferry, dest, most_segme
             hello(flood, sink, b"warm-flood")
             calm.echo(ping_target.addr, b"warm-calm")
             run, _ = run_of(addr_of(sink), "F", 200, most_segments)
-            sent = [0]
-            started, done = threading.Event(), threading.Event()
+            flood.udp.setblocking(False)
 
-            def pump():
-                s = flood.udp
-                s.setblocking(False)
-                t0 = time.monotonic()
-                started.set()
-                try:
-                    while True:
-                        elapsed = time.monotonic() - t0
-                        if elapsed > 10 or (sent[0] >= 40000 and elapsed >= 1.5):
-                            break
-                        try:
-                            send_run(s, run, flood.relay)
-                            sent[0] += len(run)
-                        except (BlockingIOError, ConnectionRefusedError):
-                            time.sleep(0.0005)
-                finally:
-                    done.set()
+            def send_one_run():
+                send_run(flood.udp, run, flood.relay)
+                return len(run)
 
-            t = threading.Thread(target=pump, daemon=True, name="udp-run-flood")
-            t.start()
-            started.wait(5)
-            tries = during = 0
-            while not done.is_set() and tries < 2000:
-                tries += 1
-                try:
-                    calm.echo(ping_target.addr, f"ping-{tries}".encode(), timeout=0.5)
-                    if not done.is_set():
-                        during += 1
-                except AssertionError:
-                    pass
-            t.join(15)
-            assert not t.is_alive(), "flood thread did not finish"
-            assert sent[0] >= 40000, f"only {sent[0]} flood datagrams sent"
-            print(f"run flood: sent {sent[0]}, pings answered during it {during}/{tries}")
+            sent, during, tries = flood_while_pinging(send_one_run, calm, ping_target.addr,
+                                                      at_least=40000)
+            assert sent >= 40000, f"only {sent} flood datagrams sent"
+            print(f"run flood: sent {sent}, pings answered during it {during}/{tries}")
             # Starved, the pinger would time out (0.5 s) on nearly every try.
             assert during >= 10 and during >= tries // 2, (
                 f"only {during} of {tries} pings answered while the flood ran"

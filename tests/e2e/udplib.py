@@ -449,3 +449,52 @@ __all__ = [
     "payload",
     "udp_config",
 ]
+
+
+class FloodResult(NamedTuple):
+    sent: int  # datagrams the flood sent
+    during: int  # pings answered while it ran
+    tries: int  # pings tried while it ran
+
+
+def flood_while_pinging(send, calm: "UdpAssoc", ping_dest: tuple, at_least: int,
+                        min_seconds: float = 1.5, max_seconds: float = 10.0) -> FloodResult:
+    """Call send() unpaced in a thread (it sends and returns how many
+    datagrams it sent; BlockingIOError or ConnectionRefusedError when the
+    socket is full) until at least at_least datagrams and min_seconds have
+    gone by, or max_seconds. Meanwhile calm pings ping_dest, each ping
+    waiting at most 0.5 s. Bounded: at most 2000 pings, the thread joined
+    within 15 s (asserted)."""
+    sent = [0]
+    started, done = threading.Event(), threading.Event()
+
+    def pump():
+        t0 = time.monotonic()
+        started.set()
+        try:
+            while True:
+                elapsed = time.monotonic() - t0
+                if elapsed > max_seconds or (sent[0] >= at_least and elapsed >= min_seconds):
+                    break
+                try:
+                    sent[0] += send()
+                except (BlockingIOError, ConnectionRefusedError):
+                    time.sleep(0.0005)
+        finally:
+            done.set()
+
+    t = threading.Thread(target=pump, daemon=True, name="udp-flood")
+    t.start()
+    started.wait(5)
+    tries = during = 0
+    while not done.is_set() and tries < 2000:
+        tries += 1
+        try:
+            calm.echo(ping_dest, f"ping-{tries}".encode(), timeout=0.5)
+            if not done.is_set():
+                during += 1
+        except AssertionError:
+            pass
+    t.join(15)
+    assert not t.is_alive(), "flood thread did not finish"
+    return FloodResult(sent[0], during, tries)
