@@ -182,6 +182,8 @@ int sclient_step(struct sclient *s, const struct route *r, uint32_t events);
 void sclient_close(struct sclient *s, bool abortive);
 
 uint64_t now_ns(void);
+/* CPU time of this process (every thread: clients and targets), seconds. */
+double self_cpu_s(void);
 
 /* ---- generator threads (client.c) ---- */
 

@@ -46,6 +46,13 @@ uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+double self_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static _Thread_local uint64_t src_rng;
 
 /* A random source in 127.0.0.0/8 (never .0 or .255 in the last byte), so

@@ -402,6 +402,7 @@ int scenario_udp(struct bench *b, struct result *res)
         bench_window(b, "warm-up", o->warmup_s, NULL, NULL, NULL);
         struct proc_sample p0, p1;
         bool have_cpu = bench_sample(b, &p0);
+        double self0 = self_cpu_s();
         for (unsigned t = 0; t < started; t++)
             atomic_store(&ths[t].measuring, true);
         uint64_t t0 = now_ns();
@@ -409,6 +410,9 @@ int scenario_udp(struct bench *b, struct result *res)
         for (unsigned t = 0; t < started; t++)
             atomic_store(&ths[t].measuring, false);
         double secs = (double)(now_ns() - t0) / 1e9;
+        /* The load generator's own CPU (clients and echo): with --direct,
+         * what the same socket operations cost without a proxy. */
+        double self_cpu = self_cpu_s() - self0;
         have_cpu = have_cpu && bench_sample(b, &p1);
         if (o->blast) /* let datagrams still in flight come back and count */
             bench_window(b, NULL, 0.2, NULL, NULL, NULL);
@@ -430,6 +434,8 @@ int scenario_udp(struct bench *b, struct result *res)
                 result_add(res, "proxy_cpu_per_datagram", "us", cpu / (double)(sent + recvd) * 1e6);
                 result_add(res, "proxy_cpu_per_delivered", "us", cpu / (double)recvd * 1e6);
             }
+            if (recvd)
+                result_add(res, "bench_cpu_per_delivered", "us", self_cpu / (double)recvd * 1e6);
             if (!recvd)
                 bench_fail(b,
                            "udp --blast: no datagram came back in the window (%llu sent): "
@@ -450,6 +456,8 @@ int scenario_udp(struct bench *b, struct result *res)
             result_add(res, "late", "", (double)late);
             if (have_cpu && echoes)
                 result_add(res, "proxy_cpu_per_echo", "us", cpu / (double)echoes * 1e6);
+            if (echoes)
+                result_add(res, "bench_cpu_per_echo", "us", self_cpu / (double)echoes * 1e6);
             if (!echoes)
                 bench_fail(b,
                            "udp: no echo came back in the window (%llu lost): the path "

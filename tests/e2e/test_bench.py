@@ -185,6 +185,7 @@ def test_udp_paced_self_hosted():
     assert 0 < metric(r, "rtt_p50") <= metric(r, "rtt_p95")
     assert 0 <= metric(r, "loss") <= 100
     assert metric(r, "proxy_cpu_per_echo") > 0
+    assert metric(r, "bench_cpu_per_echo") > 0
 
 
 def test_udp_large_datagrams_and_direct():
