@@ -174,6 +174,23 @@ static bool find_listen_line(const char *log, struct addr *out)
     return found;
 }
 
+/* Children start with posix_spawn, not fork: the bench's threads keep
+ * opening and closing sockets meanwhile, and a forked child holds a copy of
+ * every one of them until it execs (the shorter that window, the better;
+ * the targets also de-register a socket before closing it). A child reads
+ * /dev/null and starts with no signal blocked; the caller adds where its
+ * output goes. */
+static void spawn_init(posix_spawn_file_actions_t *fa, posix_spawnattr_t *at)
+{
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawn_file_actions_init(fa);
+    posix_spawn_file_actions_addopen(fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawnattr_init(at);
+    posix_spawnattr_setsigmask(at, &none);
+    posix_spawnattr_setflags(at, POSIX_SPAWN_SETSIGMASK);
+}
+
 int child_start(struct child *c, const char *ferry, unsigned workers, const char *extra,
                 const char *userlist, const char *auth_extra)
 {
@@ -206,21 +223,11 @@ int child_start(struct child *c, const char *ferry, unsigned workers, const char
     }
     fclose(f);
 
-    /* posix_spawn, not fork: the bench's threads keep opening and closing
-     * sockets meanwhile, and a forked child holds a copy of every one of
-     * them until it execs (the shorter that window, the better; the
-     * targets also de-register a socket before closing it). */
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
-    sigset_t none;
-    sigemptyset(&none);
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    spawn_init(&fa, &at);
     posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
-    posix_spawnattr_init(&at);
-    posix_spawnattr_setsigmask(&at, &none);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
     const char *const argv[] = {ferry, "serve", "-c", conf, NULL};
     pid_t pid;
     int rc = -posix_spawn(&pid, ferry, &fa, &at, (char *const *)(uintptr_t)argv, environ);
@@ -324,18 +331,11 @@ int proc_capture(const char *const argv[], char *out, size_t cap)
         free(env);
         return rc;
     }
-    /* posix_spawn, not fork: the bench has threads running. */
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
-    sigset_t none;
-    sigemptyset(&none);
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    spawn_init(&fa, &at);
     posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
     posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-    posix_spawnattr_init(&at);
-    posix_spawnattr_setsigmask(&at, &none);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
     pid_t pid;
     rc = -posix_spawnp(&pid, argv[0], &fa, &at, (char *const *)(uintptr_t)argv, env);
     posix_spawn_file_actions_destroy(&fa);

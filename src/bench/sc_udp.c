@@ -436,7 +436,7 @@ int scenario_udp(struct bench *b, struct result *res)
             }
             if (recvd)
                 result_add(res, "bench_cpu_per_delivered", "us", self_cpu / (double)recvd * 1e6);
-            if (!recvd)
+            else
                 bench_fail(b,
                            "udp --blast: no datagram came back in the window (%llu sent): "
                            "the path through the proxy is broken",
@@ -458,7 +458,7 @@ int scenario_udp(struct bench *b, struct result *res)
                 result_add(res, "proxy_cpu_per_echo", "us", cpu / (double)echoes * 1e6);
             if (echoes)
                 result_add(res, "bench_cpu_per_echo", "us", self_cpu / (double)echoes * 1e6);
-            if (!echoes)
+            else
                 bench_fail(b,
                            "udp: no echo came back in the window (%llu lost): the path "
                            "through the proxy is broken",

@@ -484,9 +484,48 @@ static bool gso_supported(void)
     return ok;
 }
 
-/* sendmmsg m[0..n), one datagram a message; what the kernel will not take
- * is dropped and counted (UDP: never queue behind a full socket). */
-static void send_plain(struct udp_assoc *a, int fd, struct mmsghdr *m, unsigned n)
+static bool send_msgs(struct udp_assoc *a, int fd, uint16_t *max_seg, struct mmsghdr *m, unsigned n,
+                      const uint16_t *segs);
+
+/* Send the datagrams of one merged message one by one. */
+static void send_split(struct udp_assoc *a, int fd, const struct msghdr *h)
+{
+    struct mmsghdr one[UDP_GSO_SEGS];
+    unsigned n = (unsigned)h->msg_iovlen;
+    for (unsigned i = 0; i < n; i++)
+        one[i].msg_hdr = (struct msghdr){.msg_name = h->msg_name,
+                                         .msg_namelen = h->msg_namelen,
+                                         .msg_iov = h->msg_iov + i,
+                                         .msg_iovlen = 1};
+    (void)send_msgs(a, fd, NULL, one, n, NULL);
+}
+
+/* The kernel refused merged message h: learn from why (max_seg), then send
+ * its datagrams one by one. EMSGSIZE (segments over the route's MTU)
+ * limits later runs to smaller segments; EIO or EINVAL (no checksum
+ * offload, a kernel without UDP GSO) ends merging on the socket. */
+static void send_refused(struct udp_assoc *a, int fd, uint16_t *max_seg, const struct msghdr *h,
+                         int err)
+{
+    size_t seg = h->msg_iov[0].iov_len;
+    if (err == EMSGSIZE && seg > 1 && seg - 1 < *max_seg) {
+        *max_seg = (uint16_t)(seg - 1);
+        log_debug("udp: segments of %zu bytes refused (%s); merging only smaller ones", seg,
+                  strerror(err));
+    } else if (err == EIO || err == EINVAL) {
+        *max_seg = 0;
+        log_debug("udp: segmentation offload refused (%s); datagrams go one by one", strerror(err));
+    }
+    send_split(a, fd, h);
+}
+
+/* sendmmsg m[0..n); segs[i] is how many datagrams message i carries (NULL:
+ * one each). What the kernel will not take is dropped and counted (UDP:
+ * never queue behind a full socket), but a refused merged message, which
+ * only exists when max_seg is given, goes again one datagram at a time.
+ * false if the socket was full. */
+static bool send_msgs(struct udp_assoc *a, int fd, uint16_t *max_seg, struct mmsghdr *m, unsigned n,
+                      const uint16_t *segs)
 {
     unsigned done = 0;
     while (done < n) {
@@ -500,79 +539,38 @@ static void send_plain(struct udp_assoc *a, int fd, struct mmsghdr *m, unsigned 
         if (errno == EAGAIN || errno == ENOBUFS || errno == ENOMEM) {
             /* The socket is full: the rest would be refused one syscall
              * at a time. */
-            stat_add(&a->w->stats.udp_drop_send, n - done);
-            return;
+            uint64_t lost = 0;
+            for (unsigned i = done; i < n; i++)
+                lost += segs ? segs[i] : 1;
+            stat_add(&a->w->stats.udp_drop_send, lost);
+            return false;
         }
-        /* One datagram refused (EMSGSIZE, unreachable, port 0): drop it
-         * and carry on with the rest. */
-        stat_add(&a->w->stats.udp_drop_send, 1);
+        if (segs && segs[done] > 1)
+            send_refused(a, fd, max_seg, &m[done].msg_hdr, errno);
+        else /* one datagram refused (EMSGSIZE, unreachable, port 0) */
+            stat_add(&a->w->stats.udp_drop_send, 1);
         done++;
     }
-}
-
-/* Send the datagrams of one merged message one by one. */
-static void send_split(struct udp_assoc *a, int fd, const struct msghdr *h)
-{
-    struct mmsghdr one[UDP_GSO_SEGS];
-    unsigned n = (unsigned)h->msg_iovlen;
-    for (unsigned i = 0; i < n; i++)
-        one[i].msg_hdr = (struct msghdr){.msg_name = h->msg_name,
-                                         .msg_namelen = h->msg_namelen,
-                                         .msg_iov = h->msg_iov + i,
-                                         .msg_iovlen = 1};
-    send_plain(a, fd, one, n);
+    return true;
 }
 
 /* Send a batch on one of the association's sockets (sock: UDP_SOCK_*).
  * Runs of equal datagrams to one address go out as one message with
- * UDP_SEGMENT. A refused run is sent one datagram at a time, and the
- * socket learns from it: EMSGSIZE (segments over the route's MTU) limits
- * later runs to smaller segments; EIO or EINVAL (no checksum offload, a
- * kernel without UDP GSO) ends merging on the socket. */
+ * UDP_SEGMENT, unless merging is off on the socket (gso_max 0). */
 static void send_batch(struct udp_assoc *a, int fd, unsigned sock, struct mmsghdr *m, unsigned n)
 {
     uint16_t *max_seg = &a->gso_max[sock];
     if (*max_seg == 0) {
-        send_plain(a, fd, m, n);
+        (void)send_msgs(a, fd, NULL, m, n, NULL);
         return;
     }
     struct udp_worker *uw = a->w->udp;
     struct udp_gso *g = &uw->gso;
     while (n) {
         unsigned part = MIN(n, (unsigned)UDP_GSO_BATCH);
-        unsigned nm = udp_gso_coalesce(m, part, *max_seg, g), done = 0;
-        while (done < nm) {
-            int rc = sendmmsg(fd, m + done, nm - done, MSG_DONTWAIT);
-            if (rc >= 0) {
-                done += (unsigned)rc;
-                continue;
-            }
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == ENOBUFS || errno == ENOMEM) {
-                uint64_t lost = 0;
-                for (unsigned i = done; i < nm; i++)
-                    lost += g->segs[i];
-                stat_add(&a->w->stats.udp_drop_send, lost + (n - part));
-                return;
-            }
-            if (g->segs[done] > 1) {
-                size_t seg = m[done].msg_hdr.msg_iov[0].iov_len;
-                int err = errno;
-                if (err == EMSGSIZE && seg > 1 && seg - 1 < *max_seg) {
-                    *max_seg = (uint16_t)(seg - 1);
-                    log_debug("udp: segments of %zu bytes refused (%s); merging only smaller ones",
-                              seg, strerror(err));
-                } else if (err == EIO || err == EINVAL) {
-                    *max_seg = 0;
-                    log_debug("udp: segmentation offload refused (%s); datagrams go one by one",
-                              strerror(err));
-                }
-                send_split(a, fd, &m[done].msg_hdr);
-            } else {
-                stat_add(&a->w->stats.udp_drop_send, 1);
-            }
-            done++;
+        if (!send_msgs(a, fd, max_seg, m, udp_gso_coalesce(m, part, *max_seg, g), g->segs)) {
+            stat_add(&a->w->stats.udp_drop_send, n - part); /* full: the rest too */
+            return;
         }
         m += part;
         n -= part;

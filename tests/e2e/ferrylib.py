@@ -20,6 +20,7 @@ import functools
 import hashlib
 import http.server
 import ipaddress
+import json
 import os
 import re
 import shutil
@@ -27,6 +28,7 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -66,6 +68,37 @@ def _pdeathsig_prefix() -> list[str]:
     # started from pytest's main thread.)
     setpriv = shutil.which("setpriv")
     return [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
+
+
+def netns_unavailable(setup: str) -> str | None:
+    """Why a private network namespace (`unshare -n`, root only) in which
+    the shell command setup succeeds cannot be had here, or None."""
+    unshare = shutil.which("unshare")
+    if not unshare:
+        return "unshare (util-linux) is not installed"
+    if not shutil.which("ip"):
+        return "ip (iproute2) is not installed"
+    try:
+        r = subprocess.run([unshare, "-n", "sh", "-c", setup], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"unshare -n failed: {e}"
+    if r.returncode != 0:
+        return f"unshare -n is not permitted here (rc={r.returncode}): {r.stderr.strip()[:200]}"
+    return None
+
+
+def run_in_netns(script: Path, args: list[str], timeout: float, what: str) -> dict:
+    """Run the Python script (in this directory) in a private network
+    namespace, killed with the test; it must exit 0 and print its result
+    as JSON on its last line, which is returned."""
+    cmd = [shutil.which("unshare"), "-n", sys.executable, str(script), *args]
+    try:
+        p = subprocess.run(_pdeathsig_prefix() + cmd, capture_output=True, text=True, timeout=timeout,
+                           stdin=subprocess.DEVNULL, cwd=script.parent)
+    except subprocess.TimeoutExpired as e:
+        raise AssertionError(f"{what} did not finish within {timeout:g}s: {e}") from None
+    assert p.returncode == 0, f"{what}: rc={p.returncode}\nstdout:\n{p.stdout[-3000:]}\nstderr:\n{p.stderr[-3000:]}"
+    return json.loads(p.stdout.strip().splitlines()[-1])
 
 
 class CliResult(NamedTuple):

@@ -23,20 +23,9 @@ import time
 from pathlib import Path
 
 import ferrylib
-from udplib import UdpAssoc, payload, stop_process
+from udplib import UdpAssoc, payload, recv_datagrams, stop_process
 
 BURST = 10
-
-
-def _recv_n(sock: socket.socket, n: int, timeout: float = 3.0) -> list[bytes]:
-    got = []
-    sock.settimeout(timeout)
-    for _ in range(n):
-        try:
-            got.append(sock.recv(65536))
-        except socket.timeout:
-            break
-    return got
 
 
 def _paused(proc: subprocess.Popen, send):
@@ -80,7 +69,7 @@ def scenario(ferry_bin: str, workdir: Path) -> dict:
             for name, size in (("up_big", 8000), ("up_small", 1000)):
                 want = [payload(f"{name}{i}-", size) for i in range(BURST)]
                 _paused(proc, lambda: [a.send(daddr, p) for p in want])
-                res[name] = _recv_n(dest, BURST) == want
+                res[name] = recv_datagrams(dest, BURST, timeout=3.0) == want
             for name, size in (("down_small", 1000), ("down_big", 8000), ("down_after", 1000)):
                 want = [payload(f"{name}{i}-", size) for i in range(BURST)]
                 _paused(proc, lambda: [dest.sendto(p, out) for p in want])

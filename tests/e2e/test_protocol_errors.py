@@ -16,7 +16,6 @@ from ferrylib import (
     ATYP_V6,
     CMD_BIND,
     CMD_CONNECT,
-    CMD_UDP,
     REP,
     echo_roundtrip,
     expect_closed_silently,

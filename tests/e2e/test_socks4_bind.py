@@ -347,19 +347,7 @@ def test_bind_peer_from_wrong_address_refused(bind_proxy):
     with s:
         assert r1.rep == 0 and r1.host == "127.0.0.1"
         # 127.0.0.2 reaches the listener, but is not the host that was named
-        try:
-            wrong = connect_peer((r1.host, r1.port), source="127.0.0.2")
-        except ConnectionResetError:
-            wrong = None  # ferry's reset came before connect() returned
-        if wrong:
-            with wrong:
-                try:
-                    data = wrong.recv(16)
-                except ConnectionResetError:
-                    data = b""
-                assert data == b"", "the wrong peer got bytes"
-        bind_proxy.wait_log(r"BIND: refused a connection from 127\.0\.0\.2:\d+ \(waiting for 127\.0\.0\.1\)",
-                            start=start)
+        expect_peer_refused(bind_proxy, (r1.host, r1.port), "127.0.0.2", "127.0.0.1", start)
         # no second reply for it: the session waits on
         s.settimeout(0.3)
         with pytest.raises(socket.timeout):

@@ -11,13 +11,9 @@ Only loopback: destinations are UDP echo servers on 127.0.0.1 / ::1, and
 up to REPLY_TIMEOUT (2 s, returning as soon as it arrives); "nothing
 arrives" checks wait SILENCE (0.4 s)."""
 
-import json
-import shutil
 import signal
 import socket
 import struct
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -38,6 +34,7 @@ from udplib import (
     free_udp_port,
     hosts_loopback_name,
     payload,
+    recv_datagrams,
     stop_process,
     udp_config,
 )
@@ -670,17 +667,6 @@ def test_queue_while_resolving(ferry, udp_server):
         assert (m.host, m.port) == ("127.0.0.1", e.port)
 
 
-def _recv_all(sock: socket.socket, n: int) -> list[bytes]:
-    got = []
-    sock.settimeout(REPLY_TIMEOUT)
-    for _ in range(n):
-        try:
-            got.append(sock.recv(65536))
-        except socket.timeout:
-            break
-    return got
-
-
 @pytest.mark.parametrize("gso", ["yes", "no"])
 def test_batched_datagrams_keep_their_boundaries(ferry, gso):
     """Datagrams that reach ferry together go out as one batch, and runs of
@@ -716,7 +702,7 @@ def test_batched_datagrams_keep_their_boundaries(ferry, gso):
                 f.proc.send_signal(signal.SIGCONT)
             for d in dests:
                 want = [p for dd, p in plan if dd is d]
-                got = _recv_all(d, len(want))
+                got = recv_datagrams(d, len(want))
                 assert [len(x) for x in got] == [len(x) for x in want]
                 assert got == want
             # Back: every destination answers with the same burst.
@@ -1004,39 +990,17 @@ def test_bandwidth_limit_drops_datagrams(ferry, udp_server):
 # ---- segmentation offload refused -----------------------------------------------
 
 
-def _unshare_reason() -> str | None:
-    """Why a private network namespace cannot be had here, or None."""
-    unshare, ip = shutil.which("unshare"), shutil.which("ip")
-    if not unshare or not ip:
-        return "unshare (util-linux) or ip (iproute2) is not installed"
-    try:
-        r = subprocess.run([unshare, "-n", ip, "link", "set", "lo", "up", "mtu", "1500"],
-                           capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"unshare -n failed: {e}"
-    if r.returncode != 0:
-        return f"unshare -n is not permitted here (rc={r.returncode}): {r.stderr.strip()[:200]}"
-    return None
-
-
 def test_gso_refused_falls_back_in_netns(tmp_path):
     """With the loopback MTU at 1500 (a private namespace), merged 8,000-byte
     datagrams are refused by the kernel: ferry sends them one by one, says
     so once per socket (debug), and every datagram still arrives, both ways;
     1,000-byte runs before and after still go through."""
-    why = _unshare_reason()
+    why = ferrylib.netns_unavailable("ip link set lo up mtu 1500")
     if why:
         pytest.skip(why)
-    here = Path(__file__).resolve().parent
-    cmd = [shutil.which("unshare"), "-n", sys.executable, str(here / "gso_netns.py"),
-           "--ferry", ferrylib.ferry_bin(), "--workdir", str(tmp_path)]
-    try:
-        p = subprocess.run(ferrylib._pdeathsig_prefix() + cmd, capture_output=True, text=True, timeout=120,
-                           stdin=subprocess.DEVNULL, cwd=here)
-    except subprocess.TimeoutExpired as e:
-        raise AssertionError(f"the scenario did not finish within 120s: {e}") from None
-    assert p.returncode == 0, f"rc={p.returncode}\nstdout:\n{p.stdout[-3000:]}\nstderr:\n{p.stderr[-3000:]}"
-    res = json.loads(p.stdout.strip().splitlines()[-1])
+    res = ferrylib.run_in_netns(Path(__file__).resolve().parent / "gso_netns.py",
+                                ["--ferry", ferrylib.ferry_bin(), "--workdir", str(tmp_path)],
+                                timeout=120, what="the scenario")
     tail = res.pop("log_tail")
     assert {k: res[k] for k in ("up_big", "up_small", "down_small", "down_big", "down_after")} == {
         "up_big": True, "up_small": True, "down_small": True, "down_big": True, "down_after": True}, (res, tail)

@@ -11,12 +11,8 @@ as JSON. The simpler scenario runs here directly.
 
 from __future__ import annotations
 
-import json
-import shutil
 import signal
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,37 +24,14 @@ from opslib import free_port, listening_inodes, wait_until
 HERE = Path(__file__).resolve().parent
 
 
-def _unshare_net() -> str | None:
-    """Why `unshare -n` cannot be used here, or None when it can."""
-    unshare = shutil.which("unshare")
-    if not unshare:
-        return "unshare (util-linux) is not installed"
-    if not shutil.which("ip"):
-        return "ip (iproute2) is not installed"
-    try:
-        r = subprocess.run([unshare, "-n", "sh", "-c", "ip link set lo up && echo 1 > /proc/sys/net/ipv4/tcp_migrate_req"],
-                           capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"unshare -n failed: {e}"
-    if r.returncode != 0:
-        return f"unshare -n is not permitted here (rc={r.returncode}): {r.stderr.strip()[:200]}"
-    return None
-
-
 def test_upgrade_under_load_in_netns(tmp_path):
-    why = _unshare_net()
+    why = ferrylib.netns_unavailable("ip link set lo up && echo 1 > /proc/sys/net/ipv4/tcp_migrate_req")
     if why:
         pytest.skip(why)
-    cmd = [shutil.which("unshare"), "-n", sys.executable, str(HERE / "opslib.py"), "upgrade",
-           "--ferry", ferrylib.ferry_bin(), "--workdir", str(tmp_path),
-           "--seconds", "3", "--threads", "4", "--long-mb", "4"]
-    try:
-        p = subprocess.run(ferrylib._pdeathsig_prefix() + cmd, capture_output=True, text=True, timeout=150,
-                           stdin=subprocess.DEVNULL, cwd=HERE)
-    except subprocess.TimeoutExpired as e:
-        raise AssertionError(f"the upgrade scenario did not finish within 150s: {e}") from None
-    assert p.returncode == 0, f"scenario rc={p.returncode}\nstdout:\n{p.stdout[-3000:]}\nstderr:\n{p.stderr[-3000:]}"
-    res = json.loads(p.stdout.strip().splitlines()[-1])
+    res = ferrylib.run_in_netns(HERE / "opslib.py",
+                                ["upgrade", "--ferry", ferrylib.ferry_bin(), "--workdir", str(tmp_path),
+                                 "--seconds", "3", "--threads", "4", "--long-mb", "4"],
+                                timeout=150, what="the upgrade scenario")
     logs = "\n".join(f"--- ferry {k} ---\n{v}" for k, v in res.get("logs", {}).items())
     summary = {k: v for k, v in res.items() if k != "logs"}
     assert res["tcp_migrate_req"] == "1", summary

@@ -451,6 +451,19 @@ __all__ = [
 ]
 
 
+def recv_datagrams(sock: socket.socket, n: int, timeout: float = REPLY_TIMEOUT) -> list[bytes]:
+    """Up to n datagrams from sock, waiting at most timeout for each (fewer
+    when they stop coming)."""
+    got = []
+    sock.settimeout(timeout)
+    for _ in range(n):
+        try:
+            got.append(sock.recv(65536))
+        except socket.timeout:
+            break
+    return got
+
+
 class FloodResult(NamedTuple):
     sent: int  # datagrams the flood sent
     during: int  # pings answered while it ran
