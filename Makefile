@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # ferry: build, run, test and lint. GNU make on Debian 12 (Linux only).
 #
 #   make            release build -> ./ferry

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-2-Clause
 """argon2time.py: what one Argon2id verification costs here, for bench/compare.sh.
 
   argon2time.py --ferry PATH [--runs N] [--round R]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # bench/compare.sh: ferry side by side with other proxies from Debian.
 #
 # Starts, on 127.0.0.1 only and as children of this script, ferry (`ferry

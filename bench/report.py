@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-2-Clause
 """report.py: docs/benchmarks.md from the JSON lines of bench/compare.sh.
 
   report.py meta [--cmdline ...]            print the run's header line (machine,

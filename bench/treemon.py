@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-2-Clause
 """treemon.py: helpers of bench/compare.sh around each `ferry bench` run.
 
   treemon.py annotate --line F [--mon F] ...  merge a bench JSON line with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * main.c: argv to subcommand. The only file that decides the process exit
  * status; everything else returns errors to it.

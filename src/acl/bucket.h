@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bucket.h: a token bucket in integer arithmetic. rate tokens a second,
  * at most burst held (rate 0: the burst once, never refilled). Time is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * limits.h: per-client-address and per-user accounting shared by all
  * workers: concurrent connections per address, new connections per second

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * rules.c: parsing, indexing and first-match evaluation of access rules.
  * Pure: no I/O, no logging, no globals; the index is built once and read

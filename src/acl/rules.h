@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * rules.h: access rules, compiled once per configuration and then only
  * read (by every worker, without locks).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * auth.c: throttle, cache and verifier put together in the order that keeps
  * every outcome honest: a throttled client is refused before any work; a

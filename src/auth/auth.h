@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * auth.h: username/password authentication as a session sees it, for any
  * protocol (SOCKS5's RFC 1929 today, HTTP Basic later). One call decides:

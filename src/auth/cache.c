@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cache.c: a 4-way set-associative table. The set is chosen by a keyed
  * hash of the name; within a set an entry is found by that hash and proven

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cache.h: the verified-credential cache of one worker. After a successful
  * verification it keeps a keyed tag of (name, password) with an expiry;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * passwd.c: `ferry passwd`: make a userlist line. The password is read
  * without echo from a terminal (twice, to catch typos), or as one line from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * passwd.h: `ferry passwd`, the userlist line maker.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * shared.c: the process-wide verified-credential table (shared.h).
  *

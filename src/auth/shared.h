@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * shared.h: the process-wide second level of the verified-credential
  * cache. Each worker's own cache (cache.h) answers without touching shared

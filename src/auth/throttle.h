@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * throttle.h: failed-authentication throttling per client address, shared
  * by all workers. After max_failures failures within window_ms, an address

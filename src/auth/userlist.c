@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * userlist.c: parsing and lookup of the userlist. Lookups hash the name
  * with a per-process SipHash key, so a hostile client cannot aim names at

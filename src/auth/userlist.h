@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * userlist.h: the users who may authenticate, loaded from a file of lines
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * verifier.c: the verifier pool. A mutex guards the job queue: it is taken
  * once per Argon2 verification (tens of milliseconds of work), never on the

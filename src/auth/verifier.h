@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * verifier.h: the pool of threads that verify passwords, so Argon2 never
  * runs on an event loop. Workers submit jobs to one bounded queue; results

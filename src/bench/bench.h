@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bench.h: `ferry bench`, the load generator. It is built on core/ (loop,
  * sockets) and proto/ (SOCKS5 client messages) and never reaches into

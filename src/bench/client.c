@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * client.c: the bench's client side: a SOCKS5 client connection driven by
  * a generator thread's loop, and the generator threads themselves. The

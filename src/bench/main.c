@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bench/main.c: `ferry bench SCENARIO [options]`: options, the proxy under
  * test (a ferry child, --proxy, --relay or --direct), R runs of the

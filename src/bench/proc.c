@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * proc.c: child process management and /proc sampling for the bench, and
  * the short helper commands (git, `ferry --version`) that describe the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * proc.h: the self-hosted proxy: a ferry child on an ephemeral loopback
  * port, started and stopped by the bench.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * sc_connections.c: many concurrent, mostly idle connections. Open N
  * proxied connections (at most --concurrency setups in flight), hold them

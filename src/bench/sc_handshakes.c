@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * sc_handshakes.c: connection setup rate and latency. --concurrency slots
  * each repeat a full setup: TCP connect (from a random 127.x.y.z source, so

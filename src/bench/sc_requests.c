@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * sc_requests.c: small HTTP requests, each on a new proxied connection (what
  * a browser or API client does through a SOCKS proxy without keep-alive),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * sc_rules.c: the cost of one access-rule lookup, with --rules synthetic
  * rules (a realistic mix: blocked address ranges, blocked and allowed

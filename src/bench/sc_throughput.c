@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * sc_throughput.c: steady-state relay throughput. N connections are set up
  * through the proxy to the echo target before the window opens; then each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * sc_udp.c: UDP relay. --connections clients each open a UDP ASSOCIATE
  * through the proxy (or, with --direct, talk to the echo themselves) and

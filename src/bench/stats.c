@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * stats.c: percentiles, medians and latency sample arrays for the bench.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * stats.h: the small statistics `ferry bench` reports: percentiles of
  * latency samples and the median of runs. Pure functions.

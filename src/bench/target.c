@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * target.c: the servers the bench aims at, all on 127.0.0.1 and all in one
  * thread: TCP echo (one or several ports), a small HTTP/1.1 server and a UDP

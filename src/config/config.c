@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * config.c: INI file (via libinih) and command line into struct config.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * config.h: ferry's configuration: built-in defaults, then the INI file,
  * then command-line overrides, validated into one immutable struct config.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * buf.c: the buffer freelist. Buffers are plain malloc blocks; the pool
  * only keeps a bounded number of them warm for reuse.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * buf.h: fixed-capacity byte buffers and the per-worker freelist they come
  * from. A session borrows a buffer only while bytes are in flight and hands

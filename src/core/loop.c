@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * loop.c: epoll, a timer heap and a deferred-task list: the whole runtime
  * of a worker thread. Nothing here allocates per event or logs; errors are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * loop.h: the event loop. One per worker thread; a loop is not thread-safe
  * and is only ever touched by the thread that runs it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * pipe.c: pipe pool. Creating a pipe costs two fds and a syscall; reusing
  * one costs nothing, so a worker keeps a few warm.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * pipe.h: a per-worker pool of kernel pipes for splice(). A session takes a
  * pipe while spliced bytes are in flight and returns it once the pipe is

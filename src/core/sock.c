@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * sock.c: thin wrappers over the socket API with ferry's return convention.
  */

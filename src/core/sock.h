@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * sock.h: nonblocking socket calls. Every function returns a file
  * descriptor or 0 on success and -errno on failure, and logs nothing: the

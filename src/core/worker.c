@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * worker.c: a worker's thread body, its accept path and its command
  * channel. Accepting is bounded per wakeup so one busy listener cannot

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * worker.h: a worker thread: one loop, its own SO_REUSEPORT listeners,
  * buffer and pipe pools, a resolver and a counters shard. Nothing a worker

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fcrypto.c: libsodium behind ferry's own names.
  */

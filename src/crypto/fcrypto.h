@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fcrypto.h: every cryptographic operation ferry performs, and the only room
  * that includes <sodium.h>. Callers see plain byte arrays; the choice of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * resolver.c: c-ares on a ferry loop. c-ares tells us which sockets it wants
  * watched (sock_state_cb); we register them level-triggered on the worker's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * resolver.h: asynchronous name resolution for one worker: a c-ares channel
  * driven by the worker's own loop, plus a small TTL cache. A resolver that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * log.c: bounded multi-producer queue (Vyukov's array queue: one CAS per
  * record, no lock) feeding one writer thread that batches records into few

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * log.h: the asynchronous logger, the only room that writes to stderr or a
  * log file.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * metrics.c: the Prometheus endpoint: a small HTTP/1.x server on its own
  * thread (GET or HEAD of /metrics and /healthz, one request per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * metrics.h: the Prometheus endpoint. A thread of its own, with its own
  * loop, serves GET /metrics (text exposition format 0.0.4) and GET /healthz

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * stats.c: names of the counters' labels and the handshake histogram.
  */

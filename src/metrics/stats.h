@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * stats.h: per-worker counters. Each counter has exactly one writer (its
  * worker thread), so an increment is a relaxed load and store: no lock, no

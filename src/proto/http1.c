@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * http1.c: HTTP/1.x heads, body framing and the small grammars a proxy
  * needs (authority, absolute URI, Basic credentials). Strict where

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * http1.h: HTTP/1.x messages (RFC 9112) as pure functions over bytes, for
  * the HTTP proxy. No I/O, no allocation, no logging, no globals.

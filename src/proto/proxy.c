@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * proxy.c: PROXY protocol v1 and v2 headers, read and written. This is a
  * security boundary: the header decides which client address the ACLs, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * proxy.h: the HAProxy PROXY protocol, versions 1 (text) and 2 (binary), as
  * pure functions over bytes: no I/O, no allocation. A trusted load balancer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * socks4.c: SOCKS4/4a requests and replies. The two NUL-terminated fields
  * are bounded so a client that never sends its NUL is judged after 256

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * socks4.h: SOCKS4 and its 4a extension (domain names) as pure functions
  * over bytes. Same return convention as socks5.h: >0 consumed, 0 need

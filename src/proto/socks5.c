@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * socks5.c: RFC 1928 messages, parsed and written byte by byte (never through
  * packed structs). Incomplete input returns 0 so a caller can feed bytes as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * socks5.h: the SOCKS Protocol Version 5 wire format (RFC 1928) as pure
  * functions over bytes. No I/O, no allocation, no logging, no globals.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bindmap.c: the process-wide table of primary-session destinations that
  * BIND falls back to (see bindmap.h). It must stay cheap and lock-free:

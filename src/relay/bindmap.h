@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bindmap.h: the destination of each client's primary session, for BIND
  * requests that do not name the host that will connect back (RFC 1928

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * conn.c: the session core: accept, the first byte that picks the
  * protocol, resolving and dialing, the byte relay, lingering close, timers,

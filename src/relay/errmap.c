@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * errmap.c: failures to reply codes. RFC 1928 section 6 has few codes; each
  * errno below is placed where an operator reading the reply would look.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * errmap.h: the one place where a failure (a negative errno, or a DNS
  * status) becomes a protocol reply code.

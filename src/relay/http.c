@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * http.c: the HTTP proxy (RFC 9110/9112) on the same port as SOCKS.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * policy.c: where sessions meet the rules and limits of acl/: may this
  * client connect at all (per-address concurrency and rate), may this user

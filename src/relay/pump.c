@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * pump.c: the data path. Moves bytes client -> destination and back with as
  * few syscalls as the kernel allows, and owns no policy: the session in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * session.h: what the protocol rooms of relay/ (socks.c, http.c) share with
  * the session core (conn.c). Not for use outside relay/.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * socks.c: the SOCKS side of a session: SOCKS5 (RFC 1928) greeting, RFC 1929
  * sub-negotiation and request; SOCKS4 and 4a; and the commands beyond

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * notify.c: sd_notify over a datagram socket. An address starting with '@'
  * is in the abstract namespace.

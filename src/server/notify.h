@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * notify.h: the systemd notification protocol (sd_notify(3)) without
  * libsystemd: one datagram to $NOTIFY_SOCKET per state change. Without

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * server.c: the main thread of `ferry serve`. It binds every listening
  * socket before any worker starts (so a port in use fails fast), gives each

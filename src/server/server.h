@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * server.h: `ferry serve`: bind, start the workers, wait for signals, drain.
  */

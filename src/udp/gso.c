@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * gso.c: merge runs of equal datagrams into UDP_SEGMENT messages (gso.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * gso.h: UDP segmentation offload for a batch about to go out. Runs of
  * consecutive datagrams to one address with the same length (the run's last

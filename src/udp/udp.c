@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * udp.c: the UDP ASSOCIATE relay. Two handlers per association, one per
  * direction, each draining its socket in batches of UDP_BATCH datagrams

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * udp.h: UDP ASSOCIATE (RFC 1928 section 7): one association per control
  * connection. It owns a client-facing UDP socket and at most one outgoing

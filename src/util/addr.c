@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * addr.c: conversions between struct addr, sockaddrs and text. IPv4-mapped
  * IPv6 addresses (::ffff:a.b.c.d) are folded to IPv4 so that a dual-stack

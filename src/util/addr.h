@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * addr.h: socket addresses as text and back. struct addr is ferry's compact
  * form of an IPv4/IPv6 address and port (20 bytes instead of the 128 of a

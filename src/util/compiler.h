@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * compiler.h: small portable helpers every room may use. No project
  * knowledge lives here: attribute spellings, array length, container_of and

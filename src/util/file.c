@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * file.c: whole-file reads for configuration-sized files.
  */

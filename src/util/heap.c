@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * heap.c: the binary min-heap behind timers. Pure data structure: it never
  * looks at the clock and never calls back.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * heap.h: binary min-heap of intrusive nodes keyed by a 64-bit value. Each
  * node remembers its slot, so removal of any node is O(log n). Used by the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * list.h: intrusive circular doubly linked list (the Linux kernel shape).
  * A struct list is embedded in the owner; the list never allocates and never

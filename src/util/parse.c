@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * parse.c: number, duration, size and boolean words. Written by hand rather
  * than with strtoul so that signs, spaces, hex and silent wrap-around are all

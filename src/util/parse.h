@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * parse.h: bounded parsing of the words operators write: whole numbers,
  * durations, sizes and booleans. Every function takes a NUL-terminated word,

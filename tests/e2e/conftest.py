@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Fixtures for ferry's end-to-end tests (helpers live in ferrylib.py).
 
   ferry          function-scoped factory: ferry(config={...}, auth={...},

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Helpers for ferry's end-to-end tests.
 
 Everything here is bounded: every socket read has a timeout, every loop has a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """UDP segmentation offload refused, run as a script inside `unshare -n`.
 
 In a private network namespace the loopback MTU is lowered to 1500, so a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Helpers for the HTTP proxy end-to-end tests.
 
 Everything here is bounded like ferrylib: every read has a deadline, every

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Helpers for the operations end-to-end tests (metrics endpoint, service
 integration, PROXY protocol, zero-downtime upgrade).
 

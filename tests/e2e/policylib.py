@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Helpers for the access rules and limits end-to-end tests (test_policy.py).
 
 Everything is bounded as in ferrylib: every read has a deadline, every loop a

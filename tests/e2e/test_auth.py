@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """RFC 1929 username/password authentication, end to end: real clients
 (curl, PySocks) and the raw client against ferry with an [auth] userlist;
 every malformed sub-negotiation; constant-cost verification (timing does

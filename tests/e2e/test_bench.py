@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """`ferry bench`: every scenario runs briefly against a self-hosted ferry (and
 the main modes once each) and its JSON report carries plausible figures.
 

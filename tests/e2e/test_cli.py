@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Command line and configuration: --version, help, --check, config errors,
 the open-proxy guard, FERRY_LOG, log_file and access_log."""
 

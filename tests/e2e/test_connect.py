@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Successful CONNECTs with real clients (curl, PySocks) and the raw client:
 IPv4, IPv6, domain names, BND.ADDR/BND.PORT."""
 

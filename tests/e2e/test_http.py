@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The HTTP proxy on ferry's mixed port, end to end.
 
 Real clients (curl with -x and --proxytunnel, Python's urllib) and a raw

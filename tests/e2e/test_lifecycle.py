@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Process and session lifecycle: signals and draining, shutdown_timeout,
 iotimeout, max_connections, the access log."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The Prometheus endpoint ([metrics] listen): the exposition format (a strict
 checker of our own, and promtool when $PROMTOOL is there), counters that
 follow real traffic (SOCKS5 through PySocks, HTTP through curl, rules,

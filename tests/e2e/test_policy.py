@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Access rules and limits ([rules], rules_file, rules_default, protected
 ranges, [limits]) seen from clients.
 

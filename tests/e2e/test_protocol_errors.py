@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """RFC 1928 edge cases against one ferry instance: malformed greetings and
 requests, every reply code that loopback can provoke, split and pipelined
 handshakes, the handshake timeout. The last test proves the same instance

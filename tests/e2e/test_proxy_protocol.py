@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The PROXY protocol on a listener (listen = ADDR:PORT proxy_protocol=v1|v2,
 proxy_protocol_from = CIDRs): behind a real HAProxy (send-proxy-v2 and
 send-proxy) the rules and the access log see the original client address;

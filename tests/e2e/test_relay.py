@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The data path: many concurrent sessions, half-close in both directions,
 a server that aborts, and every splice/buffer setting."""
 

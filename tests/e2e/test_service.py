@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Running ferry as a service: --pidfile, SIGUSR1 and log_file (logrotate),
 sd_notify (READY, RELOADING with MONOTONIC_USEC, STOPPING; a path and an
 abstract address), dropping privileges to user/group, listen addresses

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """SOCKS4/4a and BIND (SOCKS5 and SOCKS4) on ferry's mixed port, end to end.
 
 SOCKS4: curl --socks4/--socks4a, raw CONNECTs to 127.0.0.1 and to

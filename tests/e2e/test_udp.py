@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """UDP ASSOCIATE (RFC 1928 section 7): the reply's BND address, the relay in
 both directions for IPv4, IPv6 and domain destinations, who may send
 (the control connection's client IP, from the port of its first datagram),

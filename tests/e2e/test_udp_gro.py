@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """UDP receive offload (udp.gro): every UDP socket of an association asks
 for UDP_GRO, so the kernel may hand ferry a run of equal-size datagrams
 from one sender as ONE receive (a control message gives the segment size).

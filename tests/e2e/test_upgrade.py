@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Zero-downtime upgrade: a second ferry binds the same port (SO_REUSEPORT),
 the old one gets SIGTERM, takes what waits in its accept queues, stops
 listening and drains its sessions while the new one serves.

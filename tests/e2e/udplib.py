@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Helpers for the UDP ASSOCIATE end-to-end tests (RFC 1928 section 7).
 
 Everything is bounded, as in ferrylib: every receive has a timeout, every

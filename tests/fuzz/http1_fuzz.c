@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * http1_fuzz.c: libFuzzer harness for the HTTP/1.x functions of proto/http1.
  *

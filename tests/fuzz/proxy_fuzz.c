@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * proxy_fuzz.c: libFuzzer harness for the PROXY protocol parsers of
  * proto/proxy.

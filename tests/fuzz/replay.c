@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * replay.c: a main() for the fuzz harnesses where libFuzzer is not at hand.
  * Each argument is a file, or a directory whose regular files are replayed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * socks4_fuzz.c: libFuzzer harness for the SOCKS4/4a parser and reply
  * writer of proto/socks4.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * socks5_fuzz.c: libFuzzer harness for the SOCKS5 parsers of proto/socks5.
  *

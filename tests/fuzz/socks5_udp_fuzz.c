@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * socks5_udp_fuzz.c: libFuzzer harness for the UDP header of RFC 1928
  * section 7 (RSV(2) FRAG ATYP DST.ADDR DST.PORT DATA): socks5_parse_udp

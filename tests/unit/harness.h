@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * harness.h: what every unit test includes: cmocka (with the headers it
  * expects before it) and a few helpers shared by the tests. Helpers are

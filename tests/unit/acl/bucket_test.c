@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bucket_test.c: the token bucket of acl/bucket.h, with time passed in. A
  * new bucket holds burst; tokens come back at rate a second, fractions

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * limits_test.c: the shared tables of acl/limits.h, with time passed in.
  * Per address: concurrency up to max (release frees a place), the rate

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * rules_test.c: access rules (acl/rules.h). The parser over every matcher
  * and every error message; CIDR parsing (host bits masked, /0, IPv6) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * auth_test.c: auth_begin, the order auth.h promises: a throttled client
  * is refused before any work (even with a cached success); a cached

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cache_test.c: one worker's credential cache, with time passed in. A
  * stored success hits until it expires; a wrong password misses without

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * shared_test.c: the cache table all workers share. A stored success is
  * found with its name, version and tag until it expires, and says when

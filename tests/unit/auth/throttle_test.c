@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * throttle_test.c: failure counting per client address, with time passed
  * in. Below max_failures nothing is blocked; the failure that reaches it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * userlist_test.c: the userlist as userlist.h promises it: good lists of
  * Argon2id and plain lines (with comments, blank lines and CRLF) parse and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * verifier_test.c: the verifier pool. verifier_check, the pure check:
  * Argon2id and plain users pass with their password only, an unknown user

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * check_test.c: how `ferry bench` reports wrong data: the first differing
  * byte of two buffers, and bench_fail(), which keeps the first message of a

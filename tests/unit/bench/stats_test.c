@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * stats_test.c: the statistics `ferry bench` reports: percentiles by linear
  * interpolation between closest ranks, medians of runs, and latency sample

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * config_test.c: config_load() over real files in a private temporary
  * directory. Messages are compared in full, because "FILE:LINE: KEY: ..."

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * config_udp_test.c: the [udp] section of config_load(). Its limits are
  * lenient on purpose: a zero, negative or malformed value keeps the default

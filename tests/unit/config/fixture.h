@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fixture.h: what the config_load() tests share: a private temporary
  * directory holding ferry.conf, loading a text as that file, and comparing

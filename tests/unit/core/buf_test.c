@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * buf_test.c: the buffer freelist (reuse, its bound, accounting) and the
  * start/end arithmetic of one buffer.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * loop_test.c: the event loop's ordering promises. Timers fire by deadline
  * and never early, a stopped timer stays silent, io runs before timers and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * log_test.c: the asynchronous logger. Records reach the sink in order and
  * whole; a full queue drops records without blocking the producer and the

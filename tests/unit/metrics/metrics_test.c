@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * metrics_test.c: metrics_render() over fake workers: counters are summed
  * across workers exactly, the handshake histogram is cumulative and ends in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * http1_test.c: the HTTP/1.x functions of proto/http1, held to the contract
  * in http1.h: the resumable head finder, request and response heads with

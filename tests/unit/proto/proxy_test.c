@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * proxy_test.c: the PROXY protocol v1/v2 parsers and writers of proto/proxy,
  * held to the contract in proxy.h: > 0 consumed, 0 need more, < 0

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * socks4_test.c: the SOCKS4/4a parser and reply writer of proto/socks4,
  * held to the contract in socks4.h: > 0 consumed, 0 need more, < 0

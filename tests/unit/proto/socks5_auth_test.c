@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * socks5_auth_test.c: the RFC 1929 username/password sub-negotiation of
  * proto/socks5: the server's parser (socks5_parse_userpass) and status

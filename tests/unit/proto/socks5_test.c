@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * socks5_test.c: the RFC 1928 parsers and writers of proto/socks5, held to
  * the contract in socks5.h: > 0 consumed, 0 need more, < 0 SOCKS5_E_*.

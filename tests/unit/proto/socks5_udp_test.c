@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * socks5_udp_test.c: the UDP request header of RFC 1928 section 7
  * (RSV(2) FRAG ATYP DST.ADDR DST.PORT DATA) as proto/socks5 parses and

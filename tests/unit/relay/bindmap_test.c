@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bindmap_test.c: the primary-session table BIND falls back to: a note is
  * found by its client only, for as long as max_age allows; clients of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * errmap_test.c: every errno a connect can fail with lands on the SOCKS5
  * reply an operator would look for (RFC 1928 section 6), DNS failures are

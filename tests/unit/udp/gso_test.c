@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * gso_test.c: which runs of a batch merge into one UDP_SEGMENT message.
  * Equal datagrams to one address merge (the last of a run may be

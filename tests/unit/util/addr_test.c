@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * addr_test.c: struct addr as text and as sockaddr. Numeric addresses
  * only: a host name must be refused, never looked up.

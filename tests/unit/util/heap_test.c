@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * heap_test.c: the timer heap. Ordering, removal of any node, re-keying,
  * and a long randomized run checked against a plain array after every step.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * parse_test.c: the words operators write in ferry.conf (numbers,
  * durations, sizes, booleans) and the two string helpers. Each parser must
