@@ -161,6 +161,29 @@ static void test_key_value_variants(void **state)
     assert_int_equal(x->c->handshake_timeout_ms, 1);
 }
 
+/* Durations take days and compounds (each unit once, largest first); the
+ * key's bound applies to the sum. */
+static void test_compound_durations(void **state)
+{
+    struct ctx *x = *state;
+    load_ok(x,
+            "iotimeout = 7d\nhandshake_timeout = 1h30m\nconnect_timeout = 1m30s\n"
+            "shutdown_timeout = 1s500ms\n[http]\nkeepalive_timeout = 1d\n"
+            "response_timeout = 2h0m5s\n[udp]\nidle = 12h30m\n",
+            NULL);
+    assert_int_equal(x->c->iotimeout_ms, 7 * 86400000);
+    assert_int_equal(x->c->handshake_timeout_ms, 5400000);
+    assert_int_equal(x->c->connect_timeout_ms, 90000);
+    assert_int_equal(x->c->shutdown_timeout_ms, 1500);
+    assert_int_equal(x->c->http.keepalive_ms, 86400000);
+    assert_int_equal(x->c->http.response_ms, 7205000);
+    assert_int_equal(x->c->udp.idle_ms, 45000000);
+    load_ok(x, "iotimeout = 6d23h59m59s999ms\n", NULL);
+    assert_int_equal(x->c->iotimeout_ms, 604799999);
+    load_ok(x, "iotimeout = 2d12h\n", NULL);
+    assert_int_equal(x->c->iotimeout_ms, 216000000);
+}
+
 static void test_auto_values(void **state)
 {
     struct ctx *x = *state;
@@ -205,9 +228,21 @@ static void test_every_key_bad_value(void **state)
         {"iotimeout = 169h",
          "iotimeout: '169h' is out of range (expected a duration such as 5m, up to 7 days; 0 "
          "disables)"},
-        {"iotimeout = 1d",
-         "iotimeout: '1d' is not a duration (expected a duration such as 5m, up to 7 days; 0 "
+        {"iotimeout = 8d",
+         "iotimeout: '8d' is out of range (expected a duration such as 5m, up to 7 days; 0 "
          "disables)"},
+        {"iotimeout = 7d1ms",
+         "iotimeout: '7d1ms' is out of range (expected a duration such as 5m, up to 7 days; 0 "
+         "disables)"},
+        {"iotimeout = 30m1h",
+         "iotimeout: '30m1h' is not a duration (expected a duration such as 5m, up to 7 days; 0 "
+         "disables)"},
+        {"iotimeout = 1h 30m",
+         "iotimeout: '1h 30m' is not a duration (expected a duration such as 5m, up to 7 days; "
+         "0 disables)"},
+        {"connect_timeout = 1d1s",
+         "connect_timeout: '1d1s' is out of range (expected a duration such as 10s or 500ms, "
+         "up to 24h)"},
         {"shutdown_timeout = -1",
          "shutdown_timeout: '-1' is not a duration (expected a duration such as 30s, up to 24h)"},
         {"max_connections = 0",
@@ -672,6 +707,7 @@ int main(void)
         T(test_empty_file_keeps_defaults),
         T(test_every_key_valid),
         T(test_key_value_variants),
+        T(test_compound_durations),
         T(test_auto_values),
         T(test_empty_log_file_means_stderr),
         T(test_every_key_bad_value),
