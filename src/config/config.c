@@ -668,6 +668,34 @@ static const char *unquote(const char *v, char *buf, size_t cap)
     return v;
 }
 
+/* The places where a key named name exists other than qname, the key as
+ * written ("per_ip" at the top finds "[limits] per_ip"; "workers" in
+ * [limits] finds "'workers' at the top (before any section)"). Returns how
+ * many were found; out lists them joined by " or ". */
+static size_t misplaced_hint(const char *qname, const char *name, char *out, size_t cap)
+{
+    size_t n = 0, used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < ARRAY_LEN(keys) && used < cap; i++) {
+        const char *dot = strchr(keys[i].name, '.');
+        const char *base = dot ? dot + 1 : keys[i].name;
+        if (strcmp(base, name) != 0 || strcmp(keys[i].name, qname) == 0)
+            continue;
+        int w;
+        if (dot)
+            w = snprintf(out + used, cap - used, "%s[%.*s] %s", n ? " or " : "",
+                         (int)(dot - keys[i].name), keys[i].name, base);
+        else
+            w = snprintf(out + used, cap - used, "%s'%s' at the top (before any section)",
+                         n ? " or " : "", base);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+        n++;
+    }
+    return n;
+}
+
 static int ini_handler_cb(void *user, const char *section, const char *name, const char *value)
 {
     struct loader *ld = user;
@@ -693,6 +721,11 @@ static int ini_handler_cb(void *user, const char *section, const char *name, con
         if (!ld->seen[i])
             ld->seen[i] = ld->line;
         k->set(ld, k, unquote(value, qbuf, sizeof(qbuf)));
+        return 1;
+    }
+    char where[400];
+    if (misplaced_hint(qname, name, where, sizeof(where))) {
+        bad(ld, qname, "unknown key (did you mean %s?)", where);
         return 1;
     }
     const char *best = NULL;

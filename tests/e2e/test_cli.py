@@ -156,6 +156,7 @@ def test_bad_config_refuses_to_serve(tmp_path):
     [
         ("handshake_timout = 1s", "unknown key (did you mean 'handshake_timeout'?)"),
         ("frobnicate = 1", "unknown key"),
+        ("per_ip = 3", "unknown key (did you mean [limits] per_ip?)"),
     ],
 )
 def test_check_unknown_key(tmp_path, line, message):

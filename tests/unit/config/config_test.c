@@ -312,6 +312,55 @@ static void test_unknown_key(void **state)
     expect_msg(x, 0, "%s:1: frobnicate: unknown key", x->path);
 }
 
+/* A key written outside the section it belongs to, or a top-level key
+ * written inside a section, is told where it goes: every key of every
+ * section, and both directions. */
+static void test_misplaced_key_hint(void **state)
+{
+    struct ctx *x = *state;
+    expect_load_fails(x, "per_ip = 3\n", NULL, 1);
+    expect_msg(x, 0, "%s:1: per_ip: unknown key (did you mean [limits] per_ip?)", x->path);
+    expect_load_fails(x, "\npool_size = 3\n", NULL, 1);
+    expect_msg(x, 0, "%s:2: pool_size: unknown key (did you mean [http] pool_size?)", x->path);
+    /* In the wrong section. */
+    expect_load_fails(x, "[http]\nper_ip = 3\n", NULL, 1);
+    expect_msg(x, 0, "%s:2: http.per_ip: unknown key (did you mean [limits] per_ip?)", x->path);
+    /* A name in two sections names both. */
+    expect_load_fails(x, "queue = 3\n", NULL, 1);
+    expect_msg(x, 0, "%s:1: queue: unknown key (did you mean [auth] queue or [udp] queue?)",
+               x->path);
+    /* The reverse: a top-level key inside a section. */
+    expect_load_fails(x, "[limits]\nper_ip = 3\niotimeout = 5m\n", NULL, 1);
+    expect_msg(x, 0,
+               "%s:3: limits.iotimeout: unknown key (did you mean 'iotimeout' at the top "
+               "(before any section)?)",
+               x->path);
+    /* Both at once: workers is a top-level key and an [auth] key. */
+    expect_load_fails(x, "[limits]\nworkers = 2\n", NULL, 1);
+    expect_msg(x, 0,
+               "%s:2: limits.workers: unknown key (did you mean 'workers' at the top (before "
+               "any section) or [auth] workers?)",
+               x->path);
+    expect_load_fails(x, "[http]\nlisten = 127.0.0.1:9\n", NULL, 1);
+    expect_msg(x, 0,
+               "%s:2: http.listen: unknown key (did you mean 'listen' at the top (before any "
+               "section) or [metrics] listen?)",
+               x->path);
+    /* Every sectioned key, written at the top, points at its section. */
+    static const char *const sectioned[][2] = {
+        {"limits", "per_user"},  {"limits", "rate"}, {"limits", "burst"},  {"limits", "ip_table"},
+        {"http", "max_header"},  {"http", "via"},    {"auth", "userlist"}, {"auth", "cachettl"},
+        {"udp", "associations"}, {"udp", "gso"},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(sectioned); i++) {
+        char text[128];
+        snprintf(text, sizeof(text), "%s = 1\n", sectioned[i][1]);
+        expect_load_fails(x, text, NULL, 1);
+        expect_msg(x, 0, "%s:1: %s: unknown key (did you mean [%s] %s?)", x->path, sectioned[i][1],
+                   sectioned[i][0], sectioned[i][1]);
+    }
+}
+
 static void test_key_set_twice(void **state)
 {
     struct ctx *x = *state;
@@ -713,6 +762,7 @@ int main(void)
         T(test_every_key_bad_value),
         T(test_listen_address_too_long),
         T(test_unknown_key),
+        T(test_misplaced_key_hint),
         T(test_key_set_twice),
         T(test_listen_repeated_and_lists),
         T(test_listen_bad_word_in_list),
