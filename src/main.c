@@ -128,9 +128,18 @@ static int cmd_serve(int argc, char **argv)
         config_errors_fini(&errs);
         return 1;
     }
+    /* Only a start opens log_file, so only a start (or its --check)
+     * judges it; a reload keeps the file it has. */
+    rc = config_check_log_file(cfg, &errs);
+    for (size_t i = 0; i < errs.n; i++)
+        log_print(true, "%s\n", errs.msg[i]);
     config_errors_fini(&errs);
     for (size_t i = 0; i < cfg->warnings.n; i++)
         log_print(true, "warning: %s\n", cfg->warnings.msg[i]);
+    if (rc) {
+        config_free(cfg);
+        return 1;
+    }
     if (check) {
         log_print(false, "%s: configuration OK\n", cli.path ? cli.path : "built-in defaults");
         config_free(cfg);

@@ -11,6 +11,7 @@
 #include "config/config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <ifaddrs.h>
 #include <ini.h>
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "acl/rules.h"
@@ -1198,6 +1200,9 @@ int config_load(const struct config_cli *cli, struct config **out, struct config
             }
         }
     }
+    for (size_t i = 0; i < ARRAY_LEN(keys); i++)
+        if (strcmp(keys[i].name, "log_file") == 0)
+            c->log_file_line = ld.seen[i];
     if (c->rules_file) {
         char where[4200];
         if (ld.nrules)
@@ -1245,6 +1250,44 @@ int config_load(const struct config_cli *cli, struct config **out, struct config
     }
     *out = c;
     return 0;
+}
+
+int config_check_log_file(const struct config *c, struct config_errors *errs)
+{
+    const char *path = c->log_file;
+    if (!path || !*path)
+        return 0;
+    char dir[4096], why[4200];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(dir, sizeof(dir), ".");
+    else
+        snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    struct stat st;
+    why[0] = '\0';
+    if (stat(dir, &st) < 0)
+        snprintf(why, sizeof(why), "the directory %s: %s", dir, strerror(errno));
+    else if (!S_ISDIR(st.st_mode))
+        snprintf(why, sizeof(why), "%s is not a directory", dir);
+    if (!why[0]) {
+        /* O_NONBLOCK: a FIFO without a reader fails (ENXIO) instead of
+         * blocking --check; serve opens it without. */
+        int fd = open(path, O_WRONLY | O_APPEND | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+        int e = fd < 0 ? errno : 0;
+        if (fd >= 0)
+            close(fd);
+        if (e == ENOENT && faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) < 0)
+            snprintf(why, sizeof(why), "cannot create a file in %s: %s", dir, strerror(errno));
+        else if (e && e != ENOENT && e != ENXIO)
+            snprintf(why, sizeof(why), "cannot open it for appending: %s", strerror(e));
+    }
+    if (!why[0])
+        return 0;
+    if (c->path && c->log_file_line)
+        config_error(errs, "%s:%d: log_file: %s: %s", c->path, c->log_file_line, path, why);
+    else
+        config_error(errs, "log_file: %s: %s", path, why);
+    return -EINVAL;
 }
 
 static void config_destroy(struct config *c)

@@ -295,6 +295,28 @@ def test_log_file(ferry, tmp_path, echo_server):
     assert "access " not in f.stderr_text()
 
 
+@pytest.mark.parametrize("args", [["--check"], ["-l", "127.0.0.1:0"]], ids=["check", "serve"])
+def test_log_file_in_missing_directory(tmp_path, args):
+    # --check and a start judge log_file the same way, at its line
+    cfg = tmp_path / "ferry.conf"
+    missing = tmp_path / "no-such-dir" / "ferry.log"
+    cfg.write_text(f"workers = 1\nlog_file = {missing}\n")
+    r = run_ferry(["serve", "-c", str(cfg), *args], timeout=10)
+    assert r.rc == 1, r.text
+    assert f"{cfg}:2: log_file: {missing}: the directory {missing.parent}: " in r.err, r.err
+    assert "configuration OK" not in r.text and "listening on" not in r.text
+    assert not missing.parent.exists()
+
+
+def test_log_file_check_creates_nothing(tmp_path):
+    cfg = tmp_path / "ferry.conf"
+    log = tmp_path / "ferry.log"
+    cfg.write_text(f"log_file = {log}\n")
+    r = run_ferry(["serve", "--check", "-c", str(cfg)])
+    assert r.rc == 0, r.text
+    assert not log.exists()
+
+
 def test_access_log_off(ferry, echo_server):
     f = ferry(config={"access_log": "no"})
     s, _ = socks_connect(f.addr, *echo_server.addr)

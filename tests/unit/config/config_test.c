@@ -9,6 +9,8 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "config/config.h"
 #include "fixture.h"
@@ -201,6 +203,76 @@ static void test_empty_log_file_means_stderr(void **state)
     assert_null(x->c->log_file);
     load_ok(x, "log_file = \"\"\n", NULL);
     assert_null(x->c->log_file);
+}
+
+/* log_file is judged before a start (config_check_log_file): a missing
+ * directory, a directory in its place, or a file that cannot be opened for
+ * appending is "FILE:LINE: log_file: ..."; nothing is created. */
+static void test_log_file_checked(void **state)
+{
+    struct ctx *x = *state;
+    char text[4400], logf[HARNESS_PATH_MAX], sub[HARNESS_PATH_MAX];
+    /* No log_file, and an empty one: standard error, nothing to check. */
+    load_ok(x, "workers = 1\n", NULL);
+    assert_int_equal(config_check_log_file(x->c, &x->errs), 0);
+    load_ok(x, "log_file =\n", NULL);
+    assert_int_equal(config_check_log_file(x->c, &x->errs), 0);
+    assert_int_equal(x->errs.n, 0);
+
+    /* A directory that does not exist. */
+    load_ok(x, "workers = 1\n\nlog_file = /nonexistent/dir/ferry.log\n", NULL);
+    assert_int_equal(x->c->log_file_line, 3);
+    assert_int_equal(config_check_log_file(x->c, &x->errs), -EINVAL);
+    expect_msg(x, 0,
+               "%s:3: log_file: /nonexistent/dir/ferry.log: the directory /nonexistent/dir: No "
+               "such file or directory",
+               x->path);
+    config_errors_fini(&x->errs);
+
+    /* A file where the directory should be (the config file itself). */
+    snprintf(text, sizeof(text), "log_file = %s/ferry.log\n", x->path);
+    load_ok(x, text, NULL);
+    assert_int_equal(config_check_log_file(x->c, &x->errs), -EINVAL);
+    expect_msg(x, 0, "%s:1: log_file: %s/ferry.log: %s is not a directory", x->path, x->path,
+               x->path);
+    config_errors_fini(&x->errs);
+
+    /* A directory where the file should be. */
+    snprintf(text, sizeof(text), "log_file = %s\n", x->dir);
+    load_ok(x, text, NULL);
+    assert_int_equal(config_check_log_file(x->c, &x->errs), -EINVAL);
+    expect_msg(x, 0, "%s:1: log_file: %s: cannot open it for appending: Is a directory", x->path,
+               x->dir);
+    config_errors_fini(&x->errs);
+
+    /* A new file in a writable directory: fine, and not created by the check. */
+    harness_path(logf, sizeof(logf), x->dir, "ferry.log");
+    snprintf(text, sizeof(text), "log_file = %s\n", logf);
+    load_ok(x, text, NULL);
+    assert_int_equal(config_check_log_file(x->c, &x->errs), 0);
+    assert_int_equal(x->errs.n, 0);
+    assert_int_equal(access(logf, F_OK), -1);
+    /* An existing one: fine, and left as it was. */
+    harness_write_file(logf, "old\n");
+    assert_int_equal(config_check_log_file(x->c, &x->errs), 0);
+    struct stat st;
+    assert_int_equal(stat(logf, &st), 0);
+    assert_int_equal(st.st_size, 4);
+    assert_int_equal(unlink(logf), 0);
+
+    /* Permissions: only meaningful without root's override. */
+    harness_path(sub, sizeof(sub), x->dir, "ro");
+    assert_int_equal(mkdir(sub, 0555), 0);
+    snprintf(text, sizeof(text), "log_file = %s/ferry.log\n", sub);
+    load_ok(x, text, NULL);
+    if (geteuid() != 0) {
+        assert_int_equal(config_check_log_file(x->c, &x->errs), -EINVAL);
+        expect_msg(x, 0,
+                   "%s:1: log_file: %s/ferry.log: cannot create a file in %s: Permission denied",
+                   x->path, sub, sub);
+        config_errors_fini(&x->errs);
+    }
+    assert_int_equal(rmdir(sub), 0);
 }
 
 /* ---- bad values ------------------------------------------------------- */
@@ -759,6 +831,7 @@ int main(void)
         T(test_compound_durations),
         T(test_auto_values),
         T(test_empty_log_file_means_stderr),
+        T(test_log_file_checked),
         T(test_every_key_bad_value),
         T(test_listen_address_too_long),
         T(test_unknown_key),
