@@ -48,6 +48,8 @@ static const char usage_serve[] =
     "                        at exit unless another ferry has taken it over\n"
     "      --check           validate the configuration, print any errors\n"
     "                        as FILE:LINE: KEY: message, and exit 0 or 1\n"
+    "                        (warnings, such as a bad [udp] limit that falls\n"
+    "                        back to its default, are printed but exit 0)\n"
     "  -h, --help            show this help\n"
     "\n"
     "Environment:\n"
@@ -141,7 +143,14 @@ static int cmd_serve(int argc, char **argv)
         return 1;
     }
     if (check) {
-        log_print(false, "%s: configuration OK\n", cli.path ? cli.path : "built-in defaults");
+        /* Warnings (the [udp] limits, which fall back or clamp) do not fail
+         * the check, but the verdict says they were printed. */
+        if (cfg->warnings.n)
+            log_print(false, "%s: configuration OK with %zu warning%s\n",
+                      cli.path ? cli.path : "built-in defaults", cfg->warnings.n,
+                      cfg->warnings.n == 1 ? "" : "s");
+        else
+            log_print(false, "%s: configuration OK\n", cli.path ? cli.path : "built-in defaults");
         config_free(cfg);
         return 0;
     }

@@ -151,6 +151,19 @@ def test_bad_config_refuses_to_serve(tmp_path):
     assert "listening on" not in r.text
 
 
+def test_check_udp_limit_warnings(tmp_path):
+    # ferry.conf(5): a bad [udp] limit is a warning at its line (default or
+    # clamp), --check prints it, exits 0 and its verdict counts the warnings
+    cfg = tmp_path / "udp.conf"
+    cfg.write_text("workers = 1\n[udp]\nassociations = 0\nqueue = 5000\n")
+    r = run_ferry(["serve", "--check", "-c", str(cfg)])
+    assert r.rc == 0, r.text
+    assert (f"warning: {cfg}:3: udp.associations: '0' is not valid (expected 1..100000); "
+            "using the default 100") in r.err, r.err
+    assert f"warning: {cfg}:4: udp.queue: '5000' is above the maximum; using 4096" in r.err, r.err
+    assert r.out == f"{cfg}: configuration OK with 2 warnings\n", r.out
+
+
 @pytest.mark.parametrize(
     "line,message",
     [
