@@ -8,7 +8,9 @@
 #   make bench      the standard `ferry bench` suite on ferry alone
 #   make bench-compare   ferry against peer proxies from Debian (docs/benchmarks.md)
 #   make install    install ferry, its man pages, the sample config and the
-#                   systemd unit under $(DESTDIR)$(PREFIX) (default /usr/local)
+#                   systemd units under $(DESTDIR)$(PREFIX) (default /usr/local);
+#                   the configuration goes to /etc/ferry/ferry.conf whatever
+#                   PREFIX is (SYSCONFDIR=/etc)
 #
 # Missing Debian packages are installed with apt-get when run as root;
 # otherwise make stops and prints the command to run.
@@ -234,7 +236,10 @@ PREFIX     ?= /usr/local
 BINDIR     ?= $(PREFIX)/bin
 MANDIR     ?= $(PREFIX)/share/man
 DOCDIR     ?= $(PREFIX)/share/doc/ferry
-SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+# /etc even for PREFIX=/usr/local, as packages that ship systemd units do:
+# the units read $(SYSCONFDIR)/ferry/ferry.conf and every document names
+# /etc/ferry/ferry.conf (tests/e2e/test_install.py holds them together).
+SYSCONFDIR ?= /etc
 UNITDIR    ?= $(PREFIX)/lib/systemd/system
 
 # Rendered on every use: the paths in it depend on PREFIX/BINDIR/SYSCONFDIR
@@ -254,8 +259,11 @@ install: ferry $(BUILD)/ferry.service
 	install -D -m 0644 $(BUILD)/ferry.service $(DESTDIR)$(UNITDIR)/ferry@.service
 	@if [ ! -e $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf ]; then \
 	  install -D -m 0644 ferry.conf.example $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf; \
-	  echo "installed $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf (edit it, then: systemctl daemon-reload; systemctl enable --now ferry)"; \
+	  echo "installed $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf"; \
 	else echo "kept the existing $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf"; fi
+	@echo "next: edit $(SYSCONFDIR)/ferry/ferry.conf, then: systemctl daemon-reload;" \
+	  "systemctl enable --now ferry@blue (run it as ferry@blue from the start:" \
+	  "an upgrade without downtime starts ferry@green next to it; see docs/operations.md)"
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/ferry $(DESTDIR)$(MANDIR)/man1/ferry.1 \

@@ -46,8 +46,11 @@ static const char usage_serve[] =
     "  -w, --workers N       worker threads (auto = one per CPU)\n"
     "      --pidfile FILE    write the process id to FILE once listening; removed\n"
     "                        at exit unless another ferry has taken it over\n"
-    "      --check           validate the configuration, print any errors\n"
-    "                        as FILE:LINE: KEY: message, and exit 0 or 1\n"
+    "      --check           validate the configuration (and that log_file\n"
+    "                        can be opened; nothing is created), print any\n"
+    "                        errors as FILE:LINE: KEY: message, exit 0 or 1\n"
+    "                        (warnings, such as a bad [udp] limit that falls\n"
+    "                        back to its default, are printed but exit 0)\n"
     "  -h, --help            show this help\n"
     "\n"
     "Environment:\n"
@@ -128,11 +131,27 @@ static int cmd_serve(int argc, char **argv)
         config_errors_fini(&errs);
         return 1;
     }
+    /* Only a start opens log_file, so only a start (or its --check)
+     * judges it; a reload keeps the file it has. */
+    rc = config_check_log_file(cfg, &errs);
+    for (size_t i = 0; i < errs.n; i++)
+        log_print(true, "%s\n", errs.msg[i]);
     config_errors_fini(&errs);
     for (size_t i = 0; i < cfg->warnings.n; i++)
         log_print(true, "warning: %s\n", cfg->warnings.msg[i]);
+    if (rc) {
+        config_free(cfg);
+        return 1;
+    }
     if (check) {
-        log_print(false, "%s: configuration OK\n", cli.path ? cli.path : "built-in defaults");
+        /* Warnings (the [udp] limits, which fall back or clamp) do not fail
+         * the check, but the verdict says they were printed. */
+        if (cfg->warnings.n)
+            log_print(false, "%s: configuration OK with %zu warning%s\n",
+                      cli.path ? cli.path : "built-in defaults", cfg->warnings.n,
+                      cfg->warnings.n == 1 ? "" : "s");
+        else
+            log_print(false, "%s: configuration OK\n", cli.path ? cli.path : "built-in defaults");
         config_free(cfg);
         return 0;
     }

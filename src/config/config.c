@@ -11,6 +11,7 @@
 #include "config/config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <ifaddrs.h>
 #include <ini.h>
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "acl/rules.h"
@@ -668,6 +670,34 @@ static const char *unquote(const char *v, char *buf, size_t cap)
     return v;
 }
 
+/* The places where a key named name exists other than qname, the key as
+ * written ("per_ip" at the top finds "[limits] per_ip"; "workers" in
+ * [limits] finds "'workers' at the top (before any section)"). Returns how
+ * many were found; out lists them joined by " or ". */
+static size_t misplaced_hint(const char *qname, const char *name, char *out, size_t cap)
+{
+    size_t n = 0, used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < ARRAY_LEN(keys) && used < cap; i++) {
+        const char *dot = strchr(keys[i].name, '.');
+        const char *base = dot ? dot + 1 : keys[i].name;
+        if (strcmp(base, name) != 0 || strcmp(keys[i].name, qname) == 0)
+            continue;
+        int w;
+        if (dot)
+            w = snprintf(out + used, cap - used, "%s[%.*s] %s", n ? " or " : "",
+                         (int)(dot - keys[i].name), keys[i].name, base);
+        else
+            w = snprintf(out + used, cap - used, "%s'%s' at the top (before any section)",
+                         n ? " or " : "", base);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+        n++;
+    }
+    return n;
+}
+
 static int ini_handler_cb(void *user, const char *section, const char *name, const char *value)
 {
     struct loader *ld = user;
@@ -693,6 +723,11 @@ static int ini_handler_cb(void *user, const char *section, const char *name, con
         if (!ld->seen[i])
             ld->seen[i] = ld->line;
         k->set(ld, k, unquote(value, qbuf, sizeof(qbuf)));
+        return 1;
+    }
+    char where[400];
+    if (misplaced_hint(qname, name, where, sizeof(where))) {
+        bad(ld, qname, "unknown key (did you mean %s?)", where);
         return 1;
     }
     const char *best = NULL;
@@ -1165,6 +1200,9 @@ int config_load(const struct config_cli *cli, struct config **out, struct config
             }
         }
     }
+    for (size_t i = 0; i < ARRAY_LEN(keys); i++)
+        if (strcmp(keys[i].name, "log_file") == 0)
+            c->log_file_line = ld.seen[i];
     if (c->rules_file) {
         char where[4200];
         if (ld.nrules)
@@ -1212,6 +1250,44 @@ int config_load(const struct config_cli *cli, struct config **out, struct config
     }
     *out = c;
     return 0;
+}
+
+int config_check_log_file(const struct config *c, struct config_errors *errs)
+{
+    const char *path = c->log_file;
+    if (!path || !*path)
+        return 0;
+    char dir[4096], why[4200];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(dir, sizeof(dir), ".");
+    else
+        snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    struct stat st;
+    why[0] = '\0';
+    if (stat(dir, &st) < 0)
+        snprintf(why, sizeof(why), "the directory %s: %s", dir, strerror(errno));
+    else if (!S_ISDIR(st.st_mode))
+        snprintf(why, sizeof(why), "%s is not a directory", dir);
+    if (!why[0]) {
+        /* O_NONBLOCK: a FIFO without a reader fails (ENXIO) instead of
+         * blocking --check; serve opens it without. */
+        int fd = open(path, O_WRONLY | O_APPEND | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+        int e = fd < 0 ? errno : 0;
+        if (fd >= 0)
+            close(fd);
+        if (e == ENOENT && faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) < 0)
+            snprintf(why, sizeof(why), "cannot create a file in %s: %s", dir, strerror(errno));
+        else if (e && e != ENOENT && e != ENXIO)
+            snprintf(why, sizeof(why), "cannot open it for appending: %s", strerror(e));
+    }
+    if (!why[0])
+        return 0;
+    if (c->path && c->log_file_line)
+        config_error(errs, "%s:%d: log_file: %s: %s", c->path, c->log_file_line, path, why);
+    else
+        config_error(errs, "log_file: %s: %s", path, why);
+    return -EINVAL;
 }
 
 static void config_destroy(struct config *c)

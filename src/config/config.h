@@ -121,7 +121,8 @@ struct config {
     uint32_t pipe_size;
     enum splice_mode splice;
     enum log_level log_level;
-    char *log_file; /* NULL: stderr */
+    char *log_file;    /* NULL: stderr */
+    int log_file_line; /* line of path that set it; 0: not from the file */
     bool access_log;
     bool open_proxy;
     struct config_auth auth;
@@ -171,6 +172,13 @@ void config_error(struct config_errors *e, const char *fmt, ...) PRINTF_LIKE(2, 
 /* Load and validate. On success *out is set and 0 returned; otherwise
  * -EINVAL (or -ENOMEM) with every problem in errs. */
 int config_load(const struct config_cli *cli, struct config **out, struct config_errors *errs);
+/* Whether log_file can be appended to by this process: its directory
+ * exists and the file opens for appending, or, when it does not exist yet,
+ * the directory lets us create it. Nothing is created. Problems go to errs
+ * as "FILE:LINE: log_file: ..."; returns 0 or -EINVAL. Separate from
+ * config_load() because only a start (and --check) opens the file: a
+ * reload keeps the open one and may run with fewer privileges. */
+int config_check_log_file(const struct config *c, struct config_errors *errs);
 /* Reference counting; config_unref() frees with the last reference.
  * config_free() is config_unref(). NULL is a no-op for both. */
 struct config *config_ref(struct config *c);

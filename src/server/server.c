@@ -641,7 +641,8 @@ int server_run(struct config *cfg, const struct config_cli *cli)
     log_set_level(cfg->log_level);
     int rc = log_start(cfg->log_file);
     if (rc) {
-        log_error("log_file %s: %s", cfg->log_file, strerror(-rc));
+        log_error("%s:%d: log_file: %s: %s", cfg->path, cfg->log_file_line, cfg->log_file,
+                  strerror(-rc));
         goto out;
     }
     if (!fds || !bound || !s.ws || !s.lfds) {

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "util/compiler.h"
+
 /* Parse leading decimal digits; *end points past them. */
 static int parse_digits(const char *s, const char **end, uint64_t *out)
 {
@@ -59,24 +61,44 @@ static int scale(uint64_t v, uint64_t mul, uint64_t *out)
 
 int parse_duration_ms(const char *s, uint64_t min_ms, uint64_t max_ms, uint64_t *out_ms)
 {
+    /* A compound word names each unit at most once, largest first ("1h30m",
+     * not "30m1h" or "1m1m"); rank is that order. "ms" is tried before "m". */
     static const struct {
         const char *suffix;
+        size_t len;
+        unsigned rank;
         uint64_t ms;
-    } units[] = {{"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
-    const char *end;
-    uint64_t v, ms;
-    int rc = parse_digits(s, &end, &v);
-    if (rc)
-        return rc;
-    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-        if (strcmp(end, units[i].suffix) == 0) {
-            rc = scale(v, units[i].ms, &ms);
-            if (rc)
-                return rc;
-            return check_range(ms, min_ms, max_ms, out_ms);
+    } units[] = {{"d", 1, 0, 86400000},
+                 {"h", 1, 1, 3600000},
+                 {"ms", 2, 4, 1},
+                 {"m", 1, 2, 60000},
+                 {"s", 1, 3, 1000}};
+    const char *p = s;
+    uint64_t total = 0;
+    unsigned next_rank = 0; /* the next unit must rank at least this */
+    do {
+        const char *end;
+        uint64_t v, part;
+        int rc = parse_digits(p, &end, &v);
+        if (rc)
+            return rc;
+        if (p == s && *end == '\0') { /* a bare number is seconds */
+            if (scale(v, 1000, &total))
+                return -ERANGE;
+            break;
         }
-    }
-    return -EINVAL;
+        size_t i = 0;
+        while (i < ARRAY_LEN(units) && strncmp(end, units[i].suffix, units[i].len) != 0)
+            i++;
+        if (i == ARRAY_LEN(units) || units[i].rank < next_rank)
+            return -EINVAL;
+        next_rank = units[i].rank + 1;
+        if (scale(v, units[i].ms, &part) || part > UINT64_MAX - total)
+            return -ERANGE;
+        total += part;
+        p = end + units[i].len;
+    } while (*p);
+    return check_range(total, min_ms, max_ms, out_ms);
 }
 
 int parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out)

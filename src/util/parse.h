@@ -15,7 +15,10 @@
 /* Decimal digits only: no sign, no spaces, no hex. */
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
-/* "250ms", "10s", "5m", "1h", or a bare number of seconds ("10"). */
+/* "250ms", "10s", "5m", "1h", "7d", or a bare number of seconds ("10");
+ * compounds name each unit once, largest first, with no spaces: "1h30m",
+ * "2d12h", "1m30s", "1s500ms". A sum that does not fit in 64 bits, like
+ * any value outside [min_ms, max_ms], is -ERANGE. */
 int parse_duration_ms(const char *s, uint64_t min_ms, uint64_t max_ms, uint64_t *out_ms);
 
 /* "65536", "64k", "64KiB", "1m", "1MiB", "1g" (binary multiples). */

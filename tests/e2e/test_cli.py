@@ -151,11 +151,25 @@ def test_bad_config_refuses_to_serve(tmp_path):
     assert "listening on" not in r.text
 
 
+def test_check_udp_limit_warnings(tmp_path):
+    # ferry.conf(5): a bad [udp] limit is a warning at its line (default or
+    # clamp), --check prints it, exits 0 and its verdict counts the warnings
+    cfg = tmp_path / "udp.conf"
+    cfg.write_text("workers = 1\n[udp]\nassociations = 0\nqueue = 5000\n")
+    r = run_ferry(["serve", "--check", "-c", str(cfg)])
+    assert r.rc == 0, r.text
+    assert (f"warning: {cfg}:3: udp.associations: '0' is not valid (expected 1..100000); "
+            "using the default 100") in r.err, r.err
+    assert f"warning: {cfg}:4: udp.queue: '5000' is above the maximum; using 4096" in r.err, r.err
+    assert r.out == f"{cfg}: configuration OK with 2 warnings\n", r.out
+
+
 @pytest.mark.parametrize(
     "line,message",
     [
         ("handshake_timout = 1s", "unknown key (did you mean 'handshake_timeout'?)"),
         ("frobnicate = 1", "unknown key"),
+        ("per_ip = 3", "unknown key (did you mean [limits] per_ip?)"),
     ],
 )
 def test_check_unknown_key(tmp_path, line, message):
@@ -292,6 +306,28 @@ def test_log_file(ferry, tmp_path, echo_server):
     assert entry["up"] == "11" and entry["down"] == "11"
     assert "listening on" not in f.stderr_text()
     assert "access " not in f.stderr_text()
+
+
+@pytest.mark.parametrize("args", [["--check"], ["-l", "127.0.0.1:0"]], ids=["check", "serve"])
+def test_log_file_in_missing_directory(tmp_path, args):
+    # --check and a start judge log_file the same way, at its line
+    cfg = tmp_path / "ferry.conf"
+    missing = tmp_path / "no-such-dir" / "ferry.log"
+    cfg.write_text(f"workers = 1\nlog_file = {missing}\n")
+    r = run_ferry(["serve", "-c", str(cfg), *args], timeout=10)
+    assert r.rc == 1, r.text
+    assert f"{cfg}:2: log_file: {missing}: the directory {missing.parent}: " in r.err, r.err
+    assert "configuration OK" not in r.text and "listening on" not in r.text
+    assert not missing.parent.exists()
+
+
+def test_log_file_check_creates_nothing(tmp_path):
+    cfg = tmp_path / "ferry.conf"
+    log = tmp_path / "ferry.log"
+    cfg.write_text(f"log_file = {log}\n")
+    r = run_ferry(["serve", "--check", "-c", str(cfg)])
+    assert r.rc == 0, r.text
+    assert not log.exists()
 
 
 def test_access_log_off(ferry, echo_server):

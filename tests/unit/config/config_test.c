@@ -9,6 +9,8 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "config/config.h"
 #include "fixture.h"
@@ -161,6 +163,29 @@ static void test_key_value_variants(void **state)
     assert_int_equal(x->c->handshake_timeout_ms, 1);
 }
 
+/* Durations take days and compounds (each unit once, largest first); the
+ * key's bound applies to the sum. */
+static void test_compound_durations(void **state)
+{
+    struct ctx *x = *state;
+    load_ok(x,
+            "iotimeout = 7d\nhandshake_timeout = 1h30m\nconnect_timeout = 1m30s\n"
+            "shutdown_timeout = 1s500ms\n[http]\nkeepalive_timeout = 1d\n"
+            "response_timeout = 2h0m5s\n[udp]\nidle = 12h30m\n",
+            NULL);
+    assert_int_equal(x->c->iotimeout_ms, 7 * 86400000);
+    assert_int_equal(x->c->handshake_timeout_ms, 5400000);
+    assert_int_equal(x->c->connect_timeout_ms, 90000);
+    assert_int_equal(x->c->shutdown_timeout_ms, 1500);
+    assert_int_equal(x->c->http.keepalive_ms, 86400000);
+    assert_int_equal(x->c->http.response_ms, 7205000);
+    assert_int_equal(x->c->udp.idle_ms, 45000000);
+    load_ok(x, "iotimeout = 6d23h59m59s999ms\n", NULL);
+    assert_int_equal(x->c->iotimeout_ms, 604799999);
+    load_ok(x, "iotimeout = 2d12h\n", NULL);
+    assert_int_equal(x->c->iotimeout_ms, 216000000);
+}
+
 static void test_auto_values(void **state)
 {
     struct ctx *x = *state;
@@ -178,6 +203,76 @@ static void test_empty_log_file_means_stderr(void **state)
     assert_null(x->c->log_file);
     load_ok(x, "log_file = \"\"\n", NULL);
     assert_null(x->c->log_file);
+}
+
+/* log_file is judged before a start (config_check_log_file): a missing
+ * directory, a directory in its place, or a file that cannot be opened for
+ * appending is "FILE:LINE: log_file: ..."; nothing is created. */
+static void test_log_file_checked(void **state)
+{
+    struct ctx *x = *state;
+    char text[4400], logf[HARNESS_PATH_MAX], sub[HARNESS_PATH_MAX];
+    /* No log_file, and an empty one: standard error, nothing to check. */
+    load_ok(x, "workers = 1\n", NULL);
+    assert_int_equal(config_check_log_file(x->c, &x->errs), 0);
+    load_ok(x, "log_file =\n", NULL);
+    assert_int_equal(config_check_log_file(x->c, &x->errs), 0);
+    assert_int_equal(x->errs.n, 0);
+
+    /* A directory that does not exist. */
+    load_ok(x, "workers = 1\n\nlog_file = /nonexistent/dir/ferry.log\n", NULL);
+    assert_int_equal(x->c->log_file_line, 3);
+    assert_int_equal(config_check_log_file(x->c, &x->errs), -EINVAL);
+    expect_msg(x, 0,
+               "%s:3: log_file: /nonexistent/dir/ferry.log: the directory /nonexistent/dir: No "
+               "such file or directory",
+               x->path);
+    config_errors_fini(&x->errs);
+
+    /* A file where the directory should be (the config file itself). */
+    snprintf(text, sizeof(text), "log_file = %s/ferry.log\n", x->path);
+    load_ok(x, text, NULL);
+    assert_int_equal(config_check_log_file(x->c, &x->errs), -EINVAL);
+    expect_msg(x, 0, "%s:1: log_file: %s/ferry.log: %s is not a directory", x->path, x->path,
+               x->path);
+    config_errors_fini(&x->errs);
+
+    /* A directory where the file should be. */
+    snprintf(text, sizeof(text), "log_file = %s\n", x->dir);
+    load_ok(x, text, NULL);
+    assert_int_equal(config_check_log_file(x->c, &x->errs), -EINVAL);
+    expect_msg(x, 0, "%s:1: log_file: %s: cannot open it for appending: Is a directory", x->path,
+               x->dir);
+    config_errors_fini(&x->errs);
+
+    /* A new file in a writable directory: fine, and not created by the check. */
+    harness_path(logf, sizeof(logf), x->dir, "ferry.log");
+    snprintf(text, sizeof(text), "log_file = %s\n", logf);
+    load_ok(x, text, NULL);
+    assert_int_equal(config_check_log_file(x->c, &x->errs), 0);
+    assert_int_equal(x->errs.n, 0);
+    assert_int_equal(access(logf, F_OK), -1);
+    /* An existing one: fine, and left as it was. */
+    harness_write_file(logf, "old\n");
+    assert_int_equal(config_check_log_file(x->c, &x->errs), 0);
+    struct stat st;
+    assert_int_equal(stat(logf, &st), 0);
+    assert_int_equal(st.st_size, 4);
+    assert_int_equal(unlink(logf), 0);
+
+    /* Permissions: only meaningful without root's override. */
+    harness_path(sub, sizeof(sub), x->dir, "ro");
+    assert_int_equal(mkdir(sub, 0555), 0);
+    snprintf(text, sizeof(text), "log_file = %s/ferry.log\n", sub);
+    load_ok(x, text, NULL);
+    if (geteuid() != 0) {
+        assert_int_equal(config_check_log_file(x->c, &x->errs), -EINVAL);
+        expect_msg(x, 0,
+                   "%s:1: log_file: %s/ferry.log: cannot create a file in %s: Permission denied",
+                   x->path, sub, sub);
+        config_errors_fini(&x->errs);
+    }
+    assert_int_equal(rmdir(sub), 0);
 }
 
 /* ---- bad values ------------------------------------------------------- */
@@ -205,9 +300,21 @@ static void test_every_key_bad_value(void **state)
         {"iotimeout = 169h",
          "iotimeout: '169h' is out of range (expected a duration such as 5m, up to 7 days; 0 "
          "disables)"},
-        {"iotimeout = 1d",
-         "iotimeout: '1d' is not a duration (expected a duration such as 5m, up to 7 days; 0 "
+        {"iotimeout = 8d",
+         "iotimeout: '8d' is out of range (expected a duration such as 5m, up to 7 days; 0 "
          "disables)"},
+        {"iotimeout = 7d1ms",
+         "iotimeout: '7d1ms' is out of range (expected a duration such as 5m, up to 7 days; 0 "
+         "disables)"},
+        {"iotimeout = 30m1h",
+         "iotimeout: '30m1h' is not a duration (expected a duration such as 5m, up to 7 days; 0 "
+         "disables)"},
+        {"iotimeout = 1h 30m",
+         "iotimeout: '1h 30m' is not a duration (expected a duration such as 5m, up to 7 days; "
+         "0 disables)"},
+        {"connect_timeout = 1d1s",
+         "connect_timeout: '1d1s' is out of range (expected a duration such as 10s or 500ms, "
+         "up to 24h)"},
         {"shutdown_timeout = -1",
          "shutdown_timeout: '-1' is not a duration (expected a duration such as 30s, up to 24h)"},
         {"max_connections = 0",
@@ -275,6 +382,55 @@ static void test_unknown_key(void **state)
     expect_msg(x, 0, "%s:1: iotimout: unknown key (did you mean 'iotimeout'?)", x->path);
     expect_load_fails(x, "frobnicate = 1\n", NULL, 1);
     expect_msg(x, 0, "%s:1: frobnicate: unknown key", x->path);
+}
+
+/* A key written outside the section it belongs to, or a top-level key
+ * written inside a section, is told where it goes: every key of every
+ * section, and both directions. */
+static void test_misplaced_key_hint(void **state)
+{
+    struct ctx *x = *state;
+    expect_load_fails(x, "per_ip = 3\n", NULL, 1);
+    expect_msg(x, 0, "%s:1: per_ip: unknown key (did you mean [limits] per_ip?)", x->path);
+    expect_load_fails(x, "\npool_size = 3\n", NULL, 1);
+    expect_msg(x, 0, "%s:2: pool_size: unknown key (did you mean [http] pool_size?)", x->path);
+    /* In the wrong section. */
+    expect_load_fails(x, "[http]\nper_ip = 3\n", NULL, 1);
+    expect_msg(x, 0, "%s:2: http.per_ip: unknown key (did you mean [limits] per_ip?)", x->path);
+    /* A name in two sections names both. */
+    expect_load_fails(x, "queue = 3\n", NULL, 1);
+    expect_msg(x, 0, "%s:1: queue: unknown key (did you mean [auth] queue or [udp] queue?)",
+               x->path);
+    /* The reverse: a top-level key inside a section. */
+    expect_load_fails(x, "[limits]\nper_ip = 3\niotimeout = 5m\n", NULL, 1);
+    expect_msg(x, 0,
+               "%s:3: limits.iotimeout: unknown key (did you mean 'iotimeout' at the top "
+               "(before any section)?)",
+               x->path);
+    /* Both at once: workers is a top-level key and an [auth] key. */
+    expect_load_fails(x, "[limits]\nworkers = 2\n", NULL, 1);
+    expect_msg(x, 0,
+               "%s:2: limits.workers: unknown key (did you mean 'workers' at the top (before "
+               "any section) or [auth] workers?)",
+               x->path);
+    expect_load_fails(x, "[http]\nlisten = 127.0.0.1:9\n", NULL, 1);
+    expect_msg(x, 0,
+               "%s:2: http.listen: unknown key (did you mean 'listen' at the top (before any "
+               "section) or [metrics] listen?)",
+               x->path);
+    /* Every sectioned key, written at the top, points at its section. */
+    static const char *const sectioned[][2] = {
+        {"limits", "per_user"},  {"limits", "rate"}, {"limits", "burst"},  {"limits", "ip_table"},
+        {"http", "max_header"},  {"http", "via"},    {"auth", "userlist"}, {"auth", "cachettl"},
+        {"udp", "associations"}, {"udp", "gso"},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(sectioned); i++) {
+        char text[128];
+        snprintf(text, sizeof(text), "%s = 1\n", sectioned[i][1]);
+        expect_load_fails(x, text, NULL, 1);
+        expect_msg(x, 0, "%s:1: %s: unknown key (did you mean [%s] %s?)", x->path, sectioned[i][1],
+                   sectioned[i][0], sectioned[i][1]);
+    }
 }
 
 static void test_key_set_twice(void **state)
@@ -672,11 +828,14 @@ int main(void)
         T(test_empty_file_keeps_defaults),
         T(test_every_key_valid),
         T(test_key_value_variants),
+        T(test_compound_durations),
         T(test_auto_values),
         T(test_empty_log_file_means_stderr),
+        T(test_log_file_checked),
         T(test_every_key_bad_value),
         T(test_listen_address_too_long),
         T(test_unknown_key),
+        T(test_misplaced_key_hint),
         T(test_key_set_twice),
         T(test_listen_repeated_and_lists),
         T(test_listen_bad_word_in_list),

@@ -77,8 +77,9 @@ static void test_duration_units(void **state)
         const char *s;
         uint64_t ms;
     } ok[] = {
-        {"250ms", 250}, {"0ms", 0},      {"10s", 10000},    {"0s", 0},     {"5m", 300000},
-        {"1m", 60000},  {"1h", 3600000}, {"24h", 86400000}, {"10", 10000}, {"0", 0},
+        {"250ms", 250},   {"0ms", 0},        {"10s", 10000},    {"0s", 0},     {"5m", 300000},
+        {"1m", 60000},    {"1h", 3600000},   {"24h", 86400000}, {"10", 10000}, {"0", 0},
+        {"1d", 86400000}, {"7d", 604800000}, {"0d", 0},
     };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
         uint64_t v = SENTINEL;
@@ -91,7 +92,7 @@ static void test_duration_bad_suffix(void **state)
 {
     (void)state;
     const char *bad[] = {"",    "s",   "ms", "10x",   "10 s", "10sec", "10mss", "1.5s",
-                         "-1s", "+1s", "1d", "10ms ", " 10s", "1hm",   "1smh"};
+                         "-1s", "+1s", "1D", "10ms ", " 10s", "1hm",   "1smh"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         uint64_t v = SENTINEL;
         assert_int_equal(parse_duration_ms(bad[i], 0, UINT64_MAX, &v), -EINVAL);
@@ -128,6 +129,60 @@ static void test_duration_overflow(void **state)
     assert_int_equal(parse_duration_ms("5124095576031h", 0, UINT64_MAX, &v), -ERANGE);
     assert_int_equal(parse_duration_ms("99999999999999999999ms", 0, UINT64_MAX, &v), -ERANGE);
     assert_true(v == 18446744073708000000ull);
+}
+
+/* Compound durations: each unit once, largest first, no separators. */
+static void test_duration_compound(void **state)
+{
+    (void)state;
+    const struct {
+        const char *s;
+        uint64_t ms;
+    } ok[] = {
+        {"1h30m", 5400000}, {"2d12h", 216000000},      {"1m30s", 90000},
+        {"1s500ms", 1500},  {"1d1h1m1s1ms", 90061001}, {"6d23h59m59s999ms", 604799999},
+        {"0h0m", 0},        {"90m", 5400000}, /* a single unit need not be the largest possible */
+        {"1h90m", 9000000},
+    };
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        uint64_t v = SENTINEL;
+        assert_int_equal(parse_duration_ms(ok[i].s, 0, UINT64_MAX, &v), 0);
+        assert_true(v == ok[i].ms);
+    }
+    const char *bad[] = {"30m1h",  "1m1m", "1s1m", "1ms1s", "1h30", "1h 30m", "1h,30m",
+                         "1h-30m", "h30m", "1h30", "5s10",  "1d1d", "1h30m ", "1hh"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        uint64_t v = SENTINEL;
+        assert_int_equal(parse_duration_ms(bad[i], 0, UINT64_MAX, &v), -EINVAL);
+        assert_true(v == SENTINEL);
+    }
+}
+
+/* Every component and the sum are checked against 64 bits; the bound
+ * applies to the sum. */
+static void test_duration_compound_range(void **state)
+{
+    (void)state;
+    uint64_t v = SENTINEL;
+    /* 7 days exactly is within a 7-day bound; one millisecond more is not. */
+    assert_int_equal(parse_duration_ms("7d", 0, 7 * 86400000ull, &v), 0);
+    assert_true(v == 7 * 86400000ull);
+    v = SENTINEL;
+    assert_int_equal(parse_duration_ms("7d1ms", 0, 7 * 86400000ull, &v), -ERANGE);
+    assert_int_equal(parse_duration_ms("6d24h", 0, 7 * 86400000ull, &v), 0);
+    assert_int_equal(parse_duration_ms("1d1ms", 0, 86400000, &v), -ERANGE);
+    assert_int_equal(parse_duration_ms("1s1ms", 1002, 5000, &v), -ERANGE);
+    /* floor(UINT64_MAX / 86400000) days fits; one more does not. */
+    v = SENTINEL;
+    assert_int_equal(parse_duration_ms("213503982334d", 0, UINT64_MAX, &v), 0);
+    assert_true(v == 213503982334ull * 86400000ull);
+    assert_int_equal(parse_duration_ms("213503982335d", 0, UINT64_MAX, &v), -ERANGE);
+    /* Each part fits, the sum does not. */
+    assert_int_equal(parse_duration_ms("213503982334d999999999h", 0, UINT64_MAX, &v), -ERANGE);
+    assert_int_equal(parse_duration_ms("213503982334d23h59m59s999ms", 0, UINT64_MAX, &v), -ERANGE);
+    /* A component with more digits than 64 bits hold. */
+    assert_int_equal(parse_duration_ms("1h99999999999999999999s", 0, UINT64_MAX, &v), -ERANGE);
+    assert_true(v == 213503982334ull * 86400000ull);
 }
 
 /* ---- parse_size ------------------------------------------------------- */
@@ -265,6 +320,8 @@ int main(void)
         cmocka_unit_test(test_duration_bad_suffix),
         cmocka_unit_test(test_duration_range),
         cmocka_unit_test(test_duration_overflow),
+        cmocka_unit_test(test_duration_compound),
+        cmocka_unit_test(test_duration_compound_range),
         cmocka_unit_test(test_size_units),
         cmocka_unit_test(test_size_bad),
         cmocka_unit_test(test_size_range_and_overflow),
