@@ -572,6 +572,85 @@ def test_throttle_counts_concurrent_attempts(ferry, tmp_path, alice_line):
                              f"(max_failures 3): {f.access_for(client)}")
 
 
+def burst_logins(f, creds, source="127.0.0.2", timeout=30):
+    """len(creds) clients from one address: all greet first, then all send
+    their credentials at once (a barrier), as an office behind one NAT
+    address does after a restart. Returns [(status or exception, client)]:
+    status AUTH_OK/AUTH_FAIL, or None when ferry closed without a verdict."""
+    n = len(creds)
+    ready = threading.Barrier(n, timeout=timeout)
+    out = [None] * n
+
+    def one(i):
+        client = None
+        try:
+            with open_client(f.addr, source=source, timeout=timeout) as s:
+                client = s.getsockname()
+                s.sendall(greeting((METHOD_USERPASS,)))
+                assert read_method(s, timeout) == METHOD_USERPASS
+                ready.wait()
+                s.sendall(userpass(*creds[i]))
+                st = s.recv(2)
+                out[i] = (None if st == b"" else st[1], client)
+        except Exception as e:  # reported by the caller
+            out[i] = (e, client)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout + 10)
+    assert all(not t.is_alive() for t in threads)
+    return out
+
+
+def test_cold_start_identical_logins_are_one_guess(ferry, tmp_path, echo_server):
+    """F5: a fresh ferry (nothing cached), 64 clients from one address
+    logging in at once with the same right password. Attempts that wait on
+    one verification (same worker) or verify the same name and password
+    (other workers) are one guess, not 64 parallel ones: with
+    max_failures = 2 and four workers, not one is refused. A default-cost
+    hash keeps the first verification in flight while the others arrive."""
+    from opslib import metrics_addr, scrape
+
+    write_users(tmp_path, passwd_line("alice", ALICE_PW, ops=None, mem=None))
+    f = ferry(config={"workers": "4", "handshake_timeout": "30s"},
+              auth={"userlist": "users.txt", "max_failures": "2", "block_time": "60s"},
+              extra="[metrics]\nlisten = 127.0.0.1:0\n")
+    maddr = metrics_addr(f)
+    out = burst_logins(f, [("alice", ALICE_PW)] * 64)
+    bad = [(r, f.access_for(c) if c else None) for r, c in out if r != AUTH_OK]
+    assert not bad, f"{len(bad)} of 64 right logins refused: {bad[:4]}"
+    e = scrape(maddr)
+    assert e.get("ferry_auth_total", result="ok") == 64
+    assert e.get("ferry_auth_total", result="throttled") == 0
+    assert e.get("ferry_auth_total", result="denied") == 0
+    assert "blocked" not in f.log_text()
+    s, _ = socks_connect_auth(f.addr, "alice", ALICE_PW, *echo_server.addr, source="127.0.0.2")
+    with s:
+        echo_roundtrip(s, b"after the burst")
+
+
+def test_parallel_distinct_guesses_still_throttled(ferry, tmp_path):
+    """The other side of F5: 16 distinct wrong passwords at once from one
+    address are 16 guesses; with max_failures = 3 at most three are
+    verified, the rest are refused unverified, and the address is blocked."""
+    from opslib import metrics_addr, scrape
+
+    write_users(tmp_path, passwd_line("alice", ALICE_PW, ops=None, mem=None))
+    f = ferry(config={"workers": "2", "handshake_timeout": "30s"},
+              auth={"userlist": "users.txt", "max_failures": "3", "block_time": "60s"},
+              extra="[metrics]\nlisten = 127.0.0.1:0\n")
+    maddr = metrics_addr(f)
+    out = burst_logins(f, [("alice", f"guess-{i}") for i in range(16)])
+    assert all(r == AUTH_FAIL for r, _ in out), out
+    e = scrape(maddr)
+    denied = e.get("ferry_auth_total", result="denied")
+    throttled = e.get("ferry_auth_total", result="throttled")
+    assert denied + throttled == 16 and 1 <= denied <= 3, (denied, throttled)
+    f.wait_log(r"auth: 127\.0\.0\.2 blocked for 60000 ms after 3 failed attempts")
+
+
 def test_max_failures_zero_never_blocks(ferry, tmp_path, alice_line):
     write_users(tmp_path, alice_line)
     f = ferry(auth={"userlist": "users.txt", "max_failures": "0"})
@@ -587,9 +666,15 @@ def test_max_failures_zero_never_blocks(ferry, tmp_path, alice_line):
 def test_full_queue_refuses_at_once(ferry, tmp_path, alice_line):
     """One verifier thread, a queue of one: of several simultaneous slow
     attempts (unknown names pay a default-cost Argon2id), the ones that find
-    the queue full are refused at once with end=auth-busy."""
+    the queue full are shed at once with end=auth-busy: closed without an
+    RFC 1929 status (a failure status would read as a wrong password), and
+    not counted as failures (max_failures = 2 would block otherwise)."""
+    from opslib import metrics_addr, scrape
+
     write_users(tmp_path, alice_line)
-    f = ferry(auth={"userlist": "users.txt", "workers": "1", "queue": "1", "max_failures": "0"})
+    f = ferry(auth={"userlist": "users.txt", "workers": "1", "queue": "1", "max_failures": "3"},
+              extra="[metrics]\nlisten = 127.0.0.1:0\n")
+    maddr = metrics_addr(f)
     socks_, clients = [], []
     for _ in range(8):
         s = open_client(f.addr)
@@ -597,16 +682,49 @@ def test_full_queue_refuses_at_once(ferry, tmp_path, alice_line):
         socks_.append(s)
     for s in socks_:
         s.sendall(greeting((METHOD_USERPASS,)) + userpass("nobody", "pw"))
+    shed = 0
     for s in socks_:
         with s:
             assert recv_exact(s, 2) == bytes([5, METHOD_USERPASS])
-            expect_auth_refused(s, timeout=10)
+            data, how = read_until_close(s, timeout=10)
+            assert data in (b"", bytes([1, 1])), data
+            assert how == "eof"
+            shed += data == b""
     ends = [f.access_for(c)["end"] for c in clients]
     assert set(ends) <= {"auth-busy", "auth-failed"}, ends
-    assert ends.count("auth-busy") >= 1, ends
-    assert ends.count("auth-failed") >= 1, ends
+    assert ends.count("auth-busy") == shed >= 1, (ends, shed)
+    assert 1 <= ends.count("auth-failed") <= 2, ends
+    e = scrape(maddr)
+    assert e.get("ferry_auth_total", result="busy") == shed
+    assert e.get("ferry_auth_total", result="denied") == 8 - shed
+    assert e.get("ferry_sessions_total", protocol="socks5", outcome="limited") == shed
+    assert "blocked" not in f.log_text()
     # the pool recovers
     assert login(f, "alice", ALICE_PW)[0] == AUTH_OK
+
+
+def test_full_queue_http_503(ferry, tmp_path, alice_line):
+    """The same over HTTP: a request whose verification finds the queue
+    full gets 503 (try again), never a 407 that says the password was
+    wrong."""
+    import base64
+    write_users(tmp_path, alice_line)
+    f = ferry(auth={"userlist": "users.txt", "workers": "1", "queue": "1", "max_failures": "0"})
+    cred = base64.b64encode(b"nobody:pw").decode()
+    req = (f"GET http://127.0.0.1:9/ HTTP/1.1\r\nHost: 127.0.0.1:9\r\n"
+           f"Proxy-Authorization: Basic {cred}\r\n\r\n").encode()
+    socks_ = [open_client(f.addr) for _ in range(8)]
+    for s in socks_:
+        s.sendall(req)
+    statuses = []
+    for s in socks_:
+        with s:
+            data, _ = read_until_close(s, timeout=10)
+            statuses.append(data.split(b" ", 2)[1])
+            if statuses[-1] == b"503":
+                assert b"Proxy-Authenticate" not in data, data
+    assert set(statuses) <= {b"407", b"503"}, statuses
+    assert statuses.count(b"503") >= 1 and statuses.count(b"407") >= 1, statuses
 
 
 def test_shutdown_with_verifications_in_flight(ferry, tmp_path, alice_line):
