@@ -167,6 +167,68 @@ static void test_parse_argon_8m(void **state)
     userlist_unref(ul);
 }
 
+/* F4: Argon2id parameters beyond ferry's bounds are an error naming
+ * FILE:LINE, whatever libsodium would accept: t=4294967295 never finishes
+ * and m=4 GiB costs 4 GiB per verification. The bounds themselves are
+ * fine, and a list of the costliest users loads at once (the dummy hash is
+ * made, not computed: loading costs no Argon2 work at all). */
+static void test_argon2_params_bounded(void **state)
+{
+    (void)state;
+    assert_int_equal(fcrypto_init(), 0);
+    const struct {
+        uint32_t m, t, p;
+        bool ok;
+    } cases[] = {
+        {1048576, 16, 16, true},    {8, 1, 1, true},        {65536, 2, 1, true},
+        {1048577, 1, 1, false},     {4194304, 1, 1, false}, {65536, 17, 1, false},
+        {8, 4294967295u, 1, false}, {65536, 1, 17, false},  {4294967295u, 1, 1, false},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char phc[FCRYPTO_PWHASH_MAX], text[400], want[300];
+        assert_int_equal(fcrypto_pwhash_dummy(phc, cases[i].m, cases[i].t, cases[i].p), 0);
+        assert_true(fcrypto_pwhash_valid(phc));
+        snprintf(text, sizeof(text), "good:plain:pw\neve:%s\n", phc);
+        if (cases[i].ok) {
+            struct userlist *ul = parse_ok(text);
+            uint32_t m, t, p;
+            assert_int_equal(fcrypto_pwhash_params(ul->dummy, &m, &t, &p), 0);
+            assert_true(m == cases[i].m && t == cases[i].t && p == cases[i].p);
+            userlist_unref(ul);
+            continue;
+        }
+        parse_bad(text, 1);
+        snprintf(want, sizeof(want),
+                 FILE_NAME ":2: Argon2id parameters out of bounds (m=%u,t=%u,p=%u; ferry accepts "
+                           "m from 8 to 1048576 KiB and at least 8 KiB per lane, t from 1 to 16, "
+                           "p from 1 to 16)",
+                 cases[i].m, cases[i].t, cases[i].p);
+        assert_string_equal(errs.msg[0], want);
+    }
+}
+
+/* The PHC parameter reader: exact decimal fields, nothing else. */
+static void test_pwhash_params(void **state)
+{
+    (void)state;
+    uint32_t m, t, p;
+    assert_int_equal(
+        fcrypto_pwhash_params("$argon2id$v=19$m=65536,t=2,p=1$c2FsdA$aGFzaA", &m, &t, &p), 0);
+    assert_true(m == 65536 && t == 2 && p == 1);
+    assert_int_equal(
+        fcrypto_pwhash_params("$argon2id$v=19$m=4294967295,t=4294967295,p=1$x$y", &m, &t, &p), 0);
+    assert_true(m == 4294967295u && t == 4294967295u);
+    const char *bad[] = {
+        "$argon2id$v=19$m=4294967296,t=1,p=1$x$y", "$argon2id$v=19$m=1,t=1,p=1",
+        "$argon2id$v=19$m=,t=1,p=1$x$y",           "$argon2id$v=19$m=1,p=1,t=1$x$y",
+        "$argon2id$v=19$m=-1,t=1,p=1$x$y",         "$argon2id$v=19$t=1,p=1$x$y",
+        "$argon2id$v=19$m=1,t=1x,p=1$x$y",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (fcrypto_pwhash_params(bad[i], &m, &t, &p) != -1)
+            fail_msg("'%s' read as params", bad[i]);
+}
+
 static void test_find_hits_and_misses(void **state)
 {
     (void)state;
@@ -560,6 +622,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_parse_mixed_list, teardown),
         cmocka_unit_test_teardown(test_parse_argon_8m, teardown),
+        cmocka_unit_test_teardown(test_argon2_params_bounded, teardown),
+        cmocka_unit_test_teardown(test_pwhash_params, teardown),
         cmocka_unit_test_teardown(test_find_hits_and_misses, teardown),
         cmocka_unit_test_teardown(test_empty_lists, teardown),
         cmocka_unit_test_teardown(test_malformed_lines, teardown),
