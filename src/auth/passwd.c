@@ -155,6 +155,14 @@ int passwd_main(int argc, char **argv)
         fputs("ferry passwd: password longer than 255 bytes (RFC 1929's limit)\n", stderr);
         return 1;
     }
+    if (plain && (pass[n - 1] == ' ' || pass[n - 1] == '\t')) {
+        explicit_bzero(pass, sizeof(pass));
+        fputs("ferry passwd: a plain password cannot end with a space or tab (a userlist refuses "
+              "such a line as an editor's leftover); leave out --plain to store it as an "
+              "Argon2id hash\n",
+              stderr);
+        return 1;
+    }
     int status = 0;
     if (plain) {
         printf("%s:plain:%s\n", name, pass);

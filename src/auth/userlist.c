@@ -126,6 +126,14 @@ static int parse_line(char *line, const char *file, int lineno, struct user *u,
                          lineno);
             return -EINVAL;
         }
+        if (secret[slen - 1] == ' ' || secret[slen - 1] == '\t') {
+            config_error(errs,
+                         "%s:%d: plain password ends with a space or tab (an editor's "
+                         "leftover?); remove it, or store such a password as an Argon2id hash "
+                         "(ferry passwd NAME)",
+                         file, lineno);
+            return -EINVAL;
+        }
         u->kind = USER_PLAIN;
         u->slen_plain = (uint8_t)slen;
     } else if (strncmp(rest, "$argon2id$", 10) == 0) {
@@ -237,7 +245,7 @@ static int make_dummy(struct userlist *ul)
 }
 
 int userlist_parse(const char *text, const char *file, struct userlist **out,
-                   struct config_errors *errs)
+                   struct config_errors *errs, struct config_errors *warns)
 {
     pthread_once(&keys_once, keys_init);
     struct userlist *ul = calloc(1, sizeof(*ul));
@@ -247,6 +255,13 @@ int userlist_parse(const char *text, const char *file, struct userlist **out,
     size_t cap = 0, nerr0 = errs->n;
     int lineno = 0, rc = 0;
     const char *p = text;
+    /* Some editors start a UTF-8 file with a byte order mark; it would
+     * otherwise become part of the first user's name. */
+    if (strncmp(p, "\xEF\xBB\xBF", 3) == 0) {
+        p += 3;
+        if (warns)
+            config_error(warns, "%s:1: UTF-8 byte order mark ignored", file);
+    }
     while (*p) {
         const char *nl = strchr(p, '\n');
         size_t len = nl ? (size_t)(nl - p) : strlen(p);
@@ -297,7 +312,8 @@ int userlist_parse(const char *text, const char *file, struct userlist **out,
     return 0;
 }
 
-int userlist_load(const char *path, struct userlist **out, struct config_errors *errs)
+int userlist_load(const char *path, struct userlist **out, struct config_errors *errs,
+                  struct config_errors *warns)
 {
     char *text;
     size_t len;
@@ -309,7 +325,7 @@ int userlist_load(const char *path, struct userlist **out, struct config_errors 
                                      : strerror(-rc));
         return rc;
     }
-    rc = userlist_parse(text, path, out, errs);
+    rc = userlist_parse(text, path, out, errs, warns);
     explicit_bzero(text, len);
     free(text);
     return rc;

@@ -1003,6 +1003,33 @@ def test_sigterm_during_costly_reload(ferry, tmp_path, alice_line):
     assert "configuration applied to new sessions (3 users)" in log, log
 
 
+def test_userlist_bom_skipped_with_warning(ferry, tmp_path, echo_server, alice_line):
+    """A UTF-8 byte order mark before the first name (Notepad writes one) is
+    skipped, and --check says so; the first user logs in by their name."""
+    r, users, _ = check_config(tmp_path, "\ufeff" + alice_line + "\n")
+    assert r.rc == 0, r.text
+    assert f"warning: {users}:1: UTF-8 byte order mark ignored" in r.text, r.text
+    (tmp_path / "users.txt").write_text("\ufeff" + alice_line + "\n", encoding="utf-8")
+    f = ferry(auth={"userlist": "users.txt"})
+    s, _ = socks_connect_auth(f.addr, "alice", ALICE_PW, *echo_server.addr)
+    with s:
+        echo_roundtrip(s, b"alice despite the BOM")
+
+
+@pytest.mark.parametrize("secret", ["pw ", "pw\t", "pw \r"], ids=["space", "tab", "space-crlf"])
+def test_check_refuses_trailing_space_in_plain_password(tmp_path, secret):
+    """A plain password ending in a space or tab is an editor's leftover far
+    more often than a password: an error at FILE:LINE, not a password no
+    client will type."""
+    r, users, _ = check_config(tmp_path, f"alice:plain:ok\nbob:plain:{secret}\n")
+    assert r.rc == 1, r.text
+    assert f"{users}:2: plain password ends with a space or tab" in r.text, r.text
+    # ferry passwd --plain will not write such a line either; hashed, it is fine
+    r = run_ferry(["passwd", "--plain", "bob"], input="pw \n")
+    assert r.rc == 1 and "cannot end with a space or tab" in r.err and r.out == "", r
+    assert passwd_line("bob", "pw ").startswith("bob:$argon2id$")
+
+
 def test_check_reports_every_bad_line(tmp_path):
     r, users, _ = check_config(tmp_path, "x\nalice:plain:ok\ny\nb c:plain:z\n")
     assert r.rc == 1
