@@ -205,7 +205,10 @@ bool throttle_begin(struct throttle *t, const struct addr *ip, uint64_t now_ms, 
 bool throttle_end(struct throttle *t, const struct addr *ip, uint64_t now_ms, uint64_t key,
                   bool failed)
 {
-    if (!t->e || t->max_failures == 0)
+    /* Books are settled even with throttling off now: it may have been on
+     * when the attempt began (a reload), and a slot never given back
+     * would count as a guess for good once it is on again. */
+    if (!t->e)
         return false;
     pthread_mutex_t *lock;
     struct throttle_entry *set = lock_set(t, ip, &lock);
@@ -221,7 +224,7 @@ bool throttle_end(struct throttle *t, const struct addr *ip, uint64_t now_ms, ui
     else if (e && e->pending)
         e->pending--;
     bool starts_block = false;
-    if (failed)
+    if (failed && t->max_failures)
         starts_block = entry_fail(t, e ? e : entry_get(t, set, ip, now_ms), now_ms);
     pthread_mutex_unlock(lock);
     return starts_block;

@@ -72,7 +72,8 @@ bool throttle_fail(struct throttle *t, const struct addr *ip, uint64_t now_ms);
  * until throttle_end() with the same key. */
 bool throttle_begin(struct throttle *t, const struct addr *ip, uint64_t now_ms, uint64_t key);
 /* A pending attempt (begun with this key) ended; a failed one counts as a
- * failure, each attempt on its own. Returns true when it starts a block. */
+ * failure (while throttling is on), each attempt on its own. Returns true
+ * when it starts a block. */
 bool throttle_end(struct throttle *t, const struct addr *ip, uint64_t now_ms, uint64_t key,
                   bool failed);
 

@@ -371,6 +371,26 @@ static void test_more_guesses_than_slots(void **state)
     assert_false(throttle_begin(&thr, &a, T0 + 3, 99));
 }
 
+/* Throttling turned off by a reload while guesses are in flight: their
+ * ends still give the slots back, so once it is on again the address has
+ * its full count of guesses. */
+static void test_off_and_on_with_guesses_in_flight(void **state)
+{
+    (void)state;
+    assert_int_equal(throttle_init(&thr, 1024, 2, 60000, 30000), 0);
+    struct addr a = ip("192.0.2.52", 1);
+    assert_true(throttle_begin(&thr, &a, T0, 1));
+    assert_true(throttle_begin(&thr, &a, T0, 2));
+    throttle_configure(&thr, 0, 60000, 30000);
+    assert_false(throttle_end(&thr, &a, T0, 1, true)); /* off: no failure counted */
+    assert_false(throttle_end(&thr, &a, T0, 2, true));
+    throttle_configure(&thr, 2, 60000, 30000);
+    assert_false(throttle_blocked(&thr, &a, T0));
+    assert_true(throttle_begin(&thr, &a, T0, 3));
+    assert_true(throttle_begin(&thr, &a, T0, 4));
+    assert_false(throttle_begin(&thr, &a, T0, 5));
+}
+
 static void test_init_fini_edges(void **state)
 {
     (void)state;
@@ -401,6 +421,7 @@ int main(void)
         cmocka_unit_test_teardown(test_threads_one_start, teardown),
         cmocka_unit_test_teardown(test_identical_attempts_one_guess, teardown),
         cmocka_unit_test_teardown(test_more_guesses_than_slots, teardown),
+        cmocka_unit_test_teardown(test_off_and_on_with_guesses_in_flight, teardown),
         cmocka_unit_test_teardown(test_init_fini_edges, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
