@@ -634,7 +634,8 @@ def test_cold_start_identical_logins_are_one_guess(ferry, tmp_path, echo_server)
 def test_parallel_distinct_guesses_still_throttled(ferry, tmp_path):
     """The other side of F5: 16 distinct wrong passwords at once from one
     address are 16 guesses; with max_failures = 3 at most three are
-    verified, the rest are refused unverified, and the address is blocked."""
+    verified at a time, the rest are refused unverified, and the address is
+    blocked."""
     from opslib import metrics_addr, scrape
 
     write_users(tmp_path, passwd_line("alice", ALICE_PW, ops=None, mem=None))
@@ -647,7 +648,11 @@ def test_parallel_distinct_guesses_still_throttled(ferry, tmp_path):
     e = scrape(maddr)
     denied = e.get("ferry_auth_total", result="denied")
     throttled = e.get("ferry_auth_total", result="throttled")
-    assert denied + throttled == 16 and 1 <= denied <= 3, (denied, throttled)
+    # At most 3 guesses are verified at once: the third failure starts the
+    # block with at most two others still in flight, so at most 5 denied
+    # (3 when all arrive before any verdict, as they do unless the machine
+    # is very slow); the rest refused unverified.
+    assert denied + throttled == 16 and 3 <= denied <= 5, (denied, throttled)
     f.wait_log(r"auth: 127\.0\.0\.2 blocked for 60000 ms after 3 failed attempts")
 
 
