@@ -65,16 +65,25 @@ void auth_worker_fini(struct auth_worker *aw)
     auth_cache_fini(&aw->cache);
 }
 
+/* What the throttle knows an attempt by: equal for the same name and
+ * password (the probe's keyed tag), so identical attempts are one guess. */
+static uint64_t guess_key(const struct auth_cache_probe *p)
+{
+    uint64_t k;
+    memcpy(&k, p->tag, sizeof(k));
+    return k;
+}
+
 /* A verification ended: settle the throttle's books, and log the one
  * failure that starts a block. */
-static void note_end(struct auth_worker *aw, const struct addr *client, bool failed)
+static void note_end(struct auth_worker *aw, const struct auth_job *job, bool failed)
 {
     struct throttle *t = &aw->a->t;
-    if (throttle_end(t, client, loop_now(aw->l), failed)) {
+    if (throttle_end(t, &job->client, loop_now(aw->l), guess_key(&job->probe), failed)) {
         char ip[ADDR_STRLEN];
         stat_add(&aw->stats->blocks, 1);
         log_warn("auth: %s blocked for %u ms after %u failed attempts within %u ms",
-                 addr_format_ip(client, ip, sizeof(ip)), t->block_ms, t->max_failures,
+                 addr_format_ip(&job->client, ip, sizeof(ip)), t->block_ms, t->max_failures,
                  t->window_ms);
     }
 }
@@ -83,7 +92,7 @@ static void note_end(struct auth_worker *aw, const struct addr *client, bool fai
 static int settle(struct auth_worker *aw, struct auth_job *job, bool verified)
 {
     int result = verified ? AUTH_OK : AUTH_DENIED;
-    note_end(aw, &job->client, result != AUTH_OK);
+    note_end(aw, job, result != AUTH_OK);
     if (result == AUTH_OK && throttle_blocked(&aw->a->t, &job->client, loop_now(aw->l))) {
         /* Blocked while this one was being checked (parallel guesses): a
          * right password behind wrong ones must not get through. */
@@ -163,10 +172,12 @@ int auth_begin(struct auth_worker *aw, const struct auth_params *p, const struct
         return AUTH_THROTTLED;
     }
     const struct user *u = userlist_find(p->ul, user, ulen);
+    /* The probe names the guess for the throttle, and the cache entry. */
     struct auth_cache_probe probe;
+    auth_cache_probe(&aw->cache, user, ulen, pass, plen, &probe);
+    uint64_t key = guess_key(&probe);
     bool use_cache = p->cache_ttl_ms > 0 && u;
     if (use_cache) {
-        auth_cache_probe(&aw->cache, user, ulen, pass, plen, &probe);
         if (auth_cache_check(&aw->cache, &probe, u->version, now)) {
             stat_add(&aw->stats->ok, 1);
             stat_add(&aw->stats->cache_hits, 1);
@@ -183,7 +194,11 @@ int auth_begin(struct auth_worker *aw, const struct auth_params *p, const struct
             return AUTH_OK;
         }
     }
-    if (!throttle_begin(&aw->a->t, client, now)) {
+    /* Identical attempts (the same key) in flight are one guess, whether
+     * they wait on one verification here or run their own on other
+     * workers: a burst of right logins from one address never throttles
+     * itself, while distinct guesses in parallel are each counted. */
+    if (!throttle_begin(&aw->a->t, client, now, key)) {
         stat_add(&aw->stats->throttled, 1);
         return AUTH_THROTTLED;
     }
@@ -194,7 +209,7 @@ int auth_begin(struct auth_worker *aw, const struct auth_params *p, const struct
     if (leader) {
         struct auth_job *f = calloc(1, sizeof(*f));
         if (!f) {
-            throttle_end(&aw->a->t, client, now, false);
+            throttle_end(&aw->a->t, client, now, key, false);
             stat_add(&aw->stats->busy, 1);
             return AUTH_BUSY;
         }
@@ -213,7 +228,7 @@ int auth_begin(struct auth_worker *aw, const struct auth_params *p, const struct
     }
     struct auth_job *job = calloc(1, sizeof(*job));
     if (!job) {
-        throttle_end(&aw->a->t, client, now, false);
+        throttle_end(&aw->a->t, client, now, key, false);
         stat_add(&aw->stats->busy, 1);
         return AUTH_BUSY;
     }
@@ -227,15 +242,14 @@ int auth_begin(struct auth_worker *aw, const struct auth_params *p, const struct
     job->client = *client;
     job->version = u ? u->version : 0;
     job->cache_ttl_ms = use_cache ? p->cache_ttl_ms : 0;
-    if (use_cache)
-        job->probe = probe;
+    job->probe = probe;
     job->ulen = (uint8_t)ulen;
     job->plen = (uint8_t)plen;
     memcpy(job->user, user, ulen);
     memcpy(job->pass, pass, plen);
     if (verifier_submit(&aw->a->v, job) < 0) {
         auth_job_free(job);
-        throttle_end(&aw->a->t, client, now, false);
+        throttle_end(&aw->a->t, client, now, key, false);
         stat_add(&aw->stats->busy, 1);
         return AUTH_BUSY;
     }

@@ -25,8 +25,8 @@ static const char usage[] =
     "\n"
     "  --plain      store the password as it is (NAME:plain:SECRET) instead of an\n"
     "               Argon2id hash; only for lists that are themselves protected\n"
-    "  --ops N      Argon2id passes (default 2, libsodium's interactive limit)\n"
-    "  --mem SIZE   Argon2id memory (default 64m, libsodium's interactive limit)\n"
+    "  --ops N      Argon2id passes, 1 to 16 (default 2, libsodium's interactive limit)\n"
+    "  --mem SIZE   Argon2id memory, 8k to 1g (default 64m, libsodium's interactive limit)\n"
     "  -h, --help   show this help\n"
     "\n"
     "Example:  ferry passwd alice >> /etc/ferry/users\n";
@@ -95,15 +95,16 @@ int passwd_main(int argc, char **argv)
             plain = true;
             break;
         case 'o':
-            if (parse_u64(optarg, fcrypto_pwhash_ops_min(), 64, &ops)) {
-                fprintf(stderr, "ferry passwd: --ops: '%s' is not a number from %llu to 64\n",
-                        optarg, (unsigned long long)fcrypto_pwhash_ops_min());
+            if (parse_u64(optarg, fcrypto_pwhash_ops_min(), FCRYPTO_PWHASH_OPS_MAX, &ops)) {
+                fprintf(stderr, "ferry passwd: --ops: '%s' is not a number from %llu to %u\n",
+                        optarg, (unsigned long long)fcrypto_pwhash_ops_min(),
+                        FCRYPTO_PWHASH_OPS_MAX);
                 return 2;
             }
             break;
         case 'm':
-            if (parse_size(optarg, fcrypto_pwhash_mem_min(), 4ull << 30, &mem)) {
-                fprintf(stderr, "ferry passwd: --mem: '%s' is not a size from 8k to 4g\n", optarg);
+            if (parse_size(optarg, fcrypto_pwhash_mem_min(), FCRYPTO_PWHASH_MEM_MAX, &mem)) {
+                fprintf(stderr, "ferry passwd: --mem: '%s' is not a size from 8k to 1g\n", optarg);
                 return 2;
             }
             break;
@@ -152,6 +153,14 @@ int passwd_main(int argc, char **argv)
     if (n == -2 || n > 255) {
         explicit_bzero(pass, sizeof(pass));
         fputs("ferry passwd: password longer than 255 bytes (RFC 1929's limit)\n", stderr);
+        return 1;
+    }
+    if (plain && (pass[n - 1] == ' ' || pass[n - 1] == '\t')) {
+        explicit_bzero(pass, sizeof(pass));
+        fputs("ferry passwd: a plain password cannot end with a space or tab (a userlist refuses "
+              "such a line as an editor's leftover); leave out --plain to store it as an "
+              "Argon2id hash\n",
+              stderr);
         return 1;
     }
     int status = 0;

@@ -70,11 +70,29 @@ static struct throttle_entry *lock_set(struct throttle *t, const struct addr *ip
     return &t->e[(size_t)set * THROTTLE_WAYS];
 }
 
+/* Guesses in flight: a slot per distinct key, plus the unslotted ones. */
+static uint32_t guesses(const struct throttle_entry *e)
+{
+    uint32_t n = e->pending;
+    for (int i = 0; i < THROTTLE_KEYS; i++)
+        n += e->key_n[i] != 0;
+    return n;
+}
+
 /* An entry is worth nothing once its window is over and it blocks nobody. */
 static bool stale(const struct throttle *t, const struct throttle_entry *e, uint64_t now)
 {
-    return e->family == 0 || (e->blocked_until_ms <= now && e->pending == 0 &&
+    return e->family == 0 || (e->blocked_until_ms <= now && guesses(e) == 0 &&
                               now - e->window_start_ms >= t->window_ms);
+}
+
+/* The slot holding key, or -1. */
+static int key_slot(const struct throttle_entry *e, uint64_t key)
+{
+    for (int i = 0; i < THROTTLE_KEYS; i++)
+        if (e->key_n[i] && e->key[i] == key)
+            return i;
+    return -1;
 }
 
 bool throttle_blocked(struct throttle *t, const struct addr *ip, uint64_t now_ms)
@@ -157,23 +175,40 @@ bool throttle_fail(struct throttle *t, const struct addr *ip, uint64_t now_ms)
     return starts_block;
 }
 
-bool throttle_begin(struct throttle *t, const struct addr *ip, uint64_t now_ms)
+bool throttle_begin(struct throttle *t, const struct addr *ip, uint64_t now_ms, uint64_t key)
 {
     if (!t->e || t->max_failures == 0)
         return true;
     pthread_mutex_t *lock;
     struct throttle_entry *set = lock_set(t, ip, &lock);
     struct throttle_entry *e = entry_get(t, set, ip, now_ms);
-    bool ok = e->blocked_until_ms <= now_ms && e->pending < t->max_failures;
-    if (ok)
-        e->pending++;
+    bool ok = e->blocked_until_ms <= now_ms;
+    int k = key_slot(e, key);
+    if (ok && k >= 0) {
+        e->key_n[k]++; /* the same guess as one in flight */
+    } else if (ok && guesses(e) < t->max_failures) {
+        for (k = 0; k < THROTTLE_KEYS && e->key_n[k]; k++)
+            ;
+        if (k < THROTTLE_KEYS) {
+            e->key[k] = key;
+            e->key_n[k] = 1;
+        } else {
+            e->pending++; /* every slot taken: counted on its own */
+        }
+    } else {
+        ok = false;
+    }
     pthread_mutex_unlock(lock);
     return ok;
 }
 
-bool throttle_end(struct throttle *t, const struct addr *ip, uint64_t now_ms, bool failed)
+bool throttle_end(struct throttle *t, const struct addr *ip, uint64_t now_ms, uint64_t key,
+                  bool failed)
 {
-    if (!t->e || t->max_failures == 0)
+    /* Books are settled even with throttling off now: it may have been on
+     * when the attempt began (a reload), and a slot never given back
+     * would count as a guess for good once it is on again. */
+    if (!t->e)
         return false;
     pthread_mutex_t *lock;
     struct throttle_entry *set = lock_set(t, ip, &lock);
@@ -181,10 +216,15 @@ bool throttle_end(struct throttle *t, const struct addr *ip, uint64_t now_ms, bo
     for (int i = 0; i < THROTTLE_WAYS && !e; i++)
         if (same_ip(&set[i], ip))
             e = &set[i];
-    if (e && e->pending)
+    /* Per key, slot count plus unslotted attempts is the number in flight,
+     * so taking one from the slot when there is one never goes below 0. */
+    int k = e ? key_slot(e, key) : -1;
+    if (k >= 0)
+        e->key_n[k]--;
+    else if (e && e->pending)
         e->pending--;
     bool starts_block = false;
-    if (failed)
+    if (failed && t->max_failures)
         starts_block = entry_fail(t, e ? e : entry_get(t, set, ip, now_ms), now_ms);
     pthread_mutex_unlock(lock);
     return starts_block;

@@ -85,6 +85,16 @@ void userlist_unref(struct userlist *ul)
         userlist_free(ul);
 }
 
+/* Argon2id parameters ferry will verify with: a verification (and so a
+ * client) must never cost more than FCRYPTO_PWHASH_*_MAX, whatever the
+ * file says. The lower bounds are libsodium's and Argon2's. */
+static bool argon2_params_ok(uint32_t m_kib, uint32_t t, uint32_t p)
+{
+    return m_kib >= fcrypto_pwhash_mem_min() / 1024 && m_kib <= FCRYPTO_PWHASH_MEM_MAX / 1024 &&
+           t >= fcrypto_pwhash_ops_min() && t <= FCRYPTO_PWHASH_OPS_MAX && p >= 1 &&
+           p <= FCRYPTO_PWHASH_LANES_MAX && m_kib >= 8ull * p;
+}
+
 /* One line; returns 0 and fills u, or -EINVAL after reporting. */
 static int parse_line(char *line, const char *file, int lineno, struct user *u,
                       struct config_errors *errs)
@@ -116,6 +126,14 @@ static int parse_line(char *line, const char *file, int lineno, struct user *u,
                          lineno);
             return -EINVAL;
         }
+        if (secret[slen - 1] == ' ' || secret[slen - 1] == '\t') {
+            config_error(errs,
+                         "%s:%d: plain password ends with a space or tab (an editor's "
+                         "leftover?); remove it, or store such a password as an Argon2id hash "
+                         "(ferry passwd NAME)",
+                         file, lineno);
+            return -EINVAL;
+        }
         u->kind = USER_PLAIN;
         u->slen_plain = (uint8_t)slen;
     } else if (strncmp(rest, "$argon2id$", 10) == 0) {
@@ -123,6 +141,16 @@ static int parse_line(char *line, const char *file, int lineno, struct user *u,
             config_error(errs,
                          "%s:%d: not a valid Argon2id hash (make one with: ferry passwd NAME)",
                          file, lineno);
+            return -EINVAL;
+        }
+        uint32_t m = 0, t = 0, par = 0;
+        if (fcrypto_pwhash_params(rest, &m, &t, &par) < 0 || !argon2_params_ok(m, t, par)) {
+            config_error(errs,
+                         "%s:%d: Argon2id parameters out of bounds (m=%u,t=%u,p=%u; ferry accepts "
+                         "m from 8 to %llu KiB and at least 8 KiB per lane, t from 1 to %u, p "
+                         "from 1 to %u)",
+                         file, lineno, m, t, par, FCRYPTO_PWHASH_MEM_MAX / 1024,
+                         FCRYPTO_PWHASH_OPS_MAX, FCRYPTO_PWHASH_LANES_MAX);
             return -EINVAL;
         }
         u->kind = USER_ARGON2ID;
@@ -176,56 +204,48 @@ static int build_index(struct userlist *ul, const char *file, struct config_erro
     return rc;
 }
 
-/* Argon2id parameters of a PHC string: m (KiB) and t. */
-static bool phc_params(const char *phc, unsigned *m, unsigned *t)
-{
-    const char *p = strstr(phc, "$m=");
-    return p && sscanf(p, "$m=%u,t=%u,", m, t) == 2;
-}
-
-/* The dummy hash, with the parameters most users of the list have. */
+/* The dummy hash, with the parameters most users of the list have. It is
+ * made, not computed: a PHC string with a random salt and hash costs a
+ * verification what a real one costs, while loading a list (at start, on
+ * --check, on a reload on the signal-handling thread) does no Argon2 work
+ * at all, so its time is bounded by the file's size, never by its
+ * parameters. */
 static int make_dummy(struct userlist *ul)
 {
     struct phc_count {
-        unsigned m, t, n;
+        uint32_t m, t, p, n;
     } seen[16];
     unsigned nseen = 0, best = 0;
     for (size_t i = 0; i < ul->n; i++) {
-        unsigned m, t, k;
-        if (ul->users[i].kind != USER_ARGON2ID || !phc_params(ul->users[i].secret, &m, &t))
+        uint32_t m, t, p;
+        unsigned k;
+        if (ul->users[i].kind != USER_ARGON2ID ||
+            fcrypto_pwhash_params(ul->users[i].secret, &m, &t, &p) < 0)
             continue;
-        for (k = 0; k < nseen && (seen[k].m != m || seen[k].t != t); k++)
+        for (k = 0; k < nseen && (seen[k].m != m || seen[k].t != t || seen[k].p != p); k++)
             ;
         if (k == nseen) {
             if (nseen == 16)
                 continue;
-            seen[nseen++] = (struct phc_count){m, t, 0};
+            seen[nseen++] = (struct phc_count){m, t, p, 0};
         }
         seen[k].n++;
         if (seen[k].n > seen[best].n)
             best = k;
     }
-    uint64_t ops = FCRYPTO_PWHASH_OPS_DEFAULT, mem = FCRYPTO_PWHASH_MEM_DEFAULT;
+    uint32_t m = (uint32_t)(FCRYPTO_PWHASH_MEM_DEFAULT / 1024), t = FCRYPTO_PWHASH_OPS_DEFAULT,
+             p = 1;
     if (nseen) {
-        ops = seen[best].t;
-        mem = (uint64_t)seen[best].m * 1024;
+        m = seen[best].m;
+        t = seen[best].t;
+        p = seen[best].p;
     }
-    uint8_t rnd[24];
-    fcrypto_random(rnd, sizeof(rnd));
-    char pass[49];
-    for (int i = 0; i < 24; i++) {
-        pass[2 * i] = "0123456789abcdef"[rnd[i] >> 4];
-        pass[2 * i + 1] = "0123456789abcdef"[rnd[i] & 15];
-    }
-    pass[48] = '\0';
     _Static_assert(sizeof(((struct userlist *)0)->dummy) >= FCRYPTO_PWHASH_MAX, "dummy size");
-    int rc = fcrypto_pwhash(ul->dummy, pass, 48, ops, mem);
-    explicit_bzero(pass, sizeof(pass));
-    return rc;
+    return fcrypto_pwhash_dummy(ul->dummy, m, t, p);
 }
 
 int userlist_parse(const char *text, const char *file, struct userlist **out,
-                   struct config_errors *errs)
+                   struct config_errors *errs, struct config_errors *warns)
 {
     pthread_once(&keys_once, keys_init);
     struct userlist *ul = calloc(1, sizeof(*ul));
@@ -235,6 +255,13 @@ int userlist_parse(const char *text, const char *file, struct userlist **out,
     size_t cap = 0, nerr0 = errs->n;
     int lineno = 0, rc = 0;
     const char *p = text;
+    /* Some editors start a UTF-8 file with a byte order mark; it would
+     * otherwise become part of the first user's name. */
+    if (strncmp(p, "\xEF\xBB\xBF", 3) == 0) {
+        p += 3;
+        if (warns)
+            config_error(warns, "%s:1: UTF-8 byte order mark ignored", file);
+    }
     while (*p) {
         const char *nl = strchr(p, '\n');
         size_t len = nl ? (size_t)(nl - p) : strlen(p);
@@ -274,8 +301,8 @@ int userlist_parse(const char *text, const char *file, struct userlist **out,
     if (!rc)
         rc = build_index(ul, file, errs);
     if (!rc && errs->n == nerr0 && make_dummy(ul) < 0) {
-        config_error(errs, "%s: out of memory hashing the dummy password", file);
-        rc = -ENOMEM;
+        config_error(errs, "%s: cannot make the dummy hash", file);
+        rc = -EINVAL;
     }
     if (rc || errs->n != nerr0) {
         userlist_free(ul);
@@ -285,7 +312,8 @@ int userlist_parse(const char *text, const char *file, struct userlist **out,
     return 0;
 }
 
-int userlist_load(const char *path, struct userlist **out, struct config_errors *errs)
+int userlist_load(const char *path, struct userlist **out, struct config_errors *errs,
+                  struct config_errors *warns)
 {
     char *text;
     size_t len;
@@ -297,7 +325,7 @@ int userlist_load(const char *path, struct userlist **out, struct config_errors 
                                      : strerror(-rc));
         return rc;
     }
-    rc = userlist_parse(text, path, out, errs);
+    rc = userlist_parse(text, path, out, errs, warns);
     explicit_bzero(text, len);
     free(text);
     return rc;

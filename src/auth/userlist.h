@@ -36,9 +36,9 @@ struct user {
 
 struct userlist {
     _Atomic uint32_t refs;
-    /* What an unknown or plain user pays: an Argon2id hash of a random
-     * password with the parameters most of this list's users have (the
-     * defaults when it has none). */
+    /* What an unknown or plain user pays: an Argon2id PHC string with a
+     * random salt and hash (no password matches it) and the parameters
+     * most of this list's users have (the defaults when it has none). */
     char dummy[128];
     struct user *users;
     size_t n;
@@ -47,11 +47,17 @@ struct userlist {
 };
 
 /* Parse text (from file, for messages). Returns 0 with *out (refs = 1), or
- * -EINVAL with every problem in errs as "FILE:LINE: message". */
+ * -EINVAL with every problem in errs as "FILE:LINE: message". What is
+ * accepted but worth saying goes to warns ("FILE:LINE: message"; NULL:
+ * nowhere): a UTF-8 byte order mark before the first line, which is
+ * skipped. A plain password that ends in a space or tab is an error (an
+ * editor's leftover far more often than a password; such a password can
+ * still be stored as an Argon2id hash). */
 int userlist_parse(const char *text, const char *file, struct userlist **out,
-                   struct config_errors *errs);
+                   struct config_errors *errs, struct config_errors *warns);
 /* Read and parse a file. */
-int userlist_load(const char *path, struct userlist **out, struct config_errors *errs);
+int userlist_load(const char *path, struct userlist **out, struct config_errors *errs,
+                  struct config_errors *warns);
 
 const struct user *userlist_find(const struct userlist *ul, const char *name, size_t len);
 

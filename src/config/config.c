@@ -1009,7 +1009,7 @@ static void load_userlist(struct config *c, const char *cfg_path, int line,
                      strerror(errno));
         return;
     }
-    if (userlist_load(path, &c->auth.users, errs) == 0 && c->auth.users->n == 0) {
+    if (userlist_load(path, &c->auth.users, errs, &c->warnings) == 0 && c->auth.users->n == 0) {
         config_error(errs, "%s:%d: auth.userlist: %s has no users", cfg_path, line, path);
         userlist_unref(c->auth.users);
         c->auth.users = NULL;

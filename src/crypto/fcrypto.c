@@ -5,6 +5,7 @@
 #include "crypto/fcrypto.h"
 
 #include <sodium.h>
+#include <stdio.h>
 #include <string.h>
 
 int fcrypto_init(void)
@@ -80,4 +81,56 @@ uint64_t fcrypto_pwhash_ops_min(void)
 uint64_t fcrypto_pwhash_mem_min(void)
 {
     return crypto_pwhash_MEMLIMIT_MIN;
+}
+
+/* A decimal number below 2^32 at *s, followed by `end`; advances *s past
+ * both. */
+static bool phc_u32(const char **s, char end, uint32_t *out)
+{
+    const char *p = *s;
+    uint64_t v = 0;
+    if (*p < '0' || *p > '9')
+        return false;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        v = v * 10 + (uint64_t)(*p - '0');
+        if (v > UINT32_MAX)
+            return false;
+    }
+    if (*p != end)
+        return false;
+    *out = (uint32_t)v;
+    *s = p + 1;
+    return true;
+}
+
+int fcrypto_pwhash_params(const char *phc, uint32_t *m_kib, uint32_t *t, uint32_t *p)
+{
+    const char *s = strstr(phc, "$m=");
+    if (!s)
+        return -1;
+    s += 3;
+    if (!phc_u32(&s, ',', m_kib) || strncmp(s, "t=", 2) != 0)
+        return -1;
+    s += 2;
+    if (!phc_u32(&s, ',', t) || strncmp(s, "p=", 2) != 0)
+        return -1;
+    s += 2;
+    return phc_u32(&s, '$', p) ? 0 : -1;
+}
+
+int fcrypto_pwhash_dummy(char out[FCRYPTO_PWHASH_MAX], uint32_t m_kib, uint32_t t, uint32_t p)
+{
+    uint8_t salt[crypto_pwhash_SALTBYTES], hash[32];
+    char salt64[sodium_base64_ENCODED_LEN(sizeof(salt), sodium_base64_VARIANT_ORIGINAL_NO_PADDING)];
+    char hash64[sodium_base64_ENCODED_LEN(sizeof(hash), sodium_base64_VARIANT_ORIGINAL_NO_PADDING)];
+    randombytes_buf(salt, sizeof(salt));
+    randombytes_buf(hash, sizeof(hash));
+    sodium_bin2base64(salt64, sizeof(salt64), salt, sizeof(salt),
+                      sodium_base64_VARIANT_ORIGINAL_NO_PADDING);
+    sodium_bin2base64(hash64, sizeof(hash64), hash, sizeof(hash),
+                      sodium_base64_VARIANT_ORIGINAL_NO_PADDING);
+    int n = snprintf(out, FCRYPTO_PWHASH_MAX, "$argon2id$v=19$m=%u,t=%u,p=%u$%s$%s", m_kib, t, p,
+                     salt64, hash64);
+    sodium_memzero(hash, sizeof(hash));
+    return n > 0 && n < FCRYPTO_PWHASH_MAX ? 0 : -1;
 }

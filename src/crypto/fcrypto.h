@@ -32,6 +32,13 @@ bool fcrypto_equal(const void *a, const void *b, size_t len);
 /* Argon2id, in PHC string form ("$argon2id$v=19$m=...,t=...,p=1$salt$hash"). */
 #define FCRYPTO_PWHASH_OPS_DEFAULT 2u                    /* libsodium's interactive */
 #define FCRYPTO_PWHASH_MEM_DEFAULT (64ull * 1024 * 1024) /* libsodium's interactive */
+/* The most ferry accepts, in a userlist or from `ferry passwd`: a cost
+ * beyond these is a mistake (t=4294967295 never finishes, m=4 GiB is 4 GiB
+ * per verification per thread), not a policy. The least are libsodium's
+ * (and Argon2's: m at least 8 KiB per lane). */
+#define FCRYPTO_PWHASH_OPS_MAX     16u          /* passes (t) */
+#define FCRYPTO_PWHASH_MEM_MAX     (1ull << 30) /* bytes: 1 GiB (m=1048576) */
+#define FCRYPTO_PWHASH_LANES_MAX   16u          /* lanes (p) */
 /* Hash a password. Returns 0, or -1 (out of memory, or limits refused). */
 int fcrypto_pwhash(char out[FCRYPTO_PWHASH_MAX], const char *pass, size_t len, uint64_t ops,
                    uint64_t mem);
@@ -41,5 +48,15 @@ int fcrypto_pwhash_verify(const char *phc, const char *pass, size_t len);
 bool fcrypto_pwhash_valid(const char *phc);
 uint64_t fcrypto_pwhash_ops_min(void);
 uint64_t fcrypto_pwhash_mem_min(void);
+/* The parameters of an Argon2id PHC string: memory m (KiB), passes t and
+ * lanes p, read without computing anything. Returns 0, or -1 when the
+ * string does not carry "$m=M,t=T,p=P$" as decimal numbers below 2^32. */
+int fcrypto_pwhash_params(const char *phc, uint32_t *m_kib, uint32_t *t, uint32_t *p);
+/* A PHC string with these parameters, a random salt and a random "hash",
+ * made without computing Argon2id (so at once, whatever the cost):
+ * verifying any password against it costs what verifying against a real
+ * hash with these parameters costs, and fails (but with probability
+ * 2^-256). Returns 0, or -1 when the string would not fit. */
+int fcrypto_pwhash_dummy(char out[FCRYPTO_PWHASH_MAX], uint32_t m_kib, uint32_t t, uint32_t p);
 
 #endif

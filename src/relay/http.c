@@ -481,6 +481,20 @@ static int build_request_head(struct conn *c, const struct http1_msg *m, size_t 
 
 static void http_on_auth(void *owner, int result);
 
+/* A refused authentication: 407 for wrong or throttled credentials; 503
+ * for an attempt never verified because the pool is saturated (not a
+ * wrong password, and not counted as a failure). */
+static void http_auth_refused(struct conn *c, int result)
+{
+    if (result == AUTH_BUSY) {
+        conn_set_outcome(c, OC_LIMITED);
+        http_error(c, 503, "ferry: authentication is busy; try again", "auth-busy");
+        return;
+    }
+    http_error(c, 407, "ferry: proxy authentication failed",
+               result == AUTH_THROTTLED ? "auth-throttled" : "auth-failed");
+}
+
 /* The user this request authenticated as holds the session's per-user slot
  * (limits.per_user) and is charged its bytes (limits.bandwidth_user). On a
  * keep-alive connection a request may be another user's than the one
@@ -559,10 +573,7 @@ static void http_request_head(struct conn *c, size_t headlen)
         }
         if (r != AUTH_OK) {
             free(m);
-            http_error(c, 407, "ferry: proxy authentication failed",
-                       r == AUTH_THROTTLED ? "auth-throttled"
-                       : r == AUTH_BUSY    ? "auth-busy"
-                                           : "auth-failed");
+            http_auth_refused(c, r);
             return;
         }
         h->authed = true;
@@ -661,10 +672,7 @@ static void http_on_auth(void *owner, int result)
     struct conn *c = owner;
     c->auth = NULL;
     if (result != AUTH_OK) {
-        http_error(c, 407, "ferry: proxy authentication failed",
-                   result == AUTH_THROTTLED ? "auth-throttled"
-                   : result == AUTH_BUSY    ? "auth-busy"
-                                            : "auth-failed");
+        http_auth_refused(c, result);
         return;
     }
     /* Judge the head again, now as an authenticated request. */
@@ -1271,6 +1279,7 @@ void http_timeout(struct conn *c)
     case CONN_ST_AUTH_WAIT:
         auth_abandon(c->auth);
         c->auth = NULL;
+        conn_set_outcome(c, OC_LIMITED); /* not verified: no failure */
         http_error(c, 503, "ferry: authentication is busy; try again", "auth-timeout");
         return;
     case CONN_ST_HTTP_FWD: {

@@ -480,9 +480,21 @@ static int hs_greeting(struct conn *c, struct buf *b)
 }
 
 /* The verdict: RFC 1929 status, then the request or a lingering close
- * (why: the reason to log, or NULL to derive it from result). */
+ * (why: the reason to log, or NULL to derive it from result).
+ *
+ * An attempt that was never verified because the pool is saturated (the
+ * queue full, or no verdict within handshake_timeout) gets no status at
+ * all: RFC 1929 has only "success" and "failure", and a failure status
+ * reads as "wrong password" to clients and users. A close without a
+ * verdict is a transient error they retry. */
 static void socks_auth_verdict(struct conn *c, int result, const char *why)
 {
+    if (result == AUTH_BUSY) {
+        conn_set_outcome(c, OC_LIMITED);
+        c->why = why ? why : "auth-busy";
+        conn_linger(c);
+        return;
+    }
     uint8_t msg[2];
     bool ok = result == AUTH_OK;
     socks5_write_auth_status(msg, ok ? SOCKS5_AUTH_OK : SOCKS5_AUTH_FAIL);
@@ -493,10 +505,7 @@ static void socks_auth_verdict(struct conn *c, int result, const char *why)
     }
     if (!ok) {
         conn_set_outcome(c, OC_AUTH_FAILED);
-        c->why = why                        ? why
-                 : result == AUTH_THROTTLED ? "auth-throttled"
-                 : result == AUTH_BUSY      ? "auth-busy"
-                                            : "auth-failed";
+        c->why = why ? why : result == AUTH_THROTTLED ? "auth-throttled" : "auth-failed";
         conn_linger(c);
         return;
     }
@@ -519,11 +528,14 @@ static int socks_auth_result(struct conn *c, int result)
 
 void socks_auth_timeout(struct conn *c)
 {
-    /* The pool did not answer in time (a long queue): say no rather than
-     * close in silence. The verdict, when it comes, is dropped. */
+    /* A message that never completed is the client's doing: a failure
+     * status. A pool that did not answer in time (a long queue) is not a
+     * wrong password, so no status (see socks_auth_verdict); the verdict,
+     * when it comes, is counted and dropped. */
+    bool waiting = c->state == CONN_ST_AUTH_WAIT;
     auth_abandon(c->auth);
     c->auth = NULL;
-    socks_auth_verdict(c, AUTH_BUSY, "auth-timeout");
+    socks_auth_verdict(c, waiting ? AUTH_BUSY : AUTH_DENIED, "auth-timeout");
 }
 
 static void socks_on_auth(void *owner, int result)

@@ -572,6 +572,90 @@ def test_throttle_counts_concurrent_attempts(ferry, tmp_path, alice_line):
                              f"(max_failures 3): {f.access_for(client)}")
 
 
+def burst_logins(f, creds, source="127.0.0.2", timeout=30):
+    """len(creds) clients from one address: all greet first, then all send
+    their credentials at once (a barrier), as an office behind one NAT
+    address does after a restart. Returns [(status or exception, client)]:
+    status AUTH_OK/AUTH_FAIL, or None when ferry closed without a verdict."""
+    n = len(creds)
+    ready = threading.Barrier(n, timeout=timeout)
+    out = [None] * n
+
+    def one(i):
+        client = None
+        try:
+            with open_client(f.addr, source=source, timeout=timeout) as s:
+                client = s.getsockname()
+                s.sendall(greeting((METHOD_USERPASS,)))
+                assert read_method(s, timeout) == METHOD_USERPASS
+                ready.wait()
+                s.sendall(userpass(*creds[i]))
+                st = s.recv(2)
+                out[i] = (None if st == b"" else st[1], client)
+        except Exception as e:  # reported by the caller
+            out[i] = (e, client)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout + 10)
+    assert all(not t.is_alive() for t in threads)
+    return out
+
+
+def test_cold_start_identical_logins_are_one_guess(ferry, tmp_path, echo_server):
+    """F5: a fresh ferry (nothing cached), 64 clients from one address
+    logging in at once with the same right password. Attempts that wait on
+    one verification (same worker) or verify the same name and password
+    (other workers) are one guess, not 64 parallel ones: with
+    max_failures = 2 and four workers, not one is refused. A default-cost
+    hash keeps the first verification in flight while the others arrive."""
+    from opslib import metrics_addr, scrape
+
+    write_users(tmp_path, passwd_line("alice", ALICE_PW, ops=None, mem=None))
+    f = ferry(config={"workers": "4", "handshake_timeout": "30s"},
+              auth={"userlist": "users.txt", "max_failures": "2", "block_time": "60s"},
+              extra="[metrics]\nlisten = 127.0.0.1:0\n")
+    maddr = metrics_addr(f)
+    out = burst_logins(f, [("alice", ALICE_PW)] * 64)
+    bad = [(r, f.access_for(c) if c else None) for r, c in out if r != AUTH_OK]
+    assert not bad, f"{len(bad)} of 64 right logins refused: {bad[:4]}"
+    e = scrape(maddr)
+    assert e.get("ferry_auth_total", result="ok") == 64
+    assert e.get("ferry_auth_total", result="throttled") == 0
+    assert e.get("ferry_auth_total", result="denied") == 0
+    assert "blocked" not in f.log_text()
+    s, _ = socks_connect_auth(f.addr, "alice", ALICE_PW, *echo_server.addr, source="127.0.0.2")
+    with s:
+        echo_roundtrip(s, b"after the burst")
+
+
+def test_parallel_distinct_guesses_still_throttled(ferry, tmp_path):
+    """The other side of F5: 16 distinct wrong passwords at once from one
+    address are 16 guesses; with max_failures = 3 at most three are
+    verified at a time, the rest are refused unverified, and the address is
+    blocked."""
+    from opslib import metrics_addr, scrape
+
+    write_users(tmp_path, passwd_line("alice", ALICE_PW, ops=None, mem=None))
+    f = ferry(config={"workers": "2", "handshake_timeout": "30s"},
+              auth={"userlist": "users.txt", "max_failures": "3", "block_time": "60s"},
+              extra="[metrics]\nlisten = 127.0.0.1:0\n")
+    maddr = metrics_addr(f)
+    out = burst_logins(f, [("alice", f"guess-{i}") for i in range(16)])
+    assert all(r == AUTH_FAIL for r, _ in out), out
+    e = scrape(maddr)
+    denied = e.get("ferry_auth_total", result="denied")
+    throttled = e.get("ferry_auth_total", result="throttled")
+    # At most 3 guesses are verified at once: the third failure starts the
+    # block with at most two others still in flight, so at most 5 denied
+    # (3 when all arrive before any verdict, as they do unless the machine
+    # is very slow); the rest refused unverified.
+    assert denied + throttled == 16 and 3 <= denied <= 5, (denied, throttled)
+    f.wait_log(r"auth: 127\.0\.0\.2 blocked for 60000 ms after 3 failed attempts")
+
+
 def test_max_failures_zero_never_blocks(ferry, tmp_path, alice_line):
     write_users(tmp_path, alice_line)
     f = ferry(auth={"userlist": "users.txt", "max_failures": "0"})
@@ -587,9 +671,16 @@ def test_max_failures_zero_never_blocks(ferry, tmp_path, alice_line):
 def test_full_queue_refuses_at_once(ferry, tmp_path, alice_line):
     """One verifier thread, a queue of one: of several simultaneous slow
     attempts (unknown names pay a default-cost Argon2id), the ones that find
-    the queue full are refused at once with end=auth-busy."""
+    the queue full are shed at once with end=auth-busy: closed without an
+    RFC 1929 status (a failure status would read as a wrong password), and
+    not counted as failures (max_failures = 4 would block otherwise: the
+    eight identical attempts are one guess, but each failure counts)."""
+    from opslib import metrics_addr, scrape
+
     write_users(tmp_path, alice_line)
-    f = ferry(auth={"userlist": "users.txt", "workers": "1", "queue": "1", "max_failures": "0"})
+    f = ferry(auth={"userlist": "users.txt", "workers": "1", "queue": "1", "max_failures": "4"},
+              extra="[metrics]\nlisten = 127.0.0.1:0\n")
+    maddr = metrics_addr(f)
     socks_, clients = [], []
     for _ in range(8):
         s = open_client(f.addr)
@@ -597,16 +688,49 @@ def test_full_queue_refuses_at_once(ferry, tmp_path, alice_line):
         socks_.append(s)
     for s in socks_:
         s.sendall(greeting((METHOD_USERPASS,)) + userpass("nobody", "pw"))
+    shed = 0
     for s in socks_:
         with s:
             assert recv_exact(s, 2) == bytes([5, METHOD_USERPASS])
-            expect_auth_refused(s, timeout=10)
+            data, how = read_until_close(s, timeout=10)
+            assert data in (b"", bytes([1, 1])), data
+            assert how == "eof"
+            shed += data == b""
     ends = [f.access_for(c)["end"] for c in clients]
     assert set(ends) <= {"auth-busy", "auth-failed"}, ends
-    assert ends.count("auth-busy") >= 1, ends
+    assert ends.count("auth-busy") == shed >= 1, (ends, shed)
     assert ends.count("auth-failed") >= 1, ends
+    e = scrape(maddr)
+    assert e.get("ferry_auth_total", result="busy") == shed
+    assert e.get("ferry_auth_total", result="denied") == 8 - shed
+    assert e.get("ferry_sessions_total", protocol="socks5", outcome="limited") == shed
+    assert "blocked" not in f.log_text()
     # the pool recovers
     assert login(f, "alice", ALICE_PW)[0] == AUTH_OK
+
+
+def test_full_queue_http_503(ferry, tmp_path, alice_line):
+    """The same over HTTP: a request whose verification finds the queue
+    full gets 503 (try again), never a 407 that says the password was
+    wrong."""
+    import base64
+    write_users(tmp_path, alice_line)
+    f = ferry(auth={"userlist": "users.txt", "workers": "1", "queue": "1", "max_failures": "0"})
+    cred = base64.b64encode(b"nobody:pw").decode()
+    req = (f"GET http://127.0.0.1:9/ HTTP/1.1\r\nHost: 127.0.0.1:9\r\n"
+           f"Proxy-Authorization: Basic {cred}\r\n\r\n").encode()
+    socks_ = [open_client(f.addr) for _ in range(8)]
+    for s in socks_:
+        s.sendall(req)
+    statuses = []
+    for s in socks_:
+        with s:
+            data, _ = read_until_close(s, timeout=10)
+            statuses.append(data.split(b" ", 2)[1])
+            if statuses[-1] == b"503":
+                assert b"Proxy-Authenticate" not in data, data
+    assert set(statuses) <= {b"407", b"503"}, statuses
+    assert statuses.count(b"503") >= 1 and statuses.count(b"407") >= 1, statuses
 
 
 def test_shutdown_with_verifications_in_flight(ferry, tmp_path, alice_line):
@@ -779,8 +903,10 @@ def test_passwd_invalid_names(name):
     assert r.out == ""
 
 
-@pytest.mark.parametrize("args", [[], ["a", "b"], ["--ops", "0", "a"], ["--mem", "1k", "a"], ["--bogus", "a"]],
-                         ids=["no-name", "two-names", "ops-0", "mem-1k", "unknown-option"])
+@pytest.mark.parametrize("args", [[], ["a", "b"], ["--ops", "0", "a"], ["--mem", "1k", "a"], ["--bogus", "a"],
+                                  ["--ops", "17", "a"], ["--mem", "1025m", "a"], ["--mem", "4g", "a"]],
+                         ids=["no-name", "two-names", "ops-0", "mem-1k", "unknown-option", "ops-17",
+                              "mem-1025m", "mem-4g"])
 def test_passwd_usage_errors(args):
     r = run_ferry(["passwd", *args], input="pw\n")
     assert r.rc == 2, r
@@ -817,6 +943,97 @@ def test_check_reports_userlist_file_line(tmp_path, text, line, msg):
     r, users, _ = check_config(tmp_path, text)
     assert r.rc == 1, r.text
     assert f"{users}:{line}: {msg}" in r.text, r.text
+
+
+def phc(m: int, t: int, p: int) -> str:
+    """A well-formed Argon2id PHC string with these parameters and random
+    salt and hash (made without hashing: libsodium accepts its form)."""
+    import base64
+    b64 = lambda n: base64.b64encode(os.urandom(n)).decode().rstrip("=")
+    return f"$argon2id$v=19$m={m},t={t},p={p}${b64(16)}${b64(32)}"
+
+
+ARGON2_BOUNDS_MSG = "Argon2id parameters out of bounds"
+BAD_PARAMS = [(65536, 4294967295, 1), (4194304, 1, 1), (65536, 2, 17), (65536, 17, 1)]
+BAD_PARAMS_IDS = ["t-2^32-1", "m-4GiB", "p-17", "t-17"]
+
+
+@pytest.mark.parametrize("m,t,p", BAD_PARAMS, ids=BAD_PARAMS_IDS)
+def test_check_refuses_unbounded_argon2_params(tmp_path, m, t, p):
+    """F4: parameters beyond ferry's bounds (m <= 1 GiB, t <= 16, p <= 16)
+    are an error at FILE:LINE, reported at once (t=4294967295 used to keep
+    --check hashing the dummy forever), and `serve` refuses to start."""
+    r, users, conf = check_config(tmp_path, f"# users\nbob:plain:x\neve:{phc(m, t, p)}\n")
+    assert r.rc == 1, r.text
+    assert f"{users}:3: {ARGON2_BOUNDS_MSG} (m={m},t={t},p={p}; " in r.text, r.text
+    r = run_ferry(["serve", "-c", str(conf)])
+    assert r.rc == 1, r.text
+    assert f"{users}:3: {ARGON2_BOUNDS_MSG}" in r.text, r.text
+
+
+def test_check_accepts_argon2_bounds(tmp_path):
+    """The bounds themselves are good, and such a list loads at once: no
+    Argon2 work is done at load (the dummy hash is made, not computed)."""
+    r, _, _ = check_config(tmp_path, f"eve:{phc(1048576, 16, 16)}\nmax:{phc(1048576, 16, 16)}\n"
+                                     f"min:{phc(8, 1, 1)}\n")
+    assert r.rc == 0, r.text
+
+
+def test_reload_refuses_unbounded_argon2_params(ferry, tmp_path, alice_line):
+    """A reload with out-of-bound parameters is refused with FILE:LINE and
+    the previous users stay in force; SIGTERM right after is honoured."""
+    users = write_users(tmp_path, alice_line)
+    f = ferry(auth={"userlist": "users.txt"})
+    write_users(tmp_path, f"eve:{phc(65536, 4294967295, 1)}", "bob:plain:" + BOB_PW)
+    _, start = sighup_and_wait(f, r"still running the previous one")
+    assert re.search(rf"reload: {re.escape(str(users))}:1: {ARGON2_BOUNDS_MSG}", f.log_text()[start:])
+    assert login(f, "alice", ALICE_PW)[0] == AUTH_OK
+    assert login(f, "bob", BOB_PW)[0] == AUTH_FAIL
+    assert f.stop(signal.SIGTERM, timeout=10) == 0
+
+
+def test_sigterm_during_costly_reload(ferry, tmp_path, alice_line):
+    """A reload never keeps SIGTERM waiting: a list of users at the highest
+    cost ferry accepts (m = 1 GiB, t = 16: seconds of Argon2id each) loads
+    without hashing anything, so SIGHUP then SIGTERM at once ends in a
+    prompt exit. (The reload used to hash the list's dummy on the
+    signal-handling thread: 16 passes over 1 GiB before SIGTERM was read.)"""
+    write_users(tmp_path, alice_line)
+    f = ferry(auth={"userlist": "users.txt"})
+    write_users(tmp_path, *(f"u{i}:{phc(1048576, 16, 1)}" for i in range(3)))
+    start = f.log_offset()
+    f.send_signal(signal.SIGHUP)
+    time.sleep(0.05)
+    assert f.stop(signal.SIGTERM, timeout=8) == 0
+    log = f.log_text()[start:]
+    assert "configuration applied to new sessions (3 users)" in log, log
+
+
+def test_userlist_bom_skipped_with_warning(ferry, tmp_path, echo_server, alice_line):
+    """A UTF-8 byte order mark before the first name (Notepad writes one) is
+    skipped, and --check says so; the first user logs in by their name."""
+    r, users, _ = check_config(tmp_path, "\ufeff" + alice_line + "\n")
+    assert r.rc == 0, r.text
+    assert f"warning: {users}:1: UTF-8 byte order mark ignored" in r.text, r.text
+    (tmp_path / "users.txt").write_text("\ufeff" + alice_line + "\n", encoding="utf-8")
+    f = ferry(auth={"userlist": "users.txt"})
+    s, _ = socks_connect_auth(f.addr, "alice", ALICE_PW, *echo_server.addr)
+    with s:
+        echo_roundtrip(s, b"alice despite the BOM")
+
+
+@pytest.mark.parametrize("secret", ["pw ", "pw\t", "pw \r"], ids=["space", "tab", "space-crlf"])
+def test_check_refuses_trailing_space_in_plain_password(tmp_path, secret):
+    """A plain password ending in a space or tab is an editor's leftover far
+    more often than a password: an error at FILE:LINE, not a password no
+    client will type."""
+    r, users, _ = check_config(tmp_path, f"alice:plain:ok\nbob:plain:{secret}\n")
+    assert r.rc == 1, r.text
+    assert f"{users}:2: plain password ends with a space or tab" in r.text, r.text
+    # ferry passwd --plain will not write such a line either; hashed, it is fine
+    r = run_ferry(["passwd", "--plain", "bob"], input="pw \n")
+    assert r.rc == 1 and "cannot end with a space or tab" in r.err and r.out == "", r
+    assert passwd_line("bob", "pw ").startswith("bob:$argon2id$")
 
 
 def test_check_reports_every_bad_line(tmp_path):

@@ -4,7 +4,8 @@
  * is refused before any work (even with a cached success); a cached
  * success is accepted at once; anything else is one verification on the
  * pool whose verdict comes back on the worker's loop; failures feed the
- * throttle (one block counted); a full queue is AUTH_BUSY; a changed or
+ * throttle (one block counted; identical attempts in flight are one
+ * guess); a full queue is AUTH_BUSY and no failure; a changed or
  * removed user stops matching the cache; an abandoned attempt never calls
  * back. Users are hashed at the lowest cost; every loop run is bounded.
  */
@@ -54,7 +55,7 @@ static struct userlist *make_list(const char *alice_pass, bool with_bob)
     snprintf(text, sizeof(text), "alice:%s\n%s", phc, with_bob ? "bob:plain:secret\n" : "");
     struct config_errors errs = {0};
     struct userlist *ul = NULL;
-    assert_int_equal(userlist_parse(text, "users", &ul, &errs), 0);
+    assert_int_equal(userlist_parse(text, "users", &ul, &errs, NULL), 0);
     config_errors_fini(&errs);
     return ul;
 }
@@ -367,6 +368,58 @@ static void test_identical_attempts_share(void **state)
     assert_int_equal(refs(), 1);
 }
 
+/* F5: identical attempts from one address are one guess for the throttle,
+ * whether they share a verification (cache on) or not (cache off): with
+ * max_failures = 2, 16 of them at once are all verified, while a second
+ * distinct guess fits and a third is refused. */
+static void test_identical_attempts_one_guess(void **state)
+{
+    (void)state;
+    start(2, 64, 2);
+    unsigned n = 0;
+    for (; n < 8; n++)
+        assert_int_equal(begin(n, "127.0.0.9", "alice", "right", TTL_MS, NULL), AUTH_PENDING);
+    for (; n < 16; n++)
+        assert_int_equal(begin(n, "127.0.0.9", "alice", "right", 0, NULL), AUTH_PENDING);
+    assert_int_equal(begin(n++, "127.0.0.9", "alice", "guess", 0, NULL), AUTH_PENDING);
+    assert_int_equal(begin(n, "127.0.0.9", "alice", "other", 0, NULL), AUTH_THROTTLED);
+    assert_int_equal(fx->aw.stats->throttled, 1);
+    run_until(n);
+    for (unsigned i = 0; i < 16; i++)
+        assert_int_equal(fx->result[i], AUTH_OK);
+    assert_int_equal(fx->result[16], AUTH_DENIED);
+    assert_int_equal(fx->aw.stats->blocks, 0);
+    assert_int_equal(fx->calls[17], 0);
+}
+
+/* Attempts shed because the queue is full (AUTH_BUSY) were never verified:
+ * they are not failures. Eight identical slow attempts on a one-thread,
+ * one-place pool with max_failures = 3: most are shed, the one or two
+ * verified fail, and the address is not blocked. */
+static void test_shed_is_no_failure(void **state)
+{
+    (void)state;
+    start(1, 1, 3);
+    unsigned pending = 0, busy = 0;
+    for (unsigned i = 0; i < 8; i++) {
+        int r = begin(i, "127.0.0.8", "mallory", "x", TTL_MS, NULL);
+        if (r == AUTH_PENDING)
+            pending++;
+        else if (r == AUTH_BUSY)
+            busy++;
+        else
+            fail_msg("attempt %u: %s", i, auth_result_str(r));
+    }
+    assert_true(pending >= 1 && pending <= 2);
+    assert_int_equal(pending + busy, 8);
+    run_until(pending);
+    assert_int_equal(fx->aw.stats->busy, busy);
+    assert_int_equal(fx->aw.stats->denied, pending);
+    assert_int_equal(fx->aw.stats->blocks, 0);
+    struct addr c = client("127.0.0.8");
+    assert_false(throttle_blocked(&fx->a.t, &c, loop_now(&fx->l)));
+}
+
 /* Without the cache nothing is shared: every attempt costs a verification. */
 static void test_no_sharing_without_cache(void **state)
 {
@@ -415,6 +468,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_abandon, setup, teardown),
         cmocka_unit_test_setup_teardown(test_busy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_identical_attempts_share, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_identical_attempts_one_guess, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shed_is_no_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_sharing_without_cache, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_with_followers, setup, teardown),
         cmocka_unit_test(test_result_str),

@@ -7,7 +7,9 @@
  * addresses (never ports) are counted apart, IPv4 apart from IPv6; 0
  * disables; a tiny table survives a flood and keeps a block in force over
  * entries that block nobody; throttle_configure changes the limits and
- * keeps what is tracked. One test hammers one address from four threads.
+ * keeps what is tracked; attempts in flight count as guesses (identical
+ * ones once), however they end. One test hammers one address from four
+ * threads.
  */
 #include "harness.h"
 
@@ -304,6 +306,91 @@ static void test_threads_one_start(void **state)
     assert_true(throttle_blocked(&thr, &h[0].a, T0));
 }
 
+/* Attempts in flight are guesses: the same key any number of times is
+ * one guess and is never refused for parallelism, a new key beyond
+ * max_failures is; a blocked address is refused whatever the key. */
+static void test_identical_attempts_one_guess(void **state)
+{
+    (void)state;
+    assert_int_equal(throttle_init(&thr, 1024, 2, 60000, 30000), 0);
+    struct addr a = ip("192.0.2.50", 1);
+    for (unsigned i = 0; i < 64; i++)
+        assert_true(throttle_begin(&thr, &a, T0, 0xabc));
+    assert_true(throttle_begin(&thr, &a, T0, 0xdef));  /* a second guess */
+    assert_false(throttle_begin(&thr, &a, T0, 0x123)); /* a third: over the limit */
+    assert_true(throttle_begin(&thr, &a, T0, 0xabc));  /* still the first one */
+    /* All the right ones end well; the second guess fails once. */
+    for (unsigned i = 0; i < 65; i++)
+        assert_false(throttle_end(&thr, &a, T0 + 1, 0xabc, false));
+    assert_false(throttle_end(&thr, &a, T0 + 1, 0xdef, true));
+    assert_false(throttle_blocked(&thr, &a, T0 + 1));
+    /* Nothing in flight now: two new guesses fit again, a third does not. */
+    assert_true(throttle_begin(&thr, &a, T0 + 2, 1));
+    assert_true(throttle_begin(&thr, &a, T0 + 2, 2));
+    assert_false(throttle_begin(&thr, &a, T0 + 2, 3));
+    /* Failures count per attempt, identical or not: the second blocks. */
+    assert_false(throttle_end(&thr, &a, T0 + 3, 1, false));
+    assert_true(throttle_end(&thr, &a, T0 + 3, 2, true));
+    assert_false(throttle_begin(&thr, &a, T0 + 4, 0xabc));
+}
+
+/* More distinct guesses than key slots: the overflow is counted one by
+ * one, and whatever order attempts end in, the books come back to zero
+ * (max_failures new guesses fit again, one more does not). */
+static void test_more_guesses_than_slots(void **state)
+{
+    (void)state;
+    const uint32_t max = THROTTLE_KEYS + 4;
+    assert_int_equal(throttle_init(&thr, 1024, max, 60000, 30000), 0);
+    struct addr a = ip("192.0.2.51", 1);
+    /* max distinct guesses; then repeats of every one of them. */
+    for (uint64_t k = 1; k <= max; k++)
+        assert_true(throttle_begin(&thr, &a, T0, k));
+    assert_false(throttle_begin(&thr, &a, T0, 1000));
+    uint64_t again[2 * (THROTTLE_KEYS + 4)];
+    unsigned n = 0;
+    for (uint64_t k = 1; k <= max; k++) {
+        if (throttle_begin(&thr, &a, T0, k)) /* slotted keys join; the rest are full */
+            again[n++] = k;
+    }
+    assert_int_equal(n, THROTTLE_KEYS);
+    /* End the first slotted key's attempts, then a new key takes its slot
+     * and an overflowed key begins again (now slotted). */
+    assert_false(throttle_end(&thr, &a, T0 + 1, 1, false));
+    assert_false(throttle_end(&thr, &a, T0 + 1, 1, false));
+    assert_true(throttle_begin(&thr, &a, T0 + 1, max)); /* overflowed before; now slotted */
+    again[n++] = max;
+    /* End everything in a scrambled order. */
+    for (uint64_t k = max; k >= 2; k--)
+        assert_false(throttle_end(&thr, &a, T0 + 2, k, false));
+    for (unsigned i = 0; i < n; i++)
+        if (again[i] != 1)
+            assert_false(throttle_end(&thr, &a, T0 + 2, again[i], false));
+    for (uint64_t k = 100; k < 100 + max; k++)
+        assert_true(throttle_begin(&thr, &a, T0 + 3, k));
+    assert_false(throttle_begin(&thr, &a, T0 + 3, 99));
+}
+
+/* Throttling turned off by a reload while guesses are in flight: their
+ * ends still give the slots back, so once it is on again the address has
+ * its full count of guesses. */
+static void test_off_and_on_with_guesses_in_flight(void **state)
+{
+    (void)state;
+    assert_int_equal(throttle_init(&thr, 1024, 2, 60000, 30000), 0);
+    struct addr a = ip("192.0.2.52", 1);
+    assert_true(throttle_begin(&thr, &a, T0, 1));
+    assert_true(throttle_begin(&thr, &a, T0, 2));
+    throttle_configure(&thr, 0, 60000, 30000);
+    assert_false(throttle_end(&thr, &a, T0, 1, true)); /* off: no failure counted */
+    assert_false(throttle_end(&thr, &a, T0, 2, true));
+    throttle_configure(&thr, 2, 60000, 30000);
+    assert_false(throttle_blocked(&thr, &a, T0));
+    assert_true(throttle_begin(&thr, &a, T0, 3));
+    assert_true(throttle_begin(&thr, &a, T0, 4));
+    assert_false(throttle_begin(&thr, &a, T0, 5));
+}
+
 static void test_init_fini_edges(void **state)
 {
     (void)state;
@@ -332,6 +419,9 @@ int main(void)
         cmocka_unit_test_teardown(test_tiny_table_flood, teardown),
         cmocka_unit_test_teardown(test_large_table_keeps_blocks, teardown),
         cmocka_unit_test_teardown(test_threads_one_start, teardown),
+        cmocka_unit_test_teardown(test_identical_attempts_one_guess, teardown),
+        cmocka_unit_test_teardown(test_more_guesses_than_slots, teardown),
+        cmocka_unit_test_teardown(test_off_and_on_with_guesses_in_flight, teardown),
         cmocka_unit_test_teardown(test_init_fini_edges, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,7 +3,10 @@
  * userlist_test.c: the userlist as userlist.h promises it: good lists of
  * Argon2id and plain lines (with comments, blank lines and CRLF) parse and
  * every user is found; every malformed line is reported as "FILE:LINE:
- * message", all of them at once; names and plain secrets keep RFC 1929's
+ * message", all of them at once (Argon2id parameters beyond ferry's
+ * bounds, and a plain password ending in a space or tab, among them); a
+ * leading UTF-8 byte order mark is skipped with a warning; names and
+ * plain secrets keep RFC 1929's
  * limits; versions change exactly when a credential does; and the last
  * reference frees (ASan checks the freeing). Argon2id hashes are made at
  * the lowest cost libsodium allows, so the file runs in well under a second.
@@ -54,7 +57,7 @@ static struct userlist *parse_ok(const char *text)
 {
     config_errors_fini(&errs);
     struct userlist *ul = NULL;
-    int rc = userlist_parse(text, FILE_NAME, &ul, &errs);
+    int rc = userlist_parse(text, FILE_NAME, &ul, &errs, NULL);
     for (size_t i = 0; i < errs.n; i++)
         print_error("unexpected error: %s\n", errs.msg[i]);
     assert_int_equal(rc, 0);
@@ -72,7 +75,7 @@ static void parse_bad(const char *text, size_t nwant)
     config_errors_fini(&errs);
     struct userlist *sentinel = (struct userlist *)(uintptr_t)0x1;
     struct userlist *ul = sentinel;
-    int rc = userlist_parse(text, FILE_NAME, &ul, &errs);
+    int rc = userlist_parse(text, FILE_NAME, &ul, &errs, NULL);
     if (errs.n != nwant)
         for (size_t i = 0; i < errs.n; i++)
             print_error("error %zu: %s\n", i, errs.msg[i]);
@@ -167,6 +170,68 @@ static void test_parse_argon_8m(void **state)
     userlist_unref(ul);
 }
 
+/* F4: Argon2id parameters beyond ferry's bounds are an error naming
+ * FILE:LINE, whatever libsodium would accept: t=4294967295 never finishes
+ * and m=4 GiB costs 4 GiB per verification. The bounds themselves are
+ * fine, and a list of the costliest users loads at once (the dummy hash is
+ * made, not computed: loading costs no Argon2 work at all). */
+static void test_argon2_params_bounded(void **state)
+{
+    (void)state;
+    assert_int_equal(fcrypto_init(), 0);
+    const struct {
+        uint32_t m, t, p;
+        bool ok;
+    } cases[] = {
+        {1048576, 16, 16, true},    {8, 1, 1, true},        {65536, 2, 1, true},
+        {1048577, 1, 1, false},     {4194304, 1, 1, false}, {65536, 17, 1, false},
+        {8, 4294967295u, 1, false}, {65536, 1, 17, false},  {4294967295u, 1, 1, false},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char phc[FCRYPTO_PWHASH_MAX], text[400], want[300];
+        assert_int_equal(fcrypto_pwhash_dummy(phc, cases[i].m, cases[i].t, cases[i].p), 0);
+        assert_true(fcrypto_pwhash_valid(phc));
+        snprintf(text, sizeof(text), "good:plain:pw\neve:%s\n", phc);
+        if (cases[i].ok) {
+            struct userlist *ul = parse_ok(text);
+            uint32_t m, t, p;
+            assert_int_equal(fcrypto_pwhash_params(ul->dummy, &m, &t, &p), 0);
+            assert_true(m == cases[i].m && t == cases[i].t && p == cases[i].p);
+            userlist_unref(ul);
+            continue;
+        }
+        parse_bad(text, 1);
+        snprintf(want, sizeof(want),
+                 FILE_NAME ":2: Argon2id parameters out of bounds (m=%u,t=%u,p=%u; ferry accepts "
+                           "m from 8 to 1048576 KiB and at least 8 KiB per lane, t from 1 to 16, "
+                           "p from 1 to 16)",
+                 cases[i].m, cases[i].t, cases[i].p);
+        assert_string_equal(errs.msg[0], want);
+    }
+}
+
+/* The PHC parameter reader: exact decimal fields, nothing else. */
+static void test_pwhash_params(void **state)
+{
+    (void)state;
+    uint32_t m, t, p;
+    assert_int_equal(
+        fcrypto_pwhash_params("$argon2id$v=19$m=65536,t=2,p=1$c2FsdA$aGFzaA", &m, &t, &p), 0);
+    assert_true(m == 65536 && t == 2 && p == 1);
+    assert_int_equal(
+        fcrypto_pwhash_params("$argon2id$v=19$m=4294967295,t=4294967295,p=1$x$y", &m, &t, &p), 0);
+    assert_true(m == 4294967295u && t == 4294967295u);
+    const char *bad[] = {
+        "$argon2id$v=19$m=4294967296,t=1,p=1$x$y", "$argon2id$v=19$m=1,t=1,p=1",
+        "$argon2id$v=19$m=,t=1,p=1$x$y",           "$argon2id$v=19$m=1,p=1,t=1$x$y",
+        "$argon2id$v=19$m=-1,t=1,p=1$x$y",         "$argon2id$v=19$t=1,p=1$x$y",
+        "$argon2id$v=19$m=1,t=1x,p=1$x$y",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (fcrypto_pwhash_params(bad[i], &m, &t, &p) != -1)
+            fail_msg("'%s' read as params", bad[i]);
+}
+
 static void test_find_hits_and_misses(void **state)
 {
     (void)state;
@@ -213,6 +278,9 @@ static void test_empty_lists(void **state)
     "unknown credential format (expected $argon2id$... from ferry passwd, or plain:SECRET)"
 #define MSG_PLAIN "plain password must be 1 to 255 bytes (RFC 1929)"
 #define MSG_HASH  "not a valid Argon2id hash (make one with: ferry passwd NAME)"
+#define MSG_TRAILING                                                                             \
+    "plain password ends with a space or tab (an editor's leftover?); remove it, or store such " \
+    "a password as an Argon2id hash (ferry passwd NAME)"
 
 /* Each bad line on line 3 (behind a good line and a comment): exactly one
  * error, "users.txt:3: " and the message. */
@@ -261,6 +329,10 @@ static void test_malformed_lines(void **state)
         {"alice:plain:", MSG_PLAIN},
         {"alice:plain:\r", MSG_PLAIN},
         {plain256, MSG_PLAIN},
+        {"alice:plain:secret ", MSG_TRAILING},
+        {"alice:plain:secret\t", MSG_TRAILING},
+        {"alice:plain:secret \r", MSG_TRAILING},
+        {"alice:plain: ", MSG_TRAILING},
         {"alice:$argon2id$", MSG_HASH},
         {"alice:$argon2id$garbage", MSG_HASH},
         {"alice:$argon2id$v=19$m=abc,t=1,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA", MSG_HASH},
@@ -274,7 +346,7 @@ static void test_malformed_lines(void **state)
         snprintf(want, sizeof(want), FILE_NAME ":3: %s", cases[i].msg);
         config_errors_fini(&errs);
         struct userlist *ul = NULL;
-        int rc = userlist_parse(text, FILE_NAME, &ul, &errs);
+        int rc = userlist_parse(text, FILE_NAME, &ul, &errs, NULL);
         if (rc != -EINVAL || errs.n != 1 || strcmp(errs.msg[0], want) != 0)
             fail_msg("case %zu '%s': rc %d, %zu errors, first '%s'", i, cases[i].line, rc, errs.n,
                      errs.n ? errs.msg[0] : "");
@@ -289,6 +361,45 @@ static void test_malformed_lines(void **state)
     assert_non_null(u);
     assert_int_equal(u->nlen, 255);
     assert_int_equal(u->slen_plain, 255);
+    userlist_unref(ul);
+}
+
+/* A UTF-8 byte order mark before the first line (what some editors
+ * write) is skipped with a warning, so the first user is found by their
+ * name; spaces inside or before a plain password are the password's. */
+static void test_bom_and_spaces(void **state)
+{
+    (void)state;
+    struct config_errors warns = {0};
+    config_errors_fini(&errs);
+    struct userlist *ul = NULL;
+    assert_int_equal(userlist_parse("\xEF\xBB\xBF"
+                                    "alice:plain:a b\r\nbob:plain: lead\n",
+                                    FILE_NAME, &ul, &errs, &warns),
+                     0);
+    assert_int_equal(errs.n, 0);
+    assert_int_equal(warns.n, 1);
+    assert_string_equal(warns.msg[0], FILE_NAME ":1: UTF-8 byte order mark ignored");
+    const struct user *u = find(ul, "alice");
+    assert_non_null(u);
+    assert_int_equal(u->line, 1);
+    assert_string_equal(u->secret, "a b");
+    assert_string_equal(find(ul, "bob")->secret, " lead");
+    userlist_unref(ul);
+    config_errors_fini(&warns);
+
+    /* Without a place for warnings, the mark is still skipped; no mark, no
+     * warning. */
+    ul = parse_ok("\xEF\xBB\xBF# a comment first\ncarol:plain:c\n");
+    assert_non_null(find(ul, "carol"));
+    userlist_unref(ul);
+    assert_int_equal(userlist_parse("dave:plain:d\n", FILE_NAME, &ul, &errs, &warns), 0);
+    assert_int_equal(warns.n, 0);
+    userlist_unref(ul);
+
+    /* A mark alone is an empty list. */
+    ul = parse_ok("\xEF\xBB\xBF");
+    assert_int_equal(ul->n, 0);
     userlist_unref(ul);
 }
 
@@ -326,7 +437,7 @@ static void test_errors_append(void **state)
     (void)state;
     config_error(&errs, "ferry.conf:1: something else");
     struct userlist *ul = NULL;
-    assert_int_equal(userlist_parse("x\n", "u", &ul, &errs), -EINVAL);
+    assert_int_equal(userlist_parse("x\n", "u", &ul, &errs, NULL), -EINVAL);
     assert_null(ul);
     assert_int_equal(errs.n, 2);
     assert_string_equal(errs.msg[0], "ferry.conf:1: something else");
@@ -417,7 +528,7 @@ static void test_load_file(void **state)
 
     struct userlist *ul = NULL;
     /* Missing. */
-    assert_true(userlist_load(path, &ul, &errs) < 0);
+    assert_true(userlist_load(path, &ul, &errs, NULL) < 0);
     assert_null(ul);
     assert_int_equal(errs.n, 1);
     snprintf(want, sizeof(want), "%s: cannot read userlist: No such file or directory", path);
@@ -426,7 +537,7 @@ static void test_load_file(void **state)
 
     /* Good. */
     harness_write_file(path, "alice:plain:x\r\nbob:plain:y\r\n");
-    assert_int_equal(userlist_load(path, &ul, &errs), 0);
+    assert_int_equal(userlist_load(path, &ul, &errs, NULL), 0);
     assert_int_equal(errs.n, 0);
     assert_int_equal(ul->n, 2);
     assert_string_equal(find(ul, "bob")->secret, "y");
@@ -435,7 +546,7 @@ static void test_load_file(void **state)
 
     /* Errors name the file as it was given. */
     harness_write_file(path, "alice:plain:x\nbob\n");
-    assert_int_equal(userlist_load(path, &ul, &errs), -EINVAL);
+    assert_int_equal(userlist_load(path, &ul, &errs, NULL), -EINVAL);
     assert_null(ul);
     assert_int_equal(errs.n, 1);
     snprintf(want, sizeof(want), "%s:2: " MSG_MALFORMED, path);
@@ -444,7 +555,7 @@ static void test_load_file(void **state)
 
     /* A NUL byte. */
     harness_write_bytes(path, "alice:plain:x\n\0bob:plain:y\n", 27);
-    assert_true(userlist_load(path, &ul, &errs) < 0);
+    assert_true(userlist_load(path, &ul, &errs, NULL) < 0);
     assert_null(ul);
     assert_int_equal(errs.n, 1);
     snprintf(want, sizeof(want), "%s: cannot read userlist: contains a NUL byte", path);
@@ -457,7 +568,7 @@ static void test_load_file(void **state)
     assert_int_equal(fseek(f, (long)USERLIST_FILE_MAX, SEEK_SET), 0);
     assert_int_equal(fputc('\n', f), '\n');
     assert_int_equal(fclose(f), 0);
-    assert_true(userlist_load(path, &ul, &errs) < 0);
+    assert_true(userlist_load(path, &ul, &errs, NULL) < 0);
     assert_null(ul);
     assert_int_equal(errs.n, 1);
     snprintf(want, sizeof(want), "%s: cannot read userlist: larger than 16 MiB", path);
@@ -560,9 +671,12 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_parse_mixed_list, teardown),
         cmocka_unit_test_teardown(test_parse_argon_8m, teardown),
+        cmocka_unit_test_teardown(test_argon2_params_bounded, teardown),
+        cmocka_unit_test_teardown(test_pwhash_params, teardown),
         cmocka_unit_test_teardown(test_find_hits_and_misses, teardown),
         cmocka_unit_test_teardown(test_empty_lists, teardown),
         cmocka_unit_test_teardown(test_malformed_lines, teardown),
+        cmocka_unit_test_teardown(test_bom_and_spaces, teardown),
         cmocka_unit_test_teardown(test_line_numbers_count_every_line, teardown),
         cmocka_unit_test_teardown(test_all_errors_reported, teardown),
         cmocka_unit_test_teardown(test_errors_append, teardown),

@@ -70,7 +70,7 @@ static int setup(void **state)
         fcrypto_pwhash(phc, "right", 5, fcrypto_pwhash_ops_min(), fcrypto_pwhash_mem_min()), 0);
     snprintf(text, sizeof(text), "alice:%s\nbob:plain:secret\n", phc);
     struct config_errors errs = {0};
-    assert_int_equal(userlist_parse(text, "users", &fx->ul, &errs), 0);
+    assert_int_equal(userlist_parse(text, "users", &fx->ul, &errs, NULL), 0);
     config_errors_fini(&errs);
     *state = fx;
     return 0;
@@ -228,7 +228,7 @@ static void test_check_plain(void **state)
     snprintf(text, sizeof(text), "carol:plain:%s\n", secret);
     struct config_errors errs = {0};
     struct userlist *ul = NULL;
-    assert_int_equal(userlist_parse(text, "u", &ul, &errs), 0);
+    assert_int_equal(userlist_parse(text, "u", &ul, &errs, NULL), 0);
     const struct user *carol = userlist_find(ul, "carol", 5);
     assert_non_null(carol);
     assert_int_equal(verifier_check(v, carol, secret, 255), 0);
@@ -276,7 +276,7 @@ static void test_check_costs_alike(void **state)
     snprintf(text, sizeof(text), "dora:%s\nbob:plain:secret\n", phc);
     struct config_errors errs = {0};
     struct userlist *ul = NULL;
-    assert_int_equal(userlist_parse(text, "u", &ul, &errs), 0);
+    assert_int_equal(userlist_parse(text, "u", &ul, &errs, NULL), 0);
     const struct user *dora = userlist_find(ul, "dora", 4), *bob = userlist_find(ul, "bob", 3);
     assert_non_null(strstr(ul->dummy, "$argon2id$v=19$m=65536,t=2,p=1$"));
     assert_true(fcrypto_pwhash_valid(ul->dummy));
