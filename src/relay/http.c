@@ -431,12 +431,12 @@ static bool copy_fields(struct buf *o, const struct http1_msg *m, bool keep_upgr
         if (http1_hop_by_hop(m, f) && !(keep_upgrade && http1_name_is(f, "upgrade")))
             continue;
         if (m->cl_repeated && http1_name_is(f, "content-length")) {
-            char cl[48];
-            snprintf(cl, sizeof(cl), "Content-Length: %llu\r\n",
-                     (unsigned long long)m->content_length);
             if (cl_done)
                 continue;
             cl_done = true;
+            char cl[48];
+            snprintf(cl, sizeof(cl), "Content-Length: %llu\r\n",
+                     (unsigned long long)m->content_length);
             if (!out_str(o, cl))
                 return false;
             continue;

@@ -377,28 +377,41 @@ def test_response_connection_naming_framing_is_502(proxy, tcp_server, field):
 # ---- repeated Content-Length --------------------------------------------------------------
 
 
-def test_identical_content_lengths_merged_and_not_pooled(proxy, tcp_server):
-    """Request direction: 'Content-Length: 5' twice reaches the origin as one
-    field. Response direction: the client gets one field too. Either way
-    the upstream connection is closed after the exchange, not pooled."""
+def test_identical_content_lengths_merged_request(proxy, tcp_server):
+    """'Content-Length: 5' twice in a request reaches the origin as one
+    field, and the origin connection that carried it is not pooled."""
+    origin = tcp_server(ScriptedOrigin, reply=b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    o = f"127.0.0.1:{origin.port}"
+    with Conn.open(proxy.addr) as c:
+        for fields in ("Content-Length: 5\r\nContent-Length: 5\r\n", "Content-Length: 5, 5\r\n"):
+            c.send(f"POST http://{o}/dup HTTP/1.1\r\n{fields}\r\nhello".encode())
+            r = read_response(c)
+            assert (r.status, r.body) == (200, b"ok")
+        c.send(f"GET http://{o}/next HTTP/1.1\r\n\r\n".encode())
+        assert read_response(c).body == b"ok"
+    with origin.lock:
+        heads = list(origin.heads)
+    for _, head in heads[:2]:
+        cls = [ln for ln in head.lower().split(b"\r\n") if ln.startswith(b"content-length:")]
+        assert cls == [b"content-length: 5"], head
+    assert [idx for idx, _ in heads] == [0, 1, 2], f"origin connection per request: {heads}"
+
+
+def test_identical_content_lengths_merged_response(proxy, tcp_server):
+    """The same from an origin: the client gets one Content-Length, and the
+    origin connection is not reused for the next request."""
     origin = tcp_server(ScriptedOrigin, reply=b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
                                               b"Content-Length: 5\r\n\r\nhello")
     o = f"127.0.0.1:{origin.port}"
     with Conn.open(proxy.addr) as c:
-        c.send(f"POST http://{o}/dup HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n"
-               "hello".encode())
-        r = read_response(c)
-        assert (r.status, r.body) == (200, b"hello")
-        assert r.headers.all("Content-Length") == ["5"], r.headers
-        c.send(f"GET http://{o}/next HTTP/1.1\r\n\r\n".encode())
-        r = read_response(c)
-        assert r.status == 200 and r.headers.all("Content-Length") == ["5"]
+        for i in range(2):
+            c.send(f"GET http://{o}/dup{i} HTTP/1.1\r\n\r\n".encode())
+            r = read_response(c)
+            assert (r.status, r.body) == (200, b"hello")
+            assert r.headers.all("Content-Length") == ["5"], r.headers
     with origin.lock:
-        heads = list(origin.heads)
-    first = heads[0][1].lower()
-    assert first.count(b"content-length:") == 1, first
-    # the body followed the head: the origin never saw it as a head
-    assert [idx for idx, _ in heads] == [0, 1], f"connections per request: {heads}"
+        conns = [idx for idx, _ in origin.heads]
+    assert conns == [0, 1], f"origin connection per request: {conns}"
 
 
 # ---- chunk extensions in responses -------------------------------------------------------
