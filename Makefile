@@ -23,7 +23,7 @@ BUILD     ?= build
 FUZZ_SECONDS ?= 5
 
 BUILD_PKGS := gcc make pkg-config libsodium-dev libc-ares-dev libinih-dev
-TEST_PKGS  := libcmocka-dev python3-pytest python3-socks curl haproxy iproute2
+TEST_PKGS  := libcmocka-dev python3-pytest python3-socks python3-h11 curl haproxy iproute2
 LINT_PKGS  := clang-format cppcheck groff-base
 
 PKGS_LIBS  := libsodium libcares inih

@@ -50,6 +50,23 @@ bool fcrypto_equal(const void *a, const void *b, size_t len)
     return sodium_memcmp(a, b, len) == 0;
 }
 
+int fcrypto_base64_decode(uint8_t *out, size_t cap, size_t *outlen, const char *b64, size_t len)
+{
+    size_t n = 0;
+    if (sodium_base642bin(out, cap, b64, len, NULL, &n, NULL, sodium_base64_VARIANT_ORIGINAL) !=
+        0) {
+        sodium_memzero(out, cap); /* a failure may leave part of a secret */
+        return -1;
+    }
+    *outlen = n;
+    return 0;
+}
+
+void fcrypto_wipe(void *p, size_t len)
+{
+    sodium_memzero(p, len);
+}
+
 int fcrypto_pwhash(char out[FCRYPTO_PWHASH_MAX], const char *pass, size_t len, uint64_t ops,
                    uint64_t mem)
 {

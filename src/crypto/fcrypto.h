@@ -29,6 +29,14 @@ uint64_t fcrypto_hash64(const uint8_t key[FCRYPTO_SHORTKEY_LEN], const void *dat
 /* Constant-time equality of two equal-length buffers. */
 bool fcrypto_equal(const void *a, const void *b, size_t len);
 
+/* Padded RFC 4648 base64 (the original alphabet) of len bytes into out,
+ * all of it or nothing: 0 with *outlen, or -1 (a byte outside the
+ * alphabet, bad padding, or more than cap bytes), and then out is wiped,
+ * since what was decoded may be part of a secret. */
+int fcrypto_base64_decode(uint8_t *out, size_t cap, size_t *outlen, const char *b64, size_t len);
+/* Overwrite len bytes in a way the compiler may not drop (secrets). */
+void fcrypto_wipe(void *p, size_t len);
+
 /* Argon2id, in PHC string form ("$argon2id$v=19$m=...,t=...,p=1$salt$hash"). */
 #define FCRYPTO_PWHASH_OPS_DEFAULT 2u                    /* libsodium's interactive */
 #define FCRYPTO_PWHASH_MEM_DEFAULT (64ull * 1024 * 1024) /* libsodium's interactive */

@@ -113,6 +113,10 @@ bool http1_has_token(const char *v, size_t len, const char *token)
     return has_token(v, len, token, strlen(token));
 }
 
+/* Fields that decide where a message ends or where it goes: never
+ * hop-by-hop, whatever Connection says (see http1_hop_by_hop). */
+static const char *const framing_fields[] = {"content-length", "transfer-encoding", "host"};
+
 /* Headers and framing facts, shared by requests and responses. */
 static int parse_fields(const uint8_t *s, const uint8_t *end, struct http1_msg *m)
 {
@@ -163,6 +167,8 @@ static int parse_fields(const uint8_t *s, const uint8_t *end, struct http1_msg *
                     return HTTP1_E_BAD;
                 if (m->has_cl && n != m->content_length)
                     return HTTP1_E_SMUGGLING;
+                if (m->has_cl)
+                    m->cl_repeated = true; /* identical: merged, but a doubt */
                 m->has_cl = true;
                 m->content_length = n;
                 if (i == h->vlen)
@@ -185,6 +191,15 @@ static int parse_fields(const uint8_t *s, const uint8_t *end, struct http1_msg *
                 m->conn_keepalive = true;
             if (http1_has_token(h->value, h->vlen, "upgrade"))
                 m->upgrade = true;
+            /* Framing and routing are not the next hop's to drop: a
+             * Connection that names them is an attempt at a desync. */
+            for (size_t i = 0; i < sizeof(framing_fields) / sizeof(framing_fields[0]); i++)
+                if (http1_has_token(h->value, h->vlen, framing_fields[i]))
+                    return HTTP1_E_SMUGGLING;
+        } else if (http1_name_is(h, "host")) {
+            m->nhost++;
+        } else if (http1_name_is(h, "proxy-authorization")) {
+            m->nproxy_auth++;
         }
         s = next;
     }
@@ -238,6 +253,10 @@ int http1_parse_request(const uint8_t *p, size_t len, size_t max_line, struct ht
     rc = parse_fields(next, end, m);
     if (rc)
         return rc;
+    /* RFC 9112 3.2: more than one Host is a 400. Two sets of proxy
+     * credentials cannot both be the ones that count. */
+    if (m->nhost > 1 || m->nproxy_auth > 1)
+        return HTTP1_E_BAD;
     if (http1_find(m, "upgrade") == NULL)
         m->upgrade = false;
     return 0;
@@ -279,10 +298,12 @@ int http1_parse_response(const uint8_t *p, size_t len, struct http1_msg *m)
 bool http1_hop_by_hop(const struct http1_msg *m, const struct http1_header *h)
 {
     static const char *const fixed[] = {
-        "connection", "keep-alive",         "proxy-connection", "proxy-authorization",
-        "te",         "proxy-authenticate", "trailer",          "transfer-encoding",
-        "upgrade",
+        "connection",         "keep-alive", "proxy-connection", "proxy-authorization",
+        "proxy-authenticate", "te",         "trailer",          "upgrade",
     };
+    for (size_t i = 0; i < sizeof(framing_fields) / sizeof(framing_fields[0]); i++)
+        if (http1_name_is(h, framing_fields[i]))
+            return false; /* framing is not negotiable */
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
         if (http1_name_is(h, fixed[i]))
             return true;
@@ -300,7 +321,15 @@ bool http1_hop_by_hop(const struct http1_msg *m, const struct http1_header *h)
 
 enum {
     CH_SIZE,
-    CH_EXT,
+    CH_EXT,         /* after ';': a chunk-ext-name starts */
+    CH_EXT_NAME,    /* in the name: '=', ';', CR or BWS may follow */
+    CH_EXT_NAME_WS, /* BWS after the name: '=' or ';' follows */
+    CH_EXT_VAL,     /* after '=': a token or a quoted-string starts */
+    CH_EXT_TOKEN,   /* in a token value */
+    CH_EXT_QUOTED,  /* in a quoted-string */
+    CH_EXT_ESCAPE,  /* after a backslash in one */
+    CH_EXT_CLOSED,  /* after its closing quote: ';', CR or BWS */
+    CH_EXT_VAL_WS,  /* BWS after a value: ';' follows */
     CH_SIZE_LF,
     CH_DATA,
     CH_DATA_CR,
@@ -357,6 +386,101 @@ static int hexval(uint8_t c)
     return -1;
 }
 
+/* qdtext and the byte after a backslash (RFC 9110 5.6.4), obs-text included */
+static bool is_qdtext(uint8_t c)
+{
+    return c == '\t' || c == ' ' || c == 0x21 || (c >= 0x23 && c <= 0x5b) ||
+           (c >= 0x5d && c <= 0x7e) || c >= 0x80;
+}
+
+/* One byte of a chunk extension (RFC 9112 7.1.1), by the grammar:
+ *   chunk-ext = *( BWS ";" BWS name [ BWS "=" BWS ( token / quoted-string ) ] )
+ * (whitespace before the first ';' is refused at the size, as ever). The
+ * line ends only outside a quoted-string: a CR inside one is an
+ * unterminated string, which a lenient parser might read on past the line
+ * (and so past the next chunk's framing). Returns 0 or -1. */
+static int chunk_ext_step(struct http1_body *b, uint8_t c)
+{
+    bool ws = c == ' ' || c == '\t';
+    switch (b->state) {
+    case CH_EXT: /* after ';' */
+        if (is_tchar(c))
+            b->state = CH_EXT_NAME;
+        else if (!ws)
+            return -1;
+        return 0;
+    case CH_EXT_NAME:
+        if (is_tchar(c))
+            return 0;
+        if (c == '=') {
+            b->state = CH_EXT_VAL;
+            return 0;
+        }
+        if (ws) {
+            b->state = CH_EXT_NAME_WS;
+            return 0;
+        }
+        break;
+    case CH_EXT_NAME_WS:
+        if (c == '=') {
+            b->state = CH_EXT_VAL;
+            return 0;
+        }
+        if (ws)
+            return 0;
+        if (c == ';') {
+            b->state = CH_EXT;
+            return 0;
+        }
+        return -1;   /* no whitespace before the line's end */
+    case CH_EXT_VAL: /* after '=' */
+        if (c == '"')
+            b->state = CH_EXT_QUOTED;
+        else if (is_tchar(c))
+            b->state = CH_EXT_TOKEN;
+        else if (!ws)
+            return -1;
+        return 0;
+    case CH_EXT_TOKEN:
+        if (is_tchar(c))
+            return 0;
+        break;
+    case CH_EXT_QUOTED:
+        if (c == '"')
+            b->state = CH_EXT_CLOSED;
+        else if (c == '\\')
+            b->state = CH_EXT_ESCAPE;
+        else if (!is_qdtext(c))
+            return -1; /* a CR here: the string never ends on this line */
+        return 0;
+    case CH_EXT_ESCAPE:
+        if (!is_qdtext(c) && c != '"' && c != '\\')
+            return -1;
+        b->state = CH_EXT_QUOTED;
+        return 0;
+    case CH_EXT_VAL_WS:
+        if (ws)
+            return 0;
+        if (c == ';') {
+            b->state = CH_EXT;
+            return 0;
+        }
+        return -1;
+    default: /* CH_EXT_CLOSED */
+        break;
+    }
+    /* after a name or a value */
+    if (c == ';')
+        b->state = CH_EXT;
+    else if (c == '\r')
+        b->state = CH_SIZE_LF;
+    else if (ws)
+        b->state = CH_EXT_VAL_WS;
+    else
+        return -1;
+    return 0;
+}
+
 ssize_t http1_body_scan(struct http1_body *b, const uint8_t *p, size_t len)
 {
     if (b->done)
@@ -401,9 +525,15 @@ ssize_t http1_body_scan(struct http1_body *b, const uint8_t *p, size_t len)
             break;
         }
         case CH_EXT:
-            if (c == '\r')
-                b->state = CH_SIZE_LF;
-            else if ((c < 0x20 && c != '\t') || c == 0x7f || ++b->line > CHUNK_LINE_MAX)
+        case CH_EXT_NAME:
+        case CH_EXT_NAME_WS:
+        case CH_EXT_VAL:
+        case CH_EXT_TOKEN:
+        case CH_EXT_QUOTED:
+        case CH_EXT_ESCAPE:
+        case CH_EXT_CLOSED:
+        case CH_EXT_VAL_WS:
+            if (++b->line > CHUNK_LINE_MAX || chunk_ext_step(b, c) < 0)
                 return HTTP1_E_CHUNK;
             i++;
             break;
@@ -568,66 +698,58 @@ int http1_parse_absolute(const char *t, size_t len, char *host, size_t hcap, uin
     return http1_parse_authority(auth, al, host, hcap, port);
 }
 
-static int b64val(char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
-
-int http1_basic_credentials(const char *v, size_t len, char *user, size_t ucap, size_t *ulen,
-                            char *pass, size_t pcap, size_t *plen)
+int http1_basic_token(const char *v, size_t len, const char **tok, size_t *tlen)
 {
     if (len < 6 || strncasecmp(v, "basic", 5) != 0 || (v[5] != ' ' && v[5] != '\t'))
         return -1;
     size_t i = 6;
     while (i < len && (v[i] == ' ' || v[i] == '\t'))
         i++;
-    uint8_t out[600] = {0};
-    size_t n = 0;
-    uint32_t acc = 0;
-    int bits = 0, pad = 0;
-    for (; i < len; i++) {
-        char c = v[i];
-        if (c == '=') {
-            pad++;
-            continue;
-        }
-        int d = b64val(c);
-        if (d < 0 || pad)
-            return -1;
-        acc = (acc << 6) | (uint32_t)d;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            if (n == sizeof(out))
-                return -1;
-            out[n++] = (uint8_t)(acc >> bits);
-        }
-    }
-    if (pad > 2)
+    size_t n = len - i;
+    if (n == 0 || n % 4 != 0 || n > HTTP1_BASIC_TOKEN_MAX)
         return -1;
-    uint8_t *colon = memchr(out, ':', n);
+    /* RFC 4648 base64 with its padding: '=' only as the last one or two. */
+    size_t pad = 0;
+    while (pad < 2 && v[len - 1 - pad] == '=')
+        pad++;
+    for (size_t k = i; k < len - pad; k++) {
+        char c = v[k];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '+' || c == '/'))
+            return -1;
+    }
+    *tok = v + i;
+    *tlen = n;
+    return 0;
+}
+
+int http1_basic_split(const uint8_t *dec, size_t n, char *user, size_t ucap, size_t *ulen,
+                      char *pass, size_t pcap, size_t *plen)
+{
+    const uint8_t *colon = memchr(dec, ':', n);
     if (!colon)
         return -1;
-    size_t ul = (size_t)(colon - out), pl = n - ul - 1;
+    size_t ul = (size_t)(colon - dec), pl = n - ul - 1;
     if (ul == 0 || ul > 255 || pl == 0 || pl > 255 || ul >= ucap || pl >= pcap)
         return -1;
-    memcpy(user, out, ul);
+    memcpy(user, dec, ul);
     user[ul] = '\0';
     memcpy(pass, colon + 1, pl);
     pass[pl] = '\0';
     *ulen = ul;
     *plen = pl;
     return 0;
+}
+
+ssize_t http1_empty_lines(const uint8_t *p, size_t len, unsigned max)
+{
+    size_t n = 0;
+    while (n + 1 < len && p[n] == '\r' && p[n + 1] == '\n') {
+        if (n / 2 == max)
+            return HTTP1_E_BAD;
+        n += 2;
+    }
+    return (ssize_t)n;
 }
 
 int http1_error_status(int err)

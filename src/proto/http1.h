@@ -13,8 +13,14 @@
  * The parser refuses what request smuggling is made of: both Content-Length
  * and Transfer-Encoding, differing Content-Length values, a Content-Length
  * field or list element that is not 1*DIGIT (empty ones too), a transfer coding
- * other than chunked (last), invalid chunk sizes, obs-fold, bare CR or LF,
- * NUL and control bytes, and whitespace before a header's colon.
+ * other than chunked (last), a Connection field naming Content-Length,
+ * Transfer-Encoding or Host, invalid chunk sizes or chunk extensions (an
+ * unterminated quoted string included), obs-fold, bare CR or LF, NUL and
+ * control bytes, and whitespace before a header's colon; in requests also
+ * more than one Host or Proxy-Authorization field. Identical repeated
+ * Content-Length values are accepted (RFC 9112 6.3) and flagged
+ * (cl_repeated): the proxy forwards one, and keeps no connection that saw
+ * them.
  */
 #ifndef FERRY_PROTO_HTTP1_H
 #define FERRY_PROTO_HTTP1_H
@@ -58,6 +64,8 @@ struct http1_msg {
     unsigned nh;
     /* framing facts found while parsing */
     bool has_cl, has_te, chunked, conn_close, conn_keepalive, upgrade;
+    bool cl_repeated;           /* Content-Length more than once, every value the same */
+    uint8_t nhost, nproxy_auth; /* Host and Proxy-Authorization fields */
     uint64_t content_length;
 };
 
@@ -79,8 +87,10 @@ bool http1_name_is(const struct http1_header *h, const char *name);
 bool http1_has_token(const char *v, size_t len, const char *token);
 /* Is this header hop-by-hop for a proxy: Connection, Keep-Alive,
  * Proxy-Connection, Proxy-Authorization, Proxy-Authenticate, TE, Trailer,
- * Transfer-Encoding, Upgrade, or a name listed in the message's Connection
- * header? */
+ * Upgrade, or a name listed in the message's Connection header? Never
+ * Content-Length, Transfer-Encoding or Host: framing and routing are not
+ * the next hop's to drop (and the parsers refuse a Connection that names
+ * one, HTTP1_E_SMUGGLING). */
 bool http1_hop_by_hop(const struct http1_msg *m, const struct http1_header *h);
 
 /* Body framing and tracking. */
@@ -117,10 +127,30 @@ int http1_parse_authority(const char *t, size_t len, char *host, size_t hcap, ui
 int http1_parse_absolute(const char *t, size_t len, char *host, size_t hcap, uint16_t *port,
                          size_t *path_off);
 
-/* Basic credentials from a Proxy-Authorization value: "Basic BASE64".
- * Returns 0 with user/pass (NUL-terminated) or -1. */
-int http1_basic_credentials(const char *v, size_t len, char *user, size_t ucap, size_t *ulen,
-                            char *pass, size_t pcap, size_t *plen);
+/* Basic credentials from a Proxy-Authorization value, in two pure steps
+ * around a base64 decode that is not done here (crypto/ does it with
+ * libsodium, and wipes the decoded copy):
+ *   http1_basic_token: "Basic" 1*(SP/HTAB) token, where the token is
+ *     padded RFC 4648 base64 (length a multiple of 4, '=' only at the end)
+ *     of at most HTTP1_BASIC_TOKEN_MAX bytes. Returns 0 with the token's
+ *     span in v, or -1.
+ *   http1_basic_split: decoded "user:pass" (the first colon splits; user
+ *     and password 1..255 bytes each and shorter than ucap / pcap). Returns
+ *     0 with user/pass (NUL-terminated) and their lengths, or -1. */
+#define HTTP1_BASIC_TOKEN_MAX 684 /* base64 of 255 + 1 + 255 bytes */
+#define HTTP1_BASIC_MAX       513 /* what such a token decodes to, at most */
+int http1_basic_token(const char *v, size_t len, const char **tok, size_t *tlen);
+int http1_basic_split(const uint8_t *dec, size_t n, char *user, size_t ucap, size_t *ulen,
+                      char *pass, size_t pcap, size_t *plen);
+
+/* Empty lines (CRLF) before a request line, which RFC 9112 2.2 asks a
+ * server to ignore: the number of bytes of complete CRLF pairs at the start
+ * of p (a lone CR at the end waits for its LF, and a lone CR before
+ * anything else is the head finder's to refuse). More than max of them:
+ * HTTP1_E_BAD (the bound keeps a stream of CRLFs from being a free idle
+ * connection). */
+#define HTTP1_EMPTY_LINES_MAX 4
+ssize_t http1_empty_lines(const uint8_t *p, size_t len, unsigned max);
 
 /* The status an error maps to. */
 int http1_error_status(int err);

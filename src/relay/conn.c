@@ -628,10 +628,13 @@ static void conn_first_byte(struct conn *c)
     if (!allowed)
         allowed = cfg->protocols;
     uint8_t first = *buf_head(b);
+    /* HTTP: a method's first letter, or the CR of an empty line before the
+     * request line (RFC 9112 2.2; http.c skips a few). */
+    bool http = (first >= 'A' && first <= 'Z') || (first >= 'a' && first <= 'z') || first == '\r';
     uint8_t proto = first == 0x05   ? PROTO_SOCKS5
                     : first == 0x04 ? PROTO_SOCKS4
-                    : (first >= 'A' && first <= 'Z') || (first >= 'a' && first <= 'z') ? PROTO_HTTP
-                                                                                       : 0;
+                    : http          ? PROTO_HTTP
+                                    : 0;
     if (!proto || !(allowed & proto)) {
         conn_bad_handshake(c);
         stat_add(&c->w->stats.unknown_protocol, 1);

@@ -36,6 +36,7 @@
 #include "auth/auth.h"
 #include "core/buf.h"
 #include "core/sock.h"
+#include "crypto/fcrypto.h"
 #include "log/log.h"
 #include "proto/http1.h"
 #include "proto/socks5.h"
@@ -75,6 +76,8 @@ struct http_state {
     bool websocket; /* Upgrade: websocket was asked for */
     bool reused;    /* this upstream came from the pool */
     bool retried;
+    bool doubt;     /* a message of this exchange had doubtful framing: no pooling */
+    uint8_t empty;  /* empty lines skipped before this request line */
     bool closing;   /* failed after a response went out: flush it, then close */
     bool authed;    /* this request's credentials were verified */
     bool owed;      /* the exchange waits for the origin (response_timeout runs) */
@@ -411,19 +414,33 @@ static bool out_str(struct buf *o, const char *s)
 }
 
 /* Copy the fields that are not hop-by-hop; keep the framing ones, since
- * bodies go through unchanged. With keep_upgrade, Upgrade and
+ * bodies go through unchanged (http1_hop_by_hop never drops those, and the
+ * parser refuses a Connection that names one). Repeated identical
+ * Content-Length values go on as one field (RFC 9112 6.3), so the next hop
+ * cannot read them another way. With keep_upgrade, Upgrade and
  * Connection: Upgrade survive (a WebSocket handshake). */
 static bool copy_fields(struct buf *o, const struct http1_msg *m, bool keep_upgrade, bool skip_host)
 {
+    bool cl_done = false;
     for (unsigned i = 0; i < m->nh; i++) {
         const struct http1_header *f = &m->h[i];
-        bool framing = http1_name_is(f, "transfer-encoding");
         if (skip_host && http1_name_is(f, "host"))
             continue;
         if (http1_name_is(f, "via"))
             continue; /* rewritten with ours appended */
-        if (!framing && http1_hop_by_hop(m, f) && !(keep_upgrade && http1_name_is(f, "upgrade")))
+        if (http1_hop_by_hop(m, f) && !(keep_upgrade && http1_name_is(f, "upgrade")))
             continue;
+        if (m->cl_repeated && http1_name_is(f, "content-length")) {
+            if (cl_done)
+                continue;
+            cl_done = true;
+            char cl[48];
+            snprintf(cl, sizeof(cl), "Content-Length: %llu\r\n",
+                     (unsigned long long)m->content_length);
+            if (!out_str(o, cl))
+                return false;
+            continue;
+        }
         if (!out_add(o, f->name, f->nlen) || !out_str(o, ": ") || !out_add(o, f->value, f->vlen) ||
             !out_str(o, "\r\n"))
             return false;
@@ -511,6 +528,23 @@ static bool http_admit_user(struct conn *c)
     return policy_admit_user(c);
 }
 
+/* Basic credentials from a Proxy-Authorization field: the syntax is
+ * proto's, the base64 decode libsodium's (crypto/), and the decoded copy is
+ * wiped here whatever the verdict. Returns 0 or -1. */
+static int http_basic(const struct http1_header *pa, char *user, size_t ucap, size_t *ulen,
+                      char *pass, size_t pcap, size_t *plen)
+{
+    const char *tok;
+    size_t tlen, n;
+    uint8_t dec[HTTP1_BASIC_MAX];
+    if (http1_basic_token(pa->value, pa->vlen, &tok, &tlen) < 0 ||
+        fcrypto_base64_decode(dec, sizeof(dec), &n, tok, tlen) < 0)
+        return -1; /* (a failed decode wipes dec itself) */
+    int rc = http1_basic_split(dec, n, user, ucap, ulen, pass, pcap, plen);
+    fcrypto_wipe(dec, sizeof(dec));
+    return rc;
+}
+
 /* A complete request head is at the start of req.in. */
 static void http_request_head(struct conn *c, size_t headlen)
 {
@@ -541,6 +575,8 @@ static void http_request_head(struct conn *c, size_t headlen)
     h->status = 0;
     h->req_bytes = h->resp_bytes = 0;
     h->head_req = m->mlen == 4 && memcmp(m->method, "HEAD", 4) == 0;
+    h->doubt = m->cl_repeated;
+    h->empty = 0;
     /* RFC 9112 9.3: a proxy MUST NOT keep a connection with an HTTP/1.0
      * client persistent, keep-alive or not (a 1.0 proxy in front of it
      * may have forwarded that field blindly, and would wait for a close). */
@@ -554,8 +590,7 @@ static void http_request_head(struct conn *c, size_t headlen)
         const struct http1_header *pa = http1_find(m, "proxy-authorization");
         char user[256], pass[256];
         size_t ulen, plen;
-        if (!pa || http1_basic_credentials(pa->value, pa->vlen, user, sizeof(user), &ulen, pass,
-                                           sizeof(pass), &plen) < 0) {
+        if (!pa || http_basic(pa, user, sizeof(user), &ulen, pass, sizeof(pass), &plen) < 0) {
             free(m);
             http_error(c, 407, "ferry: proxy authentication required", "auth-required");
             return;
@@ -709,7 +744,15 @@ static void http_request(struct conn *c)
     }
     struct buf *b = h->req.in;
     for (;;) {
-        ssize_t end = http1_head_end(buf_head(b), buf_len(b), cap, &h->scanned);
+        /* RFC 9112 2.2: empty lines before a request line are ignored,
+         * a few of them (HTTP1_EMPTY_LINES_MAX). */
+        ssize_t skip = http1_empty_lines(buf_head(b), buf_len(b), HTTP1_EMPTY_LINES_MAX - h->empty);
+        if (skip > 0) {
+            buf_consume(b, (uint32_t)skip);
+            h->empty = (uint8_t)(h->empty + skip / 2);
+            h->scanned = 0;
+        }
+        ssize_t end = skip < 0 ? skip : http1_head_end(buf_head(b), buf_len(b), cap, &h->scanned);
         if (end > 0) {
             http_request_head(c, (size_t)end);
             return;
@@ -948,6 +991,7 @@ static int http_response_head(struct conn *c, size_t headlen)
         free(m);
         return HTTP1_E_BAD; /* an upgrade nobody asked for */
     }
+    h->doubt |= m->cl_repeated;
     if (!informational) {
         h->status = m->status;
         http1_body_response(&h->resp.body, m, h->head_req);
@@ -997,8 +1041,9 @@ static void http_exchange_done(struct conn *c)
     free(h->head_copy);
     h->head_copy = NULL;
     /* Reusable only if the upstream said nothing beyond its response. */
-    bool up_ok = h->up_reuse && h->req.body.done && !h->resp.eof &&
+    bool up_ok = h->up_reuse && !h->doubt && h->req.body.done && !h->resp.eof &&
                  (!h->resp.in || buf_len(h->resp.in) == 0);
+    h->doubt = false;
     if (up_ok)
         pool_put(c);
     else

@@ -12,8 +12,12 @@
  *     input), with every field and framing fact checked against the bytes;
  *   - the chunked scanner over the input whole, a byte at a time and in
  *     random pieces: same verdict, same end, stopping exactly at the end;
- *   - the authority, absolute-URI and Basic grammars, whose successes must
- *     be reconstructible from the input.
+ *   - the authority, absolute-URI and Basic grammars (token and split; the
+ *     base64 decode is libsodium's, in crypto/), whose successes must be
+ *     reconstructible from the input, and the empty lines before a
+ *     request line;
+ *   - framing fields (Content-Length, Transfer-Encoding, Host) are never
+ *     hop-by-hop, and no accepted message names one in Connection.
  * Streamed prefixes are copied to the end of a heap block so ASan sees any
  * read past them. Any violation traps. Linked with only src/proto,
  * util/addr and util/parse.
@@ -197,7 +201,7 @@ static void check_fields(const struct http1_msg *m, const uint8_t *p, size_t len
     CHECK(m->nh <= HTTP1_MAX_HEADERS);
     CHECK(m->minor == 0 || m->minor == 1);
     bool any_close = false, any_ka = false, any_upgrade_tok = false, any_upgrade = false;
-    unsigned ncl = 0, nte = 0;
+    unsigned ncl = 0, nte = 0, nhost = 0, npa = 0, ncl_values = 0;
     for (unsigned i = 0; i < m->nh; i++) {
         const struct http1_header *h = &m->h[i];
         CHECK(h->nlen > 0 && within(h->name, h->nlen, p, len));
@@ -218,23 +222,42 @@ static void check_fields(const struct http1_msg *m, const uint8_t *p, size_t len
         if (http1_name_is(h, "content-length")) {
             ncl++;
             CHECK(m->has_cl && cl_value_is(h, m->content_length));
+            CHECK(!http1_hop_by_hop(m, h)); /* framing is never hop-by-hop */
+            ncl_values += 1;
+            for (uint32_t k = 0; k < h->vlen; k++)
+                ncl_values += h->value[k] == ',';
         } else if (http1_name_is(h, "transfer-encoding")) {
             nte++;
             CHECK(h->vlen == 7 && strncasecmp(h->value, "chunked", 7) == 0);
+            CHECK(!http1_hop_by_hop(m, h));
+        } else if (http1_name_is(h, "host")) {
+            nhost++;
+            CHECK(!http1_hop_by_hop(m, h));
+        } else if (http1_name_is(h, "proxy-authorization")) {
+            npa++;
+            CHECK(http1_hop_by_hop(m, h));
         } else if (http1_name_is(h, "connection")) {
             any_close |= http1_has_token(h->value, h->vlen, "close");
             any_ka |= http1_has_token(h->value, h->vlen, "keep-alive");
             any_upgrade_tok |= http1_has_token(h->value, h->vlen, "upgrade");
+            /* an accepted message never names framing or routing in it */
+            CHECK(!http1_has_token(h->value, h->vlen, "content-length"));
+            CHECK(!http1_has_token(h->value, h->vlen, "transfer-encoding"));
+            CHECK(!http1_has_token(h->value, h->vlen, "host"));
             CHECK(http1_hop_by_hop(m, h));
         } else if (http1_name_is(h, "upgrade")) {
             any_upgrade = true;
             CHECK(http1_hop_by_hop(m, h));
         } else if (http1_name_is(h, "keep-alive") || http1_name_is(h, "proxy-connection") ||
-                   http1_name_is(h, "proxy-authorization") || http1_name_is(h, "te")) {
+                   http1_name_is(h, "te")) {
             CHECK(http1_hop_by_hop(m, h));
         }
     }
     CHECK((ncl > 0) == m->has_cl);
+    CHECK(m->cl_repeated == (ncl_values > 1));
+    CHECK(m->nhost == nhost && m->nproxy_auth == npa);
+    if (m->method) /* a request: one Host and one Proxy-Authorization at most */
+        CHECK(nhost <= 1 && npa <= 1);
     CHECK(nte <= 1 && (nte == 1) == m->has_te && m->has_te == m->chunked);
     CHECK(!(m->has_cl && m->has_te));
     CHECK(!m->has_te || m->minor == 1);
@@ -459,16 +482,47 @@ static void fuzz_grammars(const uint8_t *data, size_t size, struct gen *g)
         }
     }
 
-    char user[256], pass[256];
-    size_t ulen = 0, plen = 0;
-    size_t ucap = 1 + gen_below(g, sizeof(user)), pcap = 1 + gen_below(g, sizeof(pass));
-    rc = http1_basic_credentials(t, size, user, ucap, &ulen, pass, pcap, &plen);
+    /* Basic: the token (its decode is libsodium's, in crypto/, not linked
+     * here), then the split, run on the input as if it were decoded. */
+    const char *tok = NULL;
+    size_t tlen = 0;
+    rc = http1_basic_token(t, size, &tok, &tlen);
     CHECK(rc == 0 || rc == -1);
     if (rc == 0) {
         CHECK(size >= 6 && strncasecmp(t, "basic", 5) == 0 && (t[5] == ' ' || t[5] == '\t'));
+        CHECK(tok > t && tok + tlen == t + size && tlen % 4 == 0);
+        CHECK(tlen >= 4 && tlen <= HTTP1_BASIC_TOKEN_MAX);
+        for (size_t k = 0; k < tlen; k++) {
+            char c = tok[k];
+            bool alpha = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                         (c >= '0' && c <= '9') || c == '+' || c == '/';
+            CHECK(alpha || (c == '=' && k + 2 >= tlen && (k + 1 == tlen || tok[k + 1] == '=')));
+        }
+    }
+    char user[256], pass[256];
+    size_t ulen = 0, plen = 0;
+    size_t ucap = 1 + gen_below(g, sizeof(user)), pcap = 1 + gen_below(g, sizeof(pass));
+    rc = http1_basic_split(data, size, user, ucap, &ulen, pass, pcap, &plen);
+    CHECK(rc == 0 || rc == -1);
+    if (rc == 0) {
         CHECK(ulen >= 1 && ulen <= 255 && ulen < ucap && user[ulen] == '\0');
         CHECK(plen >= 1 && plen <= 255 && plen < pcap && pass[plen] == '\0');
-        CHECK(memchr(user, ':', ulen) == NULL);
+        CHECK(memchr(user, ':', ulen) == NULL && ulen + 1 + plen == size);
+        CHECK(memcmp(user, data, ulen) == 0 && data[ulen] == ':');
+        CHECK(memcmp(pass, data + ulen + 1, plen) == 0);
+    }
+
+    /* Empty lines before a request line: complete CRLF pairs, bounded. */
+    unsigned max = (unsigned)gen_below(g, 6);
+    ssize_t el = http1_empty_lines(data, size, max);
+    CHECK(el == HTTP1_E_BAD || (el >= 0 && el % 2 == 0 && (size_t)el <= 2 * (size_t)max));
+    if (el >= 0) {
+        for (ssize_t k = 0; k < el; k += 2)
+            CHECK(data[k] == '\r' && data[k + 1] == '\n');
+        CHECK(!((size_t)el + 1 < size && data[el] == '\r' && data[el + 1] == '\n') ||
+              (size_t)el == 2 * (size_t)max);
+    } else {
+        CHECK(size >= 2 * (size_t)max + 2);
     }
 }
 

@@ -10,6 +10,7 @@
  */
 #include "harness.h"
 
+#include "crypto/fcrypto.h"
 #include "proto/http1.h"
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -550,6 +551,11 @@ static void test_content_length_values(void **state)
             assert_true(p->m.has_cl);
             assert_false(p->m.has_te);
             assert_int_equal(p->m.content_length, cases[i].cl);
+            /* more than one value: flagged, for the proxy to merge them */
+            const char *first = strstr(cases[i].fields, ":");
+            bool several = strchr(first, ',') || strstr(first, "Content-Length");
+            if (p->m.cl_repeated != several)
+                fail_msg("%s: cl_repeated %d", cases[i].fields, p->m.cl_repeated);
         }
         parsed_free(p);
     }
@@ -961,20 +967,20 @@ static void test_chunked_valid(void **state)
 {
     (void)state;
     static const char *const valid[] = {
-        "0\r\n\r\n",
-        "5\r\nhello\r\n0\r\n\r\n",
-        "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
-        "A\r\n0123456789\r\n0\r\n\r\n",
-        "a\r\n0123456789\r\n0\r\n\r\n",
+        "0\r\n\r\n", "5\r\nhello\r\n0\r\n\r\n", "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
+        "A\r\n0123456789\r\n0\r\n\r\n", "a\r\n0123456789\r\n0\r\n\r\n",
         "1a\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\n\r\n",
-        "1A\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\n\r\n",
-        "0005\r\nhello\r\n000\r\n\r\n",
+        "1A\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\n\r\n", "0005\r\nhello\r\n000\r\n\r\n",
         "5;name=value\r\nhello\r\n0\r\n\r\n",
         "5;a;b=\"quoted; \\\" string\"\r\nhello\r\n0;last\r\n\r\n",
         "5;\text\t=\tv\r\nhello\r\n0\r\n\r\n",
-        "5;\r\nhello\r\n0\r\n\r\n",
-        "0\r\nX-Trailer: 1\r\n\r\n",
-        "3\r\nabc\r\n0\r\nX-A: 1\r\nX-B: two words\r\nX-C:\t\r\n\r\n",
+        /* RFC 9112 7.1.1: BWS around ';' and '=' inside the extensions */
+        "5; a = \"q\" ; b\t;c=d\r\nhello\r\n0\r\n\r\n",
+        "5;a=\"\"\r\nhello\r\n0\r\n\r\n",                  /* empty quoted-string */
+        "5;a=\"\\\\\"\r\nhello\r\n0\r\n\r\n",              /* an escaped backslash */
+        "5;a=\"\x80\xff\t \\\x80\"\r\nhello\r\n0\r\n\r\n", /* obs-text, quoted-pair */
+        "5;a=\"x;y=z\"\r\nhello\r\n0\r\n\r\n",             /* ';' and '=' quoted */
+        "0\r\nX-Trailer: 1\r\n\r\n", "3\r\nabc\r\n0\r\nX-A: 1\r\nX-B: two words\r\nX-C:\t\r\n\r\n",
         "2\r\n\r\n\r\n0\r\n\r\n",      /* data that looks like CRLF */
         "5\r\n0\r\n\r\n\r\n0\r\n\r\n", /* data that looks like the end */
         "1\r\n\xff\r\n0\r\n\r\n",
@@ -1056,18 +1062,39 @@ static void test_chunked_invalid(void **state)
         "5;a\x01\r\nhello\r\n0\r\n\r\n", /* control byte in an extension */
         "5;a\x7f\r\nhello\r\n0\r\n\r\n", /* DEL in an extension */
         "5;a\nb\r\nhello\r\n0\r\n\r\n",  /* LF in an extension */
-        "0\r\n\n",                       /* bare LF ending */
-        "0\r\n\r\r",                     /* CR CR ending */
-        "0\r\n\rX",                      /* CR then junk */
-        "0\r\n \r\n\r\n",                /* trailer starting with space */
-        "0\r\n\tX: 1\r\n\r\n",           /* trailer starting with tab */
-        "0\r\nX: 1\n\r\n",               /* bare LF in trailers */
-        "0\r\nX: 1\rY\r\n\r\n",          /* bare CR in trailers */
-        "0\r\nX: \x01\r\n\r\n",          /* control byte in a trailer */
-        "0\r\nX: \x7f\r\n\r\n",          /* DEL in a trailer */
-        "10000000000000000\r\n",         /* 2^64: overflow */
-        "1000000000000000\r\n",          /* 2^60: beyond the guard */
-        "FFFFFFFFFFFFFFFF\r\n",          /* 16 hex digits */
+        /* the chunk-ext grammar: a name after every ';', a value after '=' */
+        "5;\r\nhello\r\n0\r\n\r\n",
+        "5;;a\r\nhello\r\n0\r\n\r\n",
+        "5;=b\r\nhello\r\n0\r\n\r\n",
+        "5;a=\r\nhello\r\n0\r\n\r\n",
+        "5;a==b\r\nhello\r\n0\r\n\r\n",
+        "5;a=b c\r\nhello\r\n0\r\n\r\n",
+        "5;a=b=c\r\nhello\r\n0\r\n\r\n",
+        "5;a@b\r\nhello\r\n0\r\n\r\n",
+        "5;a \r\nhello\r\n0\r\n\r\n", /* whitespace before the CRLF */
+        "5;a=b\t\r\nhello\r\n0\r\n\r\n",
+        "5;a=\"x\"y\r\nhello\r\n0\r\n\r\n", /* a token glued to a quoted-string */
+        "5;a=x\"y\"\r\nhello\r\n0\r\n\r\n",
+        /* an unterminated quoted string: the CRLF would be inside it */
+        "5;a=\"x\r\nhello\r\n0\r\n\r\n",
+        "5;a=\"\r\nhello\r\n0\r\n\r\n",
+        "5;a=\"x\\\r\nhello\r\n0\r\n\r\n",
+        "1;a=\"\r\n0\r\n\r\nGET /x HTTP/1.1\r\n\r\n\"\r\nx\r\n0\r\n\r\n",
+        "5;a=\"x\x01\"\r\nhello\r\n0\r\n\r\n", /* control byte quoted */
+        "5;a=\"x\x7f\"\r\nhello\r\n0\r\n\r\n",
+        "5;a=\"x\\\x01\"\r\nhello\r\n0\r\n\r\n",
+        "0\r\n\n",               /* bare LF ending */
+        "0\r\n\r\r",             /* CR CR ending */
+        "0\r\n\rX",              /* CR then junk */
+        "0\r\n \r\n\r\n",        /* trailer starting with space */
+        "0\r\n\tX: 1\r\n\r\n",   /* trailer starting with tab */
+        "0\r\nX: 1\n\r\n",       /* bare LF in trailers */
+        "0\r\nX: 1\rY\r\n\r\n",  /* bare CR in trailers */
+        "0\r\nX: \x01\r\n\r\n",  /* control byte in a trailer */
+        "0\r\nX: \x7f\r\n\r\n",  /* DEL in a trailer */
+        "10000000000000000\r\n", /* 2^64: overflow */
+        "1000000000000000\r\n",  /* 2^60: beyond the guard */
+        "FFFFFFFFFFFFFFFF\r\n",  /* 16 hex digits */
         "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFF\r\n",
     };
     for (size_t i = 0; i < sizeof(invalid) / sizeof(invalid[0]); i++) {
@@ -1164,12 +1191,14 @@ static void test_hop_by_hop(void **state)
         "Proxy-Authenticate",
         "TE",
         "Trailer",
-        "Transfer-Encoding",
         "UPGRADE",
         "X-Foo",
         "X-Bar",
     };
-    static const char *const end[] = {"Host", "X-Foobar", "Via", "Content-Type", "Accept"};
+    /* Framing and routing fields are never hop-by-hop (Transfer-Encoding
+     * included: the proxy forwards bodies as they are, chunked or not). */
+    static const char *const end[] = {"Host",         "X-Foobar", "Via",
+                                      "Content-Type", "Accept",   "Transfer-Encoding"};
     for (size_t i = 0; i < sizeof(hop) / sizeof(hop[0]); i++) {
         const struct http1_header *h = http1_find(&p->m, hop[i]);
         assert_non_null(h);
@@ -1217,6 +1246,126 @@ static void test_hop_by_hop_long_listed_name(void **state)
         if (!hop)
             fail_msg("a field whose %zu-byte name is listed in Connection is not hop-by-hop", nl);
     }
+}
+
+/* Issue 13 (F1): a Connection field that names Content-Length,
+ * Transfer-Encoding or Host would have the next hop drop the framing (or
+ * the routing) while the body still follows: refused as smuggling, in
+ * requests (400) and responses (502), whatever the case, wherever in the
+ * list, in whichever Connection field. */
+static void test_connection_names_framing(void **state)
+{
+    (void)state;
+    static const char *const conn[] = {
+        "Connection: Content-Length\r\n",
+        "Connection: content-length\r\n",
+        "Connection: keep-alive, CONTENT-LENGTH\r\n",
+        "Connection: close,content-length\r\n",
+        "Connection: x\r\nConnection: Content-Length\r\n",
+        "Connection: Transfer-Encoding\r\n",
+        "Connection: te, transfer-encoding\r\n",
+        "Connection: Host\r\n",
+        "Connection:\tHOST\t\r\n",
+    };
+    for (size_t i = 0; i < sizeof(conn) / sizeof(conn[0]); i++) {
+        char head[512];
+        snprintf(head, sizeof(head),
+                 "POST http://a/ HTTP/1.1\r\nHost: a\r\n%sContent-Length: 32\r\n\r\n", conn[i]);
+        if (req_rc(head) != HTTP1_E_SMUGGLING)
+            fail_msg("request with %s accepted", conn[i]);
+        snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\n%sContent-Length: 5\r\n\r\n", conn[i]);
+        if (resp_rc(head) != HTTP1_E_SMUGGLING)
+            fail_msg("response with %s accepted", conn[i]);
+    }
+    assert_int_equal(http1_error_status(HTTP1_E_SMUGGLING), 400);
+    /* Names that only look alike are other fields: hop-by-hop as usual. */
+    static const char *const fine[] = {
+        "Connection: Content-Length-X\r\nContent-Length-X: 1\r\n",
+        "Connection: X-Content-Length\r\n",
+        "Connection: Hosts\r\n",
+        "Connection: close\r\n",
+        "Connection: keep-alive, TE\r\nTE: trailers\r\n",
+    };
+    for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++) {
+        char head[512];
+        snprintf(head, sizeof(head), "POST http://a/ HTTP/1.1\r\n%sContent-Length: 3\r\n\r\n",
+                 fine[i]);
+        if (req_rc(head) != 0)
+            fail_msg("request with %s refused", fine[i]);
+    }
+    /* And the hop-by-hop judgement never drops a framing field, even of a
+     * message put together by hand (the contract, not only the parser). */
+    struct http1_msg m;
+    memset(&m, 0, sizeof(m));
+    static const char cv[] = "content-length, transfer-encoding, host, x-a";
+    m.h[0] = (struct http1_header){"Connection", cv, 10, sizeof(cv) - 1};
+    m.h[1] = (struct http1_header){"Content-Length", "5", 14, 1};
+    m.h[2] = (struct http1_header){"Transfer-Encoding", "chunked", 17, 7};
+    m.h[3] = (struct http1_header){"Host", "a", 4, 1};
+    m.h[4] = (struct http1_header){"X-A", "1", 3, 1};
+    m.nh = 5;
+    assert_false(http1_hop_by_hop(&m, &m.h[1]));
+    assert_false(http1_hop_by_hop(&m, &m.h[2]));
+    assert_false(http1_hop_by_hop(&m, &m.h[3]));
+    assert_true(http1_hop_by_hop(&m, &m.h[4]));
+}
+
+/* One Host (RFC 9112 3.2) and one set of proxy credentials per request. */
+static void test_singleton_request_fields(void **state)
+{
+    (void)state;
+    assert_int_equal(req_rc("GET http://a/ HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"), HTTP1_E_BAD);
+    assert_int_equal(req_rc("GET http://a/ HTTP/1.1\r\nHost: a\r\nhost: a\r\n\r\n"), HTTP1_E_BAD);
+    assert_int_equal(req_rc("GET http://a/ HTTP/1.1\r\nProxy-Authorization: Basic eDp5\r\n"
+                            "Proxy-Authorization: Basic eDp5\r\n\r\n"),
+                     HTTP1_E_BAD);
+    assert_int_equal(req_rc("GET http://a/ HTTP/1.1\r\nProxy-Authorization: Basic eDp5\r\nX: 1\r\n"
+                            "proxy-authorization: Basic eTp6\r\n\r\n"),
+                     HTTP1_E_BAD);
+    struct parsed *p = parse_req("GET http://a/ HTTP/1.1\r\nHost: a\r\n"
+                                 "Proxy-Authorization: Basic eDp5\r\n\r\n");
+    assert_int_equal(p->rc, 0);
+    assert_int_equal(p->m.nhost, 1);
+    assert_int_equal(p->m.nproxy_auth, 1);
+    parsed_free(p);
+    assert_int_equal(req_rc("GET http://a/ HTTP/1.1\r\n\r\n"),
+                     0); /* absolute form: Host optional */
+}
+
+/* RFC 9112 2.2: empty lines before a request line are skipped, a few. */
+static void test_empty_lines(void **state)
+{
+    (void)state;
+    struct {
+        const char *s;
+        unsigned max;
+        ssize_t want;
+    } cases[] = {
+        {"GET", 4, 0},
+        {"", 4, 0},
+        {"\r", 4, 0}, /* the LF has not come yet */
+        {"\r\n", 4, 2},
+        {"\r\nGET", 4, 2},
+        {"\r\n\r", 4, 2},
+        {"\r\n\r\n\r\n\r\nGET", 4, 8},
+        {"\r\n\r\n\r\n\r\n", 4, 8},
+        {"\r\n\r\n\r\n\r\n\r\n", 4, HTTP1_E_BAD},
+        {"\r\n\r\n\r\n\r\n\r", 4, 8}, /* the fifth is not complete yet */
+        {"\r\nGET", 0, HTTP1_E_BAD},
+        {"\r\n\r\nGET", 1, HTTP1_E_BAD},
+        {"\n\r\n", 4, 0}, /* a bare LF is the head finder's to refuse */
+        {"\r\r\n", 4, 0},
+        {"\r\n\nGET", 4, 2},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        size_t n = strlen(cases[i].s);
+        uint8_t *p = dup_exact(cases[i].s, n);
+        ssize_t got = http1_empty_lines(p, n, cases[i].max);
+        free(p);
+        if (got != cases[i].want)
+            fail_msg("case %zu: %zd, expected %zd", i, got, cases[i].want);
+    }
+    assert_int_equal(HTTP1_EMPTY_LINES_MAX, 4);
 }
 
 /* ---- authority and absolute form -------------------------------------- */
@@ -1400,13 +1549,31 @@ static void test_absolute(void **state)
 
 /* ---- Basic credentials --------------------------------------------------- */
 
-static int basic(const char *v, char *user, size_t *ulen, char *pass, size_t *plen)
+/* The way the proxy reads Basic credentials: the token (proto), the
+ * base64 decode (crypto, libsodium), the split (proto). */
+static int basic_caps(const char *v, size_t n, char *user, size_t ucap, size_t *ulen, char *pass,
+                      size_t pcap, size_t *plen)
 {
-    size_t n = strlen(v);
     char *copy = (char *)dup_exact(v, n);
-    int rc = http1_basic_credentials(copy, n, user, 256, ulen, pass, 256, plen);
+    const char *tok;
+    size_t tlen;
+    int rc = http1_basic_token(copy, n, &tok, &tlen);
+    if (rc == 0) {
+        assert_true(tok > copy && tok + tlen == copy + n);
+        assert_true(tlen % 4 == 0 && tlen <= HTTP1_BASIC_TOKEN_MAX);
+        uint8_t dec[HTTP1_BASIC_MAX];
+        size_t dn = 0;
+        rc = fcrypto_base64_decode(dec, sizeof(dec), &dn, tok, tlen);
+        if (rc == 0)
+            rc = http1_basic_split(dec, dn, user, ucap, ulen, pass, pcap, plen);
+    }
     free(copy);
     return rc;
+}
+
+static int basic(const char *v, char *user, size_t *ulen, char *pass, size_t *plen)
+{
+    return basic_caps(v, strlen(v), user, 256, ulen, pass, 256, plen);
 }
 
 static void test_basic_valid(void **state)
@@ -1463,6 +1630,11 @@ static void test_basic_invalid(void **state)
         "Basic Og==",              /* ":" */
         "Basic dXNlcjpwYXNz dXNl", /* two tokens */
         "Basic dXNlc-pwYXNz",      /* base64url */
+        "Basic YTpiYw",            /* padding left out (RFC 4648 base64 has it) */
+        "Basic YTpiY2Q",
+        "Basic YT=iYw==", /* padding inside */
+        "Basic ====",
+        "Basic YTpi\t", /* a tab inside the token */
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char user[256], pass[256];
@@ -1504,8 +1676,7 @@ static void test_basic_lengths(void **state)
         memset(raw + ul + 1, 'p', 10);
         memcpy(v, "Basic ", 6);
         b64(raw, ul + 11, v + 6);
-        int rc = http1_basic_credentials(v, strlen(v), user, sizeof(user), &ulen, pass,
-                                         sizeof(pass), &plen);
+        int rc = basic_caps(v, strlen(v), user, sizeof(user), &ulen, pass, sizeof(pass), &plen);
         assert_int_equal(rc, ul <= 255 ? 0 : -1);
         if (rc == 0)
             assert_int_equal(ulen, ul);
@@ -1516,26 +1687,52 @@ static void test_basic_lengths(void **state)
         memset(raw + 2, 'p', pl);
         memcpy(v, "Basic ", 6);
         b64(raw, pl + 2, v + 6);
-        int rc = http1_basic_credentials(v, strlen(v), user, sizeof(user), &ulen, pass,
-                                         sizeof(pass), &plen);
+        int rc = basic_caps(v, strlen(v), user, sizeof(user), &ulen, pass, sizeof(pass), &plen);
         assert_int_equal(rc, pl <= 255 ? 0 : -1);
         if (rc == 0)
             assert_int_equal(plen, pl);
     }
     /* Caps: a user of 4 needs 5 bytes. */
     b64((const uint8_t *)"abcd:efgh", 9, v + 6);
-    assert_int_equal(http1_basic_credentials(v, strlen(v), user, 4, &ulen, pass, 100, &plen), -1);
-    assert_int_equal(http1_basic_credentials(v, strlen(v), user, 5, &ulen, pass, 4, &plen), -1);
-    assert_int_equal(http1_basic_credentials(v, strlen(v), user, 5, &ulen, pass, 5, &plen), 0);
+    assert_int_equal(basic_caps(v, strlen(v), user, 4, &ulen, pass, 100, &plen), -1);
+    assert_int_equal(basic_caps(v, strlen(v), user, 5, &ulen, pass, 4, &plen), -1);
+    assert_int_equal(basic_caps(v, strlen(v), user, 5, &ulen, pass, 5, &plen), 0);
     assert_string_equal(user, "abcd");
     assert_string_equal(pass, "efgh");
     /* Far more base64 than any credentials: refused, not overflowed. */
     memcpy(v, "Basic ", 6);
     memset(v + 6, 'A', 880);
     v[886] = '\0';
-    assert_int_equal(
-        http1_basic_credentials(v, strlen(v), user, sizeof(user), &ulen, pass, sizeof(pass), &plen),
-        -1);
+    assert_int_equal(basic_caps(v, strlen(v), user, sizeof(user), &ulen, pass, sizeof(pass), &plen),
+                     -1);
+}
+
+/* The decode runs in crypto/ (libsodium): a failure leaves nothing of what
+ * it had decoded so far in the caller's buffer. */
+static void test_basic_decode_wipes(void **state)
+{
+    (void)state;
+    assert_int_equal(fcrypto_init(), 0);
+    uint8_t out[64];
+    size_t n = 0;
+    memset(out, 0xa5, sizeof(out));
+    static const char good[] = "dXNlcjpwYXNz";
+    assert_int_equal(fcrypto_base64_decode(out, sizeof(out), &n, good, sizeof(good) - 1), 0);
+    assert_int_equal(n, 9);
+    assert_memory_equal(out, "user:pass", 9);
+    static const char *const bad[] = {"dXNlcjpwYXNz!!!!", "dXNlcjpwYXNzYQ", "dXNlcjpwYXNz=AAA"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        memset(out, 0xa5, sizeof(out));
+        assert_int_equal(fcrypto_base64_decode(out, sizeof(out), &n, bad[i], strlen(bad[i])), -1);
+        for (size_t k = 0; k < sizeof(out); k++)
+            if (out[k])
+                fail_msg("%s: byte %zu left as %#x after a failed decode", bad[i], k, out[k]);
+    }
+    /* more than fits: refused, and wiped too */
+    memset(out, 0xa5, 8);
+    assert_int_equal(fcrypto_base64_decode(out, 8, &n, good, sizeof(good) - 1), -1);
+    for (size_t k = 0; k < 8; k++)
+        assert_int_equal(out[k], 0);
 }
 
 /* ---- status mapping ------------------------------------------------------- */
@@ -1598,11 +1795,15 @@ int main(void)
         cmocka_unit_test(test_chunked_error_position),
         cmocka_unit_test(test_hop_by_hop),
         cmocka_unit_test(test_hop_by_hop_long_listed_name),
+        cmocka_unit_test(test_connection_names_framing),
+        cmocka_unit_test(test_singleton_request_fields),
+        cmocka_unit_test(test_empty_lines),
         cmocka_unit_test(test_authority),
         cmocka_unit_test(test_absolute),
         cmocka_unit_test(test_basic_valid),
         cmocka_unit_test(test_basic_invalid),
         cmocka_unit_test(test_basic_lengths),
+        cmocka_unit_test(test_basic_decode_wipes),
         cmocka_unit_test(test_error_status_and_reasons),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
