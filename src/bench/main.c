@@ -1011,6 +1011,21 @@ int bench_main(int argc, char **argv)
     /* Each held connection costs a client and an echo descriptor here, and
      * two in the proxy; leave room. */
     raise_nofile(MAX(65536ul, 4ul * o->connections + 4096));
+    /* A connections run the open-files limit cannot hold would only end in
+     * failed setups after a long wait: say so now (--allow-failures runs it
+     * all the same and reports the shortfall). */
+    struct rlimit nofile;
+    if (is_cn && !o->allow_failures && getrlimit(RLIMIT_NOFILE, &nofile) == 0 &&
+        nofile.rlim_cur != RLIM_INFINITY && nofile.rlim_cur < 2ull * o->connections + 256) {
+        fprintf(stderr,
+                "ferry bench: --connections %u needs about %llu open files here (a client and "
+                "an echo descriptor each), and as many in the proxy; the limit is %llu and "
+                "could not be raised (root without CAP_SYS_RESOURCE?): use --connections %llu "
+                "or fewer, or --allow-failures to run it anyway\n",
+                o->connections, 2ull * o->connections + 256, (unsigned long long)nofile.rlim_cur,
+                (unsigned long long)(nofile.rlim_cur > 256 ? (nofile.rlim_cur - 256) / 2 : 0));
+        return 1;
+    }
 
     /* Enough echo ports that the proxy's outgoing connections (one source
      * address) do not run out of ephemeral ports. */

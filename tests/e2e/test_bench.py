@@ -702,3 +702,22 @@ def test_compare_installs_only_what_it_runs_and_writes_outside_docs():
     assert "dante-server" not in info["packages needed"]
     assert os.path.realpath(info["report"]) == os.path.realpath(
         os.path.join(ROOT, "docs", "benchmarks.md"))
+
+
+def test_connections_beyond_the_open_files_limit_fail_up_front():
+    """Held connections the open-files limit cannot hold are said up front
+    (exit 1, nothing started), not after a long run of failed setups."""
+    import resource
+
+    def low_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
+
+    proc = subprocess.run([FERRY, "bench", "connections", "--connections", "600", "--runs", "1",
+                           "--duration", "0.2"], capture_output=True, text=True, timeout=120,
+                          preexec_fn=low_limit)
+    if proc.returncode == 0:
+        pytest.skip("the open-files limit could be raised here (CAP_SYS_RESOURCE)")
+    assert proc.returncode == 1, proc.stderr
+    assert "--connections 600 needs about 1456 open files" in proc.stderr
+    assert "use --connections 384 or fewer" in proc.stderr
+    assert proc.stdout == ""  # nothing ran
