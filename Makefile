@@ -6,7 +6,7 @@
 #   make test       unit tests + end-to-end tests (ASan+UBSan), fuzz smoke run
 #   make lint       clang-format check, cppcheck, banned-function grep
 #   make bench      the standard `ferry bench` suite on ferry alone
-#   make bench-compare   ferry against peer proxies from Debian (docs/benchmarks.md)
+#   make bench-compare   ferry against peer proxies from Debian (build/bench/benchmarks.md)
 #   make install    install ferry, its man pages, the sample config and the
 #                   systemd units under $(DESTDIR)$(PREFIX) (default /usr/local);
 #                   the configuration goes to /etc/ferry/ferry.conf whatever

@@ -1,10 +1,19 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-2-Clause
-"""report.py: docs/benchmarks.md from the JSON lines of bench/compare.sh.
+"""report.py: the benchmark report (build/bench/benchmarks.md, or the tracked
+docs/benchmarks.md when asked) from the JSON lines of bench/compare.sh.
 
+usage:
   report.py meta [--cmdline ...]            print the run's header line (machine,
                                             date, parameters) as JSON
-  report.py render RESULTS.jsonl --out F.md [--svg F.svg]
+  report.py render RESULTS.jsonl [--out F.md] [--svg F.svg]
+                                            write the report (default
+                                            build/bench/benchmarks.md)
+  report.py -h | --help                     this help
+
+Rates are in binary units throughout (MiB/s = 2^20 bytes per second); figures
+recorded in decimal MB/s by older versions of `ferry bench` (the UDP payload
+rates) are converted on reading.
 
 RESULTS holds one JSON object per line: {"meta": ...} first, {"peer": ...}
 per target, then one `ferry bench --json` line per run with a "compare"
@@ -392,6 +401,23 @@ def work_ksetups(r):
 # ---- render ----------------------------------------------------------------
 
 
+MB_TO_MIB = 1e6 / 1048576
+
+
+def to_binary_units(rec):
+    """Older `ferry bench` lines gave UDP payload rates in MB/s (10^6 bytes):
+    the report speaks MiB/s only, so convert them, figures and unit."""
+    for m in (rec.get("metrics") or {}).values():
+        if isinstance(m, dict) and m.get("unit") == "MB/s":
+            for k in ("median", "min", "max"):
+                if isinstance(m.get(k), (int, float)):
+                    m[k] = m[k] * MB_TO_MIB
+            if isinstance(m.get("runs"), list):
+                m["runs"] = [v * MB_TO_MIB if isinstance(v, (int, float)) else v for v in m["runs"]]
+            m["unit"] = "MiB/s"
+    return rec
+
+
 def load(path):
     meta, peers, done, cells, argon2 = {}, {}, {}, {}, []
     with open(path) as f:
@@ -417,6 +443,7 @@ def load(path):
             elif "done" in rec:
                 done = rec["done"]
             elif "compare" in rec:
+                to_binary_units(rec)
                 c = rec["compare"]
                 cell = cells.setdefault((c["variant"], c["target"]), Cell())
                 if c.get("error") and not c.get("note") and udp_all_lost(rec):
@@ -655,10 +682,10 @@ class Report:
             header = ["target", f"setup rate {unit}", "held / healthy", "× direct", "× ferry",
                       "proxy memory per connection", "failures"]
         elif kind == "udp":
-            header = ["target", unit, "payload MB/s", "RTT p50 / p95 ms", "loss %", "× direct", "× ferry",
+            header = ["target", unit, "payload MiB/s", "RTT p50 / p95 ms", "loss %", "× direct", "× ferry",
                       "proxy CPU µs per echo", "integrity and failures"]
         else:  # blast
-            header = ["target", "offered pps", "received pps", "delivered %", "received MB/s",
+            header = ["target", "offered pps", "received pps", "delivered %", "received MiB/s",
                       "× direct", "× ferry", "proxy CPU µs per datagram / per echo delivered",
                       "integrity and failures"]
         for t in self.rows_for(v, candidates):
@@ -1407,10 +1434,13 @@ class Report:
         L.append("bench/compare.sh --only udp,auth,http            # groups: socks (= throughput,handshakes,requests,connections), udp, auth, http")
         L.append("bench/compare.sh --only handshakes --targets ferry,dante --rounds 5")
         L.append("make bench-compare BENCH_ARGS=--quick")
+        L.append("bench/compare.sh --targets ferry --dry-run   # what it would install, run and write")
         L.append("```")
         L.append("")
         L.append(
-            "Root on Debian 12; missing peers are installed with apt-get. `--keep` keeps the "
+            "Root on Debian 12; the missing peers of the selected targets are installed with "
+            "apt-get (no others). The report is written to `build/bench/benchmarks.md` unless "
+            "`--out` names another file (`--out docs/benchmarks.md` for this one). `--keep` keeps the "
             "temporary directory with the generated configurations and every peer's log. "
             "The raw results (one JSON line per run) are in "
             f"`{os.path.basename(out_path)[:-3] if out_path.endswith('.md') else out_path}.jsonl`."
@@ -1535,16 +1565,21 @@ class Report:
 def cmd_render(argv):
     ap = argparse.ArgumentParser(prog="report.py render")
     ap.add_argument("results")
-    ap.add_argument("--out", default="docs/benchmarks.md")
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                                  "build", "bench", "benchmarks.md"))
     ap.add_argument("--svg", default=None)
     a = ap.parse_args(argv)
     meta, peers, done, cells, argon2 = load(a.results)
     if not meta:
         sys.exit("report.py: no meta line in " + a.results)
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     Report(meta, peers, done, cells, argon2).render(a.out, a.svg)
 
 
 def main():
+    if len(sys.argv) >= 2 and sys.argv[1] in ("-h", "--help", "help"):
+        sys.stdout.write(__doc__)
+        sys.exit(0)
     if len(sys.argv) >= 2 and sys.argv[1] == "meta":
         cmd_meta(sys.argv[2:])
     elif len(sys.argv) >= 2 and sys.argv[1] == "render":

@@ -62,13 +62,14 @@ struct bench_opts {
     const char *auth;     /* none, plain or argon2 */
     int auth_cachettl_s;  /* -1: ferry's default */
     bool json;
-    bool blast;         /* udp: unpaced sending instead of one request in flight */
-    bool echo_gro;      /* udp: the echo takes coalesced runs (UDP_GRO) */
-    uint8_t http_proxy; /* requests: enum http_proxy_mode */
-    unsigned nrules;    /* rules: how many synthetic rules */
-    bool progress;      /* stderr is a TTY */
-    int argc;           /* the arguments after `ferry` as given, for the report */
-    const char **argv;  /* (the first argc of argv_total) */
+    bool blast;          /* udp: unpaced sending instead of one request in flight */
+    bool echo_gro;       /* udp: the echo takes coalesced runs (UDP_GRO) */
+    uint8_t http_proxy;  /* requests: enum http_proxy_mode */
+    unsigned nrules;     /* rules: how many synthetic rules */
+    bool allow_failures; /* --allow-failures: a shortfall is reported, not failed */
+    bool progress;       /* stderr is a TTY */
+    int argc;            /* the arguments after `ferry` as given, for the report */
+    const char **argv;   /* (the first argc of argv_total) */
     int argv_total;
 };
 
@@ -89,14 +90,30 @@ struct metric {
 struct result {
     struct metric m[RESULT_MAX_METRICS];
     size_t n;
-    char note[512];    /* hints for the reader (e.g. the OS ran out of ports) */
-    unsigned mem_src;  /* MEM_SRC_* of the memory figures, 0 if none */
-    pid_t proxy_pid;   /* self-hosted: the ferry child this run measured */
-    struct addr proxy; /* and where it listened */
+    char note[512];      /* hints for the reader (e.g. the OS ran out of ports) */
+    char shortfall[384]; /* what the run missed of its parameters (see result_shortfall) */
+    bool nothing;        /* nothing at all could be set up: fails even with --allow-failures */
+    unsigned mem_src;    /* MEM_SRC_* of the memory figures, 0 if none */
+    pid_t proxy_pid;     /* self-hosted: the ferry child this run measured */
+    struct addr proxy;   /* and where it listened */
 };
 
 void result_add(struct result *r, const char *name, const char *unit, double v);
 void result_note(struct result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Record that the run did not do what its parameters asked (connections
+ * that could not be set up, requests that failed, streams that ended
+ * early): the figures are not those of the load asked for. Appended to
+ * r->shortfall ("; " between parts). Such a run fails (exit 1) unless
+ * --allow-failures; with nothing set up at all (set r->nothing) it fails
+ * either way. Wrong data is not a shortfall: that is bench_fail(). */
+void result_shortfall(struct result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- parameters (params.c) ---- */
+/* Check every numeric option against the range that makes sense for
+ * o->scenario (defaults already resolved). Returns 0, or -1 with a message
+ * naming the option and its allowed range in msg (e.g. "--duration must be
+ * 0.1..3600 seconds (got 0)"): a usage error. Pure: no I/O. */
+int bench_params_check(const struct bench_opts *o, char *msg, size_t cap);
 
 /* ---- targets (target.c) ---- */
 struct targets;
@@ -181,6 +198,10 @@ int sclient_open(struct sclient *s, struct loop *l, const struct route *r, io_cb
  * connection is open for data, 0 while in progress, -1 on failure. */
 int sclient_step(struct sclient *s, const struct route *r, uint32_t events);
 void sclient_close(struct sclient *s, bool abortive);
+/* Why a failed connection failed, in words, into buf (e.g. "the proxy
+ * closed the connection before replying", "SOCKS5 reply 5 (connection
+ * refused)", "connect: Connection refused"). */
+void sclient_fail_reason(const struct sclient *s, const struct route *r, char *buf, size_t cap);
 
 uint64_t now_ns(void);
 /* CPU time of this process (every thread: clients and targets), seconds. */
@@ -231,6 +252,9 @@ struct bench {
     _Atomic bool fail_claimed; /* a thread is writing fail_msg */
     _Atomic bool failed;       /* fail_msg is written: the run has failed */
     char fail_msg[256];
+    _Atomic bool setup_claimed; /* a thread is writing setup_fail */
+    _Atomic bool setup_noted;   /* setup_fail is written */
+    char setup_fail[160];       /* why the first failed setup of the run failed */
 };
 
 /* Record that the run must fail because what came back was wrong (not
@@ -241,6 +265,13 @@ void bench_fail(struct bench *b, const char *fmt, ...) __attribute__((format(pri
 bool bench_has_failed(const struct bench *b);
 /* Before each run, on the main thread with no generator running. */
 void bench_fail_reset(struct bench *b);
+/* Keep why the first failed setup of the run failed (any thread; later
+ * ones are dropped), for the shortfall message. */
+void bench_setup_failed(struct bench *b, const struct sclient *s, const struct route *r);
+/* The same with the reason in words (printf-style). */
+void bench_setup_note(struct bench *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* " (first failure: REASON)" when a setup failure was noted, else "". */
+const char *bench_setup_reason(struct bench *b, char *buf, size_t cap);
 
 /* The first offset at which a and b differ; n if they do not. */
 size_t bench_first_diff(const uint8_t *a, const uint8_t *b, size_t n);

@@ -341,6 +341,27 @@ void sclient_close(struct sclient *s, bool abortive)
     close(fd);
 }
 
+void sclient_fail_reason(const struct sclient *s, const struct route *r, char *buf, size_t cap)
+{
+    const char *via = r->mode == BENCH_DIRECT ? "the target" : "the proxy";
+    if (s->fail == SC_FAIL_SOCKS) {
+        if (r->http)
+            snprintf(buf, cap, "the HTTP proxy answered CONNECT with a status other than 200");
+        else if (s->rep)
+            snprintf(buf, cap, "SOCKS5 reply %u (%s)", s->rep, socks5_rep_str(s->rep));
+        else
+            snprintf(buf, cap,
+                     "the SOCKS5 proxy refused the method or the credentials, or broke "
+                     "the protocol");
+    } else if (s->err == -ECONNRESET && s->phase == SC_FAILED) {
+        snprintf(buf, cap, "%s closed or reset the connection before it was set up", via);
+    } else if (s->err) {
+        snprintf(buf, cap, "connection to %s: %s", via, strerror(-s->err));
+    } else {
+        snprintf(buf, cap, "unknown");
+    }
+}
+
 /* ---- generator threads ---- */
 
 static void gen_on_tick(struct timer *t)

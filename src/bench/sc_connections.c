@@ -112,6 +112,7 @@ static void cn_on_io(struct io *io, uint32_t events)
         if (rc < 0) {
             c->state = 3;
             atomic_fetch_add(&th->failed, 1);
+            bench_setup_failed(th->b, &c->sc, th->routes + (c->index % th->nroutes));
             sclient_close(&c->sc, false);
         } else {
             c->state = 2;
@@ -169,6 +170,7 @@ static void cn_fill(struct cn_thread *th)
             th->inflight--;
             c->state = 3;
             atomic_fetch_add(&th->failed, 1);
+            bench_setup_failed(th->b, &c->sc, th->routes + (c->index % th->nroutes));
         }
     }
 }
@@ -311,7 +313,6 @@ int scenario_connections(struct bench *b, struct result *res)
     if (corrupt)
         result_note(res, "%u connections echoed wrong data", corrupt);
     if (failed) {
-        result_note(res, "%u of %u connections could not be set up", failed, n);
         struct rlimit rl;
         /* A proxied connection costs the proxy two descriptors (and the
          * bench two: client and echo), so the open-files limit may be the
@@ -324,9 +325,15 @@ int scenario_connections(struct bench *b, struct result *res)
                         (unsigned long long)rl.rlim_cur,
                         (unsigned long long)(rl.rlim_cur > 256 ? (rl.rlim_cur - 128) / 2 : 0));
     }
+    if (failed || open + failed < n) {
+        char why[200];
+        result_shortfall(res, "%u of %u connections could not be set up%s", n - open, n,
+                         bench_setup_reason(b, why, sizeof(why)));
+    }
     if (ok + corrupt < open)
-        result_note(res, "%u of %u held connections did not echo at the end", open - ok - corrupt,
-                    open);
+        result_shortfall(res, "%u of %u held connections did not echo at the end of the hold",
+                         open - ok - corrupt, open);
+    res->nothing = open == 0;
 out:
     for (unsigned i = 0; conns && i < n; i++)
         sclient_close(&conns[i].sc, false);

@@ -59,7 +59,10 @@ static void hs_finish(struct hs_slot *s, bool ok)
         }
     } else if (s->sc.fail == SC_FAIL_DATA) {
         bump(&th->fail_data); /* always: any wrong echo fails the run */
-    } else if (measuring) {
+    } else {
+        bench_setup_failed(th->b, &s->sc, &th->b->route);
+    }
+    if (!ok && s->sc.fail != SC_FAIL_DATA && measuring) {
         if (s->sc.fail == SC_FAIL_SOCKS) {
             bump(&th->fail_socks);
         } else {
@@ -251,6 +254,14 @@ int scenario_handshakes(struct bench *b, struct result *res)
                         "%llu setups echoed a wrong byte (warm-up included): the proxy "
                         "corrupts data",
                         (unsigned long long)f_data);
+        if (f_sock + f_socks) {
+            char why[200];
+            result_shortfall(res, "%llu of %llu setups in the window failed%s",
+                             (unsigned long long)(f_sock + f_socks),
+                             (unsigned long long)(ok + f_sock + f_socks),
+                             bench_setup_reason(b, why, sizeof(why)));
+        }
+        res->nothing = ok == 0;
         lat_free(&all);
     } else {
         for (unsigned t = 0; t < started; t++)

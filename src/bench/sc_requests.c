@@ -70,6 +70,13 @@ static void rq_end(struct rq_slot *s, enum rq_outcome how)
     struct rq_phase *ph = th->ph;
     if (how == RQ_CORRUPT)
         atomic_fetch_add(&ph->corrupt, 1); /* warm-up included: it fails the run */
+    if (how == RQ_FAILED) {
+        if (s->sc.phase == SC_FAILED)
+            bench_setup_failed(th->b, &s->sc, &th->route);
+        else
+            bench_setup_note(th->b, "GET %s: no complete 200 response with a Content-Length",
+                             ph->path);
+    }
     if (s->measured) {
         uint64_t now = now_ns();
         if (how == RQ_OK) {
@@ -355,16 +362,20 @@ int scenario_requests(struct bench *b, struct result *res)
     uint64_t corrupt = warm_corrupt + atomic_load(&small.corrupt) + atomic_load(&large.corrupt);
     result_add(res, "corrupt_bodies", "", (double)corrupt);
     lat_free(&lat);
-    if (timed_out || timed_out2)
-        result_note(res, "a phase did not finish within 120 s");
     if (corrupt)
         result_note(res,
                     "%llu responses came back wrong (body, length or truncated; warm-up "
                     "included) and are not counted",
                     (unsigned long long)corrupt);
-    if (atomic_load(&small.failed) || atomic_load(&large.failed))
-        result_note(res, "%llu requests and %llu downloads failed",
-                    (unsigned long long)atomic_load(&small.failed),
-                    (unsigned long long)atomic_load(&large.failed));
+    if (atomic_load(&small.failed) || atomic_load(&large.failed)) {
+        char why[200];
+        result_shortfall(res, "%llu of %u requests and %llu of %u downloads failed%s",
+                         (unsigned long long)atomic_load(&small.failed), o->requests,
+                         (unsigned long long)atomic_load(&large.failed), o->downloads,
+                         bench_setup_reason(b, why, sizeof(why)));
+    }
+    if (timed_out || timed_out2)
+        result_shortfall(res, "a phase did not finish within 120 s");
+    res->nothing = ok == 0 && bytes == 0;
     return 0;
 }

@@ -165,6 +165,7 @@ static void tp_on_io(struct io *io, uint32_t events)
         if (rc < 0) {
             c->dead = true;
             atomic_fetch_add(&th->failed, 1);
+            bench_setup_failed(th->b, &c->sc, &th->b->route);
             sclient_close(&c->sc, false);
             return;
         }
@@ -200,6 +201,7 @@ static void tp_on_start(struct gen *g)
         if (sclient_open(&c->sc, &g->loop, &th->b->route, tp_on_io) < 0) {
             c->dead = true;
             atomic_fetch_add(&th->failed, 1);
+            bench_setup_failed(th->b, &c->sc, &th->b->route);
         }
     }
 }
@@ -277,8 +279,10 @@ int scenario_throughput(struct bench *b, struct result *res)
         bench_window(b, NULL, 0.01, NULL, NULL, NULL);
     }
     if (!rc && open < o->connections) {
-        result_note(res, "%u of %u streams could not be set up", o->connections - open,
-                    o->connections);
+        char why[200];
+        result_shortfall(res, "%u of %u streams could not be set up%s", o->connections - open,
+                         o->connections, bench_setup_reason(b, why, sizeof(why)));
+        res->nothing = open == 0;
         rc = open ? 0 : -ECONNREFUSED;
     }
 
@@ -321,7 +325,8 @@ int scenario_throughput(struct bench *b, struct result *res)
             result_note(res, "%u streams came back wrong (not counted from the first wrong byte)",
                         corrupt);
         if (broken)
-            result_note(res, "%u streams ended early", broken);
+            result_shortfall(res, "%u of %u streams ended early (reset, or closed by the proxy)",
+                             broken, open);
     }
 
     for (unsigned t = 0; t < started; t++)

@@ -266,6 +266,8 @@ static int ud_start(struct ud_client *c, const struct addr *to)
 static void ud_fail(struct ud_client *c)
 {
     c->dead = true;
+    if (c->sc.phase == SC_FAILED)
+        bench_setup_failed(c->th->b, &c->sc, &c->th->route);
     if (c->sc.rep)
         bump(&c->th->refused_rep, 1);
     atomic_fetch_add(&c->th->failed, 1);
@@ -395,8 +397,13 @@ int scenario_udp(struct bench *b, struct result *res)
         uint64_t refused = 0;
         for (unsigned t = 0; t < started; t++)
             refused += atomic_load(&ths[t].refused_rep);
+        char why[200];
         result_note(res, "no UDP association could be opened%s",
                     refused ? " (the proxy replied with a SOCKS failure: no UDP ASSOCIATE?)" : "");
+        result_shortfall(res, "%u of %u clients could not open a UDP association%s",
+                         o->connections - open, o->connections,
+                         bench_setup_reason(b, why, sizeof(why)));
+        res->nothing = true;
         rc = -ECONNREFUSED;
     }
     if (!rc) {
@@ -426,8 +433,8 @@ int scenario_udp(struct bench *b, struct result *res)
             result_add(res, "offered", "pps", (double)sent / secs);
             result_add(res, "received", "pps", (double)recvd / secs);
             result_add(res, "delivered", "%", sent ? 100.0 * (double)recvd / (double)sent : 0);
-            result_add(res, "received_payload", "MB/s",
-                       (double)recvd * (double)o->payload / secs / 1e6);
+            result_add(res, "received_payload", "MiB/s",
+                       (double)recvd * (double)o->payload / secs / 1048576.0);
             /* Per datagram moved both ways, and per one delivered back: the
              * first flatters a proxy that drops most of what is offered
              * (dropped datagrams cost it little), the second does not. */
@@ -449,7 +456,8 @@ int scenario_udp(struct bench *b, struct result *res)
                 parts[t] = ths[t].lat;
             lat_merge(&all, parts, np);
             result_add(res, "echoes", "1/s", (double)echoes / secs);
-            result_add(res, "payload", "MB/s", (double)echoes * (double)o->payload / secs / 1e6);
+            result_add(res, "payload", "MiB/s",
+                       (double)echoes * (double)o->payload / secs / 1048576.0);
             result_add(res, "rtt_p50", "ms", stats_percentile(all.v, all.n, 50) / 1000.0);
             result_add(res, "rtt_p95", "ms", stats_percentile(all.v, all.n, 95) / 1000.0);
             result_add(res, "loss", "%",
@@ -468,9 +476,12 @@ int scenario_udp(struct bench *b, struct result *res)
         }
         result_add(res, "clients", "", open);
         result_add(res, "corrupt", "", (double)corrupt);
-        if (failed)
-            result_note(res, "%u of %u clients could not open an association", failed,
-                        o->connections);
+        if (open < o->connections) {
+            char why[200];
+            result_shortfall(res, "%u of %u clients could not open a UDP association%s",
+                             o->connections - open, o->connections,
+                             bench_setup_reason(b, why, sizeof(why)));
+        }
         if (corrupt)
             result_note(res, "%llu datagrams came back wrong (warm-up included)",
                         (unsigned long long)corrupt);
