@@ -301,6 +301,7 @@ static void conn_linger_drive(struct conn *c)
             return;
         }
         buf_consume(h->buf, (uint32_t)n);
+        h->bytes += (uint64_t)n; /* a queued reply: undo its pre-subtraction */
         if (buf_len(h->buf))
             return;
     }
@@ -313,8 +314,8 @@ static void conn_linger_drive(struct conn *c)
     while (c->cli_ev & SIDE_RD) {
         ssize_t n = recv(c->cli.fd, sink, sizeof(sink), 0);
         if (n > 0) {
-            c->c2u.bytes += (uint64_t)n;
-            if (c->c2u.bytes > LINGER_DISCARD) {
+            c->discarded += (uint32_t)n;
+            if (c->discarded > LINGER_DISCARD) {
                 conn_close(c, c->why);
                 return;
             }
@@ -345,7 +346,7 @@ void conn_linger(struct conn *c)
         buf_put(&w->bufs, c->u2c.buf);
         c->u2c.buf = NULL;
     }
-    c->c2u.bytes = 0; /* from here on, counts discarded bytes */
+    c->discarded = 0;
     conn_set_state(c, CONN_ST_LINGER);
     uint64_t ms = conn_cfg(c)->handshake_timeout_ms;
     loop_timer_arm(&w->loop, &c->timer, ms < LINGER_MS ? ms : LINGER_MS);

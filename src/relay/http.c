@@ -19,7 +19,9 @@
  *
  * While a response is owed, the origin may stay silent for [http]
  * response_timeout (a client that does not read is backpressure, not
- * silence). Forwarded bytes obey the bandwidth limits like relayed ones:
+ * silence). Bytes are counted as forwarded, heads included, in the
+ * session's c2u and u2c (the relay's counters); each access-log line shows
+ * its request's share. Forwarded bytes obey the bandwidth limits like relayed ones:
  * request bodies and responses are read only as fast as policy_bw_allow()
  * lets them. The user a request authenticates as holds the session's
  * per-user slot, also when a later request on the connection is another's.
@@ -86,8 +88,9 @@ struct http_state {
     struct hflow req, resp;
     char *head_copy; /* the rewritten request head, for a retry on a stale pooled connection */
     uint32_t head_copy_len;
-    uint64_t req_bytes, resp_bytes;
-    uint64_t origin_since; /* loop ms: the origin has been silent since, while owed */
+    uint64_t req_bytes, resp_bytes; /* body bytes of this exchange sent on */
+    uint64_t up_base, down_base;    /* c2u/u2c bytes when this request began */
+    uint64_t origin_since;          /* loop ms: the origin has been silent since, while owed */
 };
 
 /* An idle upstream connection waiting for a request to the same place. */
@@ -354,11 +357,11 @@ static void http_log(struct conn *c)
         return;
     char reply[16];
     snprintf(reply, sizeof(reply), "%d", h->status);
+    /* This request's share of the session's bytes (a queued reply of ours
+     * may hold a counter below its base for a while: then none). */
     uint64_t up = c->c2u.bytes, down = c->u2c.bytes;
-    if (h->kind == HTTP_FORWARD) {
-        c->c2u.bytes = h->req_bytes;
-        c->u2c.bytes = h->resp_bytes;
-    }
+    c->c2u.bytes = up > h->up_base ? up - h->up_base : 0;
+    c->u2c.bytes = down > h->down_base ? down - h->down_base : 0;
     conn_access_log(c, h->method, h->status ? reply : "-");
     c->c2u.bytes = up;
     c->u2c.bytes = down;
@@ -789,9 +792,10 @@ void http_connected(struct conn *c)
 
 /* ---- forwarding -------------------------------------------------------------- */
 
-/* Send out, then the cleared body bytes of in, to fd. Returns 0 when all
- * went, 1 when fd is full, or -errno. */
-static int hflow_flush(struct hflow *f, int fd, uint8_t *ev, uint64_t *count)
+/* Send out, then the cleared body bytes of in, to fd; add what went to
+ * *total (the session's count, heads included) and the body bytes to
+ * *count. Returns 0 when all went, 1 when fd is full, or -errno. */
+static int hflow_flush(struct hflow *f, int fd, uint8_t *ev, uint64_t *count, uint64_t *total)
 {
     while (f->out && buf_len(f->out)) {
         if (!(*ev & SIDE_WR))
@@ -807,6 +811,7 @@ static int hflow_flush(struct hflow *f, int fd, uint8_t *ev, uint64_t *count)
             return -errno;
         }
         buf_consume(f->out, (uint32_t)n);
+        *total += (uint64_t)n;
     }
     while (f->pass) {
         if (!(*ev & SIDE_WR))
@@ -824,6 +829,7 @@ static int hflow_flush(struct hflow *f, int fd, uint8_t *ev, uint64_t *count)
         buf_consume(f->in, (uint32_t)n);
         f->pass -= (uint32_t)n;
         *count += (uint64_t)n;
+        *total += (uint64_t)n;
     }
     return 0;
 }
@@ -895,13 +901,13 @@ static int hflow_scan(struct hflow *f)
 static void http_abort_flush(struct conn *c)
 {
     struct http_state *h = c->http;
-    uint64_t before = h->resp_bytes;
-    int rc = hflow_flush(&h->resp, c->cli.fd, &c->cli_ev, &h->resp_bytes);
+    uint64_t before = c->u2c.bytes;
+    int rc = hflow_flush(&h->resp, c->cli.fd, &c->cli_ev, &h->resp_bytes, &c->u2c.bytes);
     if (rc < 0)
         conn_close(c, c->why); /* the client is gone too: the first error is the one logged */
     else if (rc == 0)
         conn_linger(c);
-    else if (h->resp_bytes != before)
+    else if (c->u2c.bytes != before)
         c->last_active = loop_now(&c->w->loop);
 }
 
@@ -985,6 +991,8 @@ static void http_exchange_done(struct conn *c)
      * parsed, its own line shows its own status and time. */
     h->status = 0;
     h->req_bytes = h->resp_bytes = 0;
+    h->up_base = c->c2u.bytes;
+    h->down_base = c->u2c.bytes;
     c->t_start = loop_now(&c->w->loop);
     free(h->head_copy);
     h->head_copy = NULL;
@@ -1031,6 +1039,10 @@ static bool http_retry(struct conn *c)
     h->retried = true;
     h->reused = false;
     conn_close_fd(&c->up);
+    /* The head counts once, as sent to the connection that answers. */
+    uint32_t unsent = h->req.out ? buf_len(h->req.out) : 0;
+    uint64_t sent = h->head_copy_len > unsent ? h->head_copy_len - unsent : 0;
+    c->c2u.bytes = c->c2u.bytes > sent ? c->c2u.bytes - sent : 0;
     buf_put(&c->w->bufs, h->req.out);
     h->req.out = hbuf_get(c, HTTP_OUT_MAX);
     if (!h->req.out)
@@ -1120,7 +1132,7 @@ static void http_forward(struct conn *c)
         bool up_full = false, cli_full = false, req_paused = false, resp_paused = false;
         /* client -> upstream: the head, then the body */
         uint32_t pending = hflow_pending(&h->req);
-        int rc = hflow_flush(&h->req, c->up.fd, &c->up_ev, &h->req_bytes);
+        int rc = hflow_flush(&h->req, c->up.fd, &c->up_ev, &h->req_bytes, &c->c2u.bytes);
         origin |= rc >= 0 && hflow_pending(&h->req) != pending; /* the origin takes bytes */
         up_full = rc == 1;
         if (rc < 0) {
@@ -1151,7 +1163,7 @@ static void http_forward(struct conn *c)
             }
         }
         /* upstream -> client: heads (1xx first), then the body */
-        rc = hflow_flush(&h->resp, c->cli.fd, &c->cli_ev, &h->resp_bytes);
+        rc = hflow_flush(&h->resp, c->cli.fd, &c->cli_ev, &h->resp_bytes, &c->u2c.bytes);
         if (rc < 0) {
             conn_close_err(c, "client-error", rc);
             return;
@@ -1169,8 +1181,6 @@ static void http_forward(struct conn *c)
                 c->u2c.buf = h->resp.in;
                 h->resp.in = NULL;
             }
-            c->c2u.bytes += h->req_bytes;
-            c->u2c.bytes += h->resp_bytes;
             conn_relay_start(c);
             return;
         }
@@ -1250,10 +1260,13 @@ void http_drive(struct conn *c, uint32_t up_events)
     (void)up_events;
     if (!c->http)
         return;
-    if (c->state == CONN_ST_HTTP_HEAD)
+    if (c->state == CONN_ST_HTTP_HEAD) {
         http_request(c);
-    else if (c->state == CONN_ST_HTTP_FWD)
+    } else if (c->state == CONN_ST_HTTP_FWD) {
         http_forward(c);
+        if (c->state != CONN_ST_CLOSED)
+            conn_count_bytes(c); /* the metrics follow a long exchange as it goes */
+    }
 }
 
 void http_timeout(struct conn *c)

@@ -611,6 +611,7 @@ def test_stale_pooled_connection(proxy, tcp_server):
     POST whose body went out is not, and gets a 502."""
     up = tcp_server(HttpUpstream)
     with Conn.open(proxy.addr) as c:
+        client = c.sock.getsockname()
         c.send(get(up, "/die-next"))
         assert read_response(c).body == b"first answer"
         c.send(get(up, "/small/retried"))
@@ -618,6 +619,9 @@ def test_stale_pooled_connection(proxy, tcp_server):
         assert r.status == 200 and r.body == SMALL_BODY
     recs = up.requests("/small/retried")
     assert [r.conn for r in recs] == [0, 1], recs
+    # bytes: the request counts once, as sent to the connection that answered
+    e = entries_for(proxy, client, 2)[1]
+    assert (e["up"], e["down"]) == (str(len(recs[1].head)), str(len(r.head) + len(r.raw_body))), e
     with Conn.open(proxy.addr) as c:
         c.send(get(up, "/die-next/2"))
         assert read_response(c).body == b"first answer"
@@ -1141,7 +1145,8 @@ def test_bandwidth_paces_forwarded_upload(bw_proxy, tcp_server):
     # most max_header, 64 KiB) at 512 KiB/s is 1.6 s
     assert took >= 1.2, f"1 MiB up at 512 KiB/s took {took:.2f}s"
     e = bw_proxy.access_for(client)
-    assert e["up"] == str(len(data)) and e["reply"] == "200", e
+    # up: every byte the origin got (the head as forwarded, then the body)
+    assert e["up"] == str(len(rec.head) + len(rec.raw_body)) and e["reply"] == "200", e
 
 
 # ---- protocols per listener -----------------------------------------------------------
