@@ -71,6 +71,13 @@ const struct config *conn_cfg(const struct conn *c)
     return c->wc->cfg;
 }
 
+uint32_t conn_iotimeout(const struct conn *c)
+{
+    const struct config *cfg = conn_cfg(c);
+    return c->listen_index < cfg->nlisten ? cfg->listen[c->listen_index].iotimeout_ms
+                                          : cfg->iotimeout_ms;
+}
+
 void conn_set_state(struct conn *c, enum conn_state s)
 {
     log_debug("conn %llu: %s -> %s", (unsigned long long)c->id, state_names[c->state],
@@ -357,7 +364,7 @@ void conn_linger(struct conn *c)
 
 void conn_arm_idle(struct conn *c)
 {
-    uint32_t idle = conn_cfg(c)->iotimeout_ms;
+    uint32_t idle = conn_iotimeout(c);
     if (idle)
         loop_timer_arm_at(&c->w->loop, &c->timer, c->last_active + idle);
     else
@@ -831,7 +838,7 @@ static void conn_on_timer(struct timer *t)
         break;
     case CONN_ST_RELAY:
     case CONN_ST_UDP: {
-        uint32_t idle = conn_cfg(c)->iotimeout_ms;
+        uint32_t idle = conn_iotimeout(c);
         if (idle && loop_now(&c->w->loop) - c->last_active >= idle)
             conn_close(c, "idle-timeout");
         else

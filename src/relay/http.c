@@ -19,9 +19,13 @@
  *
  * While a response is owed, the origin may stay silent for [http]
  * response_timeout (a client that does not read is backpressure, not
- * silence). Bytes are counted as forwarded, heads included, in the
- * session's c2u and u2c (the relay's counters); each access-log line shows
- * its request's share. Forwarded bytes obey the bandwidth limits like relayed ones:
+ * silence); while a request body is owed, the client may stay silent for
+ * [http] body_timeout (an origin that does not read it is the origin's
+ * stall). Whichever side stalled is named in the log: client-timeout (408
+ * while the client has nothing of the response) or upstream-timeout (504).
+ * Bytes are counted as forwarded, heads included, in the session's c2u and
+ * u2c (the relay's counters); each access-log line shows its request's
+ * share. Forwarded bytes obey the bandwidth limits like relayed ones:
  * request bodies and responses are read only as fast as policy_bw_allow()
  * lets them. The user a request authenticates as holds the session's
  * per-user slot, also when a later request on the connection is another's.
@@ -80,6 +84,8 @@ struct http_state {
     bool closing;   /* failed after a response went out: flush it, then close */
     bool authed;    /* this request's credentials were verified */
     bool owed;      /* the exchange waits for the origin (response_timeout runs) */
+    bool body_wait; /* the exchange waits for the client's body (body_timeout runs) */
+    bool cli_full;  /* the exchange waits for the client to read */
     bool paused;    /* the exchange waits for the bandwidth limiter */
     size_t scanned; /* http1_head_end() progress on the current head */
     int status;
@@ -91,6 +97,7 @@ struct http_state {
     uint64_t req_bytes, resp_bytes; /* body bytes of this exchange sent on */
     uint64_t up_base, down_base;    /* c2u/u2c bytes when this request began */
     uint64_t origin_since;          /* loop ms: the origin has been silent since, while owed */
+    uint64_t client_since;          /* loop ms: the client has been silent since, while body_wait */
 };
 
 /* An idle upstream connection waiting for a request to the same place. */
@@ -762,8 +769,8 @@ static void http_fwd_start(struct conn *c)
     struct http_state *h = c->http;
     conn_set_state(c, CONN_ST_HTTP_FWD);
     c->last_active = loop_now(&c->w->loop);
-    h->origin_since = c->last_active;
-    h->owed = h->paused = false;
+    h->origin_since = h->client_since = c->last_active;
+    h->owed = h->body_wait = h->cli_full = h->paused = false;
     loop_timer_stop(&c->w->loop, &c->timer); /* the connect deadline is over */
     policy_bw_start(c);
     http_forward(c);
@@ -920,7 +927,7 @@ static void http_abort(struct conn *c, const char *why, int err)
     c->why = why;
     c->err = err;
     h->closing = true;
-    h->owed = h->paused = false;
+    h->owed = h->body_wait = h->paused = false;
     conn_close_fd(&c->up);
     /* From here on only the client's reading matters: iotimeout, if any. */
     c->last_active = loop_now(&c->w->loop);
@@ -1070,15 +1077,19 @@ static uint64_t min_deadline(uint64_t a, uint64_t b)
 
 /* The one deadline state HTTP_FWD owns, 0 for none: the earliest of the
  * origin's silence while it owes the response (response_timeout), the
+ * client's silence while it owes the request body (body_timeout), the
  * exchange's inactivity (iotimeout), and the next look at the bandwidth
  * limiter while paused by it. */
 static uint64_t http_fwd_deadline(const struct conn *c)
 {
     const struct http_state *h = c->http;
     const struct config *cfg = conn_cfg(c);
-    uint64_t d = cfg->iotimeout_ms ? c->last_active + cfg->iotimeout_ms : 0;
+    uint32_t idle = conn_iotimeout(c);
+    uint64_t d = idle ? c->last_active + idle : 0;
     if (h->owed)
         d = min_deadline(d, h->origin_since + cfg->http.response_ms);
+    if (h->body_wait)
+        d = min_deadline(d, h->client_since + cfg->http.body_ms);
     if (h->paused)
         d = min_deadline(d, loop_now(&c->w->loop) + HTTP_BW_POLL_MS);
     return d;
@@ -1101,18 +1112,28 @@ static void http_fwd_arm(struct conn *c)
  * comes from it for response_timeout, it is silent. Not while the client
  * holds the response back by not reading it (backpressure), nor while the
  * limiter pauses reading it, nor while the client is still sending its
- * body: then the origin may rightly wait. */
+ * body: then the origin may rightly wait. The client owes the rest of its
+ * body while nothing of it waits to go upstream (an origin that does not
+ * take it is the origin's stall) and the limiter is not what holds it:
+ * while then nothing comes from it for body_timeout, it is silent (after
+ * Expect: 100-continue too). Both may owe at once (an early response). */
 static void http_fwd_blocked(struct conn *c, bool up_full, bool cli_full, bool req_paused,
                              bool resp_paused)
 {
     struct http_state *h = c->http;
+    uint64_t now = loop_now(&c->w->loop);
     bool resp_done = h->resp_head && h->resp.body.done;
     bool req_sent = h->req.body.done && !hflow_pending(&h->req);
     bool resp_started = h->resp_head || (h->resp.in && buf_len(h->resp.in));
     bool owed = !resp_done && !cli_full && !resp_paused && (req_sent || resp_started || up_full);
+    bool body_wait = !h->req.body.done && !hflow_pending(&h->req) && !req_paused;
     if (owed && !h->owed)
-        h->origin_since = loop_now(&c->w->loop); /* the wait starts now */
+        h->origin_since = now; /* the wait starts now */
+    if (body_wait && !h->body_wait)
+        h->client_since = now;
     h->owed = owed;
+    h->body_wait = body_wait;
+    h->cli_full = cli_full;
     h->paused = req_paused || resp_paused;
     http_fwd_arm(c);
 }
@@ -1128,7 +1149,7 @@ static void http_forward(struct conn *c)
     }
     h->paused = false; /* each pass asks the limiter again */
     for (int round = 0; round < 64; round++) {
-        bool progress = false, origin = false;
+        bool progress = false, origin = false, client = false;
         bool up_full = false, cli_full = false, req_paused = false, resp_paused = false;
         /* client -> upstream: the head, then the body */
         uint32_t pending = hflow_pending(&h->req);
@@ -1160,6 +1181,7 @@ static void http_forward(struct conn *c)
                     return;
                 }
                 progress |= n > 0;
+                client |= n > 0;
             }
         }
         /* upstream -> client: heads (1xx first), then the body */
@@ -1246,6 +1268,8 @@ static void http_forward(struct conn *c)
         }
         if (origin)
             h->origin_since = loop_now(&c->w->loop);
+        if (client)
+            h->client_since = loop_now(&c->w->loop);
         if (!progress) {
             http_fwd_blocked(c, up_full, cli_full, req_paused, resp_paused);
             return;
@@ -1269,6 +1293,24 @@ void http_drive(struct conn *c, uint32_t up_events)
     }
 }
 
+/* The exchange waited too long for one side: say which. The client (its
+ * body, or reading the response): 408 while it has nothing of the
+ * response (RFC 9110 15.5.9), else the close (at once if it does not
+ * read). The origin: 504, or the close once the client has part of the
+ * response (http_error knows). */
+static void http_stalled(struct conn *c, bool client)
+{
+    if (!client) {
+        http_error(c, 504, "ferry: the destination did not answer in time", "upstream-timeout");
+        return;
+    }
+    if (c->http->cli_full) {
+        conn_close(c, "client-timeout");
+        return;
+    }
+    http_error(c, 408, "ferry: the request body did not arrive in time", "client-timeout");
+}
+
 void http_timeout(struct conn *c)
 {
     struct http_state *h = c->http;
@@ -1289,7 +1331,7 @@ void http_timeout(struct conn *c)
     case CONN_ST_HTTP_FWD: {
         const struct config *cfg = conn_cfg(c);
         uint64_t now = loop_now(&c->w->loop);
-        uint32_t idle = cfg->iotimeout_ms;
+        uint32_t idle = conn_iotimeout(c);
         bool idle_over = idle && now - c->last_active >= idle;
         if (!h) {
             conn_close(c, "timeout");
@@ -1304,12 +1346,20 @@ void http_timeout(struct conn *c)
             return;
         }
         if (h->owed && now - h->origin_since >= cfg->http.response_ms) {
-            /* The origin went silent: a 504 if the client has nothing of
-             * its response yet, else the close (http_error knows). */
-            http_error(c, 504, "ferry: the destination did not answer in time", "upstream-timeout");
+            http_stalled(c, false); /* the origin went silent */
+            return;
+        }
+        if (h->body_wait && now - h->client_since >= cfg->http.body_ms) {
+            http_stalled(c, true); /* the client went silent mid-request */
             return;
         }
         if (idle_over) {
+            /* Nothing moved either way: the side the exchange waits on
+             * stalled (the client first: an origin may wait for the body). */
+            if (h->body_wait || h->cli_full || h->owed) {
+                http_stalled(c, h->body_wait || h->cli_full);
+                return;
+            }
             if (!http_answered(h)) {
                 http_error(c, 504, "ferry: the destination did not answer in time",
                            "upstream-timeout");
