@@ -606,6 +606,8 @@ static const struct key keys[] = {
      "a duration from 1s to 24h", false},
     {"http.pool_idle", set_duration, OFF(http.pool_idle_ms), 1000, DAY_MS,
      "a duration from 1s to 24h", false},
+    {"http.body_timeout", set_duration, OFF(http.body_ms), 100, DAY_MS,
+     "a duration from 100ms to 24h", false},
     /* [auth] */
     {"auth.userlist", set_string, OFF(auth.userlist), 0, 0,
      "a file of NAME:$argon2id$... or NAME:plain:SECRET lines", false},
@@ -903,6 +905,7 @@ static void set_defaults(struct config *c)
     c->http.pool_size = 64;
     c->http.pool_idle_ms = 30000;
     c->http.response_ms = 60000;
+    c->http.body_ms = 60000; /* nginx's client_body_timeout */
     c->rules_default = ACL_ALLOW;
     c->limits.burst = 20;
     c->limits.ip_table = 65536;
@@ -979,6 +982,25 @@ static void apply_cli(struct config *c, const struct config_cli *cli, struct loa
             config_error(ld->errs, "command line (-w): '%s' is not a worker count (expected %s)",
                          cli->workers, "auto or 1..256");
         }
+    }
+}
+
+/* iotimeout for each listener: as set (0 included) when the file sets it;
+ * otherwise none on loopback, where a peer that goes away is seen going,
+ * and CONFIG_PUBLIC_IOTIMEOUT_MS on a listener other hosts reach (its
+ * address is not loopback, or a PROXY header says the client is
+ * elsewhere), where a peer can vanish without a FIN and would hold its
+ * session forever. */
+static void resolve_iotimeout(struct config *c, const struct loader *ld)
+{
+    bool set = false;
+    for (size_t i = 0; i < ARRAY_LEN(keys); i++)
+        if (strcmp(keys[i].name, "iotimeout") == 0)
+            set = ld->seen[i] != 0;
+    for (size_t i = 0; i < c->nlisten; i++) {
+        struct config_listen *l = &c->listen[i];
+        bool remote = !addr_is_loopback(&l->addr) || l->proxy_protocol;
+        l->iotimeout_ms = set ? c->iotimeout_ms : remote ? CONFIG_PUBLIC_IOTIMEOUT_MS : 0;
     }
 }
 
@@ -1231,6 +1253,7 @@ int config_load(const struct config_cli *cli, struct config **out, struct config
         c->workers = config_default_workers();
     if (ld.max_conn_auto)
         c->max_connections = auto_max_connections();
+    resolve_iotimeout(c, &ld);
     const char *env = getenv("FERRY_LOG");
     if (env && *env && log_level_parse(env, &c->log_level))
         config_error(errs,

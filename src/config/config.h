@@ -41,7 +41,15 @@ struct config_listen {
     uint8_t protocols;      /* PROTO_*; 0 = the config's protocols */
     uint8_t proxy_protocol; /* 0, or 1/2: a PROXY v1/v2 header comes first */
     char origin[160];       /* "ferry.conf:3" or "command line": where it was set */
+    /* Resolved: iotimeout as set, or when it is not set, its default for
+     * this listener (0 on loopback, CONFIG_PUBLIC_IOTIMEOUT_MS on one that
+     * other hosts reach: not loopback, or behind a PROXY header). */
+    uint32_t iotimeout_ms;
 };
+
+/* iotimeout's default on a listener that other hosts reach: a vanished
+ * peer (no FIN, no RST) holds two descriptors at most this long. */
+#define CONFIG_PUBLIC_IOTIMEOUT_MS (3600u * 1000)
 
 /* [http]: the HTTP proxy. */
 struct config_http {
@@ -52,6 +60,7 @@ struct config_http {
     uint32_t pool_size;    /* idle upstream connections kept per worker (0: none) */
     uint32_t pool_idle_ms; /* how long one may stay idle */
     uint32_t response_ms;  /* the origin may stay silent this long while a response is owed */
+    uint32_t body_ms;      /* the client may stay silent this long while it owes a request body */
 };
 
 struct userlist;
@@ -113,7 +122,7 @@ struct config {
     unsigned workers; /* resolved: never 0 */
     uint32_t handshake_timeout_ms;
     uint32_t connect_timeout_ms;
-    uint32_t iotimeout_ms; /* 0 = no idle timeout while relaying */
+    uint32_t iotimeout_ms; /* as set; 0 = none. Sessions use listen[].iotimeout_ms */
     uint32_t shutdown_timeout_ms;
     uint32_t max_connections; /* resolved: never 0 */
     uint32_t backlog;

@@ -324,7 +324,8 @@ void metrics_render(struct mtext *t, const struct metrics_source *src, const str
     render_sessions(t, s);
 
     family(t, "ferry_relay_bytes_total", "counter",
-           "Payload relayed, bytes (up: client to destination; down: back).");
+           "Bytes relayed between client and destination, HTTP heads included (up: client to "
+           "destination; down: back).");
     sample(t, "ferry_relay_bytes_total", "direction=\"up\"", FIELD(s, bytes_up));
     sample(t, "ferry_relay_bytes_total", "direction=\"down\"", FIELD(s, bytes_down));
     counter(t, "ferry_relay_spliced_bytes_total",

@@ -71,6 +71,13 @@ const struct config *conn_cfg(const struct conn *c)
     return c->wc->cfg;
 }
 
+uint32_t conn_iotimeout(const struct conn *c)
+{
+    const struct config *cfg = conn_cfg(c);
+    return c->listen_index < cfg->nlisten ? cfg->listen[c->listen_index].iotimeout_ms
+                                          : cfg->iotimeout_ms;
+}
+
 void conn_set_state(struct conn *c, enum conn_state s)
 {
     log_debug("conn %llu: %s -> %s", (unsigned long long)c->id, state_names[c->state],
@@ -301,6 +308,7 @@ static void conn_linger_drive(struct conn *c)
             return;
         }
         buf_consume(h->buf, (uint32_t)n);
+        h->bytes += (uint64_t)n; /* a queued reply: undo its pre-subtraction */
         if (buf_len(h->buf))
             return;
     }
@@ -313,8 +321,8 @@ static void conn_linger_drive(struct conn *c)
     while (c->cli_ev & SIDE_RD) {
         ssize_t n = recv(c->cli.fd, sink, sizeof(sink), 0);
         if (n > 0) {
-            c->c2u.bytes += (uint64_t)n;
-            if (c->c2u.bytes > LINGER_DISCARD) {
+            c->discarded += (uint32_t)n;
+            if (c->discarded > LINGER_DISCARD) {
                 conn_close(c, c->why);
                 return;
             }
@@ -345,7 +353,7 @@ void conn_linger(struct conn *c)
         buf_put(&w->bufs, c->u2c.buf);
         c->u2c.buf = NULL;
     }
-    c->c2u.bytes = 0; /* from here on, counts discarded bytes */
+    c->discarded = 0;
     conn_set_state(c, CONN_ST_LINGER);
     uint64_t ms = conn_cfg(c)->handshake_timeout_ms;
     loop_timer_arm(&w->loop, &c->timer, ms < LINGER_MS ? ms : LINGER_MS);
@@ -356,7 +364,7 @@ void conn_linger(struct conn *c)
 
 void conn_arm_idle(struct conn *c)
 {
-    uint32_t idle = conn_cfg(c)->iotimeout_ms;
+    uint32_t idle = conn_iotimeout(c);
     if (idle)
         loop_timer_arm_at(&c->w->loop, &c->timer, c->last_active + idle);
     else
@@ -833,7 +841,7 @@ static void conn_on_timer(struct timer *t)
         break;
     case CONN_ST_RELAY:
     case CONN_ST_UDP: {
-        uint32_t idle = conn_cfg(c)->iotimeout_ms;
+        uint32_t idle = conn_iotimeout(c);
         if (idle && loop_now(&c->w->loop) - c->last_active >= idle)
             conn_close(c, "idle-timeout");
         else

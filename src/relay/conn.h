@@ -82,7 +82,9 @@ struct conn_bw;
 struct half {
     struct buf *buf;        /* bytes in user space, or NULL */
     struct pipe_pair *pipe; /* bytes in a kernel pipe, or NULL */
-    uint64_t bytes;         /* payload delivered to dst */
+    uint64_t bytes;         /* delivered to dst: every byte relayed between client and
+                             * destination (HTTP heads as forwarded included; never
+                             * ferry's own replies, nor what a lingering close discards) */
     uint64_t counted;       /* ... of which already added to the worker's counters */
     uint8_t flags;
 };
@@ -124,6 +126,7 @@ struct conn {
     uint64_t t_start_us;  /* the same in microseconds, for the handshake histogram */
     uint64_t deadline;    /* end of the connect budget */
     uint64_t last_active; /* loop ms of the last byte moved */
+    uint32_t discarded;   /* bytes read and dropped while lingering */
     const char *why;      /* why it ended, for the access log */
 };
 

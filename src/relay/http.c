@@ -19,7 +19,13 @@
  *
  * While a response is owed, the origin may stay silent for [http]
  * response_timeout (a client that does not read is backpressure, not
- * silence). Forwarded bytes obey the bandwidth limits like relayed ones:
+ * silence); while a request body is owed, the client may stay silent for
+ * [http] body_timeout (an origin that does not read it is the origin's
+ * stall). Whichever side stalled is named in the log: client-timeout (408
+ * while the client has nothing of the response) or upstream-timeout (504).
+ * Bytes are counted as forwarded, heads included, in the session's c2u and
+ * u2c (the relay's counters); each access-log line shows its request's
+ * share. Forwarded bytes obey the bandwidth limits like relayed ones:
  * request bodies and responses are read only as fast as policy_bw_allow()
  * lets them. The user a request authenticates as holds the session's
  * per-user slot, also when a later request on the connection is another's.
@@ -81,6 +87,8 @@ struct http_state {
     bool closing;   /* failed after a response went out: flush it, then close */
     bool authed;    /* this request's credentials were verified */
     bool owed;      /* the exchange waits for the origin (response_timeout runs) */
+    bool body_wait; /* the exchange waits for the client's body (body_timeout runs) */
+    bool cli_full;  /* the exchange waits for the client to read */
     bool paused;    /* the exchange waits for the bandwidth limiter */
     size_t scanned; /* http1_head_end() progress on the current head */
     int status;
@@ -89,8 +97,10 @@ struct http_state {
     struct hflow req, resp;
     char *head_copy; /* the rewritten request head, for a retry on a stale pooled connection */
     uint32_t head_copy_len;
-    uint64_t req_bytes, resp_bytes;
-    uint64_t origin_since; /* loop ms: the origin has been silent since, while owed */
+    uint64_t req_bytes, resp_bytes; /* body bytes of this exchange sent on */
+    uint64_t up_base, down_base;    /* c2u/u2c bytes when this request began */
+    uint64_t origin_since;          /* loop ms: the origin has been silent since, while owed */
+    uint64_t client_since;          /* loop ms: the client has been silent since, while body_wait */
 };
 
 /* An idle upstream connection waiting for a request to the same place. */
@@ -357,11 +367,11 @@ static void http_log(struct conn *c)
         return;
     char reply[16];
     snprintf(reply, sizeof(reply), "%d", h->status);
+    /* This request's share of the session's bytes (a queued reply of ours
+     * may hold a counter below its base for a while: then none). */
     uint64_t up = c->c2u.bytes, down = c->u2c.bytes;
-    if (h->kind == HTTP_FORWARD) {
-        c->c2u.bytes = h->req_bytes;
-        c->u2c.bytes = h->resp_bytes;
-    }
+    c->c2u.bytes = up > h->up_base ? up - h->up_base : 0;
+    c->u2c.bytes = down > h->down_base ? down - h->down_base : 0;
     conn_access_log(c, h->method, h->status ? reply : "-");
     c->c2u.bytes = up;
     c->u2c.bytes = down;
@@ -810,8 +820,8 @@ static void http_fwd_start(struct conn *c)
     struct http_state *h = c->http;
     conn_set_state(c, CONN_ST_HTTP_FWD);
     c->last_active = loop_now(&c->w->loop);
-    h->origin_since = c->last_active;
-    h->owed = h->paused = false;
+    h->origin_since = h->client_since = c->last_active;
+    h->owed = h->body_wait = h->cli_full = h->paused = false;
     loop_timer_stop(&c->w->loop, &c->timer); /* the connect deadline is over */
     policy_bw_start(c);
     http_forward(c);
@@ -840,9 +850,10 @@ void http_connected(struct conn *c)
 
 /* ---- forwarding -------------------------------------------------------------- */
 
-/* Send out, then the cleared body bytes of in, to fd. Returns 0 when all
- * went, 1 when fd is full, or -errno. */
-static int hflow_flush(struct hflow *f, int fd, uint8_t *ev, uint64_t *count)
+/* Send out, then the cleared body bytes of in, to fd; add what went to
+ * *total (the session's count, heads included) and the body bytes to
+ * *count. Returns 0 when all went, 1 when fd is full, or -errno. */
+static int hflow_flush(struct hflow *f, int fd, uint8_t *ev, uint64_t *count, uint64_t *total)
 {
     while (f->out && buf_len(f->out)) {
         if (!(*ev & SIDE_WR))
@@ -858,6 +869,7 @@ static int hflow_flush(struct hflow *f, int fd, uint8_t *ev, uint64_t *count)
             return -errno;
         }
         buf_consume(f->out, (uint32_t)n);
+        *total += (uint64_t)n;
     }
     while (f->pass) {
         if (!(*ev & SIDE_WR))
@@ -875,6 +887,7 @@ static int hflow_flush(struct hflow *f, int fd, uint8_t *ev, uint64_t *count)
         buf_consume(f->in, (uint32_t)n);
         f->pass -= (uint32_t)n;
         *count += (uint64_t)n;
+        *total += (uint64_t)n;
     }
     return 0;
 }
@@ -946,13 +959,13 @@ static int hflow_scan(struct hflow *f)
 static void http_abort_flush(struct conn *c)
 {
     struct http_state *h = c->http;
-    uint64_t before = h->resp_bytes;
-    int rc = hflow_flush(&h->resp, c->cli.fd, &c->cli_ev, &h->resp_bytes);
+    uint64_t before = c->u2c.bytes;
+    int rc = hflow_flush(&h->resp, c->cli.fd, &c->cli_ev, &h->resp_bytes, &c->u2c.bytes);
     if (rc < 0)
         conn_close(c, c->why); /* the client is gone too: the first error is the one logged */
     else if (rc == 0)
         conn_linger(c);
-    else if (h->resp_bytes != before)
+    else if (c->u2c.bytes != before)
         c->last_active = loop_now(&c->w->loop);
 }
 
@@ -965,7 +978,7 @@ static void http_abort(struct conn *c, const char *why, int err)
     c->why = why;
     c->err = err;
     h->closing = true;
-    h->owed = h->paused = false;
+    h->owed = h->body_wait = h->paused = false;
     conn_close_fd(&c->up);
     /* From here on only the client's reading matters: iotimeout, if any. */
     c->last_active = loop_now(&c->w->loop);
@@ -1037,6 +1050,8 @@ static void http_exchange_done(struct conn *c)
      * parsed, its own line shows its own status and time. */
     h->status = 0;
     h->req_bytes = h->resp_bytes = 0;
+    h->up_base = c->c2u.bytes;
+    h->down_base = c->u2c.bytes;
     c->t_start = loop_now(&c->w->loop);
     free(h->head_copy);
     h->head_copy = NULL;
@@ -1084,6 +1099,10 @@ static bool http_retry(struct conn *c)
     h->retried = true;
     h->reused = false;
     conn_close_fd(&c->up);
+    /* The head counts once, as sent to the connection that answers. */
+    uint32_t unsent = h->req.out ? buf_len(h->req.out) : 0;
+    uint64_t sent = h->head_copy_len > unsent ? h->head_copy_len - unsent : 0;
+    c->c2u.bytes = c->c2u.bytes > sent ? c->c2u.bytes - sent : 0;
     buf_put(&c->w->bufs, h->req.out);
     h->req.out = hbuf_get(c, HTTP_OUT_MAX);
     if (!h->req.out)
@@ -1111,15 +1130,19 @@ static uint64_t min_deadline(uint64_t a, uint64_t b)
 
 /* The one deadline state HTTP_FWD owns, 0 for none: the earliest of the
  * origin's silence while it owes the response (response_timeout), the
+ * client's silence while it owes the request body (body_timeout), the
  * exchange's inactivity (iotimeout), and the next look at the bandwidth
  * limiter while paused by it. */
 static uint64_t http_fwd_deadline(const struct conn *c)
 {
     const struct http_state *h = c->http;
     const struct config *cfg = conn_cfg(c);
-    uint64_t d = cfg->iotimeout_ms ? c->last_active + cfg->iotimeout_ms : 0;
+    uint32_t idle = conn_iotimeout(c);
+    uint64_t d = idle ? c->last_active + idle : 0;
     if (h->owed)
         d = min_deadline(d, h->origin_since + cfg->http.response_ms);
+    if (h->body_wait)
+        d = min_deadline(d, h->client_since + cfg->http.body_ms);
     if (h->paused)
         d = min_deadline(d, loop_now(&c->w->loop) + HTTP_BW_POLL_MS);
     return d;
@@ -1142,18 +1165,28 @@ static void http_fwd_arm(struct conn *c)
  * comes from it for response_timeout, it is silent. Not while the client
  * holds the response back by not reading it (backpressure), nor while the
  * limiter pauses reading it, nor while the client is still sending its
- * body: then the origin may rightly wait. */
+ * body: then the origin may rightly wait. The client owes the rest of its
+ * body while nothing of it waits to go upstream (an origin that does not
+ * take it is the origin's stall) and the limiter is not what holds it:
+ * while then nothing comes from it for body_timeout, it is silent (after
+ * Expect: 100-continue too). Both may owe at once (an early response). */
 static void http_fwd_blocked(struct conn *c, bool up_full, bool cli_full, bool req_paused,
                              bool resp_paused)
 {
     struct http_state *h = c->http;
+    uint64_t now = loop_now(&c->w->loop);
     bool resp_done = h->resp_head && h->resp.body.done;
     bool req_sent = h->req.body.done && !hflow_pending(&h->req);
     bool resp_started = h->resp_head || (h->resp.in && buf_len(h->resp.in));
     bool owed = !resp_done && !cli_full && !resp_paused && (req_sent || resp_started || up_full);
+    bool body_wait = !h->req.body.done && !hflow_pending(&h->req) && !req_paused;
     if (owed && !h->owed)
-        h->origin_since = loop_now(&c->w->loop); /* the wait starts now */
+        h->origin_since = now; /* the wait starts now */
+    if (body_wait && !h->body_wait)
+        h->client_since = now;
     h->owed = owed;
+    h->body_wait = body_wait;
+    h->cli_full = cli_full;
     h->paused = req_paused || resp_paused;
     http_fwd_arm(c);
 }
@@ -1169,11 +1202,11 @@ static void http_forward(struct conn *c)
     }
     h->paused = false; /* each pass asks the limiter again */
     for (int round = 0; round < 64; round++) {
-        bool progress = false, origin = false;
+        bool progress = false, origin = false, client = false;
         bool up_full = false, cli_full = false, req_paused = false, resp_paused = false;
         /* client -> upstream: the head, then the body */
         uint32_t pending = hflow_pending(&h->req);
-        int rc = hflow_flush(&h->req, c->up.fd, &c->up_ev, &h->req_bytes);
+        int rc = hflow_flush(&h->req, c->up.fd, &c->up_ev, &h->req_bytes, &c->c2u.bytes);
         origin |= rc >= 0 && hflow_pending(&h->req) != pending; /* the origin takes bytes */
         up_full = rc == 1;
         if (rc < 0) {
@@ -1201,10 +1234,11 @@ static void http_forward(struct conn *c)
                     return;
                 }
                 progress |= n > 0;
+                client |= n > 0;
             }
         }
         /* upstream -> client: heads (1xx first), then the body */
-        rc = hflow_flush(&h->resp, c->cli.fd, &c->cli_ev, &h->resp_bytes);
+        rc = hflow_flush(&h->resp, c->cli.fd, &c->cli_ev, &h->resp_bytes, &c->u2c.bytes);
         if (rc < 0) {
             conn_close_err(c, "client-error", rc);
             return;
@@ -1222,8 +1256,6 @@ static void http_forward(struct conn *c)
                 c->u2c.buf = h->resp.in;
                 h->resp.in = NULL;
             }
-            c->c2u.bytes += h->req_bytes;
-            c->u2c.bytes += h->resp_bytes;
             conn_relay_start(c);
             return;
         }
@@ -1289,6 +1321,8 @@ static void http_forward(struct conn *c)
         }
         if (origin)
             h->origin_since = loop_now(&c->w->loop);
+        if (client)
+            h->client_since = loop_now(&c->w->loop);
         if (!progress) {
             http_fwd_blocked(c, up_full, cli_full, req_paused, resp_paused);
             return;
@@ -1303,10 +1337,31 @@ void http_drive(struct conn *c, uint32_t up_events)
     (void)up_events;
     if (!c->http)
         return;
-    if (c->state == CONN_ST_HTTP_HEAD)
+    if (c->state == CONN_ST_HTTP_HEAD) {
         http_request(c);
-    else if (c->state == CONN_ST_HTTP_FWD)
+    } else if (c->state == CONN_ST_HTTP_FWD) {
         http_forward(c);
+        if (c->state != CONN_ST_CLOSED)
+            conn_count_bytes(c); /* the metrics follow a long exchange as it goes */
+    }
+}
+
+/* The exchange waited too long for one side: say which. The client (its
+ * body, or reading the response): 408 while it has nothing of the
+ * response (RFC 9110 15.5.9), else the close (at once if it does not
+ * read). The origin: 504, or the close once the client has part of the
+ * response (http_error knows). */
+static void http_stalled(struct conn *c, bool client)
+{
+    if (!client) {
+        http_error(c, 504, "ferry: the destination did not answer in time", "upstream-timeout");
+        return;
+    }
+    if (c->http->cli_full) {
+        conn_close(c, "client-timeout");
+        return;
+    }
+    http_error(c, 408, "ferry: the request body did not arrive in time", "client-timeout");
 }
 
 void http_timeout(struct conn *c)
@@ -1330,7 +1385,7 @@ void http_timeout(struct conn *c)
     case CONN_ST_HTTP_FWD: {
         const struct config *cfg = conn_cfg(c);
         uint64_t now = loop_now(&c->w->loop);
-        uint32_t idle = cfg->iotimeout_ms;
+        uint32_t idle = conn_iotimeout(c);
         bool idle_over = idle && now - c->last_active >= idle;
         if (!h) {
             conn_close(c, "timeout");
@@ -1345,12 +1400,20 @@ void http_timeout(struct conn *c)
             return;
         }
         if (h->owed && now - h->origin_since >= cfg->http.response_ms) {
-            /* The origin went silent: a 504 if the client has nothing of
-             * its response yet, else the close (http_error knows). */
-            http_error(c, 504, "ferry: the destination did not answer in time", "upstream-timeout");
+            http_stalled(c, false); /* the origin went silent */
+            return;
+        }
+        if (h->body_wait && now - h->client_since >= cfg->http.body_ms) {
+            http_stalled(c, true); /* the client went silent mid-request */
             return;
         }
         if (idle_over) {
+            /* Nothing moved either way: the side the exchange waits on
+             * stalled (the client first: an origin may wait for the body). */
+            if (h->body_wait || h->cli_full || h->owed) {
+                http_stalled(c, h->body_wait || h->cli_full);
+                return;
+            }
             if (!http_answered(h)) {
                 http_error(c, 504, "ferry: the destination did not answer in time",
                            "upstream-timeout");

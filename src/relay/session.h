@@ -19,6 +19,9 @@
 #include "relay/conn.h"
 
 const struct config *conn_cfg(const struct conn *c);
+/* The session's iotimeout in ms (0: none): its listener's, see
+ * config_listen.iotimeout_ms. */
+uint32_t conn_iotimeout(const struct conn *c);
 void conn_set_state(struct conn *c, enum conn_state s);
 
 /* End the session: access log, counters, descriptors, deferred free. */

@@ -712,6 +712,15 @@ int server_run(struct config *cfg, const struct config_cli *cli)
     if (cfg->acl)
         log_info("rules: %u, default %s", cfg->acl->n,
                  cfg->rules_default == ACL_DENY ? "deny" : "allow");
+    for (size_t i = 0; i < cfg->nlisten; i++) {
+        /* iotimeout not set: say where its default is not "none" */
+        if (cfg->listen[i].iotimeout_ms == cfg->iotimeout_ms)
+            continue;
+        char a[ADDR_STRLEN];
+        log_info("iotimeout: %u s on %s, the default where other hosts connect (set iotimeout to "
+                 "choose; 0 for none)",
+                 cfg->listen[i].iotimeout_ms / 1000, addr_format(&bound[i], a, sizeof(a)));
+    }
     log_info("ferry %s ready: %u workers, max_connections %u, config %s", FERRY_VERSION, s.nworkers,
              cfg->max_connections, cfg->path ? cfg->path : "(built-in defaults)");
     char st[128];

@@ -10,7 +10,9 @@ status loopback can provoke, and every request-smuggling form, which must
 be refused before the origin sees anything. Then Basic authentication, and
 listeners restricted to some protocols. Then what bounds and paces a
 forwarded exchange: response_timeout against a silent origin (and not
-against a client that does not read), the bandwidth limits, and the
+against a client that does not read), body_timeout against a client that
+stalls its body (also after Expect: 100-continue), iotimeout naming the
+side that stalled, the bandwidth limits, and the
 per-user limit when a keep-alive connection changes user. The last test
 proves the shared instance still serves after all the bad input (teardown
 checks it exits cleanly with no sanitizer report).
@@ -611,6 +613,7 @@ def test_stale_pooled_connection(proxy, tcp_server):
     POST whose body went out is not, and gets a 502."""
     up = tcp_server(HttpUpstream)
     with Conn.open(proxy.addr) as c:
+        client = c.sock.getsockname()
         c.send(get(up, "/die-next"))
         assert read_response(c).body == b"first answer"
         c.send(get(up, "/small/retried"))
@@ -618,6 +621,9 @@ def test_stale_pooled_connection(proxy, tcp_server):
         assert r.status == 200 and r.body == SMALL_BODY
     recs = up.requests("/small/retried")
     assert [r.conn for r in recs] == [0, 1], recs
+    # bytes: the request counts once, as sent to the connection that answered
+    e = entries_for(proxy, client, 2)[1]
+    assert (e["up"], e["down"]) == (str(len(recs[1].head)), str(len(r.head) + len(r.raw_body))), e
     with Conn.open(proxy.addr) as c:
         c.send(get(up, "/die-next/2"))
         assert read_response(c).body == b"first answer"
@@ -1100,6 +1106,155 @@ def test_client_not_reading_is_not_origin_silence(quick_proxy, tcp_server):
     assert [(e["reply"], e["end"]) for e in entries] == [("200", "done"), ("200", "done")], entries
 
 
+# ---- a silent client: body_timeout, and who iotimeout blames --------------------------
+
+BODY_TIMEOUT_S = 1.0
+
+
+@pytest.fixture(scope="module")
+def body_proxy(module_ferry):
+    """body_timeout = 1000ms (values down to 100 ms are allowed, for tests
+    like these), iotimeout not set: on loopback there is none."""
+    return module_ferry(raw_config=config_text(http={"body_timeout": f"{BODY_TIMEOUT_S * 1000:g}ms"}))
+
+
+@pytest.fixture(scope="module")
+def idle_proxy(module_ferry):
+    """iotimeout = 1s, body_timeout and response_timeout at their 60 s
+    defaults: only iotimeout can end a stalled exchange, and the log must
+    still name the side that stalled."""
+    return module_ferry(raw_config=config_text(config={"iotimeout": "1s"}))
+
+
+def _post_head(up, path: str, length: int, headers=()) -> bytes:
+    return get(up, path, [("Content-Length", str(length)), *headers], method="POST")
+
+
+def _stall_then_408(proxy, up, first: bytes, path: str, expect_100: bool = False,
+                    timeout: float = 15.0) -> tuple[float, tuple]:
+    """Send first (a head and maybe part of the body), optionally read the
+    100 Continue, then say nothing: a 408 with Connection: close, then EOF.
+    Returns (seconds until the 408, client address)."""
+    with Conn.open(proxy.addr) as c:
+        client = c.sock.getsockname()
+        c.send(first)
+        if expect_100:
+            assert c.read_until(b"\r\n\r\n").startswith(b"HTTP/1.1 100 ")
+        t0 = time.monotonic()
+        r = read_response(c, timeout=timeout)
+        waited = time.monotonic() - t0
+        assert r.status == 408, (r.status, r.body)
+        assert r.headers.get("Connection") == "close" and r.body == b"ferry: the request body did not arrive in time\n"
+        assert c.read_to_eof(timeout=5) == b""
+    # the origin got the head and what came of the body, then a close
+    recs = up.wait_requests(1, path)
+    assert not recs[0].complete, recs[0]
+    assert up.wait_closed(1), "the origin connection was left open"
+    return waited, client
+
+
+def test_stalled_request_body_gets_408(body_proxy, tcp_server):
+    up = tcp_server(HttpUpstream)
+    waited, client = _stall_then_408(body_proxy, up, _post_head(up, "/echo/stall", 100) + b"x" * 10,
+                                     "/echo/stall")
+    assert waited >= BODY_TIMEOUT_S * 0.9, f"408 after {waited:.2f}s"
+    check_access(body_proxy, client, cmd="POST", reply="408", end="client-timeout",
+                 dst=f"127.0.0.1:{up.port}")
+
+
+def test_expect_100_continue_then_silence_gets_408(body_proxy, tcp_server):
+    up = tcp_server(HttpUpstream)
+    waited, client = _stall_then_408(body_proxy, up,
+                                     _post_head(up, "/echo/expect", 5, [("Expect", "100-continue")]),
+                                     "/echo/expect", expect_100=True)
+    assert waited >= BODY_TIMEOUT_S * 0.9, f"408 after {waited:.2f}s"
+    check_access(body_proxy, client, cmd="POST", reply="408", end="client-timeout")
+
+
+def test_chunked_body_stalled_between_chunks(body_proxy, tcp_server):
+    up = tcp_server(HttpUpstream)
+    first = get(up, "/echo/chunks", [("Transfer-Encoding", "chunked")], method="POST") + b"5\r\nhello\r\n3\r"
+    _, client = _stall_then_408(body_proxy, up, first, "/echo/chunks")
+    check_access(body_proxy, client, cmd="POST", reply="408", end="client-timeout")
+
+
+def test_silent_origin_is_not_a_stalled_client(body_proxy, tcp_server):
+    """A request without a body owes nothing: body_timeout does not run
+    while the origin thinks (response_timeout does, at 60 s)."""
+    up = tcp_server(HttpUpstream)
+    with Conn.open(body_proxy.addr) as c:
+        c.send(get(up, "/silent/think", method="POST", body=b"all of it"))
+        up.wait_requests(1, "/silent/think")
+        c.sock.settimeout(2.5 * BODY_TIMEOUT_S)
+        with pytest.raises(socket.timeout):
+            c.sock.recv(1)
+
+
+def test_slow_body_that_keeps_coming_is_not_stalled(body_proxy, tcp_server):
+    """body_timeout bounds the silence between reads, not the whole body."""
+    up = tcp_server(HttpUpstream)
+    body = b"0123456789" * 12
+    with Conn.open(body_proxy.addr) as c:
+        c.send(_post_head(up, "/echo/slow", len(body)))
+        t0 = time.monotonic()
+        for i in range(0, len(body), 10):  # gaps far below body_timeout, the whole far above
+            time.sleep(BODY_TIMEOUT_S * 0.15)
+            c.send(body[i:i + 10])
+        took = time.monotonic() - t0
+        r = read_response(c)
+    assert r.status == 200 and r.body == body
+    assert took > 1.5 * BODY_TIMEOUT_S, f"the body took only {took:.2f}s"
+
+
+def test_stalled_body_after_an_early_response_closes(body_proxy, tcp_server):
+    """The origin answered before the body was in: the client has its
+    response, so no 408 can follow; a stalled body then ends the
+    connection with a close, and the log names the client."""
+    up = tcp_server(HttpUpstream)
+    with Conn.open(body_proxy.addr) as c:
+        client = c.sock.getsockname()
+        c.send(_post_head(up, "/early-200", 1000) + b"y" * 10)
+        r = read_response(c)
+        assert r.status == 200 and r.body == b"early"
+        assert c.read_to_eof(timeout=10) == b""
+    check_access(body_proxy, client, cmd="POST", reply="200", end="client-timeout")
+
+
+def test_iotimeout_blames_the_stalled_client(idle_proxy, tcp_server):
+    up = tcp_server(HttpUpstream)
+    waited, client = _stall_then_408(idle_proxy, up, _post_head(up, "/echo/idle", 100) + b"z" * 10,
+                                     "/echo/idle")
+    assert waited >= 0.9, f"408 after {waited:.2f}s (iotimeout 1s)"
+    check_access(idle_proxy, client, cmd="POST", reply="408", end="client-timeout")
+
+
+def test_iotimeout_blames_the_silent_origin(idle_proxy, tcp_server):
+    up = tcp_server(HttpUpstream)
+    with Conn.open(idle_proxy.addr) as c:
+        client = c.sock.getsockname()
+        r = expect_error(idle_proxy.addr, get(up, "/silent/idle"), 504, timeout=15.0, conn=c)
+    assert r.body == b"ferry: the destination did not answer in time\n"
+    check_access(idle_proxy, client, cmd="GET", reply="504", end="upstream-timeout")
+    assert up.wait_closed(1), "the origin connection was left open"
+
+
+def test_iotimeout_blames_a_client_that_does_not_read(idle_proxy, tcp_server):
+    """The origin sends, the client reads nothing: iotimeout ends it once
+    the buffers on the way are full, and it is the client that stalled."""
+    up = tcp_server(HttpUpstream)
+    n = 64 << 20
+    payload(n)
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    s.settimeout(ferrylib.IO_TIMEOUT)
+    s.connect(idle_proxy.addr)
+    with Conn(s) as c:
+        client = s.getsockname()
+        c.send(get(up, f"/bytes/{n}"))
+        e = idle_proxy.access_for(client, timeout=30)
+    assert (e["reply"], e["end"]) == ("200", "client-timeout"), e
+
+
 # ---- bandwidth limits on forwarded exchanges -------------------------------------------
 
 MIB = 1 << 20
@@ -1141,7 +1296,8 @@ def test_bandwidth_paces_forwarded_upload(bw_proxy, tcp_server):
     # most max_header, 64 KiB) at 512 KiB/s is 1.6 s
     assert took >= 1.2, f"1 MiB up at 512 KiB/s took {took:.2f}s"
     e = bw_proxy.access_for(client)
-    assert e["up"] == str(len(data)) and e["reply"] == "200", e
+    # up: every byte the origin got (the head as forwarded, then the body)
+    assert e["up"] == str(len(rec.head) + len(rec.raw_body)) and e["reply"] == "200", e
 
 
 # ---- protocols per listener -----------------------------------------------------------

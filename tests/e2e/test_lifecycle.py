@@ -193,6 +193,21 @@ def test_iotimeout_zero_means_off(ferry, echo_server):
         echo_roundtrip(s, b"b")
 
 
+def test_iotimeout_default_depends_on_listener(ferry):
+    """iotimeout not set: none on a loopback listener, 1 h on one whose
+    clients are elsewhere (here: loopback behind a PROXY header), and the
+    start-up log says so for that listener only. Set (0 included), it is
+    the same everywhere and nothing is said."""
+    listen = "127.0.0.1:0, 127.0.0.1:0 proxy_protocol=v1"
+    f = ferry(listens=(), config={"listen": listen, "proxy_protocol_from": "127.0.0.1"})
+    plain, behind_lb = f.addrs
+    lines = re.findall(r"iotimeout: .*", f.log_text())
+    assert lines == [f"iotimeout: 3600 s on 127.0.0.1:{behind_lb[1]}, the default where other hosts "
+                     "connect (set iotimeout to choose; 0 for none)"], lines
+    g = ferry(listens=(), config={"listen": listen, "proxy_protocol_from": "127.0.0.1", "iotimeout": "0"})
+    assert len(g.addrs) == 2 and "iotimeout:" not in g.log_text()
+
+
 # ---- max_connections ---------------------------------------------------------
 
 

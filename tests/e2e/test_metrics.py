@@ -13,6 +13,7 @@ deadline: a scrape sums the workers' counters at that moment.
 
 from __future__ import annotations
 
+import re
 import signal
 import socket
 import threading
@@ -46,6 +47,7 @@ from opslib import (
     validate_exposition,
     wait_until,
 )
+from httplib import Conn, HttpUpstream, payload, read_response, request_bytes
 from policylib import run_curl
 
 USER, PASSWORD = "alice", "alice-secret"
@@ -298,6 +300,74 @@ def test_http_proxy_counts(mf, http_server):
         K("ferry_handshake_duration_seconds_count", protocol="http"): 1,
         K("ferry_sessions_total", protocol="socks5", outcome="ok"): 0,
     })
+
+
+def test_http_bytes_counted_everywhere(ferry, tcp_server, echo_server):
+    """One definition of bytes for every protocol: all bytes relayed between
+    the client and the destination, each way, as forwarded (HTTP heads as
+    rewritten included; ferry's own replies and the CONNECT exchange not).
+    The access log, ferry_relay_bytes_total and the stop line agree with
+    each other and with what the client and the origin saw."""
+    f = ferry(config={"access_log": "yes"}, extra="[metrics]\nlisten = 127.0.0.1:0\n")
+    maddr = metrics_addr(f)
+    up = tcp_server(HttpUpstream)
+    base = f"http://127.0.0.1:{up.port}"
+    before = scrape(maddr)
+    size, post = 1_000_000, payload(100_000)
+    with Conn.open(f.addr) as c:
+        keepalive = c.sock.getsockname()
+        c.send(request_bytes("GET", f"{base}/bytes/{size}", [("Host", "x")]))
+        r_get = read_response(c, timeout=30)
+        assert r_get.status == 200 and r_get.body == payload(size)
+        c.send(request_bytes("POST", f"{base}/echo/bytes", [("Host", "x")], post))
+        r_post = read_response(c, timeout=30)
+        assert r_post.status == 200 and r_post.body == post
+    tunnel = bytes(range(256)) * 200
+    with Conn.open(f.addr) as c:
+        connect = c.sock.getsockname()
+        c.send(f"CONNECT 127.0.0.1:{echo_server.port} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        assert c.read_until(b"\r\n\r\n").startswith(b"HTTP/1.1 200 ")
+        c.send(tunnel)
+        assert c.read_exact(len(tunnel)) == tunnel
+        c.sock.shutdown(socket.SHUT_WR)
+        assert c.read_to_eof() == b""
+    with Conn.open(f.addr) as c:
+        refused = c.sock.getsockname()
+        c.send(b"GET /not-absolute HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert read_response(c).status == 400
+
+    def lines_of(client, n):
+        want = f"{client[0]}:{client[1]}"
+        return wait_until(lambda: (lambda hits: hits if len(hits) == n else None)(
+            [e for e in f.access_entries() if e.get("client") == want]), 5, f"{n} access lines of {want}")
+
+    rec_get, rec_post = up.requests(f"/bytes/{size}")[0], up.requests("/echo/bytes")[0]
+    get_line, post_line = lines_of(keepalive, 2)
+    seen = {  # (up, down): what the origin got, what the client got
+        "GET": (len(rec_get.head) + len(rec_get.raw_body), len(r_get.head) + len(r_get.raw_body)),
+        "POST": (len(rec_post.head) + len(rec_post.raw_body), len(r_post.head) + len(r_post.raw_body)),
+    }
+    assert seen["GET"][0] > 0 and seen["GET"][1] > size  # heads count, both ways
+    for line, cmd in ((get_line, "GET"), (post_line, "POST")):
+        assert line["cmd"] == cmd and (int(line["up"]), int(line["down"])) == seen[cmd], (line, seen[cmd])
+    (connect_line,) = lines_of(connect, 1)
+    assert (connect_line["cmd"], connect_line["up"], connect_line["down"]) == (
+        "CONNECT", str(len(tunnel)), str(len(tunnel))), connect_line
+    (refused_line,) = lines_of(refused, 1)
+    assert (refused_line["reply"], refused_line["up"], refused_line["down"]) == ("400", "0", "0"), refused_line
+
+    total_up = sum(int(e["up"]) for e in (get_line, post_line, connect_line))
+    total_down = sum(int(e["down"]) for e in (get_line, post_line, connect_line))
+    f.maddr = maddr
+    delta_until(f, before, {
+        K("ferry_relay_bytes_total", direction="up"): total_up,
+        K("ferry_relay_bytes_total", direction="down"): total_down,
+    })
+    assert f.stop() == 0
+    m = re.search(r"stopped: \d+ connections accepted \(\d+ over max_connections\), (\d+) bytes up, "
+                  r"(\d+) bytes down", f.log_text())
+    assert m and (int(m.group(1)), int(m.group(2))) == (total_up, total_down), (m and m.group(0), total_up,
+                                                                                 total_down)
 
 
 def test_garbage_counts_unknown_protocol(mf):
