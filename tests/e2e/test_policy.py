@@ -536,7 +536,8 @@ def test_protected_ranges_public_listener(fp, srv):
 
 def test_protected_ranges_opened_by_range_rule(ferry, srv):
     rules = [f"allow to 127.0.0.0/8 port {srv.e}", "allow to *"]
-    f = ferry(listens=["0.0.0.0:0"], extra=rules_text(rules))
+    # "allow to *" from anywhere is an open proxy: it must be said so.
+    f = ferry(config={"open_proxy": "yes"}, listens=["0.0.0.0:0"], extra=rules_text(rules))
     proxy = ("127.0.0.1", f.port)
     expect_allowed(f, "127.0.0.1", srv.e, f"{f.config_path.name}:{_line(f, rules[0])}", proxy=proxy)
     e = expect_allowed(f, "localhost", srv.e, proxy=proxy)
