@@ -14,6 +14,7 @@
 #include <grp.h>
 #include <ifaddrs.h>
 #include <ini.h>
+#include <net/if.h>
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -981,8 +982,9 @@ static void load_userlist(struct config *c, const char *cfg_path, int line,
     }
 }
 
-/* The addresses of this host's interfaces: with a listener on a public or
- * wildcard address, they are "our own listening addresses". */
+/* The addresses of this host's interfaces, and their subnets' broadcast
+ * addresses: with a listener on a public or wildcard address, they are
+ * "our own listening addresses" (protected destinations). */
 static void collect_local_addrs(struct config *c)
 {
     struct ifaddrs *ifs, *i;
@@ -992,13 +994,18 @@ static void collect_local_addrs(struct config *c)
     for (i = ifs; i; i = i->ifa_next)
         if (i->ifa_addr &&
             (i->ifa_addr->sa_family == AF_INET || i->ifa_addr->sa_family == AF_INET6))
-            n++;
+            n += 2;
     c->local_addrs = calloc(n + c->nlisten, sizeof(*c->local_addrs));
     if (c->local_addrs) {
-        for (i = ifs; i; i = i->ifa_next)
-            if (i->ifa_addr &&
-                (i->ifa_addr->sa_family == AF_INET || i->ifa_addr->sa_family == AF_INET6))
-                addr_from_sockaddr(&c->local_addrs[c->nlocal_addrs++], i->ifa_addr);
+        for (i = ifs; i; i = i->ifa_next) {
+            if (!i->ifa_addr ||
+                (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
+                continue;
+            addr_from_sockaddr(&c->local_addrs[c->nlocal_addrs++], i->ifa_addr);
+            if ((i->ifa_flags & IFF_BROADCAST) && i->ifa_broadaddr &&
+                i->ifa_broadaddr->sa_family == AF_INET)
+                addr_from_sockaddr(&c->local_addrs[c->nlocal_addrs++], i->ifa_broadaddr);
+        }
         for (size_t k = 0; k < c->nlisten; k++)
             c->local_addrs[c->nlocal_addrs++] = c->listen[k].addr;
     }

@@ -423,6 +423,19 @@ def test_ipv4_mapped_destination_checked(fr, fp, srv):
     assert not got, "IPv4-mapped destinations bypass the checks:\n" + "\n".join(got)
 
 
+def test_embedded_ipv4_destination_checked(fr, fp, srv):
+    """NAT64 (64:ff9b::/96) and 6to4 (2002::/16) addresses reach the IPv4
+    address they embed: a rule denying that address denies them, and on a
+    public listener the protected ranges do. Denied before any connect."""
+    deny_rule = rule_ref(fr, fr.rules[0])  # deny to 127.0.0.0/8, ::1 port {e}
+    for host in ("64:ff9b::7f00:1", "64:ff9b::127.0.0.1", "2002:7f00:1::1"):
+        expect_denied(fr, host, srv.e, deny_rule)
+    proxy = ("127.0.0.1", fp.port)
+    for host in ("64:ff9b::7f00:1", "2002:7f00:1::1", "64:ff9b::a9fe:a9fe", "2002:a9fe:a9fe::1",
+                 "64:ff9b::", "224.0.0.1", "239.255.255.250", "255.255.255.255", "ff02::1"):
+        expect_denied(fp, host, srv.e, "protected", proxy=proxy)
+
+
 def test_udp_destination_rules(fr, udp_echoes):
     allowed, denied = udp_echoes
     with UdpAssoc(fr.addr) as a:
