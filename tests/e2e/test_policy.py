@@ -61,6 +61,7 @@ from policylib import (
     start_with_nofile,
     wait_until,
 )
+from opslib import metrics_addr, scrape
 from udplib import UdpAssoc, UdpEcho
 
 need_v6 = pytest.mark.skipif(not HAVE_IPV6, reason="no IPv6 loopback (::1) on this host")
@@ -680,6 +681,32 @@ def test_descriptor_exhaustion_recovers(ferry, srv):
     assert f.alive()
     s = wait_until(lambda: _try_session(f, srv), 10.0, "a session after the flood")
     echo_roundtrip(s, b"after the flood\n")
+    s.close()
+
+
+def test_descriptor_exhaustion_warning_rate_limited(ferry, srv):
+    """Exhaustion that lasts pauses accepting every 100 ms, but each worker
+    warns once per 10 s, not once per pause; every pause still counts."""
+    f = start_with_nofile(ferry, 64, config={"max_connections": 1000},
+                          extra="[metrics]\nlisten = 127.0.0.1:0\n")
+    off = f.log_offset()
+    flood = []
+    try:
+        for _ in range(100):
+            flood.append(socket.create_connection(f.addr, timeout=3.0))
+        f.wait_log(r"accept: .*pausing accepts for \d+ ms", start=off, timeout=5.0)
+        # Under a 100 ms pause, 2.5 s of exhaustion would be ~25 warnings per
+        # worker; handshake_timeout (3 s) has not freed a descriptor yet.
+        time.sleep(2.5)
+        errors = scrape(metrics_addr(f)).get("ferry_accept_errors_total")
+    finally:
+        for s in flood:
+            s.close()
+    lines = [l for l in f.log_text()[off:].splitlines() if "pausing accepts" in l]
+    assert 1 <= len(lines) <= 2, f"{len(lines)} warnings from 2 workers in 2.5 s:\n" + "\n".join(lines[:5])
+    assert all("said at most every 10 s" in l for l in lines), lines
+    assert errors >= len(lines), errors
+    s = wait_until(lambda: _try_session(f, srv), 10.0, "a session after the flood")
     s.close()
 
 
