@@ -660,3 +660,47 @@ void acl_check(const struct acl *a, const struct acl_req *q, struct acl_result *
         }
     }
 }
+
+/* ---- the open-proxy guard -------------------------------------------------------- */
+
+/* Does the list hold a /0 of family (0: of either family)? */
+static bool has_slash0(const struct acl_cidr *c, unsigned n, int family)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (c[i].bits == 0 && (!family || c[i].family == family))
+            return true;
+    return false;
+}
+
+static bool has_star(const struct acl_rule *r)
+{
+    for (unsigned i = 0; i < r->ndomains; i++)
+        if (!strcmp(r->domains[i], "*"))
+            return true;
+    return false;
+}
+
+int32_t acl_open_rule(const struct acl *a, uint8_t default_action)
+{
+    for (uint32_t i = 0; a && i < a->n; i++) {
+        const struct acl_rule *r = &a->rules[i];
+        if (r->user || r->any_user)
+            continue; /* matches authenticated clients only */
+        bool no_to = !r->nto && !r->ndomains;
+        if (r->action == ACL_ALLOW) {
+            bool anyone = !r->nfrom || has_slash0(r->from, r->nfrom, 0);
+            bool anywhere = no_to || has_star(r) || has_slash0(r->to, r->nto, 0);
+            if (anyone && anywhere)
+                return (int32_t)i;
+        } else {
+            bool everyone = !r->nfrom || (has_slash0(r->from, r->nfrom, AF_INET) &&
+                                          has_slash0(r->from, r->nfrom, AF_INET6));
+            bool everything =
+                no_to || has_star(r) ||
+                (has_slash0(r->to, r->nto, AF_INET) && has_slash0(r->to, r->nto, AF_INET6));
+            if (everyone && everything && !r->nports && !r->cmds)
+                return ACL_OPEN_NONE;
+        }
+    }
+    return default_action == ACL_DENY ? ACL_OPEN_NONE : ACL_OPEN_DEFAULT;
+}

@@ -114,6 +114,28 @@ void acl_free(struct acl *a);
 
 void acl_check(const struct acl *a, const struct acl_req *r, struct acl_result *res);
 
+/* acl_open_rule()'s answers besides a rule index. */
+#define ACL_OPEN_DEFAULT (-1) /* rules_default = allow lets the rest through */
+#define ACL_OPEN_NONE    (-2) /* no client without a user is let anywhere */
+
+/* The open-proxy guard's question: do these rules let a client that has not
+ * authenticated, from any address, reach destinations they do not narrow
+ * down? a may be NULL (no rules: default_action decides alone). Rules are
+ * read in order, as acl_check() would, skipping those naming a user (they
+ * never match without authentication):
+ *   - an allow rule with no "from", or one holding a /0 range, and no "to",
+ *     or one holding "*" or a /0 range, answers its index: its "port" and
+ *     "cmd" do not make it closed (any host on port 25 is an open relay);
+ *   - a deny rule matching every client, every destination, port and
+ *     command (plain "deny", or "deny from 0.0.0.0/0, ::/0 to *") answers
+ *     ACL_OPEN_NONE: nothing after it is reached;
+ *   - otherwise, at the end: ACL_OPEN_DEFAULT when default_action allows,
+ *     ACL_OPEN_NONE when it denies.
+ * An allow rule that names destinations ("to example.com", "to
+ * 10.1.0.0/16") or client ranges narrower than everything is not an open
+ * proxy however wide those are: the guard catches accidents, not intent. */
+int32_t acl_open_rule(const struct acl *a, uint8_t default_action);
+
 /* Does the name match the pattern ("*.suffix", exact, "*")? Case-insensitive. */
 bool acl_domain_match(const char *pattern, const char *name);
 bool acl_cidr_contains(const struct acl_cidr *c, const struct addr *a);

@@ -15,6 +15,7 @@
 #include <grp.h>
 #include <ifaddrs.h>
 #include <ini.h>
+#include <net/if.h>
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1038,8 +1039,9 @@ static void load_userlist(struct config *c, const char *cfg_path, int line,
     }
 }
 
-/* The addresses of this host's interfaces: with a listener on a public or
- * wildcard address, they are "our own listening addresses". */
+/* The addresses of this host's interfaces, and their subnets' broadcast
+ * addresses: with a listener on a public or wildcard address, they are
+ * "our own listening addresses" (protected destinations). */
 static void collect_local_addrs(struct config *c)
 {
     struct ifaddrs *ifs, *i;
@@ -1049,13 +1051,18 @@ static void collect_local_addrs(struct config *c)
     for (i = ifs; i; i = i->ifa_next)
         if (i->ifa_addr &&
             (i->ifa_addr->sa_family == AF_INET || i->ifa_addr->sa_family == AF_INET6))
-            n++;
+            n += 2;
     c->local_addrs = calloc(n + c->nlisten, sizeof(*c->local_addrs));
     if (c->local_addrs) {
-        for (i = ifs; i; i = i->ifa_next)
-            if (i->ifa_addr &&
-                (i->ifa_addr->sa_family == AF_INET || i->ifa_addr->sa_family == AF_INET6))
-                addr_from_sockaddr(&c->local_addrs[c->nlocal_addrs++], i->ifa_addr);
+        for (i = ifs; i; i = i->ifa_next) {
+            if (!i->ifa_addr ||
+                (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
+                continue;
+            addr_from_sockaddr(&c->local_addrs[c->nlocal_addrs++], i->ifa_addr);
+            if ((i->ifa_flags & IFF_BROADCAST) && i->ifa_broadaddr &&
+                i->ifa_broadaddr->sa_family == AF_INET)
+                addr_from_sockaddr(&c->local_addrs[c->nlocal_addrs++], i->ifa_broadaddr);
+        }
         for (size_t k = 0; k < c->nlisten; k++)
             c->local_addrs[c->nlocal_addrs++] = c->listen[k].addr;
     }
@@ -1078,24 +1085,69 @@ static const char *key_origin(const struct loader *ld, const char *key, char *bu
     return buf;
 }
 
-static void validate(struct config *c, const struct loader *ld, struct config_errors *errs)
+/* The open-proxy guard: a listener reachable from another host, without
+ * authentication, must not let anyone reach anywhere unless the config says
+ * so. What counts is what the rules mean (acl_open_rule()), not that some
+ * rule lines exist: an empty rules_file, or "deny to 10.0.0.1" under
+ * rules_default = allow, is still an open proxy. */
+static void check_open_proxy(const struct config *c, const struct loader *ld,
+                             const struct config_listen *pub, struct config_errors *errs)
 {
-    char where[4200];
-    const struct config_listen *pub = NULL;
-    /* Without authentication or rules, any listener reachable from another
-     * host makes an open proxy: demand that it be said out loud. */
-    c->protect_local = any_public_listener(c, &pub);
-    if (c->protect_local)
-        collect_local_addrs(c);
-    if (!c->open_proxy && !c->auth.userlist && !c->acl && !c->rules_file && pub) {
-        char a[ADDR_STRLEN];
+    if (!pub || c->open_proxy || c->auth.userlist)
+        return;
+    if (ld->nrules && !c->acl)
+        return; /* the rules had errors and were not compiled: those are reported */
+    char a[ADDR_STRLEN], where[4200];
+    addr_format(&pub->addr, a, sizeof(a));
+    if (!c->acl && !c->rules_file) {
         config_error(errs,
                      "%s: listen: %s is not a loopback address and no authentication is "
                      "configured, so anyone who can reach it could use this proxy; configure "
                      "[auth] userlist or [rules], or set 'open_proxy = yes' if that is what "
                      "you want",
-                     pub->origin, addr_format(&pub->addr, a, sizeof(a)));
+                     pub->origin, a);
+        return;
     }
+    int32_t r = acl_open_rule(c->acl, c->rules_default);
+    if (r == ACL_OPEN_NONE)
+        return;
+    if (r >= 0) {
+        config_error(errs,
+                     "%s: listen: %s is not a loopback address and no authentication is "
+                     "configured, and the rule at %s lets any client address reach any "
+                     "destination, so anyone who can reach it could use this proxy; narrow "
+                     "that rule's 'from' or 'to', configure [auth] userlist, or set 'open_proxy "
+                     "= yes' if that is what you want",
+                     pub->origin, a, c->acl->rules[r].name);
+    } else if (!ld->nrules) {
+        config_error(errs,
+                     "%s: listen: %s is not a loopback address and no authentication is "
+                     "configured, and rules_file (%s) holds no rule, so rules_default = allow "
+                     "lets anyone who can reach it use this proxy; write rules that allow only "
+                     "what you mean and set 'rules_default = deny', configure [auth] userlist, "
+                     "or set 'open_proxy = yes' if that is what you want",
+                     pub->origin, a, key_origin(ld, "rules_file", where, sizeof(where)));
+    } else {
+        config_error(errs,
+                     "%s: listen: %s is not a loopback address and no authentication is "
+                     "configured, and rules_default = allow lets through whatever no rule "
+                     "denies, so anyone who can reach it could use this proxy; set "
+                     "'rules_default = deny' (or end the rules with 'deny'), configure [auth] "
+                     "userlist, or set 'open_proxy = yes' if that is what you want",
+                     pub->origin, a);
+    }
+}
+
+static void validate(struct config *c, const struct loader *ld, struct config_errors *errs)
+{
+    char where[4200];
+    const struct config_listen *pub = NULL;
+    /* Without authentication or closed rules, any listener reachable from
+     * another host makes an open proxy: demand that it be said out loud. */
+    c->protect_local = any_public_listener(c, &pub);
+    if (c->protect_local)
+        collect_local_addrs(c);
+    check_open_proxy(c, ld, pub, errs);
     bool any_pp = false;
     for (size_t i = 0; i < c->nlisten; i++) {
         const struct config_listen *l = &c->listen[i];

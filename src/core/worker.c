@@ -19,6 +19,7 @@
 
 #define ACCEPT_BATCH       64
 #define ACCEPT_PAUSE_MS    100
+#define ACCEPT_WARN_MS     10000 /* one exhaustion warning per worker this often */
 #define BUF_POOL_MAX_FREE  64
 #define PIPE_POOL_MAX_FREE 64
 #define HEARTBEAT_MS       1000
@@ -49,13 +50,24 @@ static void on_heartbeat(struct timer *t)
     loop_timer_arm(&w->loop, &w->heartbeat, HEARTBEAT_MS);
 }
 
+/* Pause accepting for ACCEPT_PAUSE_MS. Exhaustion tends to last: the
+ * warning is logged once per ACCEPT_WARN_MS per worker, with the number of
+ * pauses in between (ferry_accept_errors_total counts every one). */
 static void accept_pause(struct worker *w, int err)
 {
     if (timer_armed(&w->accept_pause))
         return;
-    log_warn("worker %u: accept: %s; pausing accepts for %d ms (raise the open files limit "
-             "or lower max_connections)",
-             w->id, strerror(-err), ACCEPT_PAUSE_MS);
+    uint64_t now = loop_now(&w->loop);
+    if (now >= w->accept_warn_at) {
+        log_warn("worker %u: accept: %s; pausing accepts for %d ms (raise the open files limit "
+                 "or lower max_connections); said at most every %d s, %u pauses not logged "
+                 "since",
+                 w->id, strerror(-err), ACCEPT_PAUSE_MS, ACCEPT_WARN_MS / 1000, w->accept_unlogged);
+        w->accept_warn_at = now + ACCEPT_WARN_MS;
+        w->accept_unlogged = 0;
+    } else {
+        w->accept_unlogged++;
+    }
     listeners_enable(w, false);
     loop_timer_arm(&w->loop, &w->accept_pause, ACCEPT_PAUSE_MS);
 }

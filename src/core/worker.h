@@ -114,6 +114,8 @@ struct worker {
     size_t nlisteners;
     bool draining;
     struct timer accept_pause; /* re-enables accepting after EMFILE */
+    uint64_t accept_warn_at;   /* loop time before which pauses are not logged */
+    uint32_t accept_unlogged;  /* pauses since the last warning, not logged */
     struct timer heartbeat;    /* publishes the loop's lag once a second */
     struct buf_pool bufs;
     struct pipe_pool pipes;

@@ -151,10 +151,22 @@ int resolver_init(struct resolver *r, struct loop *l)
     opts.sock_state_cb = sock_state_cb;
     opts.sock_state_cb_data = r;
     opts.timeout = 2000; /* ms per try, with ARES_OPT_TIMEOUTMS */
-    opts.tries = 2;
+    opts.tries = 2;      /* a second try only when a server does not answer */
+    /* A client names a host as it is (a fully-qualified name): the search
+     * list of this host's resolv.conf is not for it. Applied, it doubled
+     * the queries for every name that does not resolve (A and AAAA for
+     * "name", then for "name.search-domain"), sent clients' typos to the
+     * local zone, and could turn a short name into an internal host's
+     * (Squid's dns_defnames is off by default for the same reason). */
+    opts.flags = ARES_FLAG_NOSEARCH;
+    /* ares_getaddrinfo() of c-ares before 1.20 ignores that flag: an empty
+     * search list, given here, keeps resolv.conf's from being read. */
+    opts.domains = NULL;
+    opts.ndomains = 0;
     ares_channel ch;
-    int rc =
-        ares_init_options(&ch, &opts, ARES_OPT_SOCK_STATE_CB | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES);
+    int rc = ares_init_options(&ch, &opts,
+                               ARES_OPT_SOCK_STATE_CB | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES |
+                                   ARES_OPT_FLAGS | ARES_OPT_DOMAINS);
     if (rc != ARES_SUCCESS) {
         free(r->cache);
         r->cache = NULL;

@@ -32,9 +32,14 @@
 #include "metrics/stats.h"
 #include "version.h"
 
-#define CLIENT_MAX      32    /* scrapers at once; more are turned away */
-#define CLIENT_HEAD_MAX 4096  /* request head */
-#define CLIENT_TIMEOUT  10000 /* ms for a whole exchange */
+/* Scrapers at once. When all are taken, a new connection takes the place
+ * of the oldest one that has not sent a whole request yet (idle
+ * connections never lock health checks out); only when every one is being
+ * answered is it turned away. */
+#define CLIENT_MAX          32
+#define CLIENT_HEAD_MAX     4096  /* request head */
+#define CLIENT_HEAD_TIMEOUT 5000  /* ms from accept to a whole request head */
+#define CLIENT_TIMEOUT      10000 /* ms for a whole exchange */
 
 /* ---- text ---------------------------------------------------------------- */
 
@@ -616,6 +621,7 @@ static void client_read(struct mclient *c)
                    (i + 1 < c->hlen && memcmp(c->head + i, "\n\n", 2) == 0);
         if (done) {
             client_handle(c);
+            loop_timer_arm(&c->m->loop, &c->timer, CLIENT_TIMEOUT); /* to send the answer */
             break;
         }
     }
@@ -641,6 +647,21 @@ static void on_client_timeout(struct timer *t)
     client_close(container_of(t, struct mclient, timer));
 }
 
+/* Make room for one more client: close the oldest that has not sent a
+ * whole request (clients are listed in accept order). false if every
+ * client is being answered. */
+static bool make_room(struct metrics *m)
+{
+    for (struct list *l = m->clients.next; l != &m->clients; l = l->next) {
+        struct mclient *c = container_of(l, struct mclient, link);
+        if (!c->out.len) {
+            client_close(c);
+            return true;
+        }
+    }
+    return false;
+}
+
 static void on_listen(struct io *io, uint32_t events)
 {
     (void)events;
@@ -649,7 +670,8 @@ static void on_listen(struct io *io, uint32_t events)
         int fd = sock_accept(io->fd, NULL);
         if (fd < 0)
             return;
-        struct mclient *c = m->nclients < CLIENT_MAX ? calloc(1, sizeof(*c)) : NULL;
+        bool room = m->nclients < CLIENT_MAX || make_room(m);
+        struct mclient *c = room ? calloc(1, sizeof(*c)) : NULL;
         if (!c) {
             close(fd);
             continue;
@@ -666,7 +688,7 @@ static void on_listen(struct io *io, uint32_t events)
             client_close(c);
             continue;
         }
-        loop_timer_arm(&m->loop, &c->timer, CLIENT_TIMEOUT);
+        loop_timer_arm(&m->loop, &c->timer, CLIENT_HEAD_TIMEOUT);
     }
 }
 

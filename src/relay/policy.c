@@ -32,12 +32,14 @@ static uint8_t acl_cmd_of(const struct conn *c)
     }
 }
 
-/* Loopback, link-local, unspecified, or one of this host's addresses. */
+/* Loopback, link-local, unspecified, multicast or broadcast (the limited
+ * one, and this host's subnets' among its addresses), or one of this
+ * host's addresses. */
 bool policy_protected(const struct config *cfg, const struct addr *a)
 {
     if (!cfg->protect_local)
         return false;
-    if (addr_is_loopback(a) || addr_is_any(a))
+    if (addr_is_loopback(a) || addr_is_any(a) || addr_is_multicast_or_broadcast(a))
         return true;
     if (a->family == AF_INET && a->ip[0] == 169 && a->ip[1] == 254)
         return true;
@@ -64,6 +66,11 @@ enum policy_verdict policy_eval(struct conn *c, uint8_t cmd, const char *name,
         addr_unmap(&v4);
         ip = &v4;
     }
+    /* A NAT64 or 6to4 address reaches the IPv4 address it embeds: a rule
+     * denying that address, and the protected ranges, deny it too. */
+    struct addr inner;
+    bool embeds = ip && addr_embedded_v4(ip, &inner);
+    bool inner_by_range = false;
     *rule = POLICY_RULE_NONE;
     if (cfg->acl) {
         struct acl_req q = {
@@ -74,10 +81,21 @@ enum policy_verdict policy_eval(struct conn *c, uint8_t cmd, const char *name,
         *rule = res.rule >= 0 ? res.rule : POLICY_RULE_DEFAULT;
         if (res.verdict == ACL_V_DENY)
             return POLICY_DENY;
+        if (embeds) {
+            struct acl_result r4 = {ACL_V_ALLOW, -1, false};
+            q.ip = &inner;
+            acl_check(cfg->acl, &q, &r4);
+            if (r4.verdict == ACL_V_DENY && r4.rule >= 0) { /* a rule, not the default */
+                *rule = r4.rule;
+                return POLICY_DENY;
+            }
+            inner_by_range = r4.verdict == ACL_V_ALLOW && r4.by_range;
+        }
     }
     /* A public listener must not be a way into this host or its link:
      * only a rule naming the range can open it. */
-    if (ip && !res.by_range && policy_protected(cfg, ip)) {
+    if (ip && ((!res.by_range && policy_protected(cfg, ip)) ||
+               (embeds && !inner_by_range && policy_protected(cfg, &inner)))) {
         *rule = POLICY_RULE_PROTECTED;
         return POLICY_DENY;
     }

@@ -71,6 +71,7 @@ struct udp_worker {
     struct mmsghdr out[2][UDP_OUT]; /* [0] IPv4, [1] IPv6 */
     struct iovec out_iov[2][UDP_OUT];
     struct sockaddr_storage out_name[2][UDP_OUT];
+    uint8_t out_hdr[UDP_OUT]; /* SOCKS header bytes in front of each reply in out_iov[0] */
     struct udp_gso gso;
     /* A coalesced run of replies, copied out behind their headers, at
      * most UDP_OUT at a time (allocated on first use). */
@@ -485,11 +486,30 @@ static bool gso_supported(void)
     return ok;
 }
 
+/* What the kernel took of a batch: datagrams, and their payload in bytes.
+ * A reply's iovec carries the SOCKS header in front of its payload: with
+ * hdr set, hdr[i] is the header length of iov0[i]. Only what was sent is
+ * counted as relayed; what was refused is a drop. */
+struct udp_sent {
+    uint64_t n, bytes;
+    const struct iovec *iov0;
+    const uint8_t *hdr; /* NULL: the iovecs are all payload */
+};
+
+static void sent_add(struct udp_sent *t, const struct msghdr *h)
+{
+    t->n += h->msg_iovlen;
+    for (size_t i = 0; i < h->msg_iovlen; i++) {
+        const struct iovec *v = &h->msg_iov[i];
+        t->bytes += v->iov_len - (t->hdr ? t->hdr[v - t->iov0] : 0);
+    }
+}
+
 static bool send_msgs(struct udp_assoc *a, int fd, uint16_t *max_seg, struct mmsghdr *m, unsigned n,
-                      const uint16_t *segs);
+                      const uint16_t *segs, struct udp_sent *sent);
 
 /* Send the datagrams of one merged message one by one. */
-static void send_split(struct udp_assoc *a, int fd, const struct msghdr *h)
+static void send_split(struct udp_assoc *a, int fd, const struct msghdr *h, struct udp_sent *sent)
 {
     struct mmsghdr one[UDP_GSO_SEGS];
     unsigned n = (unsigned)h->msg_iovlen;
@@ -498,7 +518,7 @@ static void send_split(struct udp_assoc *a, int fd, const struct msghdr *h)
                                          .msg_namelen = h->msg_namelen,
                                          .msg_iov = h->msg_iov + i,
                                          .msg_iovlen = 1};
-    (void)send_msgs(a, fd, NULL, one, n, NULL);
+    (void)send_msgs(a, fd, NULL, one, n, NULL, sent);
 }
 
 /* The kernel refused merged message h: learn from why (max_seg), then send
@@ -506,7 +526,7 @@ static void send_split(struct udp_assoc *a, int fd, const struct msghdr *h)
  * limits later runs to smaller segments; EIO or EINVAL (no checksum
  * offload, a kernel without UDP GSO) ends merging on the socket. */
 static void send_refused(struct udp_assoc *a, int fd, uint16_t *max_seg, const struct msghdr *h,
-                         int err)
+                         int err, struct udp_sent *sent)
 {
     size_t seg = h->msg_iov[0].iov_len;
     if (err == EMSGSIZE && seg > 1 && seg - 1 < *max_seg) {
@@ -517,21 +537,23 @@ static void send_refused(struct udp_assoc *a, int fd, uint16_t *max_seg, const s
         *max_seg = 0;
         log_debug("udp: segmentation offload refused (%s); datagrams go one by one", strerror(err));
     }
-    send_split(a, fd, h);
+    send_split(a, fd, h, sent);
 }
 
 /* sendmmsg m[0..n); segs[i] is how many datagrams message i carries (NULL:
  * one each). What the kernel will not take is dropped and counted (UDP:
  * never queue behind a full socket), but a refused merged message, which
  * only exists when max_seg is given, goes again one datagram at a time.
- * false if the socket was full. */
+ * What the kernel took is added to sent. false if the socket was full. */
 static bool send_msgs(struct udp_assoc *a, int fd, uint16_t *max_seg, struct mmsghdr *m, unsigned n,
-                      const uint16_t *segs)
+                      const uint16_t *segs, struct udp_sent *sent)
 {
     unsigned done = 0;
     while (done < n) {
         int rc = sendmmsg(fd, m + done, n - done, MSG_DONTWAIT);
         if (rc >= 0) {
+            for (unsigned i = done; i < done + (unsigned)rc; i++)
+                sent_add(sent, &m[i].msg_hdr);
             done += (unsigned)rc;
             continue;
         }
@@ -547,7 +569,7 @@ static bool send_msgs(struct udp_assoc *a, int fd, uint16_t *max_seg, struct mms
             return false;
         }
         if (segs && segs[done] > 1)
-            send_refused(a, fd, max_seg, &m[done].msg_hdr, errno);
+            send_refused(a, fd, max_seg, &m[done].msg_hdr, errno, sent);
         else /* one datagram refused (EMSGSIZE, unreachable, port 0) */
             stat_add(&a->w->stats.udp_drop_send, 1);
         done++;
@@ -558,18 +580,19 @@ static bool send_msgs(struct udp_assoc *a, int fd, uint16_t *max_seg, struct mms
 /* Send a batch on one of the association's sockets (sock: UDP_SOCK_*).
  * Runs of equal datagrams to one address go out as one message with
  * UDP_SEGMENT, unless merging is off on the socket (gso_max 0). */
-static void send_batch(struct udp_assoc *a, int fd, unsigned sock, struct mmsghdr *m, unsigned n)
+static void send_batch(struct udp_assoc *a, int fd, unsigned sock, struct mmsghdr *m, unsigned n,
+                       struct udp_sent *sent)
 {
     uint16_t *max_seg = &a->gso_max[sock];
     if (*max_seg == 0) {
-        (void)send_msgs(a, fd, NULL, m, n, NULL);
+        (void)send_msgs(a, fd, NULL, m, n, NULL, sent);
         return;
     }
     struct udp_worker *uw = a->w->udp;
     struct udp_gso *g = &uw->gso;
     while (n) {
         unsigned part = MIN(n, (unsigned)UDP_GSO_BATCH);
-        if (!send_msgs(a, fd, max_seg, m, udp_gso_coalesce(m, part, *max_seg, g), g->segs)) {
+        if (!send_msgs(a, fd, max_seg, m, udp_gso_coalesce(m, part, *max_seg, g), g->segs, sent)) {
             stat_add(&a->w->stats.udp_drop_send, n - part); /* full: the rest too */
             return;
         }
@@ -594,9 +617,8 @@ static void stage(struct udp_worker *uw, unsigned *nout, const struct addr *d, u
 
 /* One batch of client datagrams on its way to their destinations. */
 struct up_batch {
-    unsigned n[2];  /* staged, per family */
-    uint64_t count; /* datagrams staged */
-    uint64_t bytes; /* their payload */
+    unsigned n[2];        /* staged, per family */
+    struct udp_sent sent; /* what the kernel took */
     struct udp_budget bw;
 };
 
@@ -607,7 +629,7 @@ static void up_flush(struct udp_assoc *a, struct up_batch *b, int f)
         return;
     struct udp_worker *uw = a->w->udp;
     struct io *io = f ? &a->out6 : &a->out4;
-    send_batch(a, io->fd, f ? UDP_SOCK_OUT6 : UDP_SOCK_OUT4, uw->out[f], b->n[f]);
+    send_batch(a, io->fd, f ? UDP_SOCK_OUT6 : UDP_SOCK_OUT4, uw->out[f], b->n[f], &b->sent);
     b->n[f] = 0;
 }
 
@@ -615,13 +637,14 @@ static void up_send(struct udp_assoc *a, struct up_batch *b)
 {
     struct worker_stats *st = &a->w->stats;
     budget_end(a, &b->bw);
-    if (b->count) {
-        stat_add(&st->udp_in, b->count);
-        stat_add(&st->udp_bytes_in, b->bytes);
-        a->up += b->bytes;
-    }
     up_flush(a, b, 0);
     up_flush(a, b, 1);
+    if (b->sent.n) {
+        stat_add(&st->udp_in, b->sent.n);
+        stat_add(&st->udp_bytes_in, b->sent.bytes);
+        a->up += b->sent.bytes;
+    }
+    b->sent.n = b->sent.bytes = 0;
 }
 
 /* Admit a client datagram for d (name: what the client named, or NULL)
@@ -639,8 +662,6 @@ static void up_stage(struct udp_assoc *a, struct up_batch *b, const struct addr 
         return;
     }
     budget_take(&b->bw, len);
-    b->count++;
-    b->bytes += len;
     int f = fam_index(d->family);
     if (b->n[f] == UDP_OUT) /* a coalesced run filled the batch */
         up_flush(a, b, f);
@@ -978,7 +999,7 @@ static void on_client(struct io *io, uint32_t events)
 /* Replies staged for the client (uw->out[0]), and what they carry. */
 struct down_batch {
     unsigned k;
-    uint64_t bytes;
+    struct udp_sent sent;
 };
 
 static void down_flush(struct udp_assoc *a, struct down_batch *b)
@@ -987,12 +1008,14 @@ static void down_flush(struct udp_assoc *a, struct down_batch *b)
         return;
     struct udp_worker *uw = a->w->udp;
     struct worker_stats *st = &a->w->stats;
-    stat_add(&st->udp_out, b->k);
-    stat_add(&st->udp_bytes_out, b->bytes);
-    a->down += b->bytes;
-    send_batch(a, a->cio.fd, UDP_SOCK_CLIENT, uw->out[0], b->k);
+    b->sent = (struct udp_sent){0, 0, uw->out_iov[0], uw->out_hdr};
+    send_batch(a, a->cio.fd, UDP_SOCK_CLIENT, uw->out[0], b->k, &b->sent);
+    if (b->sent.n) {
+        stat_add(&st->udp_out, b->sent.n);
+        stat_add(&st->udp_bytes_out, b->sent.bytes);
+        a->down += b->sent.bytes;
+    }
     b->k = 0;
-    b->bytes = 0;
 }
 
 /* Stage a reply of h + len bytes at p (header written) for the client. */
@@ -1003,10 +1026,10 @@ static void down_stage(struct udp_assoc *a, struct down_batch *b, struct sockadd
     if (b->k == UDP_OUT)
         down_flush(a, b);
     uw->out_iov[0][b->k] = (struct iovec){p, h + len};
+    uw->out_hdr[b->k] = (uint8_t)h;
     uw->out[0][b->k].msg_hdr = (struct msghdr){
         .msg_name = cname, .msg_namelen = clen, .msg_iov = &uw->out_iov[0][b->k], .msg_iovlen = 1};
     b->k++;
-    b->bytes += len;
 }
 
 /* A coalesced run of count replies of seg bytes (the last may be shorter)
@@ -1074,7 +1097,7 @@ static void from_dests(struct udp_assoc *a, struct io *io)
                 want += uw->in[i].msg_len;
             bw = budget_start(a, want);
         }
-        struct down_batch b = {0, 0};
+        struct down_batch b = {.k = 0};
         for (int i = 0; i < n; i++) {
             uint8_t *payload = uw->bufs + (size_t)i * UDP_BUF + UDP_HEADROOM;
             size_t len = uw->in[i].msg_len, seg;

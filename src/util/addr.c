@@ -193,3 +193,30 @@ void addr_unmap(struct addr *a)
     memset(a->ip + 4, 0, 12);
     a->family = AF_INET;
 }
+
+bool addr_embedded_v4(const struct addr *a, struct addr *v4)
+{
+    static const uint8_t nat64[12] = {0, 0x64, 0xff, 0x9b};
+    const uint8_t *p;
+    if (a->family != AF_INET6)
+        return false;
+    if (memcmp(a->ip, nat64, sizeof(nat64)) == 0)
+        p = a->ip + 12;
+    else if (a->ip[0] == 0x20 && a->ip[1] == 0x02)
+        p = a->ip + 2;
+    else
+        return false;
+    memset(v4, 0, sizeof(*v4));
+    v4->family = AF_INET;
+    v4->port = a->port;
+    memcpy(v4->ip, p, 4);
+    return true;
+}
+
+bool addr_is_multicast_or_broadcast(const struct addr *a)
+{
+    if (a->family == AF_INET)
+        return (a->ip[0] & 0xf0) == 0xe0 ||
+               (a->ip[0] == 255 && a->ip[1] == 255 && a->ip[2] == 255 && a->ip[3] == 255);
+    return a->family == AF_INET6 && a->ip[0] == 0xff;
+}

@@ -45,6 +45,15 @@ bool addr_is_v4mapped(const struct addr *a);
  * other address is left alone. */
 void addr_unmap(struct addr *a);
 bool addr_is_any(const struct addr *a);
+/* The IPv4 address that an IPv6 address of a translation or tunnel prefix
+ * stands for: NAT64's well-known prefix 64:ff9b::/96 (RFC 6052: the last
+ * 32 bits) and 6to4's 2002::/16 (RFC 3056: bits 16..47). Fills *v4 (the
+ * port kept) and returns true, or returns false for any other address
+ * (IPv4-mapped addresses are addr_unmap()'s). */
+bool addr_embedded_v4(const struct addr *a, struct addr *v4);
+/* Multicast (224.0.0.0/4, ff00::/8) or the limited broadcast
+ * 255.255.255.255: destinations that are not one host. */
+bool addr_is_multicast_or_broadcast(const struct addr *a);
 bool addr_equal(const struct addr *a, const struct addr *b);
 
 #endif

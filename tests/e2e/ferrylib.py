@@ -88,11 +88,13 @@ def netns_unavailable(setup: str) -> str | None:
     return None
 
 
-def run_in_netns(script: Path, args: list[str], timeout: float, what: str) -> dict:
+def run_in_netns(script: Path, args: list[str], timeout: float, what: str, mount: bool = False) -> dict:
     """Run the Python script (in this directory) in a private network
-    namespace, killed with the test; it must exit 0 and print its result
-    as JSON on its last line, which is returned."""
-    cmd = [shutil.which("unshare"), "-n", sys.executable, str(script), *args]
+    namespace (and, with mount, a private mount namespace: what it mounts
+    only it sees), killed with the test; it must exit 0 and print its
+    result as JSON on its last line, which is returned."""
+    ns = ["-n", "-m", "--propagation", "private"] if mount else ["-n"]
+    cmd = [shutil.which("unshare"), *ns, sys.executable, str(script), *args]
     try:
         p = subprocess.run(_pdeathsig_prefix() + cmd, capture_output=True, text=True, timeout=timeout,
                            stdin=subprocess.DEVNULL, cwd=script.parent)

@@ -3,6 +3,7 @@
 the open-proxy guard, FERRY_LOG, log_file and access_log."""
 
 import re
+import signal
 
 import pytest
 
@@ -257,6 +258,53 @@ def test_open_proxy_accepted_when_configured(ferry, echo_server):
         assert read_method(s) == 0
         s.sendall(request(*echo_server.addr))
         expect_failure(s, REP["not-allowed"])
+    assert f.stop() == 0
+
+
+@pytest.mark.parametrize("rules", ["", "# nothing yet\n\n", "deny to 10.0.0.1\n",
+                                   "allow from 0.0.0.0/0 port 443\n"],
+                         ids=["empty", "comments", "one-deny", "allow-from-anywhere"])
+def test_open_proxy_rules_that_open_everything_refused(tmp_path, rules):
+    """Rule lines that exist but leave the proxy open do not satisfy the
+    guard: at start and in --check."""
+    (tmp_path / "r.rules").write_text(rules)
+    cfg = tmp_path / "open.conf"
+    cfg.write_text("workers = 1\nlisten = 0.0.0.0:0\nrules_file = r.rules\n")
+    for args in (["serve", "--check", "-c", str(cfg)], ["serve", "-c", str(cfg)]):
+        r = run_ferry(args, timeout=10)
+        assert r.rc == 1, r.text
+        assert f"{cfg}:2: listen: 0.0.0.0:0 is not a loopback address" in r.err, r.err
+        assert "open_proxy" in r.err and "listening on" not in r.text, r.err
+    # Closed rules pass: a client range under rules_default = deny.
+    (tmp_path / "r.rules").write_text("allow from 192.0.2.0/24\n")
+    cfg.write_text("workers = 1\nlisten = 0.0.0.0:0\nrules_file = r.rules\nrules_default = deny\n")
+    r = run_ferry(["serve", "--check", "-c", str(cfg)], timeout=10)
+    assert r.rc == 0, r.text
+
+
+def test_open_proxy_reload_refused(ferry, echo_server):
+    """A reload whose rules would open the proxy is refused; the previous
+    configuration keeps serving."""
+    closed = "rules_default = deny\n[rules]\nallow from 127.0.0.0/8 to 127.0.0.0/8\n"
+    f = ferry(listens=["0.0.0.0:0"], extra=closed)
+    proxy = ("127.0.0.1", f.port)
+    s, _ = socks_connect(proxy, *echo_server.addr)
+    with s:
+        echo_roundtrip(s, b"before")
+    # Applied, this would deny the echo server by rule (and let everyone
+    # else through under rules_default = allow).
+    text = f.config_path.read_text().replace(closed, "[rules]\ndeny to 127.0.0.0/8\n")
+    assert text != f.config_path.read_text()
+    f.config_path.write_text(text)
+    start = f.log_offset()
+    f.send_signal(signal.SIGHUP)
+    f.wait_log(r"reload: .*listen: 0\.0\.0\.0:0 is not a loopback address .*rules_default = "
+               r"allow lets through whatever no rule denies", start=start)
+    f.wait_log(r"reload: the new configuration has 1 error; still running the previous one",
+               start=start)
+    s, _ = socks_connect(proxy, *echo_server.addr)
+    with s:
+        echo_roundtrip(s, b"after")
     assert f.stop() == 0
 
 

@@ -51,7 +51,7 @@ from httplib import Conn, HttpUpstream, payload, read_response, request_bytes
 from policylib import run_curl
 
 USER, PASSWORD = "alice", "alice-secret"
-SILENT_TIMEOUT = 10.0  # the endpoint's whole-exchange timeout (metrics.c)
+SILENT_TIMEOUT = 5.0  # the endpoint's timeout for a whole request head (metrics.c)
 
 
 def deny_rule(port: int) -> str:
@@ -514,6 +514,29 @@ def test_silent_client_closed_without_blocking_scrapes(mf):
     assert sil.how in ("eof", "reset"), sil.how
     took = sil.closed_at - sil.t0
     assert took >= SILENT_TIMEOUT - 2, f"closed after {took:.1f}s, before the {SILENT_TIMEOUT}s timeout"
+
+
+def test_idle_connections_do_not_lock_out_healthz(ferry):
+    """More idle connections than the endpoint's 32 client slots (some
+    with half a request): /healthz and /metrics still answer at once, each
+    taking the place of the oldest idle connection; a second round too."""
+    f = ferry(extra="[metrics]\nlisten = 127.0.0.1:0\n")
+    maddr = metrics_addr(f)
+    idle = []
+    try:
+        for i in range(40):
+            s = socket.create_connection(maddr, timeout=5)
+            if i % 2:
+                s.sendall(b"GET /metrics HTTP/1.1\r\n")  # never finished
+            idle.append(s)
+        for _ in range(2):
+            for path in ("/healthz", "/metrics"):
+                r = http_get(maddr, path, timeout=4.0)
+                assert r.status == 200, (path, r.status)
+            idle += [socket.create_connection(maddr, timeout=5) for _ in range(8)]
+    finally:
+        for s in idle:
+            s.close()
 
 
 # ---- configuration ---------------------------------------------------------------------------------

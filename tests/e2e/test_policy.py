@@ -61,6 +61,7 @@ from policylib import (
     start_with_nofile,
     wait_until,
 )
+from opslib import metrics_addr, scrape
 from udplib import UdpAssoc, UdpEcho
 
 need_v6 = pytest.mark.skipif(not HAVE_IPV6, reason="no IPv6 loopback (::1) on this host")
@@ -423,6 +424,19 @@ def test_ipv4_mapped_destination_checked(fr, fp, srv):
     assert not got, "IPv4-mapped destinations bypass the checks:\n" + "\n".join(got)
 
 
+def test_embedded_ipv4_destination_checked(fr, fp, srv):
+    """NAT64 (64:ff9b::/96) and 6to4 (2002::/16) addresses reach the IPv4
+    address they embed: a rule denying that address denies them, and on a
+    public listener the protected ranges do. Denied before any connect."""
+    deny_rule = rule_ref(fr, fr.rules[0])  # deny to 127.0.0.0/8, ::1 port {e}
+    for host in ("64:ff9b::7f00:1", "64:ff9b::127.0.0.1", "2002:7f00:1::1"):
+        expect_denied(fr, host, srv.e, deny_rule)
+    proxy = ("127.0.0.1", fp.port)
+    for host in ("64:ff9b::7f00:1", "2002:7f00:1::1", "64:ff9b::a9fe:a9fe", "2002:a9fe:a9fe::1",
+                 "64:ff9b::", "224.0.0.1", "239.255.255.250", "255.255.255.255", "ff02::1"):
+        expect_denied(fp, host, srv.e, "protected", proxy=proxy)
+
+
 def test_udp_destination_rules(fr, udp_echoes):
     allowed, denied = udp_echoes
     with UdpAssoc(fr.addr) as a:
@@ -536,7 +550,8 @@ def test_protected_ranges_public_listener(fp, srv):
 
 def test_protected_ranges_opened_by_range_rule(ferry, srv):
     rules = [f"allow to 127.0.0.0/8 port {srv.e}", "allow to *"]
-    f = ferry(listens=["0.0.0.0:0"], extra=rules_text(rules))
+    # "allow to *" from anywhere is an open proxy: it must be said so.
+    f = ferry(config={"open_proxy": "yes"}, listens=["0.0.0.0:0"], extra=rules_text(rules))
     proxy = ("127.0.0.1", f.port)
     expect_allowed(f, "127.0.0.1", srv.e, f"{f.config_path.name}:{_line(f, rules[0])}", proxy=proxy)
     e = expect_allowed(f, "localhost", srv.e, proxy=proxy)
@@ -666,6 +681,32 @@ def test_descriptor_exhaustion_recovers(ferry, srv):
     assert f.alive()
     s = wait_until(lambda: _try_session(f, srv), 10.0, "a session after the flood")
     echo_roundtrip(s, b"after the flood\n")
+    s.close()
+
+
+def test_descriptor_exhaustion_warning_rate_limited(ferry, srv):
+    """Exhaustion that lasts pauses accepting every 100 ms, but each worker
+    warns once per 10 s, not once per pause; every pause still counts."""
+    f = start_with_nofile(ferry, 64, config={"max_connections": 1000},
+                          extra="[metrics]\nlisten = 127.0.0.1:0\n")
+    off = f.log_offset()
+    flood = []
+    try:
+        for _ in range(100):
+            flood.append(socket.create_connection(f.addr, timeout=3.0))
+        f.wait_log(r"accept: .*pausing accepts for \d+ ms", start=off, timeout=5.0)
+        # Under a 100 ms pause, 2.5 s of exhaustion would be ~25 warnings per
+        # worker; handshake_timeout (3 s) has not freed a descriptor yet.
+        time.sleep(2.5)
+        errors = scrape(metrics_addr(f)).get("ferry_accept_errors_total")
+    finally:
+        for s in flood:
+            s.close()
+    lines = [l for l in f.log_text()[off:].splitlines() if "pausing accepts" in l]
+    assert 1 <= len(lines) <= 2, f"{len(lines)} warnings from 2 workers in 2.5 s:\n" + "\n".join(lines[:5])
+    assert all("said at most every 10 s" in l for l in lines), lines
+    assert errors >= len(lines), errors
+    s = wait_until(lambda: _try_session(f, srv), 10.0, "a session after the flood")
     s.close()
 
 

@@ -7,6 +7,7 @@ no sanitizer report)."""
 
 import socket
 import time
+from pathlib import Path
 
 import pytest
 
@@ -247,6 +248,31 @@ def test_unresolvable_name(proxy, name):
         s.sendall(request(name, 80))
         expect_failure(s, REP["host-unreachable"])
     check_access(proxy, client, reply="host-unreachable", end="resolve-failed", dst=f"{name.decode()}:80")
+
+
+def test_unresolvable_name_dns_queries(tmp_path):
+    """An unresolvable name costs one A and one AAAA query, sent once (with
+    a search domain in resolv.conf too: a client's name is looked up as
+    given), and a repeat within the negative-cache time costs none. A fake
+    DNS server on 127.0.0.1:53 in a private network and mount namespace
+    (resolv.conf bind-mounted) counts the questions."""
+    why = ferrylib.netns_unavailable("ip link set lo up")
+    if why:
+        pytest.skip(why)
+    names = ["nosuch.example", "nosuch", "nosuch.example", "host.exists.test"]
+    res = ferrylib.run_in_netns(Path(__file__).resolve().parent / "dns_netns.py",
+                                ["--ferry", ferrylib.ferry_bin(), "--workdir", str(tmp_path),
+                                 "--search", "corp.example", *names],
+                                timeout=60, what="the DNS scenario", mount=True)
+    tail = res.pop("log_tail")
+    got = [(n["name"], n["rep"], n["queries"]) for n in res["names"]]
+    assert got == [
+        ("nosuch.example", REP["host-unreachable"], ["A nosuch.example", "AAAA nosuch.example"]),
+        ("nosuch", REP["host-unreachable"], ["A nosuch", "AAAA nosuch"]),
+        ("nosuch.example", REP["host-unreachable"], []),  # cached for 5 s
+        ("host.exists.test", REP["connection-refused"], ["A host.exists.test", "AAAA host.exists.test"]),
+    ], (got, tail)
+    assert res["sanitizer"] == [] and res["exit"] == 0, (res, tail)
 
 
 def long_invalid_name(total=255) -> bytes:

@@ -936,6 +936,36 @@ def test_udp_bytes_counted(ferry, udp_server):
     c.wait_for({"bytes_up": up, "bytes_down": down, "datagrams_up": n, "datagrams_down": n})
 
 
+def test_udp_refused_sends_not_counted(ferry, udp_server):
+    """A datagram the kernel refuses (255.255.255.255 without SO_BROADCAST:
+    EACCES, nothing leaves the host) is a drop (reason="send"), not relayed
+    bytes or datagrams; the association carries on."""
+    f = start(ferry, extra=METRICS)
+    c = UdpCounters(metrics_addr(f))
+    e = udp_server()
+    with UdpAssoc(f.addr) as a:
+        for i in range(3):
+            a.send(("255.255.255.255", 9), payload(f"refused-{i}-", 100))
+        a.echo(e.addr, payload("after-", 40))
+    c.wait_for({"bytes_up": 40, "bytes_down": 40, "datagrams_up": 1, "datagrams_down": 1,
+                "dropped_send": 3, "dropped_denied": 0})
+
+
+def test_udp_broadcast_denied_on_public_listener(ferry, udp_server):
+    """From a public listener, multicast and broadcast destinations are
+    protected like loopback: denied before any send (reason="denied")."""
+    f = start(ferry, top={"open_proxy": "yes"}, listens=("0.0.0.0:0",),
+              extra=METRICS + "[rules]\nallow to 127.0.0.0/8\n")
+    c = UdpCounters(metrics_addr(f))
+    e = udp_server()
+    with UdpAssoc(("127.0.0.1", f.port)) as a:
+        for i in range(2):
+            a.send(("255.255.255.255", 9), payload(f"bcast-{i}-", 100))
+        a.echo(e.addr, payload("after-", 40))
+    c.wait_for({"bytes_up": 40, "bytes_down": 40, "datagrams_up": 1, "datagrams_down": 1,
+                "dropped_send": 0, "dropped_denied": 2})
+
+
 # Until relay/socks.c hands the session's limits to the association
 # (policy_bw_start, then udp_assoc_set_bw with a policy_bw_avail that arms
 # no timer), datagrams are not limited: remove this mark with that change.

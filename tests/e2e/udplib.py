@@ -351,6 +351,8 @@ class UdpCounters:
         "datagrams_up": ("ferry_udp_datagrams_total", {"direction": "up"}),
         "datagrams_down": ("ferry_udp_datagrams_total", {"direction": "down"}),
         "dropped_bandwidth": ("ferry_udp_dropped_total", {"reason": "bandwidth"}),
+        "dropped_send": ("ferry_udp_dropped_total", {"reason": "send"}),
+        "dropped_denied": ("ferry_udp_dropped_total", {"reason": "denied"}),
     }
 
     def __init__(self, maddr: tuple[str, int]):

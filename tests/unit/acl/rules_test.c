@@ -777,6 +777,70 @@ static void test_default(void **state)
     acl_free(NULL);
 }
 
+/* acl_open_rule() over one rule set (NULL-terminated lines) and default. */
+static int32_t open_rule(const char *const *lines, uint8_t def)
+{
+    struct acl *a = build(lines, def);
+    int32_t r = acl_open_rule(a, def);
+    release(a);
+    return r;
+}
+
+#define OPEN(def, ...) open_rule((const char *const[]){__VA_ARGS__, NULL}, (def))
+
+/* The open-proxy guard: what the rules mean for a client without a user,
+ * from anywhere, not whether some rule lines exist. */
+static void test_open_rule(void **state)
+{
+    (void)state;
+    /* No rules (an empty or comment-only rules_file compiles to none):
+     * the default decides. */
+    assert_int_equal(acl_open_rule(NULL, ACL_ALLOW), ACL_OPEN_DEFAULT);
+    assert_int_equal(acl_open_rule(NULL, ACL_DENY), ACL_OPEN_NONE);
+    static const char *const none[] = {NULL};
+    assert_int_equal(open_rule(none, ACL_ALLOW), ACL_OPEN_DEFAULT);
+    assert_int_equal(open_rule(none, ACL_DENY), ACL_OPEN_NONE);
+
+    /* A single deny rule leaves the rest to rules_default = allow. */
+    assert_int_equal(OPEN(ACL_ALLOW, "deny to 10.0.0.1"), ACL_OPEN_DEFAULT);
+    assert_int_equal(OPEN(ACL_DENY, "deny to 10.0.0.1"), ACL_OPEN_NONE);
+
+    /* Allow rules restricted by client range or destination: closed under
+     * deny, open under allow (the fall-through). */
+    assert_int_equal(OPEN(ACL_DENY, "allow from 10.0.0.0/8"), ACL_OPEN_NONE);
+    assert_int_equal(OPEN(ACL_DENY, "allow from 192.0.2.7, 2001:db8::/32 port 443"), ACL_OPEN_NONE);
+    assert_int_equal(OPEN(ACL_DENY, "allow to example.com, 10.1.0.0/16"), ACL_OPEN_NONE);
+    assert_int_equal(OPEN(ACL_DENY, "allow from 0.0.0.0/0 to *.example.com"), ACL_OPEN_NONE);
+    assert_int_equal(OPEN(ACL_ALLOW, "allow from 10.0.0.0/8"), ACL_OPEN_DEFAULT);
+    assert_int_equal(OPEN(ACL_ALLOW, "allow from 10.0.0.0/8", "deny"), ACL_OPEN_NONE);
+
+    /* Allow rules from everyone to everywhere: open whatever else they say. */
+    assert_int_equal(OPEN(ACL_DENY, "allow from 0.0.0.0/0"), 0);
+    assert_int_equal(OPEN(ACL_DENY, "allow from 10.0.0.0/8, ::/0"), 0);
+    assert_int_equal(OPEN(ACL_DENY, "deny to 10.0.0.0/8", "allow port 25"), 1);
+    assert_int_equal(OPEN(ACL_DENY, "allow cmd udp"), 0);
+    assert_int_equal(OPEN(ACL_DENY, "allow to *"), 0);
+    assert_int_equal(OPEN(ACL_DENY, "allow from 10.0.0.0/8", "allow to 0.0.0.0/0"), 1);
+    assert_int_equal(OPEN(ACL_DENY, "allow to example.com, ::/0"), 0);
+
+    /* Rules naming a user never match without authentication. */
+    assert_int_equal(OPEN(ACL_DENY, "allow user *"), ACL_OPEN_NONE);
+    assert_int_equal(OPEN(ACL_DENY, "allow user alice to *"), ACL_OPEN_NONE);
+    assert_int_equal(OPEN(ACL_ALLOW, "deny user *"), ACL_OPEN_DEFAULT);
+
+    /* A deny that catches everything ends the question; a narrower one
+     * does not. */
+    assert_int_equal(OPEN(ACL_ALLOW, "deny", "allow"), ACL_OPEN_NONE);
+    assert_int_equal(OPEN(ACL_ALLOW, "deny to *"), ACL_OPEN_NONE);
+    assert_int_equal(OPEN(ACL_ALLOW, "deny from 0.0.0.0/0, ::/0 to 0.0.0.0/0, ::/0"),
+                     ACL_OPEN_NONE);
+    assert_int_equal(OPEN(ACL_ALLOW, "deny from 0.0.0.0/0"), ACL_OPEN_DEFAULT);
+    assert_int_equal(OPEN(ACL_ALLOW, "deny to 0.0.0.0/0"), ACL_OPEN_DEFAULT);
+    assert_int_equal(OPEN(ACL_ALLOW, "deny port 1-65535"), ACL_OPEN_DEFAULT);
+    assert_int_equal(OPEN(ACL_ALLOW, "deny cmd connect"), ACL_OPEN_DEFAULT);
+    assert_int_equal(OPEN(ACL_DENY, "deny from 10.0.0.0/8", "allow"), 1);
+}
+
 /* The same rule reached through several keys (two values of one matcher,
  * a name and a suffix, the trie and the name table) is one rule. */
 static void test_rule_through_several_keys(void **state)
@@ -1130,6 +1194,7 @@ int main(void)
         cmocka_unit_test_teardown(test_by_range, teardown),
         cmocka_unit_test_teardown(test_by_range_rule_with_name_and_range, teardown),
         cmocka_unit_test_teardown(test_default, teardown),
+        cmocka_unit_test_teardown(test_open_rule, teardown),
         cmocka_unit_test_teardown(test_rule_through_several_keys, teardown),
         cmocka_unit_test_teardown(test_index_matches_scan, teardown),
         cmocka_unit_test_teardown(test_index_deep_nesting, teardown),

@@ -790,6 +790,80 @@ static void test_open_proxy_accepted(void **state)
     expect_listen(x->c, 0, "0.0.0.0:1080", "command line (-l)");
 }
 
+/* A file beside ferry.conf, removed by the end of the test that wrote it. */
+static void write_beside(struct ctx *x, const char *name, const char *text, char *path, size_t cap)
+{
+    harness_path(path, cap, x->dir, name);
+    harness_write_file(path, text);
+}
+
+/* The guard judges what the rules mean, not that some rule lines exist. */
+static void test_open_proxy_rules_judged(void **state)
+{
+    struct ctx *x = *state;
+    char rules[HARNESS_PATH_MAX], users[HARNESS_PATH_MAX];
+    const char *tail = "so anyone who can reach it could use this proxy";
+
+    /* An empty or comment-only rules_file, under rules_default = allow. */
+    static const char *const empty[] = {"", "# nothing yet\n\n   # more\n"};
+    for (size_t i = 0; i < ARRAY_LEN(empty); i++) {
+        write_beside(x, "r.rules", empty[i], rules, sizeof(rules));
+        expect_load_fails(x, "listen = 0.0.0.0:1080\nrules_file = r.rules\n", NULL, 1);
+        expect_msg(x, 0,
+                   "%s:1: listen: 0.0.0.0:1080 is not a loopback address and no authentication "
+                   "is configured, and rules_file (%s:2) holds no rule, so rules_default = allow "
+                   "lets anyone who can reach it use this proxy; write rules that allow only "
+                   "what you mean and set 'rules_default = deny', configure [auth] userlist, or "
+                   "set 'open_proxy = yes' if that is what you want",
+                   x->path, x->path);
+        /* Under rules_default = deny it denies everything: not open. */
+        load_ok(x, "listen = 0.0.0.0:1080\nrules_file = r.rules\nrules_default = deny\n", NULL);
+    }
+
+    /* A single deny rule, in the file or in [rules]. */
+    write_beside(x, "r.rules", "deny to 10.0.0.1\n", rules, sizeof(rules));
+    expect_load_fails(x, "listen = 0.0.0.0:1080\nrules_file = r.rules\n", NULL, 1);
+    assert_non_null(strstr(x->errs.msg[0], "rules_default = allow lets through whatever no rule "
+                                           "denies, so anyone who can reach it could use this "
+                                           "proxy; set 'rules_default = deny' (or end the rules "
+                                           "with 'deny')"));
+    expect_load_fails(x, "listen = [::]:1080\n[rules]\ndeny to 10.0.0.1\n", NULL, 1);
+    assert_true(has_prefix(x->errs.msg[0], x->path));
+    assert_non_null(strstr(x->errs.msg[0], tail));
+    /* ... closed by a final catch-all deny. */
+    load_ok(x, "listen = [::]:1080\n[rules]\ndeny to 10.0.0.1\nallow from 10.0.0.0/8\ndeny\n",
+            NULL);
+
+    /* Allow from everyone to everywhere, named by its FILE:LINE. */
+    write_beside(x, "r.rules", "# c\nallow from 10.0.0.0/8\nallow from 0.0.0.0/0 port 443\n", rules,
+                 sizeof(rules));
+    expect_load_fails(x, "listen = 0.0.0.0:1080\nrules_default = deny\nrules_file = r.rules\n",
+                      NULL, 1);
+    expect_msg(
+        x, 0,
+        "%s:1: listen: 0.0.0.0:1080 is not a loopback address and no authentication is "
+        "configured, and the rule at r.rules:3 lets any client address reach any destination, "
+        "so anyone who can reach it could use this proxy; narrow that rule's 'from' or "
+        "'to', configure [auth] userlist, or set 'open_proxy = yes' if that is what you "
+        "want",
+        x->path);
+
+    /* Allow with from restricted, under rules_default = deny: accepted. */
+    load_ok(x, "listen = 0.0.0.0:1080\nrules_default = deny\n[rules]\nallow from 10.0.0.0/8\n",
+            NULL);
+    load_ok(x, "listen = 0.0.0.0:1080\nrules_default = deny\n[rules]\nallow to example.com\n",
+            NULL);
+
+    /* Authentication on, or open_proxy = yes: the rules are not judged. */
+    write_beside(x, "users.txt", "alice:plain:secret\n", users, sizeof(users));
+    load_ok(x, "listen = 0.0.0.0:1080\nrules_file = r.rules\n[auth]\nuserlist = users.txt\n", NULL);
+    load_ok(x, "listen = 0.0.0.0:1080\nopen_proxy = yes\nrules_file = r.rules\n", NULL);
+    /* On loopback nothing is judged. */
+    load_ok(x, "listen = 127.0.0.1:1080\nrules_file = r.rules\n", NULL);
+    unlink(rules);
+    unlink(users);
+}
+
 /* ---- environment ------------------------------------------------------ */
 
 static void test_ferry_log_env(void **state)
@@ -854,6 +928,7 @@ int main(void)
         T(test_cli_errors),
         T(test_open_proxy_refused),
         T(test_open_proxy_accepted),
+        T(test_open_proxy_rules_judged),
         T(test_ferry_log_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

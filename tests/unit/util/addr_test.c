@@ -350,16 +350,80 @@ static void test_loopback_any_equal(void **state)
     assert_true(addr_equal(&a, &b));
 }
 
+/* NAT64 (64:ff9b::/96) and 6to4 (2002::/16) stand for an IPv4 address. */
+static void test_embedded_v4(void **state)
+{
+    (void)state;
+    struct addr a, v4;
+    assert_int_equal(addr_parse("[64:ff9b::7f00:1]:80", -1, &a), 0);
+    assert_true(addr_embedded_v4(&a, &v4));
+    assert_v4(&v4, 127, 0, 0, 1, 80);
+    assert_int_equal(addr_parse("[64:ff9b::169.254.169.254]:80", -1, &a), 0);
+    assert_true(addr_embedded_v4(&a, &v4));
+    assert_v4(&v4, 169, 254, 169, 254, 80);
+    assert_int_equal(addr_parse("[2002:7f00:1::1]:53", -1, &a), 0);
+    assert_true(addr_embedded_v4(&a, &v4));
+    assert_v4(&v4, 127, 0, 0, 1, 53);
+    assert_int_equal(addr_parse("[2002:c000:0201:5::9]:1", -1, &a), 0);
+    assert_true(addr_embedded_v4(&a, &v4));
+    assert_v4(&v4, 192, 0, 2, 1, 1);
+    /* Neighbours of the prefixes, other IPv6 and IPv4 embed nothing. */
+    static const char *const none[] = {"[64:ff9b:1::7f00:1]:80",
+                                       "[64:ff9a::7f00:1]:80",
+                                       "[2003:7f00:1::1]:80",
+                                       "[2001:db8::1]:80",
+                                       "[::ffff:127.0.0.1]:80",
+                                       "[::1]:80",
+                                       "127.0.0.1:80"};
+    for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
+        assert_int_equal(addr_parse(none[i], -1, &a), 0);
+        if (addr_embedded_v4(&a, &v4))
+            fail_msg("%s embeds an IPv4 address?", none[i]);
+    }
+}
+
+static void test_multicast_or_broadcast(void **state)
+{
+    (void)state;
+    static const char *const yes[] = {"224.0.0.1", "224.0.0.251",     "239.255.255.250",
+                                      "232.1.2.3", "255.255.255.255", "ff02::1",
+                                      "ff05::1:3", "ff0e::101"};
+    static const char *const no[] = {"223.255.255.255", "240.0.0.1", "255.255.255.254",
+                                     "10.255.255.255",  "fe80::1",   "fd00::ff",
+                                     "::ffff:224.0.0.1" /* judged once unmapped */};
+    struct addr a;
+    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+        assert_int_equal(addr_parse_ip(yes[i], 0, &a), 0);
+        if (!addr_is_multicast_or_broadcast(&a))
+            fail_msg("%s is not multicast or broadcast?", yes[i]);
+    }
+    for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+        assert_int_equal(addr_parse_ip(no[i], 0, &a), 0);
+        if (addr_is_multicast_or_broadcast(&a))
+            fail_msg("%s is multicast or broadcast?", no[i]);
+    }
+    memset(&a, 0, sizeof(a));
+    assert_false(addr_is_multicast_or_broadcast(&a));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_ipv4_port),    cmocka_unit_test(test_parse_ipv6_port),
-        cmocka_unit_test(test_parse_default_port), cmocka_unit_test(test_parse_missing_port),
-        cmocka_unit_test(test_parse_bad_ports),    cmocka_unit_test(test_parse_garbage_and_names),
-        cmocka_unit_test(test_parse_ip),           cmocka_unit_test(test_format_round_trip),
-        cmocka_unit_test(test_format_ip),          cmocka_unit_test(test_format_truncates_safely),
-        cmocka_unit_test(test_from_sockaddr),      cmocka_unit_test(test_to_sockaddr),
+        cmocka_unit_test(test_parse_ipv4_port),
+        cmocka_unit_test(test_parse_ipv6_port),
+        cmocka_unit_test(test_parse_default_port),
+        cmocka_unit_test(test_parse_missing_port),
+        cmocka_unit_test(test_parse_bad_ports),
+        cmocka_unit_test(test_parse_garbage_and_names),
+        cmocka_unit_test(test_parse_ip),
+        cmocka_unit_test(test_format_round_trip),
+        cmocka_unit_test(test_format_ip),
+        cmocka_unit_test(test_format_truncates_safely),
+        cmocka_unit_test(test_from_sockaddr),
+        cmocka_unit_test(test_to_sockaddr),
         cmocka_unit_test(test_loopback_any_equal),
+        cmocka_unit_test(test_embedded_v4),
+        cmocka_unit_test(test_multicast_or_broadcast),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
