@@ -31,8 +31,8 @@ static const char usage_main[] =
     "  -V, --version  print the version\n";
 
 static const char usage_serve[] =
-    "usage: ferry serve [-c FILE] [-l ADDR:PORT]... [-w WORKERS] [--pidfile FILE] [--upgrade]\n"
-    "                   [--check]\n"
+    "usage: ferry serve [-c FILE] [-l ADDR:PORT]... [-w WORKERS] [--pidfile FILE] [--check]\n"
+    "                   [--upgrade]\n"
     "\n"
     "Run the proxy (SOCKS5, SOCKS4 and HTTP on one port) in the foreground.\n"
     "Without -c, built-in defaults apply: listen on 127.0.0.1:1080, one\n"
