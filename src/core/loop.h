@@ -22,7 +22,7 @@
  * loop_timer_stop and loop_task_cancel take timers and tasks out) and
  * hands it to loop_release(): the loop calls the release callback, which
  * frees, after the batch: after every io callback, timer and task of the
- * iteration. Owners outside loop_run (teardown) call loop_flush().
+ * iteration. Outside loop_run (teardown), loop_flush_tasks() runs them.
  */
 #ifndef FERRY_CORE_LOOP_H
 #define FERRY_CORE_LOOP_H
@@ -133,6 +133,7 @@ void loop_flush_tasks(struct loop *l);
  * cancelled) so nothing but cb reaches it. Once per object; never fails
  * and never allocates. */
 void loop_release(struct loop *l, struct release *r, release_cb cb);
+
 static inline bool task_queued(const struct task *t)
 {
     return !list_empty(&t->link);

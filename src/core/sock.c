@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * sock.c: thin wrappers over the socket API with ferry's return convention.
+ * sock.c: thin wrappers over the socket API with ferry's return convention,
+ * and the check that a port is not held by another process (a probe bind,
+ * then /proc/net/tcp{,6} against /proc/self/fd).
  */
 #include "core/sock.h"
 
