@@ -86,6 +86,7 @@ static void conn_free(struct release *r)
 {
     struct conn *c = container_of(r, struct conn, rel);
     struct worker *w = c->w;
+    loop_task_cancel(&c->task); /* a resume queued after the close never runs */
     if (w->nfree_sessions < CONN_FREELIST_MAX) {
         *(void **)c = w->free_sessions;
         w->free_sessions = c;
