@@ -258,7 +258,8 @@ install: ferry $(BUILD)/ferry.service
 	install -D -m 0644 docs/man/ferry.conf.5 $(DESTDIR)$(MANDIR)/man5/ferry.conf.5
 	install -D -m 0644 ferry.conf.example $(DESTDIR)$(DOCDIR)/ferry.conf.example
 	install -D -m 0644 $(BUILD)/ferry.service $(DESTDIR)$(UNITDIR)/ferry.service
-	install -D -m 0644 $(BUILD)/ferry.service $(DESTDIR)$(UNITDIR)/ferry@.service
+	sed -e '/^ExecStart=/s/$$/ --upgrade/' $(BUILD)/ferry.service | \
+	  install -D -m 0644 /dev/stdin $(DESTDIR)$(UNITDIR)/ferry@.service
 	@if [ ! -e $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf ]; then \
 	  install -D -m 0644 ferry.conf.example $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf; \
 	  echo "installed $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf"; \

@@ -32,6 +32,7 @@ static const char usage_main[] =
 
 static const char usage_serve[] =
     "usage: ferry serve [-c FILE] [-l ADDR:PORT]... [-w WORKERS] [--pidfile FILE] [--check]\n"
+    "                   [--upgrade]\n"
     "\n"
     "Run the proxy (SOCKS5, SOCKS4 and HTTP on one port) in the foreground.\n"
     "Without -c, built-in defaults apply: listen on 127.0.0.1:1080, one\n"
@@ -46,6 +47,9 @@ static const char usage_serve[] =
     "  -w, --workers N       worker threads (auto = one per CPU)\n"
     "      --pidfile FILE    write the process id to FILE once listening; removed\n"
     "                        at exit unless another ferry has taken it over\n"
+    "      --upgrade         take over from a running ferry: share its listen\n"
+    "                        ports (SO_REUSEPORT) instead of refusing them as\n"
+    "                        in use; then send the old one SIGTERM\n"
     "      --check           validate the configuration (and that log_file\n"
     "                        can be opened; nothing is created), print any\n"
     "                        errors as FILE:LINE: KEY: message, exit 0 or 1\n"
@@ -72,13 +76,10 @@ static const char usage_serve[] =
 static int cmd_serve(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"listen", required_argument, NULL, 'l'},
-        {"workers", required_argument, NULL, 'w'},
-        {"check", no_argument, NULL, 'C'},
-        {"pidfile", required_argument, NULL, 'P'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"config", required_argument, NULL, 'c'},  {"listen", required_argument, NULL, 'l'},
+        {"workers", required_argument, NULL, 'w'}, {"check", no_argument, NULL, 'C'},
+        {"pidfile", required_argument, NULL, 'P'}, {"upgrade", no_argument, NULL, 'U'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
     struct config_cli cli = {0};
     bool check = false;
@@ -104,6 +105,9 @@ static int cmd_serve(int argc, char **argv)
             break;
         case 'P':
             cli.pidfile = optarg;
+            break;
+        case 'U':
+            cli.upgrade = true;
             break;
         case 'h':
             log_print(false, "%s", usage_serve);

@@ -172,6 +172,7 @@ struct config_cli {
     size_t nlisten;
     const char *workers;
     const char *pidfile; /* serve --pidfile */
+    bool upgrade;        /* serve --upgrade: share listen ports with a running ferry */
 };
 
 void config_errors_fini(struct config_errors *e);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * loop.c: epoll, a timer heap and a deferred-task list: the whole runtime
+ * loop.c: epoll, a timer heap, a deferred-task list and a release list (the
+ * late frees of objects a batch may still reference): the whole runtime
  * of a worker thread. Nothing here allocates per event or logs; errors are
  * returned as -errno to the caller.
  */
@@ -42,12 +43,16 @@ int loop_init(struct loop *l)
     l->lag_ms = 0;
     heap_init(&l->timers);
     list_init(&l->tasks);
+    list_init(&l->releases);
     loop_update_time(l);
     return 0;
 }
 
+static void loop_run_releases(struct loop *l);
+
 void loop_fini(struct loop *l)
 {
+    loop_run_releases(l);
     if (l->epfd >= 0)
         close(l->epfd);
     l->epfd = -1;
@@ -168,31 +173,57 @@ static void loop_run_timers(struct loop *l)
     }
 }
 
+/* Move every entry of from to (empty) to. */
+static void list_take(struct list *to, struct list *from)
+{
+    list_init(to);
+    if (list_empty(from))
+        return;
+    to->next = from->next;
+    to->prev = from->prev;
+    to->next->prev = to;
+    to->prev->next = to;
+    list_init(from);
+}
+
 static void loop_run_tasks(struct loop *l)
 {
     /* Take the current list: tasks queued while running wait for the next
-     * iteration, so a task that re-queues itself cannot starve io. */
-    struct list batch, *pos, *tmp;
-    if (list_empty(&l->tasks))
-        return;
-    list_init(&batch);
-    batch.next = l->tasks.next;
-    batch.prev = l->tasks.prev;
-    batch.next->prev = &batch;
-    batch.prev->next = &batch;
-    list_init(&l->tasks);
-    list_for_each_safe(pos, tmp, &batch)
-    {
-        struct task *t = container_of(pos, struct task, link);
-        list_del(pos);
+     * iteration, so a task that re-queues itself cannot starve io. The
+     * head is taken afresh each time (never a saved next pointer): a task
+     * may cancel any other one, which then simply leaves the batch. */
+    struct list batch;
+    list_take(&batch, &l->tasks);
+    while (!list_empty(&batch)) {
+        struct task *t = container_of(batch.next, struct task, link);
+        list_del(&t->link);
         t->cb(t);
     }
 }
 
+/* After the batch: nothing can reach a released object but its callback.
+ * A release may release more; they run in the same pass. */
+static void loop_run_releases(struct loop *l)
+{
+    while (!list_empty(&l->releases)) {
+        struct release *r = container_of(l->releases.next, struct release, link);
+        list_del(&r->link);
+        r->cb(r);
+    }
+}
+
+void loop_release(struct loop *l, struct release *r, release_cb cb)
+{
+    r->cb = cb;
+    list_add_tail(&l->releases, &r->link);
+}
+
 void loop_flush_tasks(struct loop *l)
 {
-    while (!list_empty(&l->tasks))
+    while (!list_empty(&l->tasks) || !list_empty(&l->releases)) {
         loop_run_tasks(l);
+        loop_run_releases(l);
+    }
 }
 
 int loop_run(struct loop *l)
@@ -206,6 +237,8 @@ int loop_run(struct loop *l)
             return -errno;
         }
         loop_update_time(l);
+        /* An io closed by an earlier callback of this batch has fd -1 and
+         * is skipped; its memory lives until loop_run_releases(). */
         for (int i = 0; i < n; i++) {
             struct io *io = evs[i].data.ptr;
             if (io->fd >= 0)
@@ -213,6 +246,7 @@ int loop_run(struct loop *l)
         }
         loop_run_timers(l);
         loop_run_tasks(l);
+        loop_run_releases(l);
     }
     return 0;
 }

@@ -14,6 +14,18 @@
 /* Bind and listen. IPv6 sockets are IPV6_V6ONLY so "[::]:1080" and
  * "0.0.0.0:1080" can be listed side by side. */
 int sock_listen(const struct addr *a, int backlog, bool reuseport);
+/* Whether listening on a with SO_REUSEPORT would share the port with a
+ * socket this process does not own (SO_REUSEPORT lets any process of the
+ * same user join). A probe binds a without SO_REUSEPORT (with SO_REUSEADDR,
+ * so connections in TIME_WAIT do not count) and closes it; when the port is
+ * taken, the listening sockets on it in /proc/net/tcp and tcp6 are compared
+ * with this process's descriptors (a reload may re-add a port its workers
+ * are still closing). Returns 1 when another process holds the port (or
+ * /proc cannot tell), 0 when it is free or held only by this process, and
+ * -errno when the probe failed otherwise (the real bind will say why).
+ * Port 0 is always 0. A port taken between this check and the bind is not
+ * seen: the check catches a second instance, it is no lock. */
+int sock_port_held_elsewhere(const struct addr *a);
 /* accept4() with SOCK_NONBLOCK | SOCK_CLOEXEC; fills peer when non-NULL. */
 int sock_accept(int lfd, struct addr *peer);
 /* Start a nonblocking connect; the fd is returned while the connect is

@@ -265,9 +265,16 @@ int worker_post_config(struct worker *w, struct config *cfg, struct listen_set *
     return 0;
 }
 
+static void listen_set_release(struct release *r)
+{
+    listen_set_free(container_of(r, struct listen_set, rel));
+}
+
 /* Switch to the listeners of ls: kept sockets move (and are registered
  * again, since epoll holds their address), dropped ones close, new ones
- * are registered. A draining worker closes the new ones at once. */
+ * are registered. A draining worker closes the new ones at once. The old
+ * array goes back into ls and is freed with it after this batch of events,
+ * which may still hold one for an old listener (the loop's rule). */
 static void worker_apply_listeners(struct worker *w, struct listen_set *ls)
 {
     struct listener *arr = ls->arr;
@@ -308,11 +315,10 @@ static void worker_apply_listeners(struct worker *w, struct listen_set *ls)
             close(fd);
         }
     }
-    free(w->listeners);
+    ls->arr = w->listeners;
     w->listeners = arr;
     w->nlisteners = n;
-    ls->arr = NULL;
-    listen_set_free(ls);
+    loop_release(&w->loop, &ls->rel, listen_set_release);
 }
 
 static void on_command(struct io *io, uint32_t events)

@@ -61,6 +61,7 @@ struct listen_set {
     struct addr *addrs;
     bool *fresh;          /* fds[i] was bound for this set (the worker does not own it yet) */
     struct listener *arr; /* n entries (at least one), for the worker to fill */
+    struct release rel;   /* once applied: frees the set and the replaced array late */
 };
 
 void listen_set_free(struct listen_set *ls);

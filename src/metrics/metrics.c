@@ -444,7 +444,7 @@ struct mclient {
     struct metrics *m;
     struct io io;
     struct timer timer;
-    struct task task;
+    struct release rel; /* freed after the batch that closed it */
     char head[CLIENT_HEAD_MAX];
     size_t hlen;
     struct mtext out;
@@ -471,9 +471,9 @@ static double wall_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void client_free_task(struct task *tk)
+static void client_release(struct release *r)
 {
-    struct mclient *c = container_of(tk, struct mclient, task);
+    struct mclient *c = container_of(r, struct mclient, rel);
     mtext_fini(&c->out);
     free(c);
 }
@@ -493,7 +493,7 @@ static void client_close(struct mclient *c)
     }
     list_del(&c->link);
     m->nclients--;
-    loop_defer(&m->loop, &c->task);
+    loop_release(&m->loop, &c->rel, client_release); /* after this batch of events */
 }
 
 static void client_respond(struct mclient *c, int status, const char *reason, const char *ctype,
@@ -679,7 +679,6 @@ static void on_listen(struct io *io, uint32_t events)
         c->m = m;
         io_init(&c->io, on_client);
         timer_init(&c->timer, on_client_timeout);
-        task_init(&c->task, client_free_task);
         list_add_tail(&m->clients, &c->link);
         m->nclients++;
         if (loop_io_add(&m->loop, &c->io, fd, EPOLLIN) < 0) {

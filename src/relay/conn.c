@@ -7,7 +7,8 @@
  *
  * Rules kept here: conn_set_state() is the only writer of c->state; every
  * path that ends a session goes through conn_close(); after conn_close()
- * nothing touches the session but its deferred free.
+ * nothing touches the session but its release (loop_release: freed after
+ * the batch of events, which may still hold one for its sockets).
  */
 #include "relay/conn.h"
 
@@ -87,9 +88,12 @@ void conn_set_state(struct conn *c, enum conn_state s)
 
 /* ---- closing ---------------------------------------------------------- */
 
-static void conn_free(struct conn *c)
+/* The loop's release callback: the batch that closed the session is over. */
+static void conn_free(struct release *r)
 {
+    struct conn *c = container_of(r, struct conn, rel);
     struct worker *w = c->w;
+    loop_task_cancel(&c->task); /* a resume queued after the close never runs */
     if (w->nfree_sessions < CONN_FREELIST_MAX) {
         *(void **)c = w->free_sessions;
         w->free_sessions = c;
@@ -239,7 +243,8 @@ void conn_close(struct conn *c, const char *why)
     worker_cfg_release(w, c->wc);
     list_del(&c->link);
     worker_session_ended(w);
-    loop_defer(&w->loop, &c->task); /* freed after this iteration's events */
+    loop_task_cancel(&c->task);
+    loop_release(&w->loop, &c->rel, conn_free); /* after this batch of events */
 }
 
 void conn_close_err(struct conn *c, const char *why, int err)
@@ -864,13 +869,11 @@ static void conn_on_timer(struct timer *t)
     }
 }
 
-/* Deferred work: free a closed session, or resume a relay that yielded. */
+/* Deferred work: resume a relay that yielded. */
 static void conn_on_task(struct task *t)
 {
     struct conn *c = container_of(t, struct conn, task);
-    if (c->state == CONN_ST_CLOSED)
-        conn_free(c);
-    else if (c->state == CONN_ST_RELAY)
+    if (c->state == CONN_ST_RELAY)
         conn_relay_drive(c);
     else if (c->state == CONN_ST_HTTP_FWD || c->state == CONN_ST_HTTP_HEAD)
         http_drive(c, 0);

@@ -105,7 +105,8 @@ struct conn {
     uint16_t dst_port;
     int err; /* errno behind an error close, for the access log */
     struct timer timer;
-    struct task task; /* continue pumping after yielding; free when closed */
+    struct task task;   /* continue pumping after yielding */
+    struct release rel; /* the late free after conn_close() */
     struct half c2u, u2c;
     struct addr client, target, bnd;
     char *dst_name;          /* the name the client asked for; NULL for IP requests */

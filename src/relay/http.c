@@ -107,6 +107,7 @@ struct http_state {
 struct pooled {
     struct list link;
     struct io io;
+    struct release rel; /* freed after the batch that dropped it */
     struct worker *w;
     uint64_t since;
     char key[300];
@@ -151,6 +152,14 @@ static struct http_pool *pool_get(struct worker *w)
     return w->http;
 }
 
+static void pooled_release(struct release *r)
+{
+    free(container_of(r, struct pooled, rel));
+}
+
+/* Drop p from the pool; freed after this batch of events, which may still
+ * hold one for its socket (a session takes a pooled connection while the
+ * upstream's EOF waits further down the batch). */
 static void pooled_free(struct pooled *p)
 {
     struct http_pool *pool = pool_get(p->w);
@@ -161,7 +170,7 @@ static void pooled_free(struct pooled *p)
         loop_io_del(&p->w->loop, &p->io);
         close(fd);
     }
-    free(p);
+    loop_release(&p->w->loop, &p->rel, pooled_release);
 }
 
 /* Anything from an idle upstream (EOF, an error, unasked-for bytes) makes

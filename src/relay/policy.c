@@ -210,7 +210,13 @@ struct conn_bw {
     struct timer t;
     struct conn *c;
     struct bucket b;
+    struct release rel;
 };
+
+static void bw_release(struct release *r)
+{
+    free(container_of(r, struct conn_bw, rel));
+}
 
 static void bw_on_timer(struct timer *t)
 {
@@ -241,7 +247,8 @@ void policy_bw_stop(struct conn *c)
     if (!c->bw)
         return;
     loop_timer_stop(&c->w->loop, &c->bw->t);
-    free(c->bw);
+    /* Its timer may be the one running now: free after the batch. */
+    loop_release(&c->w->loop, &c->bw->rel, bw_release);
     c->bw = NULL;
 }
 

@@ -80,12 +80,37 @@ unsigned long server_raise_nofile(void)
     return (unsigned long)rl.rlim_cur;
 }
 
+/* Refuse an address whose port another process holds: SO_REUSEPORT would
+ * let a second ferry of the same user join it silently, splitting the
+ * clients between two processes. Only an upgrade (--upgrade) shares on
+ * purpose. what names the setting for the error; at_start adds the hint. */
+static int check_port_free(const struct addr *a, const char *what, const char *origin,
+                           bool at_start)
+{
+    if (sock_port_held_elsewhere(a) != 1)
+        return 0; /* free, ours, or a probe error the real bind reports */
+    char t[ADDR_STRLEN];
+    log_error("%s %s%s%s%s: %s: another process holds port %u%s", what,
+              addr_format(a, t, sizeof(t)), origin ? " (" : "", origin ? origin : "",
+              origin ? ")" : "", strerror(EADDRINUSE), (unsigned)a->port,
+              at_start ? " (is ferry already running? to take over from it without "
+                         "downtime, start this one with --upgrade)"
+                       : "");
+    return -EADDRINUSE;
+}
+
 /* Bind listen address i of cfg once per worker: fds[w * stride + i].
- * Port 0 is resolved by the first bind and reused by the other workers. */
+ * Port 0 is resolved by the first bind and reused by the other workers.
+ * exclusive: refuse a port another process holds (check_port_free). */
 static int bind_address(const struct config *cfg, size_t i, unsigned nworkers, int *fds,
-                        size_t stride, struct addr *bound)
+                        size_t stride, struct addr *bound, bool exclusive, bool at_start)
 {
     *bound = cfg->listen[i].addr;
+    if (exclusive) {
+        int rc = check_port_free(bound, "listen", cfg->listen[i].origin, at_start);
+        if (rc)
+            return rc;
+    }
     for (unsigned w = 0; w < nworkers; w++) {
         int fd = sock_listen(bound, (int)cfg->backlog, true);
         if (fd < 0) {
@@ -107,13 +132,13 @@ static int bind_address(const struct config *cfg, size_t i, unsigned nworkers, i
     return 0;
 }
 
-static int bind_all(const struct config *cfg, int *fds, struct addr *bound)
+static int bind_all(const struct config *cfg, int *fds, struct addr *bound, bool upgrade)
 {
     size_t nl = cfg->nlisten;
     for (size_t i = 0; i < nl * cfg->workers; i++)
         fds[i] = -1;
     for (size_t i = 0; i < nl; i++) {
-        int rc = bind_address(cfg, i, cfg->workers, fds, nl, &bound[i]);
+        int rc = bind_address(cfg, i, cfg->workers, fds, nl, &bound[i], !upgrade, true);
         if (rc)
             return rc;
     }
@@ -203,7 +228,9 @@ static int listen_plan(struct server *s, const struct config *nc, struct listen_
                 fds[w * nl + i] = s->lfds[w * s->nlisten + (size_t)j];
         } else {
             fresh[i] = true;
-            rc = bind_address(nc, i, nw, fds, nl, &bound[i]);
+            /* Never shared on a reload: --upgrade is about the ports the
+             * old ferry serves at our start, not about ones added later. */
+            rc = bind_address(nc, i, nw, fds, nl, &bound[i], true, false);
         }
     }
     for (unsigned w = 0; w < nw && !rc; w++) {
@@ -594,7 +621,9 @@ static int metrics_begin(struct server *s)
     if (!cfg->metrics_listen.family)
         return 0;
     struct addr a = cfg->metrics_listen;
-    /* SO_REUSEPORT: during an upgrade the new ferry binds it too. */
+    /* SO_REUSEPORT: during an upgrade (only) the new ferry binds it too. */
+    if (!s->cli->upgrade && check_port_free(&a, "metrics.listen", NULL, true))
+        return -EADDRINUSE;
     int fd = sock_listen(&a, 64, true);
     char t[ADDR_STRLEN];
     if (fd < 0) {
@@ -653,7 +682,7 @@ int server_run(struct config *cfg, const struct config_cli *cli)
         log_error("c-ares initialisation failed");
         goto out;
     }
-    if (bind_all(cfg, fds, bound))
+    if (bind_all(cfg, fds, bound, cli->upgrade))
         goto out_fds;
     memcpy(s.lfds, fds, nfds * sizeof(*fds));
     s.bound = bound;

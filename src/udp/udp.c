@@ -143,7 +143,7 @@ struct udp_assoc {
     uint32_t nmask;
     uint32_t nnames, queued;
     struct timer sweep;
-    struct task free_task;
+    struct release rel; /* freed after the batch that closed it */
     uint64_t up, down;
     void (*on_activity)(void *arg);
     bool (*allow)(void *arg, const char *name, const struct addr *ip);
@@ -1177,9 +1177,9 @@ static void on_sweep(struct timer *t)
     loop_timer_arm(&a->w->loop, &a->sweep, MAX(250u, a->cfg->idle_ms / 4));
 }
 
-static void on_free(struct task *t)
+static void on_release(struct release *r)
 {
-    free(container_of(t, struct udp_assoc, free_task));
+    free(container_of(r, struct udp_assoc, rel));
 }
 
 /* Bind the client-facing socket on the address the client reached us on,
@@ -1248,7 +1248,6 @@ int udp_assoc_open(struct worker *w, const struct config_udp *cfg, unsigned list
     io_init(&a->out4, on_out4);
     io_init(&a->out6, on_out6);
     timer_init(&a->sweep, on_sweep);
-    task_init(&a->free_task, on_free);
 
     struct addr bound;
     int fd = bind_client_socket(a, local, &bound);
@@ -1308,7 +1307,7 @@ void udp_assoc_close(struct udp_assoc *a, uint64_t *bytes_up, uint64_t *bytes_do
     free(a->dests);
     free(a->slots);
     atomic_fetch_sub(&a->w->sh->udp_assocs[a->listen_index % 64], 1);
-    /* This iteration's event batch may still hold an event for one of our
-     * sockets (the loop skips it, seeing fd -1), so free late. */
-    loop_defer(l, &a->free_task);
+    /* This batch of events may still hold one for our sockets (the loop
+     * skips it, seeing fd -1): the loop frees after the batch. */
+    loop_release(l, &a->rel, on_release);
 }

@@ -539,7 +539,9 @@ def upgrade_scenario(ferry_bin: str, workdir: Path, load_seconds: float, threads
     def start(name):
         logs[name] = workdir / f"ferry-{name}.log"
         out = open(logs[name], "wb")
-        procs[name] = subprocess.Popen(ferrylib._pdeathsig_prefix() + [ferry_bin, "serve", "-c", str(conf)],
+        upgrade = ["--upgrade"] if name != "A" else []  # B takes over A's port
+        procs[name] = subprocess.Popen(ferrylib._pdeathsig_prefix() + [ferry_bin, "serve", "-c", str(conf),
+                                                                        *upgrade],
                                        stdin=subprocess.DEVNULL,
                                        stdout=out, stderr=out, env=ferrylib.ferry_env())
         out.close()

@@ -46,7 +46,7 @@ def test_help_serve(args):
         "usage: ferry serve [-c FILE] [-l ADDR:PORT]... [-w WORKERS] [--pidfile FILE] [--check]"
         in r.out
     )
-    for word in ("--config", "--listen", "--workers", "--pidfile", "--check", "FERRY_LOG",
+    for word in ("--config", "--listen", "--workers", "--pidfile", "--upgrade", "--check", "FERRY_LOG",
                  "SIGHUP", "SIGTERM", "SIGUSR1"):
         assert word in r.out, f"{word} missing from `ferry {' '.join(args)}`"
 

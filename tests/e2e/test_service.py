@@ -396,6 +396,12 @@ def test_make_install(tmp_path):
     assert binary.read_bytes() == (REPO_ROOT / "ferry").read_bytes()
     unit = root / "usr/lib/systemd/system/ferry.service"
     assert "ExecStart=/usr/bin/ferry serve -c /etc/ferry/ferry.conf" in unit.read_text()
+    # only the template (blue/green upgrades) may start next to a running ferry
+    execs = [l for l in unit.read_text().splitlines() if l.startswith("ExecStart=")]
+    assert execs and "--upgrade" not in execs[0], execs
+    template = (root / "usr/lib/systemd/system/ferry@.service").read_text()
+    texecs = [l for l in template.splitlines() if l.startswith("ExecStart=")]
+    assert texecs == [execs[0] + " --upgrade"], texecs
     conf = root / "etc/ferry/ferry.conf"
     assert conf.read_text() == (REPO_ROOT / "ferry.conf.example").read_text()
     assert (root / "usr/share/doc/ferry/ferry.conf.example").is_file()

@@ -3,7 +3,9 @@
  * loop_test.c: the event loop's ordering promises. Timers fire by deadline
  * and never early, a stopped timer stays silent, io runs before timers and
  * timers before deferred tasks, and a task queued by a task waits for the
- * next iteration. Every run is bounded: a guard timer stops the loop and
+ * next iteration. The ownership rule: an io, timer or task unlinked during
+ * its batch is never run again and, handed to loop_release(), is freed
+ * only after the batch. Every run is bounded: a guard timer stops the loop and
  * fails the test if the expected stop never comes.
  */
 #include "harness.h"
@@ -519,6 +521,227 @@ static void test_io_deleted_in_same_iteration_is_skipped(void **state)
     efd_close(&b);
 }
 
+/* ---- freeing during dispatch (the loop's ownership rule) ------------- */
+
+/* An object that embeds an io and is freed through loop_release(). */
+struct owned {
+    struct efd_io e;
+    struct release rel;
+    struct owned *other; /* closed and released by this one's callback */
+    unsigned calls;
+    bool *released; /* set by the release callback, which then frees */
+};
+
+static void owned_release_cb(struct release *r)
+{
+    struct owned *o = container_of(r, struct owned, rel);
+    *o->released = true;
+    note("release");
+    free(o);
+}
+
+static void owned_io_cb(struct io *io, uint32_t events)
+{
+    (void)events;
+    struct owned *self = container_of(io, struct owned, e.io);
+    self->calls++;
+    note("io");
+    uint64_t v;
+    assert_int_equal(read(self->e.fd, &v, sizeof(v)), sizeof(v));
+    struct owned *victim = self->other;
+    if (!victim)
+        return;
+    /* Unlink the other at once (its event may be further down this
+     * batch), and free it only through the loop. */
+    victim->other = NULL;
+    self->other = NULL;
+    int fd = victim->e.fd;
+    loop_io_del(&fx->l, &victim->e.io);
+    close(fd);
+    loop_release(&fx->l, &victim->rel, owned_release_cb);
+}
+
+static struct owned *owned_open(bool *released)
+{
+    struct owned *o = calloc(1, sizeof(*o));
+    assert_non_null(o);
+    efd_open(&o->e, "owned", 1);
+    o->e.io.cb = owned_io_cb;
+    o->released = released;
+    *released = false;
+    return o;
+}
+
+static void note_task_cb(struct task *t)
+{
+    (void)t;
+    note("task");
+}
+
+static void test_io_released_during_its_batch(void **state)
+{
+    (void)state;
+    /* Both eventfds are readable, so both events come in the first batch.
+     * Whichever callback runs first closes the other and releases it: the
+     * other's queued event must be skipped (its callback never runs), and
+     * its memory must stay valid until the batch is over (ASan reports a
+     * read of freed memory), then be freed after the io callbacks, the
+     * timers and the tasks of that iteration. */
+    bool rel_a, rel_b;
+    struct owned *a = owned_open(&rel_a);
+    struct owned *b = owned_open(&rel_b);
+    a->other = b;
+    b->other = a;
+    struct task t;
+    task_init(&t, note_task_cb);
+    loop_defer(&fx->l, &t);
+    struct timer end;
+    timer_init(&end, end_timer_cb);
+    loop_timer_arm(&fx->l, &end, 0); /* stops the loop after one iteration */
+    run_loop();
+    assert_true(rel_a != rel_b); /* exactly one was released... */
+    struct owned *survivor = rel_a ? b : a;
+    assert_int_equal(survivor->calls, 1); /* ...by the one callback that ran */
+    assert_int_equal(fx->nlog, 3);
+    assert_string_equal(fx->log[0], "io");
+    assert_string_equal(fx->log[1], "task");
+    assert_string_equal(fx->log[2], "release");
+    efd_close(&survivor->e);
+    free(survivor);
+}
+
+/* A task that cancels and frees another task queued behind it in the same
+ * batch: the freed one never runs and the loop never reads it. */
+struct owned_task {
+    struct task t;
+    struct owned_task *victim;
+    unsigned runs;
+};
+
+static unsigned victim_task_runs;
+
+static void victim_task_cb(struct task *t)
+{
+    (void)t;
+    victim_task_runs++;
+}
+
+static void killer_task_cb(struct task *t)
+{
+    struct owned_task *k = container_of(t, struct owned_task, t);
+    k->runs++;
+    note("killer");
+    if (k->victim) {
+        loop_task_cancel(&k->victim->t);
+        free(k->victim);
+        k->victim = NULL;
+    }
+}
+
+static void test_task_cancels_the_next_task(void **state)
+{
+    (void)state;
+    struct owned_task k;
+    memset(&k, 0, sizeof(k));
+    task_init(&k.t, killer_task_cb);
+    struct owned_task *v = calloc(1, sizeof(*v));
+    assert_non_null(v);
+    task_init(&v->t, victim_task_cb);
+    struct task last;
+    task_init(&last, log_task_cb); /* stops the loop */
+    k.victim = v;
+    victim_task_runs = 0;
+    loop_defer(&fx->l, &k.t);
+    loop_defer(&fx->l, &v->t); /* right behind the killer */
+    loop_defer(&fx->l, &last);
+    run_loop();
+    assert_int_equal(k.runs, 1);
+    assert_int_equal(victim_task_runs, 0);
+    assert_int_equal(fx->nlog, 2);
+    assert_string_equal(fx->log[0], "killer");
+    assert_string_equal(fx->log[1], "task");
+}
+
+/* A timer callback that stops and releases another timer due in the same
+ * pass: the other never fires. */
+struct owned_timer {
+    struct timer t;
+    struct release rel;
+    struct owned_timer *victim;
+    unsigned fired;
+};
+
+static unsigned timers_released;
+
+static void owned_timer_release(struct release *r)
+{
+    timers_released++;
+    free(container_of(r, struct owned_timer, rel));
+}
+
+static void owned_timer_cb(struct timer *t)
+{
+    struct owned_timer *o = container_of(t, struct owned_timer, t);
+    o->fired++;
+    note("timer");
+    struct owned_timer *v = o->victim;
+    if (v) {
+        v->victim = NULL;
+        o->victim = NULL;
+        loop_timer_stop(&fx->l, &v->t);
+        loop_release(&fx->l, &v->rel, owned_timer_release);
+    }
+}
+
+static void test_timer_released_by_another(void **state)
+{
+    (void)state;
+    struct owned_timer *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+    assert_non_null(a);
+    assert_non_null(b);
+    timer_init(&a->t, owned_timer_cb);
+    timer_init(&b->t, owned_timer_cb);
+    a->victim = b;
+    b->victim = a;
+    timers_released = 0;
+    loop_timer_arm(&fx->l, &a->t, 1);
+    loop_timer_arm(&fx->l, &b->t, 1);
+    struct timer end;
+    timer_init(&end, end_timer_cb);
+    loop_timer_arm(&fx->l, &end, 10);
+    run_loop();
+    assert_int_equal(timers_released, 1);
+    assert_int_equal(fx->nlog, 1); /* only the first fired */
+    struct owned_timer *survivor = a->fired ? a : b;
+    assert_int_equal(survivor->fired, 1);
+    free(survivor);
+}
+
+static unsigned plain_releases;
+
+static void plain_release_cb(struct release *r)
+{
+    (void)r;
+    plain_releases++;
+}
+
+static void test_release_outside_the_loop(void **state)
+{
+    (void)state;
+    /* Teardown: pending releases run at loop_flush_tasks() (and any left
+     * at loop_fini(), which the teardown of this test covers). */
+    struct release r1, r2;
+    plain_releases = 0;
+    loop_release(&fx->l, &r1, plain_release_cb);
+    loop_flush_tasks(&fx->l);
+    assert_int_equal(plain_releases, 1);
+    assert_true(list_empty(&fx->l.releases));
+    loop_release(&fx->l, &r2, plain_release_cb);
+    loop_fini(&fx->l);
+    assert_int_equal(plain_releases, 2);
+    assert_int_equal(loop_init(&fx->l), 0); /* for the teardown */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -534,6 +757,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_io_mod_to_epollout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_io_deleted_in_same_iteration_is_skipped, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_io_released_during_its_batch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_task_cancels_the_next_task, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_timer_released_by_another, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_release_outside_the_loop, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
