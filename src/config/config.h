@@ -15,8 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/stats.h"
 #include "log/log.h"
-#include "metrics/stats.h"
 #include "util/addr.h"
 #include "util/msglist.h"
 

@@ -19,8 +19,8 @@
 #include "core/buf.h"
 #include "core/loop.h"
 #include "core/pipe.h"
+#include "core/stats.h"
 #include "dns/resolver.h"
-#include "metrics/stats.h"
 #include "util/addr.h"
 #include "util/list.h"
 

@@ -27,9 +27,9 @@
 #include "config/config.h"
 #include "core/loop.h"
 #include "core/sock.h"
+#include "core/stats.h"
 #include "core/worker.h"
 #include "log/log.h"
-#include "metrics/stats.h"
 #include "version.h"
 
 /* Scrapers at once. When all are taken, a new connection takes the place

@@ -16,9 +16,9 @@
 
 #include "acl/rules.h"
 #include "config/config.h"
+#include "core/stats.h"
 #include "core/worker.h"
 #include "metrics/metrics.h"
-#include "metrics/stats.h"
 
 #define MAX_FAMILIES 256
 #define NAME_MAX_LEN 128
