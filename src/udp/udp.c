@@ -39,11 +39,11 @@
 #include <unistd.h>
 
 #include "config/config.h"
+#include "core/gso.h"
 #include "core/sock.h"
 #include "dns/resolver.h"
 #include "log/log.h"
 #include "proto/socks5.h"
-#include "udp/gso.h"
 #include "util/compiler.h"
 #include "util/list.h"
 
