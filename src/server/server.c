@@ -41,13 +41,13 @@
 #include "auth/auth.h"
 #include "core/loop.h"
 #include "core/sock.h"
-#include "core/worker.h"
 #include "dns/resolver.h"
 #include "log/log.h"
 #include "metrics/metrics.h"
 #include "relay/conn.h"
 #include "server/notify.h"
 #include "version.h"
+#include "worker/worker.h"
 
 /* Everything the main thread keeps. */
 struct server {

@@ -17,8 +17,8 @@
 #include "acl/rules.h"
 #include "config/config.h"
 #include "core/stats.h"
-#include "core/worker.h"
 #include "metrics/metrics.h"
+#include "worker/worker.h"
 
 #define MAX_FAMILIES 256
 #define NAME_MAX_LEN 128
