@@ -34,7 +34,7 @@ struct worker;
  * pointer in struct worker; the worker never looks inside. */
 struct auth_worker;
 struct conn;
-struct http_pool;
+struct upstream_pool;
 struct udp_worker;
 
 enum worker_cmd {
@@ -120,7 +120,7 @@ struct worker {
     struct list cfgs;                     /* generations still in use */
     struct auth_worker *auth;             /* auth/, or NULL */
     struct udp_worker *udp;               /* udp/, or NULL until needed */
-    struct http_pool *http;               /* relay/'s HTTP upstream pool, or NULL until needed */
+    struct upstream_pool *http;           /* relay/'s HTTP upstream pool, or NULL until needed */
     struct listener *listeners;
     size_t nlisteners;
     bool draining;
