@@ -19,8 +19,7 @@
 
 #include "acl/rules.h"
 #include "config/config.h"
-#include "core/worker.h"
-#include "metrics/stats.h"
+#include "core/worker.h" /* and with it the counters (stat_t, enum stats_*) */
 #include "version.h"
 
 /* ---- text ---------------------------------------------------------------- */

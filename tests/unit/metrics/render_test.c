@@ -11,9 +11,8 @@
 #include "harness.h"
 
 #include "config/config.h"
-#include "core/worker.h"
+#include "core/worker.h" /* and with it the counters (stat_add) */
 #include "metrics/render.h"
-#include "metrics/stats.h"
 
 static struct worker ws[3];
 static struct shared sh;
