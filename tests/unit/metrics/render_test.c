@@ -115,10 +115,10 @@ static void test_label_not_utf8(void **state)
     struct config_cli cli;
     memset(&cli, 0, sizeof(cli));
     cli.path = path;
-    struct config_errors errs = {0};
+    struct msglist errs = {0};
     struct config *c = NULL;
     assert_int_equal(config_load(&cli, &c, &errs), 0);
-    config_errors_fini(&errs);
+    msglist_fini(&errs);
     stat_add(&c->rule_hits[0], 2);
     struct metrics_state st = {0};
     char *text = render(c, &st);
