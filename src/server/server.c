@@ -65,6 +65,7 @@ struct server {
     struct addr *bound;
     size_t nlisten;
     struct metrics *metrics;
+    unsigned inited, started; /* workers initialised, threads started */
 };
 
 unsigned long server_raise_nofile(void)
@@ -642,6 +643,107 @@ static int metrics_begin(struct server *s)
     return 0;
 }
 
+/* The signals the main thread takes through its signalfd, blocked in
+ * the calling thread (and so in every thread it starts later). */
+static void block_signals(sigset_t *mask)
+{
+    sigemptyset(mask);
+    sigaddset(mask, SIGINT);
+    sigaddset(mask, SIGTERM);
+    sigaddset(mask, SIGHUP);
+    sigaddset(mask, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, mask, NULL);
+}
+
+/* Once every worker runs: what the operator should see at start (listen
+ * addresses, auth, rules, where iotimeout's default applies), then the
+ * "ready:" line and READY=1 for systemd. */
+static void announce_ready(const struct server *s, const struct addr *bound)
+{
+    const struct config *cfg = s->cfg;
+    for (size_t i = 0; i < cfg->nlisten; i++) {
+        char a[ADDR_STRLEN];
+        log_info("listening on %s", addr_format(&bound[i], a, sizeof(a)));
+    }
+    if (config_auth_enabled(cfg))
+        log_info("authentication: %zu users, %u verifier threads, cache ttl %u ms",
+                 cfg->auth.users->n, cfg->auth.workers, cfg->auth.cachettl_ms);
+    if (cfg->acl)
+        log_info("rules: %u, default %s", cfg->acl->n,
+                 cfg->rules_default == ACL_DENY ? "deny" : "allow");
+    for (size_t i = 0; i < cfg->nlisten; i++) {
+        /* iotimeout not set: say where its default is not "none" */
+        if (cfg->listen[i].iotimeout_ms == cfg->iotimeout_ms)
+            continue;
+        char a[ADDR_STRLEN];
+        log_info("iotimeout: %u s on %s, the default where other hosts connect (set iotimeout to "
+                 "choose; 0 for none)",
+                 cfg->listen[i].iotimeout_ms / 1000, addr_format(&bound[i], a, sizeof(a)));
+    }
+    log_info("ferry %s ready: %u workers, max_connections %u, config %s", FERRY_VERSION,
+             s->nworkers, cfg->max_connections, cfg->path ? cfg->path : "(built-in defaults)");
+    char st[128];
+    snprintf(st, sizeof(st), "READY=1\nMAINPID=%ld\nSTATUS=serving with %u workers", (long)getpid(),
+             s->nworkers);
+    notify_send(st);
+}
+
+/* Initialises every worker (each takes its listening sockets from fds,
+ * which are then marked -1 as no longer ours), starts the metrics endpoint
+ * and then the worker threads. Returns 0, or -1 after logging why; what
+ * was brought up is counted in s->inited and s->started for the caller to
+ * take down. */
+static int workers_up(struct server *s, int *fds, const struct addr *bound)
+{
+    const struct config *cfg = s->cfg;
+    for (; s->inited < s->nworkers; s->inited++) {
+        int rc = worker_init(&s->ws[s->inited], s->inited, &s->sh, &relay_worker_ops, s->cfg,
+                             fds + s->inited * cfg->nlisten, bound, cfg->nlisten);
+        if (rc) {
+            log_error("worker %u: %s", s->inited, strerror(-rc));
+            return -1;
+        }
+        for (size_t i = 0; i < cfg->nlisten; i++)
+            fds[s->inited * cfg->nlisten + i] = -1; /* the worker owns them now */
+    }
+    if (metrics_begin(s))
+        return -1;
+    for (; s->started < s->nworkers; s->started++) {
+        int rc = worker_start(&s->ws[s->started]);
+        if (rc) {
+            log_error("worker %u: cannot start thread: %s", s->started, strerror(-rc));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Takes down what workers_up() and the start brought up, in the order
+ * their dependencies need: threads joined (aborted first unless this is a
+ * clean stop, which also logs the summary), the metrics endpoint, the
+ * verifier pool, the workers, the limits tables. */
+static void workers_down(struct server *s, bool clean)
+{
+    for (unsigned i = 0; i < s->started; i++) {
+        if (!clean)
+            worker_command(&s->ws[i], WORKER_CMD_ABORT);
+        worker_join(&s->ws[i]);
+    }
+    /* The endpoint reads the workers' counters: stop it before they go. */
+    metrics_stop(s->metrics);
+    s->metrics = NULL;
+    if (clean)
+        log_summary(s);
+    /* The pool delivers what it still holds to the workers' ports, which
+     * worker_fini() then frees: stop it first. */
+    if (s->auth_started)
+        auth_stop(&s->auth);
+    for (unsigned i = 0; i < s->inited; i++)
+        worker_fini(&s->ws[i]);
+    if (s->sh.limits)
+        limits_fini(&s->limits);
+}
+
 int server_run(struct config *cfg, const struct config_cli *cli)
 {
     struct server s = {.cli = cli, .cfg = cfg, .nworkers = cfg->workers, .nlisten = cfg->nlisten};
@@ -653,19 +755,13 @@ int server_run(struct config *cfg, const struct config_cli *cli)
     s.ws = calloc(cfg->workers, sizeof(*s.ws));
     s.sh.exit_efd = -1;
     atomic_init(&s.sh.auth, NULL);
-    unsigned started = 0, inited = 0;
     int sfd = -1;
     bool pidfile = false;
 
     /* Block before any thread starts (the log writer included): threads
      * inherit the mask, so these signals only ever reach the signalfd. */
     sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGHUP);
-    sigaddset(&mask, SIGUSR1);
-    pthread_sigmask(SIG_BLOCK, &mask, NULL);
+    block_signals(&mask);
 
     log_set_level(cfg->log_level);
     int rc = log_start(cfg->log_file);
@@ -712,73 +808,15 @@ int server_run(struct config *cfg, const struct config_cli *cli)
         goto out_fds;
     }
 
-    for (; inited < s.nworkers; inited++) {
-        rc = worker_init(&s.ws[inited], inited, &s.sh, &relay_worker_ops, cfg,
-                         fds + inited * cfg->nlisten, bound, cfg->nlisten);
-        if (rc) {
-            log_error("worker %u: %s", inited, strerror(-rc));
-            goto out_workers;
-        }
-        for (size_t i = 0; i < cfg->nlisten; i++)
-            fds[inited * cfg->nlisten + i] = -1; /* the worker owns them now */
-    }
-    if (metrics_begin(&s))
+    if (workers_up(&s, fds, bound))
         goto out_workers;
-    for (; started < s.nworkers; started++) {
-        rc = worker_start(&s.ws[started]);
-        if (rc) {
-            log_error("worker %u: cannot start thread: %s", started, strerror(-rc));
-            goto out_workers;
-        }
-    }
-    for (size_t i = 0; i < cfg->nlisten; i++) {
-        char a[ADDR_STRLEN];
-        log_info("listening on %s", addr_format(&bound[i], a, sizeof(a)));
-    }
-    if (config_auth_enabled(cfg))
-        log_info("authentication: %zu users, %u verifier threads, cache ttl %u ms",
-                 cfg->auth.users->n, cfg->auth.workers, cfg->auth.cachettl_ms);
-    if (cfg->acl)
-        log_info("rules: %u, default %s", cfg->acl->n,
-                 cfg->rules_default == ACL_DENY ? "deny" : "allow");
-    for (size_t i = 0; i < cfg->nlisten; i++) {
-        /* iotimeout not set: say where its default is not "none" */
-        if (cfg->listen[i].iotimeout_ms == cfg->iotimeout_ms)
-            continue;
-        char a[ADDR_STRLEN];
-        log_info("iotimeout: %u s on %s, the default where other hosts connect (set iotimeout to "
-                 "choose; 0 for none)",
-                 cfg->listen[i].iotimeout_ms / 1000, addr_format(&bound[i], a, sizeof(a)));
-    }
-    log_info("ferry %s ready: %u workers, max_connections %u, config %s", FERRY_VERSION, s.nworkers,
-             cfg->max_connections, cfg->path ? cfg->path : "(built-in defaults)");
-    char st[128];
-    snprintf(st, sizeof(st), "READY=1\nMAINPID=%ld\nSTATUS=serving with %u workers", (long)getpid(),
-             s.nworkers);
-    notify_send(st);
+    announce_ready(&s, bound);
 
     supervise(&s, sfd);
     status = 0;
 
 out_workers:
-    for (unsigned i = 0; i < started; i++) {
-        if (status)
-            worker_command(&s.ws[i], WORKER_CMD_ABORT);
-        worker_join(&s.ws[i]);
-    }
-    /* The endpoint reads the workers' counters: stop it before they go. */
-    metrics_stop(s.metrics);
-    s.metrics = NULL;
-    if (status == 0)
-        log_summary(&s);
-    /* The pool delivers what it still holds to the workers' ports, which
-     * worker_fini() then frees: stop it first. */
-    if (s.auth_started)
-        auth_stop(&s.auth);
-    for (unsigned i = 0; i < inited; i++)
-        worker_fini(&s.ws[i]);
-    if (s.sh.limits)
-        limits_fini(&s.limits);
+    workers_down(&s, status == 0);
 out_fds:
     close_all(fds, nfds);
     if (sfd >= 0)
