@@ -76,6 +76,50 @@ static int read_password_tty(char *buf, size_t cap, const char *prompt)
     return n;
 }
 
+/* Reads the password to hash: from the terminal twice (they must match),
+ * else one line of standard input. Returns its length (1..255, in pass,
+ * NUL-terminated), or -1 after saying why on stderr with pass wiped. A
+ * plain password may not end in a space or tab, as a userlist would refuse
+ * the line. */
+static int read_new_password(char *pass, size_t cap, bool plain)
+{
+    char again[300];
+    int n;
+    if (isatty(STDIN_FILENO)) {
+        n = read_password_tty(pass, cap, "Password: ");
+        if (n >= 0) {
+            int m = read_password_tty(again, sizeof(again), "Again: ");
+            if (m != n || memcmp(pass, again, (size_t)n) != 0) {
+                explicit_bzero(pass, cap);
+                explicit_bzero(again, sizeof(again));
+                fputs("ferry passwd: the passwords do not match\n", stderr);
+                return -1;
+            }
+            explicit_bzero(again, sizeof(again));
+        }
+    } else {
+        n = read_line(STDIN_FILENO, pass, cap);
+    }
+    if (n == -1 || n == 0) {
+        fputs("ferry passwd: no password given (RFC 1929 needs 1 to 255 bytes)\n", stderr);
+        return -1;
+    }
+    if (n == -2 || n > 255) {
+        explicit_bzero(pass, cap);
+        fputs("ferry passwd: password longer than 255 bytes (RFC 1929's limit)\n", stderr);
+        return -1;
+    }
+    if (plain && (pass[n - 1] == ' ' || pass[n - 1] == '\t')) {
+        explicit_bzero(pass, cap);
+        fputs("ferry passwd: a plain password cannot end with a space or tab (a userlist refuses "
+              "such a line as an editor's leftover); leave out --plain to store it as an "
+              "Argon2id hash\n",
+              stderr);
+        return -1;
+    }
+    return n;
+}
+
 int passwd_main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -129,40 +173,10 @@ int passwd_main(int argc, char **argv)
         return 2;
     }
 
-    char pass[300], again[300];
-    int n;
-    if (isatty(STDIN_FILENO)) {
-        n = read_password_tty(pass, sizeof(pass), "Password: ");
-        if (n >= 0) {
-            int m = read_password_tty(again, sizeof(again), "Again: ");
-            if (m != n || memcmp(pass, again, (size_t)n) != 0) {
-                explicit_bzero(pass, sizeof(pass));
-                explicit_bzero(again, sizeof(again));
-                fputs("ferry passwd: the passwords do not match\n", stderr);
-                return 1;
-            }
-            explicit_bzero(again, sizeof(again));
-        }
-    } else {
-        n = read_line(STDIN_FILENO, pass, sizeof(pass));
-    }
-    if (n == -1 || n == 0) {
-        fputs("ferry passwd: no password given (RFC 1929 needs 1 to 255 bytes)\n", stderr);
+    char pass[300];
+    int n = read_new_password(pass, sizeof(pass), plain);
+    if (n < 0)
         return 1;
-    }
-    if (n == -2 || n > 255) {
-        explicit_bzero(pass, sizeof(pass));
-        fputs("ferry passwd: password longer than 255 bytes (RFC 1929's limit)\n", stderr);
-        return 1;
-    }
-    if (plain && (pass[n - 1] == ' ' || pass[n - 1] == '\t')) {
-        explicit_bzero(pass, sizeof(pass));
-        fputs("ferry passwd: a plain password cannot end with a space or tab (a userlist refuses "
-              "such a line as an editor's leftover); leave out --plain to store it as an "
-              "Argon2id hash\n",
-              stderr);
-        return 1;
-    }
     int status = 0;
     if (plain) {
         printf("%s:plain:%s\n", name, pass);
