@@ -1196,6 +1196,33 @@ static void load_rules_file(struct loader *ld, const char *cfg_path)
     free(text);
 }
 
+/* Reads and parses the configuration file at path into ld (errors and
+ * warnings go to ld->errs line by line); records the path in the config. */
+static void parse_file(struct loader *ld, const char *path)
+{
+    ld->c->path = strdup(path);
+    ld->file = path;
+    if (read_file(ld, path) == 0) {
+        /* Runtime knobs of Debian's libinih: '#' and ';' start comments
+         * anywhere, continuation lines are errors, lines up to 4000. */
+        static char comment_prefixes[] = ";#";
+        ini_inline_comment_prefixes = comment_prefixes;
+        ini_allow_multiline = false;
+        ini_use_stack = false;
+        ini_max_line = CONFIG_LINE_MAX + 3;
+        /* With the heap buffer, Debian's build sizes it from
+         * ini_initial_alloc, not ini_max_line. */
+        ini_initial_alloc = CONFIG_LINE_MAX + 3;
+        /* Syntax errors were reported line by line by check_line(), so
+         * inih's own "first bad line" result adds nothing. */
+        int rc = ini_parse_stream(ini_reader_cb, ld, ini_handler_cb, ld);
+        if (rc == -2) {
+            msglist_push(ld->errs, "%s: out of memory while parsing", path);
+        }
+    }
+    free(ld->text);
+}
+
 int config_load(const struct config_cli *cli, struct config **out, struct msglist *errs)
 {
     struct config *c = calloc(1, sizeof(*c));
@@ -1205,29 +1232,8 @@ int config_load(const struct config_cli *cli, struct config **out, struct msglis
     struct loader ld = {.c = c, .errs = errs, .workers_auto = true, .max_conn_auto = true};
     size_t nerr0 = errs->n;
 
-    if (cli->path) {
-        c->path = strdup(cli->path);
-        ld.file = cli->path;
-        if (read_file(&ld, cli->path) == 0) {
-            /* Runtime knobs of Debian's libinih: '#' and ';' start comments
-             * anywhere, continuation lines are errors, lines up to 4000. */
-            static char comment_prefixes[] = ";#";
-            ini_inline_comment_prefixes = comment_prefixes;
-            ini_allow_multiline = false;
-            ini_use_stack = false;
-            ini_max_line = CONFIG_LINE_MAX + 3;
-            /* With the heap buffer, Debian's build sizes it from
-             * ini_initial_alloc, not ini_max_line. */
-            ini_initial_alloc = CONFIG_LINE_MAX + 3;
-            /* Syntax errors were reported line by line by check_line(), so
-             * inih's own "first bad line" result adds nothing. */
-            int rc = ini_parse_stream(ini_reader_cb, &ld, ini_handler_cb, &ld);
-            if (rc == -2) {
-                msglist_push(errs, "%s: out of memory while parsing", cli->path);
-            }
-        }
-        free(ld.text);
-    }
+    if (cli->path)
+        parse_file(&ld, cli->path);
     if (c->auth.userlist) {
         int line = 0;
         for (size_t i = 0; i < ARRAY_LEN(keys); i++)
