@@ -4,9 +4,11 @@
 #   make            release build -> ./ferry
 #   make run        build, then run ferry with built-in defaults (127.0.0.1:1080)
 #   make test       unit tests + end-to-end tests (ASan+UBSan), fuzz smoke run
-#   make lint       clang-format check, cppcheck, banned-function grep, check-layers
+#   make lint       clang-format check, cppcheck, banned-function grep, check-layers,
+#                   check-functions
 #   make check-layers   every #include in src/ points down the room order of
 #                   docs/architecture.md
+#   make check-functions   no function in src/ over 100 lines (named exceptions)
 #   make bench      the standard `ferry bench` suite on ferry alone
 #   make bench-compare   ferry against peer proxies from Debian (build/bench/benchmarks.md)
 #   make install    install ferry, its man pages, the sample config and the
@@ -25,8 +27,9 @@ BUILD     ?= build
 FUZZ_SECONDS ?= 5
 
 BUILD_PKGS := gcc make pkg-config libsodium-dev libc-ares-dev libinih-dev
-TEST_PKGS  := libcmocka-dev python3-pytest python3-socks python3-h11 curl haproxy iproute2
-LINT_PKGS  := clang-format cppcheck groff-base
+TEST_PKGS  := libcmocka-dev python3-pytest python3-socks python3-h11 curl haproxy iproute2 \
+              universal-ctags
+LINT_PKGS  := clang-format cppcheck groff-base universal-ctags
 
 PKGS_LIBS  := libsodium libcares inih
 
@@ -234,11 +237,14 @@ lint: deps-lint
 	  out=$$(LC_ALL=C.UTF-8 groff -mandoc -ww -z -K utf8 $$m 2>&1); \
 	  if [ -n "$$out" ]; then echo "$$m: $$out"; exit 1; fi; done
 	@echo "lint: layers"; $(PYTHON) tools/check-layers.py
+	@echo "lint: function length"; $(PYTHON) tools/check-functions.py
 	@echo "lint: ok"
 
 # The room order lives in docs/architecture.md (its ```layers block); the
 # script reads it from there.
-.PHONY: check-layers
+.PHONY: check-layers check-functions
+check-functions:
+	$(PYTHON) tools/check-functions.py
 check-layers:
 	$(PYTHON) tools/check-layers.py
 
