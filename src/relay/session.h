@@ -18,7 +18,24 @@
 #include "config/config.h"
 #include "relay/conn.h"
 
-const struct config *conn_cfg(const struct conn *c);
+/* Open a session on an accepted connection fd (relay.c): the first front
+ * row (front_proxy or front_sniff) in its state, the outbound that will
+ * reach its destinations, then the row's start hook run.
+ * Returns 0 (the session owns fd, and may already be closed), or -ENOMEM
+ * when no session could be had (fd is still the caller's). */
+int conn_open(struct worker *w, uint8_t listen_index, int fd, const struct addr *peer, bool tracked,
+              const struct front_ops *first, enum conn_state state, const struct outbound_ops *out);
+/* Free the worker's recycled sessions (at worker end). */
+void conn_freelist_fini(struct worker *w);
+/* Hand the session to another front row (the sniff found the protocol):
+ * the per-protocol gauges follow. The caller runs f->start. */
+void conn_set_front(struct conn *c, const struct front_ops *f);
+
+/* The configuration the session runs under. */
+static inline const struct config *conn_cfg(const struct conn *c)
+{
+    return c->wc->cfg;
+}
 /* The session's iotimeout in ms (0: none): its listener's, see
  * config_listen.iotimeout_ms. */
 uint32_t conn_iotimeout(const struct conn *c);
@@ -49,25 +66,16 @@ void conn_bad_handshake(struct conn *c);
 
 /* Read what the client sent into c2u.buf (handshakes). 0 or -errno. */
 int conn_read_handshake(struct conn *c);
-/* Resolve (name non-NULL) or take ip, then connect within connect_timeout;
- * ends in conn_connected() or conn_fail(). */
+/* Reach name (NULL: ip) at port through the session's outbound (c->out,
+ * outbound.h): ends in conn_connected() or conn_fail(). */
 void conn_dial(struct conn *c, const char *name, const struct addr *ip, uint16_t port);
-/* The outgoing connection is up (c->up, c->bnd set): the protocol answers. */
+/* The outbound is connected (c->up): the front answers. */
 void conn_connected(struct conn *c);
 /* Switch to the byte relay (CONNECT tunnels, BIND, WebSocket). */
 void conn_relay_start(struct conn *c);
 void conn_arm_idle(struct conn *c);
 
-/* socks.c */
-void socks_handshake(struct conn *c);
-void socks_connected(struct conn *c);
-void socks_fail_reply(struct conn *c, uint8_t rep);
-void socks_udp_drive(struct conn *c);
-void socks_bind_event(struct conn *c, uint32_t events);
-void socks_bind_timeout(struct conn *c);
-void socks_auth_timeout(struct conn *c);
-
-/* http.c */
+/* http.c (its front row is in front.c until http.c carries it) */
 void http_start(struct conn *c);
 void http_drive(struct conn *c, uint32_t up_events);
 void http_connected(struct conn *c);
@@ -78,9 +86,6 @@ void http_pool_fini(struct worker *w);
 
 /* Shared by SOCKS5 and HTTP: the verdict of an authentication. */
 void conn_set_user(struct conn *c, const char *name, size_t len);
-/* Go on after a pause (bandwidth): drive the relay or the HTTP exchange
- * again. */
-void conn_resume(struct conn *c);
 
 /* policy.c: rules and limits applied to a session. */
 enum policy_verdict { POLICY_ALLOW, POLICY_DENY, POLICY_NEED_IP };

@@ -5,8 +5,11 @@
  * CONNECT: UDP ASSOCIATE (handed to udp/) and BIND. It drives the pure
  * parsers of proto/ with what the client sent and answers in the client's
  * own protocol; dialing and relaying are conn.c's (BIND only asks the
- * worker's resolver itself, and bindmap.c for the primary session).
+ * worker's resolver itself, and bindmap.c for the primary session). The
+ * session core reaches it only through the two rows at the end of this
+ * file, front_socks5 and front_socks4 (front.h).
  */
+#include <assert.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -24,13 +27,25 @@
 #include "proto/socks5.h"
 #include "relay/bindmap.h"
 #include "relay/errmap.h"
+#include "relay/front.h"
+#include "relay/outbound.h"
 #include "relay/session.h"
 #include "udp/udp.h"
 
 /* ---- answers ---------------------------------------------------------- */
 
-void socks_fail_reply(struct conn *c, uint8_t rep)
+static_assert((int)CONN_CMD_CONNECT == (int)SOCKS5_CMD_CONNECT &&
+                  (int)CONN_CMD_BIND == (int)SOCKS5_CMD_BIND &&
+                  (int)CONN_CMD_UDP == (int)SOCKS5_CMD_UDP_ASSOCIATE &&
+                  SOCKS4_CMD_CONNECT == (int)SOCKS5_CMD_CONNECT &&
+                  SOCKS4_CMD_BIND == (int)SOCKS5_CMD_BIND,
+              "c->cmd holds SOCKS command numbers");
+
+static void socks_handshake(struct conn *c);
+
+static void socks_fail_reply(struct conn *c, uint8_t rep, const char *why)
 {
+    (void)why;
     uint8_t msg[SOCKS5_REPLY_MAX];
     size_t n;
     if (c->proto == PROTO_SOCKS4)
@@ -63,8 +78,11 @@ static int socks_reply_ok(struct conn *c, const struct addr *bnd)
     return 0;
 }
 
-void socks_connected(struct conn *c)
+static void socks_connected(struct conn *c)
 {
+    /* The reply carries BND, where the destination sees us. */
+    if (c->out->bnd(c, &c->bnd) < 0)
+        memset(&c->bnd, 0, sizeof(c->bnd));
     /* A possible primary session for a later BIND of this client (noted
      * before the reply, so a BIND sent right after it finds the note). */
     if (conn_cfg(c)->bind && c->cmd == SOCKS5_CMD_CONNECT)
@@ -137,7 +155,7 @@ static void socks_udp(struct conn *c)
 
 /* The control connection of an association: whatever arrives is read and
  * discarded; its end (EOF or error) ends the association. */
-void socks_udp_drive(struct conn *c)
+static void socks_udp_drive(struct conn *c)
 {
     char sink[512];
     while (c->cli_ev & SIDE_RD) {
@@ -393,9 +411,8 @@ static void socks_bind(struct conn *c, const struct addr *ip, const char *name, 
     socks_bind_listen(c, &peer);
 }
 
-void socks_bind_event(struct conn *c, uint32_t events)
+static void socks_bind_event(struct conn *c)
 {
-    (void)events;
     if (c->cli_ev & SIDE_RDHUP) {
         conn_close(c, "client-closed");
         return;
@@ -434,7 +451,7 @@ void socks_bind_event(struct conn *c, uint32_t events)
     }
 }
 
-void socks_bind_timeout(struct conn *c)
+static void socks_bind_timeout(struct conn *c)
 {
     conn_fail(c, SOCKS5_REP_TTL_EXPIRED, "bind-timeout");
 }
@@ -526,7 +543,7 @@ static int socks_auth_result(struct conn *c, int result)
     return AUTH_OK;
 }
 
-void socks_auth_timeout(struct conn *c)
+static void socks_auth_timeout(struct conn *c)
 {
     /* A message that never completed is the client's doing: a failure
      * status. A pool that did not answer in time (a long queue) is not a
@@ -670,7 +687,7 @@ static int hs_request4(struct conn *c, struct buf *b)
     }
 }
 
-void socks_handshake(struct conn *c)
+static void socks_handshake(struct conn *c)
 {
     int rc = conn_read_handshake(c);
     if (rc) {
@@ -723,3 +740,95 @@ void socks_handshake(struct conn *c)
         return;
     }
 }
+
+/* ---- the front rows ------------------------------------------------------ */
+
+static void socks_drive(struct conn *c, uint32_t up_events)
+{
+    (void)up_events;
+    if (c->state == CONN_ST_UDP)
+        socks_udp_drive(c);
+    else if (c->state == CONN_ST_BIND)
+        socks_bind_event(c);
+    else
+        socks_handshake(c);
+}
+
+static void socks_timeout(struct conn *c)
+{
+    switch ((enum conn_state)c->state) {
+    case CONN_ST_AUTH_WAIT:
+        socks_auth_timeout(c);
+        break;
+    case CONN_ST_AUTH:
+        /* A username/password message that never completed (truncated):
+         * RFC 1929 failure status, then close. */
+        conn_bad_handshake(c);
+        socks_auth_timeout(c);
+        break;
+    case CONN_ST_BIND:
+        socks_bind_timeout(c);
+        break;
+    case CONN_ST_GREETING:
+    case CONN_ST_REQUEST:
+    case CONN_ST_PROXY:
+    case CONN_ST_RESOLVE:
+    case CONN_ST_CONNECT:
+    case CONN_ST_RELAY:
+    case CONN_ST_UDP:
+    case CONN_ST_HTTP_HEAD:
+    case CONN_ST_HTTP_FWD:
+    case CONN_ST_LINGER:
+    case CONN_ST_CLOSED:
+    case CONN_ST_COUNT:
+        conn_bad_handshake(c);
+        conn_close(c, "handshake-timeout");
+        break;
+    }
+}
+
+static const char *socks_cmd_name(const struct conn *c)
+{
+    switch (c->cmd) {
+    case 0:
+        return "-";
+    case SOCKS5_CMD_CONNECT:
+        return "connect";
+    case SOCKS5_CMD_BIND:
+        return "bind";
+    case SOCKS5_CMD_UDP_ASSOCIATE:
+        return "udp";
+    default:
+        return "other";
+    }
+}
+
+/* One access-log line per session. */
+static void socks_end(struct conn *c)
+{
+    conn_access_log(c, socks_cmd_name(c), c->reply == 0xff ? "-" : socks5_rep_str(c->reply));
+}
+
+const struct front_ops front_socks5 = {
+    .name = "socks5",
+    .proto = PROTO_SOCKS5,
+    .sp = SP_SOCKS5,
+    .start = socks_handshake,
+    .drive = socks_drive,
+    .connected = socks_connected,
+    .fail_reply = socks_fail_reply,
+    .timeout = socks_timeout,
+    .end = socks_end,
+};
+
+const struct front_ops front_socks4 = {
+    .name = "socks4",
+    .proto = PROTO_SOCKS4,
+    .sp = SP_SOCKS4,
+    .start = socks_handshake,
+    .drive = socks_drive,
+    .connected = socks_connected,
+    .fail_reply = socks_fail_reply,
+    .timeout = socks_timeout,
+    .end = socks_end,
+};
