@@ -4,7 +4,9 @@
 #   make            release build -> ./ferry
 #   make run        build, then run ferry with built-in defaults (127.0.0.1:1080)
 #   make test       unit tests + end-to-end tests (ASan+UBSan), fuzz smoke run
-#   make lint       clang-format check, cppcheck, banned-function grep
+#   make lint       clang-format check, cppcheck, banned-function grep, check-layers
+#   make check-layers   every #include in src/ points down the room order of
+#                   docs/architecture.md
 #   make bench      the standard `ferry bench` suite on ferry alone
 #   make bench-compare   ferry against peer proxies from Debian (build/bench/benchmarks.md)
 #   make install    install ferry, its man pages, the sample config and the
@@ -231,7 +233,14 @@ lint: deps-lint
 	@echo "lint: man pages"; for m in docs/man/*.[0-9]; do \
 	  out=$$(LC_ALL=C.UTF-8 groff -mandoc -ww -z -K utf8 $$m 2>&1); \
 	  if [ -n "$$out" ]; then echo "$$m: $$out"; exit 1; fi; done
+	@echo "lint: layers"; $(PYTHON) tools/check-layers.py
 	@echo "lint: ok"
+
+# The room order lives in docs/architecture.md (its ```layers block); the
+# script reads it from there.
+.PHONY: check-layers
+check-layers:
+	$(PYTHON) tools/check-layers.py
 
 # ---- install -----------------------------------------------------------------
 PREFIX     ?= /usr/local

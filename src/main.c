@@ -125,14 +125,14 @@ static int cmd_serve(int argc, char **argv)
 
     server_raise_nofile();
     struct config *cfg = NULL;
-    struct config_errors errs = {0};
+    struct msglist errs = {0};
     int rc = config_load(&cli, &cfg, &errs);
     if (rc) {
         for (size_t i = 0; i < errs.n; i++)
             log_print(true, "%s\n", errs.msg[i]);
         if (errs.n == 0)
             log_print(true, "ferry: cannot load configuration: %s\n", strerror(-rc));
-        config_errors_fini(&errs);
+        msglist_fini(&errs);
         return 1;
     }
     /* Only a start opens log_file, so only a start (or its --check)
@@ -140,7 +140,7 @@ static int cmd_serve(int argc, char **argv)
     rc = config_check_log_file(cfg, &errs);
     for (size_t i = 0; i < errs.n; i++)
         log_print(true, "%s\n", errs.msg[i]);
-    config_errors_fini(&errs);
+    msglist_fini(&errs);
     for (size_t i = 0; i < cfg->warnings.n; i++)
         log_print(true, "warning: %s\n", cfg->warnings.msg[i]);
     if (rc) {

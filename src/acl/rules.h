@@ -28,7 +28,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config/config.h"
 #include "util/addr.h"
 
 enum acl_action { ACL_ALLOW = 1, ACL_DENY = 2 };

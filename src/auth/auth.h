@@ -17,7 +17,7 @@
 #include "auth/userlist.h"
 #include "auth/verifier.h"
 #include "core/loop.h"
-#include "metrics/stats.h"
+#include "core/stats.h"
 #include "util/addr.h"
 
 enum auth_result {

@@ -97,11 +97,11 @@ static bool argon2_params_ok(uint32_t m_kib, uint32_t t, uint32_t p)
 
 /* One line; returns 0 and fills u, or -EINVAL after reporting. */
 static int parse_line(char *line, const char *file, int lineno, struct user *u,
-                      struct config_errors *errs)
+                      struct msglist *errs)
 {
     char *colon = strchr(line, ':');
     if (!colon) {
-        config_error(errs,
+        msglist_push(errs,
                      "%s:%d: malformed line (expected NAME:$argon2id$... or "
                      "NAME:plain:SECRET)",
                      file, lineno);
@@ -109,7 +109,7 @@ static int parse_line(char *line, const char *file, int lineno, struct user *u,
     }
     size_t nlen = (size_t)(colon - line);
     if (!userlist_name_ok(line, nlen)) {
-        config_error(errs,
+        msglist_push(errs,
                      "%s:%d: invalid user name (1 to 255 bytes, without ':', spaces or "
                      "control characters)",
                      file, lineno);
@@ -122,12 +122,12 @@ static int parse_line(char *line, const char *file, int lineno, struct user *u,
         const char *secret = rest + 6;
         size_t slen = strlen(secret);
         if (slen == 0 || slen > 255) {
-            config_error(errs, "%s:%d: plain password must be 1 to 255 bytes (RFC 1929)", file,
+            msglist_push(errs, "%s:%d: plain password must be 1 to 255 bytes (RFC 1929)", file,
                          lineno);
             return -EINVAL;
         }
         if (secret[slen - 1] == ' ' || secret[slen - 1] == '\t') {
-            config_error(errs,
+            msglist_push(errs,
                          "%s:%d: plain password ends with a space or tab (an editor's "
                          "leftover?); remove it, or store such a password as an Argon2id hash "
                          "(ferry passwd NAME)",
@@ -138,14 +138,14 @@ static int parse_line(char *line, const char *file, int lineno, struct user *u,
         u->slen_plain = (uint8_t)slen;
     } else if (strncmp(rest, "$argon2id$", 10) == 0) {
         if (!fcrypto_pwhash_valid(rest)) {
-            config_error(errs,
+            msglist_push(errs,
                          "%s:%d: not a valid Argon2id hash (make one with: ferry passwd NAME)",
                          file, lineno);
             return -EINVAL;
         }
         uint32_t m = 0, t = 0, par = 0;
         if (fcrypto_pwhash_params(rest, &m, &t, &par) < 0 || !argon2_params_ok(m, t, par)) {
-            config_error(errs,
+            msglist_push(errs,
                          "%s:%d: Argon2id parameters out of bounds (m=%u,t=%u,p=%u; ferry accepts "
                          "m from 8 to %llu KiB and at least 8 KiB per lane, t from 1 to %u, p "
                          "from 1 to %u)",
@@ -155,7 +155,7 @@ static int parse_line(char *line, const char *file, int lineno, struct user *u,
         }
         u->kind = USER_ARGON2ID;
     } else {
-        config_error(errs,
+        msglist_push(errs,
                      "%s:%d: unknown credential format (expected $argon2id$... from ferry "
                      "passwd, or plain:SECRET)",
                      file, lineno);
@@ -166,7 +166,7 @@ static int parse_line(char *line, const char *file, int lineno, struct user *u,
     if (!u->name || !u->secret) {
         free(u->name);
         free(u->secret);
-        config_error(errs, "%s:%d: out of memory", file, lineno);
+        msglist_push(errs, "%s:%d: out of memory", file, lineno);
         return -ENOMEM;
     }
     u->nlen = (uint8_t)nlen;
@@ -177,7 +177,7 @@ static int parse_line(char *line, const char *file, int lineno, struct user *u,
     return 0;
 }
 
-static int build_index(struct userlist *ul, const char *file, struct config_errors *errs)
+static int build_index(struct userlist *ul, const char *file, struct msglist *errs)
 {
     size_t nslots = 16;
     while (nslots < ul->n * 2)
@@ -191,7 +191,7 @@ static int build_index(struct userlist *ul, const char *file, struct config_erro
         const struct user *u = &ul->users[k];
         const struct user *dup = userlist_find(ul, u->name, u->nlen);
         if (dup) {
-            config_error(errs, "%s:%d: user '%s' is listed twice (first on line %d)", file, u->line,
+            msglist_push(errs, "%s:%d: user '%s' is listed twice (first on line %d)", file, u->line,
                          u->name, dup->line);
             rc = -EINVAL;
             continue;
@@ -244,8 +244,8 @@ static int make_dummy(struct userlist *ul)
     return fcrypto_pwhash_dummy(ul->dummy, m, t, p);
 }
 
-int userlist_parse(const char *text, const char *file, struct userlist **out,
-                   struct config_errors *errs, struct config_errors *warns)
+int userlist_parse(const char *text, const char *file, struct userlist **out, struct msglist *errs,
+                   struct msglist *warns)
 {
     pthread_once(&keys_once, keys_init);
     struct userlist *ul = calloc(1, sizeof(*ul));
@@ -260,7 +260,7 @@ int userlist_parse(const char *text, const char *file, struct userlist **out,
     if (strncmp(p, "\xEF\xBB\xBF", 3) == 0) {
         p += 3;
         if (warns)
-            config_error(warns, "%s:1: UTF-8 byte order mark ignored", file);
+            msglist_push(warns, "%s:1: UTF-8 byte order mark ignored", file);
     }
     while (*p) {
         const char *nl = strchr(p, '\n');
@@ -301,7 +301,7 @@ int userlist_parse(const char *text, const char *file, struct userlist **out,
     if (!rc)
         rc = build_index(ul, file, errs);
     if (!rc && errs->n == nerr0 && make_dummy(ul) < 0) {
-        config_error(errs, "%s: cannot make the dummy hash", file);
+        msglist_push(errs, "%s: cannot make the dummy hash", file);
         rc = -EINVAL;
     }
     if (rc || errs->n != nerr0) {
@@ -312,14 +312,14 @@ int userlist_parse(const char *text, const char *file, struct userlist **out,
     return 0;
 }
 
-int userlist_load(const char *path, struct userlist **out, struct config_errors *errs,
-                  struct config_errors *warns)
+int userlist_load(const char *path, struct userlist **out, struct msglist *errs,
+                  struct msglist *warns)
 {
     char *text;
     size_t len;
     int rc = file_read_text(path, USERLIST_FILE_MAX, &text, &len);
     if (rc) {
-        config_error(errs, "%s: cannot read userlist: %s", path,
+        msglist_push(errs, "%s: cannot read userlist: %s", path,
                      rc == -EFBIG    ? "larger than 16 MiB"
                      : rc == -EINVAL ? "contains a NUL byte"
                                      : strerror(-rc));

@@ -13,10 +13,11 @@
 #define FERRY_AUTH_USERLIST_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config/config.h"
+#include "util/msglist.h"
 
 #define USERLIST_FILE_MAX (16u << 20)
 
@@ -53,11 +54,11 @@ struct userlist {
  * skipped. A plain password that ends in a space or tab is an error (an
  * editor's leftover far more often than a password; such a password can
  * still be stored as an Argon2id hash). */
-int userlist_parse(const char *text, const char *file, struct userlist **out,
-                   struct config_errors *errs, struct config_errors *warns);
+int userlist_parse(const char *text, const char *file, struct userlist **out, struct msglist *errs,
+                   struct msglist *warns);
 /* Read and parse a file. */
-int userlist_load(const char *path, struct userlist **out, struct config_errors *errs,
-                  struct config_errors *warns);
+int userlist_load(const char *path, struct userlist **out, struct msglist *errs,
+                  struct msglist *warns);
 
 const struct user *userlist_find(const struct userlist *ul, const char *name, size_t len);
 

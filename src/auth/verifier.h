@@ -22,6 +22,7 @@
 #include "auth/userlist.h"
 #include "core/loop.h"
 #include "crypto/fcrypto.h"
+#include "util/addr.h"
 
 struct auth_port;
 

@@ -18,8 +18,8 @@
 
 #include "bench/bench.h"
 #include "core/buf.h"
+#include "core/gso.h"
 #include "core/sock.h"
-#include "udp/gso.h"
 #include "util/list.h"
 
 #define ECHO_MAX_PORTS 16

@@ -37,7 +37,7 @@
 /* State of one load: the config being built and where we are in the file. */
 struct loader {
     struct config *c;
-    struct config_errors *errs;
+    struct msglist *errs;
     const char *file;
     int line;     /* line being handled */
     char *text;   /* the whole file */
@@ -60,33 +60,6 @@ struct key {
     bool repeatable;
 };
 
-void config_errors_fini(struct config_errors *e)
-{
-    for (size_t i = 0; i < e->n; i++)
-        free(e->msg[i]);
-    free(e->msg);
-    e->msg = NULL;
-    e->n = 0;
-}
-
-void config_error(struct config_errors *e, const char *fmt, ...)
-{
-    char *m = NULL;
-    va_list ap;
-    va_start(ap, fmt);
-    int rc = vasprintf(&m, fmt, ap);
-    va_end(ap);
-    if (rc < 0)
-        return;
-    char **v = realloc(e->msg, (e->n + 1) * sizeof(*v));
-    if (!v) {
-        free(m);
-        return;
-    }
-    e->msg = v;
-    e->msg[e->n++] = m;
-}
-
 /* "file:line: key: message" */
 static void PRINTF_LIKE(3, 4) bad(struct loader *ld, const char *key, const char *fmt, ...)
 {
@@ -96,9 +69,9 @@ static void PRINTF_LIKE(3, 4) bad(struct loader *ld, const char *key, const char
     vsnprintf(m, sizeof(m), fmt, ap);
     va_end(ap);
     if (key)
-        config_error(ld->errs, "%s:%d: %s: %s", ld->file, ld->line, key, m);
+        msglist_push(ld->errs, "%s:%d: %s: %s", ld->file, ld->line, key, m);
     else
-        config_error(ld->errs, "%s:%d: %s", ld->file, ld->line, m);
+        msglist_push(ld->errs, "%s:%d: %s", ld->file, ld->line, m);
 }
 
 static uint32_t *field_u32(struct loader *ld, const struct key *k)
@@ -198,7 +171,7 @@ static void PRINTF_LIKE(3, 4) warn(struct loader *ld, const char *key, const cha
     va_start(ap, fmt);
     vsnprintf(m, sizeof(m), fmt, ap);
     va_end(ap);
-    config_error(&ld->c->warnings, "%s:%d: %s: %s", ld->file, ld->line, key, m);
+    msglist_push(&ld->c->warnings, "%s:%d: %s: %s", ld->file, ld->line, key, m);
 }
 
 /* A limit: malformed, zero or below the minimum keeps the default; above
@@ -389,16 +362,15 @@ static int set_splice(struct loader *ld, const struct key *k, const char *v)
 }
 
 /* One listen address; origin says where it came from for later messages. */
-static int add_listen(struct config *c, struct config_errors *errs, const char *text,
-                      const char *origin)
+static int add_listen(struct config *c, struct msglist *errs, const char *text, const char *origin)
 {
     if (c->nlisten == CONFIG_MAX_LISTEN) {
-        config_error(errs, "%s: listen: more than %d addresses", origin, CONFIG_MAX_LISTEN);
+        msglist_push(errs, "%s: listen: more than %d addresses", origin, CONFIG_MAX_LISTEN);
         return -E2BIG;
     }
     struct config_listen *l = &c->listen[c->nlisten];
     if (addr_parse(text, -1, &l->addr)) {
-        config_error(errs,
+        msglist_push(errs,
                      "%s: listen: '%s' is not a numeric address and port "
                      "(expected e.g. 127.0.0.1:1080 or [::1]:1080)",
                      origin, text);
@@ -771,7 +743,7 @@ static void add_rule(struct loader *ld, const char *file, int line, const char *
         uint32_t cap = ld->caprules ? ld->caprules * 2 : 16;
         struct acl_rule *v = realloc(ld->rules, cap * sizeof(*v));
         if (!v) {
-            config_error(ld->errs, "%s:%d: out of memory", file, line);
+            msglist_push(ld->errs, "%s:%d: out of memory", file, line);
             return;
         }
         ld->rules = v;
@@ -780,7 +752,7 @@ static void add_rule(struct loader *ld, const char *file, int line, const char *
     if (acl_rule_parse(t, name, &ld->rules[ld->nrules], err, sizeof(err)) == 0)
         ld->nrules++;
     else
-        config_error(ld->errs, "%s:%d: rule: %s", file, line, err);
+        msglist_push(ld->errs, "%s:%d: rule: %s", file, line, err);
 }
 
 /* Judge a line before inih sees it. Returns true when the line was a rule
@@ -854,13 +826,13 @@ static int read_file(struct loader *ld, const char *path)
         ld->next = ld->text;
         return 0;
     case -EFBIG:
-        config_error(ld->errs, "%s: larger than %u bytes", path, CONFIG_FILE_MAX);
+        msglist_push(ld->errs, "%s: larger than %u bytes", path, CONFIG_FILE_MAX);
         break;
     case -EINVAL:
-        config_error(ld->errs, "%s: contains a NUL byte; not a text file", path);
+        msglist_push(ld->errs, "%s: contains a NUL byte; not a text file", path);
         break;
     default:
-        config_error(ld->errs, "%s: cannot open: %s", path, strerror(-rc));
+        msglist_push(ld->errs, "%s: cannot open: %s", path, strerror(-rc));
         break;
     }
     return rc;
@@ -980,7 +952,7 @@ static void apply_cli(struct config *c, const struct config_cli *cli, struct loa
             c->workers = (unsigned)n;
             ld->workers_auto = false;
         } else {
-            config_error(ld->errs, "command line (-w): '%s' is not a worker count (expected %s)",
+            msglist_push(ld->errs, "command line (-w): '%s' is not a worker count (expected %s)",
                          cli->workers, "auto or 1..256");
         }
     }
@@ -1017,8 +989,7 @@ static bool any_public_listener(const struct config *c, const struct config_list
 }
 
 /* The userlist, named relative to the config file's directory. */
-static void load_userlist(struct config *c, const char *cfg_path, int line,
-                          struct config_errors *errs)
+static void load_userlist(struct config *c, const char *cfg_path, int line, struct msglist *errs)
 {
     char path[4096];
     const char *ul = c->auth.userlist;
@@ -1028,12 +999,12 @@ static void load_userlist(struct config *c, const char *cfg_path, int line,
     else
         snprintf(path, sizeof(path), "%s", ul);
     if (access(path, R_OK) < 0) {
-        config_error(errs, "%s:%d: auth.userlist: cannot read %s: %s", cfg_path, line, path,
+        msglist_push(errs, "%s:%d: auth.userlist: cannot read %s: %s", cfg_path, line, path,
                      strerror(errno));
         return;
     }
     if (userlist_load(path, &c->auth.users, errs, &c->warnings) == 0 && c->auth.users->n == 0) {
-        config_error(errs, "%s:%d: auth.userlist: %s has no users", cfg_path, line, path);
+        msglist_push(errs, "%s:%d: auth.userlist: %s has no users", cfg_path, line, path);
         userlist_unref(c->auth.users);
         c->auth.users = NULL;
     }
@@ -1091,7 +1062,7 @@ static const char *key_origin(const struct loader *ld, const char *key, char *bu
  * rule lines exist: an empty rules_file, or "deny to 10.0.0.1" under
  * rules_default = allow, is still an open proxy. */
 static void check_open_proxy(const struct config *c, const struct loader *ld,
-                             const struct config_listen *pub, struct config_errors *errs)
+                             const struct config_listen *pub, struct msglist *errs)
 {
     if (!pub || c->open_proxy || c->auth.userlist)
         return;
@@ -1100,7 +1071,7 @@ static void check_open_proxy(const struct config *c, const struct loader *ld,
     char a[ADDR_STRLEN], where[4200];
     addr_format(&pub->addr, a, sizeof(a));
     if (!c->acl && !c->rules_file) {
-        config_error(errs,
+        msglist_push(errs,
                      "%s: listen: %s is not a loopback address and no authentication is "
                      "configured, so anyone who can reach it could use this proxy; configure "
                      "[auth] userlist or [rules], or set 'open_proxy = yes' if that is what "
@@ -1112,7 +1083,7 @@ static void check_open_proxy(const struct config *c, const struct loader *ld,
     if (r == ACL_OPEN_NONE)
         return;
     if (r >= 0) {
-        config_error(errs,
+        msglist_push(errs,
                      "%s: listen: %s is not a loopback address and no authentication is "
                      "configured, and the rule at %s lets any client address reach any "
                      "destination, so anyone who can reach it could use this proxy; narrow "
@@ -1120,7 +1091,7 @@ static void check_open_proxy(const struct config *c, const struct loader *ld,
                      "= yes' if that is what you want",
                      pub->origin, a, c->acl->rules[r].name);
     } else if (!ld->nrules) {
-        config_error(errs,
+        msglist_push(errs,
                      "%s: listen: %s is not a loopback address and no authentication is "
                      "configured, and rules_file (%s) holds no rule, so rules_default = allow "
                      "lets anyone who can reach it use this proxy; write rules that allow only "
@@ -1128,7 +1099,7 @@ static void check_open_proxy(const struct config *c, const struct loader *ld,
                      "or set 'open_proxy = yes' if that is what you want",
                      pub->origin, a, key_origin(ld, "rules_file", where, sizeof(where)));
     } else {
-        config_error(errs,
+        msglist_push(errs,
                      "%s: listen: %s is not a loopback address and no authentication is "
                      "configured, and rules_default = allow lets through whatever no rule "
                      "denies, so anyone who can reach it could use this proxy; set "
@@ -1138,7 +1109,7 @@ static void check_open_proxy(const struct config *c, const struct loader *ld,
     }
 }
 
-static void validate(struct config *c, const struct loader *ld, struct config_errors *errs)
+static void validate(struct config *c, const struct loader *ld, struct msglist *errs)
 {
     char where[4200];
     const struct config_listen *pub = NULL;
@@ -1153,14 +1124,14 @@ static void validate(struct config *c, const struct loader *ld, struct config_er
         const struct config_listen *l = &c->listen[i];
         any_pp = any_pp || l->proxy_protocol;
         if (l->proxy_protocol && c->nproxy_from == 0)
-            config_error(errs,
+            msglist_push(errs,
                          "%s: listen: proxy_protocol=v%u needs proxy_protocol_from = the load "
                          "balancers' addresses (a header from anyone else could fake the client "
                          "address)",
                          l->origin, l->proxy_protocol);
     }
     if (c->nproxy_from && !any_pp)
-        config_error(&c->warnings,
+        msglist_push(&c->warnings,
                      "%s: proxy_protocol_from: no listen address has proxy_protocol=v1 or v2, "
                      "so it has no effect",
                      key_origin(ld, "proxy_protocol_from", where, sizeof(where)));
@@ -1168,7 +1139,7 @@ static void validate(struct config *c, const struct loader *ld, struct config_er
         for (size_t i = 0; i < c->nlisten; i++) {
             if (addr_equal(&c->listen[i].addr, &c->metrics_listen) && c->metrics_listen.port) {
                 char a[ADDR_STRLEN];
-                config_error(errs, "%s: metrics.listen: %s is also a proxy listen address (%s)",
+                msglist_push(errs, "%s: metrics.listen: %s is also a proxy listen address (%s)",
                              key_origin(ld, "metrics.listen", where, sizeof(where)),
                              addr_format(&c->metrics_listen, a, sizeof(a)), c->listen[i].origin);
             }
@@ -1178,7 +1149,7 @@ static void validate(struct config *c, const struct loader *ld, struct config_er
         for (size_t j = 0; j < i; j++) {
             if (addr_equal(&c->listen[i].addr, &c->listen[j].addr) && c->listen[i].addr.port) {
                 char a[ADDR_STRLEN];
-                config_error(errs, "%s: listen: %s is listed twice (also at %s)",
+                msglist_push(errs, "%s: listen: %s is listed twice (also at %s)",
                              c->listen[i].origin, addr_format(&c->listen[i].addr, a, sizeof(a)),
                              c->listen[j].origin);
             }
@@ -1186,7 +1157,7 @@ static void validate(struct config *c, const struct loader *ld, struct config_er
     }
 }
 
-static bool errs_since(const struct config_errors *e, size_t n0)
+static bool errs_since(const struct msglist *e, size_t n0)
 {
     return e->n != n0;
 }
@@ -1206,7 +1177,7 @@ static void load_rules_file(struct loader *ld, const char *cfg_path)
     int rc = file_read_text(path, 64u << 20, &text, NULL);
     if (rc) {
         char where[4200];
-        config_error(ld->errs, "%s: rules_file: cannot read %s: %s",
+        msglist_push(ld->errs, "%s: rules_file: cannot read %s: %s",
                      key_origin(ld, "rules_file", where, sizeof(where)), path,
                      rc == -EFBIG ? "larger than 64 MiB" : strerror(-rc));
         return;
@@ -1225,7 +1196,7 @@ static void load_rules_file(struct loader *ld, const char *cfg_path)
     free(text);
 }
 
-int config_load(const struct config_cli *cli, struct config **out, struct config_errors *errs)
+int config_load(const struct config_cli *cli, struct config **out, struct msglist *errs)
 {
     struct config *c = calloc(1, sizeof(*c));
     if (!c)
@@ -1252,7 +1223,7 @@ int config_load(const struct config_cli *cli, struct config **out, struct config
              * inih's own "first bad line" result adds nothing. */
             int rc = ini_parse_stream(ini_reader_cb, &ld, ini_handler_cb, &ld);
             if (rc == -2) {
-                config_error(errs, "%s: out of memory while parsing", cli->path);
+                msglist_push(errs, "%s: out of memory while parsing", cli->path);
             }
         }
         free(ld.text);
@@ -1266,7 +1237,7 @@ int config_load(const struct config_cli *cli, struct config **out, struct config
     } else {
         for (size_t i = 0; i < ARRAY_LEN(keys); i++) {
             if (ld.seen[i] && strncmp(keys[i].name, "auth.", 5) == 0) {
-                config_error(errs,
+                msglist_push(errs,
                              "%s:%d: %s: [auth] settings without auth.userlist (add "
                              "'userlist = FILE' to [auth] to turn authentication on)",
                              cli->path, ld.seen[i], keys[i].name);
@@ -1280,7 +1251,7 @@ int config_load(const struct config_cli *cli, struct config **out, struct config
     if (c->rules_file) {
         char where[4200];
         if (ld.nrules)
-            config_error(errs,
+            msglist_push(errs,
                          "%s: rules_file: the file also has a [rules] section; use one or "
                          "the other",
                          key_origin(&ld, "rules_file", where, sizeof(where)));
@@ -1291,7 +1262,7 @@ int config_load(const struct config_cli *cli, struct config **out, struct config
      * an empty rule set rather than leave the check out (fail closed). */
     if ((ld.nrules || c->rules_default == ACL_DENY) && !errs_since(errs, nerr0)) {
         if (acl_build(&c->acl, ld.rules, ld.nrules, c->rules_default) < 0)
-            config_error(errs, "%s: out of memory compiling the rules", cli->path);
+            msglist_push(errs, "%s: out of memory compiling the rules", cli->path);
         else
             ld.rules = NULL; /* the acl owns them now */
     }
@@ -1308,18 +1279,18 @@ int config_load(const struct config_cli *cli, struct config **out, struct config
     resolve_iotimeout(c, &ld);
     const char *env = getenv("FERRY_LOG");
     if (env && *env && log_level_parse(env, &c->log_level))
-        config_error(errs,
+        msglist_push(errs,
                      "environment: FERRY_LOG: '%s' is not a log level (expected debug, info, "
                      "warn or error)",
                      env);
     validate(c, &ld, errs); /* every problem at once, not one per attempt */
     if (c->acl && errs->n == nerr0 && config_alloc_rule_hits(c) < 0)
-        config_error(errs, "%s: out of memory for the rule counters", cli->path);
+        msglist_push(errs, "%s: out of memory for the rule counters", cli->path);
 
     if (errs->n != nerr0) {
         /* Warnings still matter when there are errors: say them too. */
         for (size_t i = 0; i < c->warnings.n; i++)
-            config_error(errs, "warning: %s", c->warnings.msg[i]);
+            msglist_push(errs, "warning: %s", c->warnings.msg[i]);
         config_free(c);
         return -EINVAL;
     }
@@ -1327,7 +1298,7 @@ int config_load(const struct config_cli *cli, struct config **out, struct config
     return 0;
 }
 
-int config_check_log_file(const struct config *c, struct config_errors *errs)
+int config_check_log_file(const struct config *c, struct msglist *errs)
 {
     const char *path = c->log_file;
     if (!path || !*path)
@@ -1359,9 +1330,9 @@ int config_check_log_file(const struct config *c, struct config_errors *errs)
     if (!why[0])
         return 0;
     if (c->path && c->log_file_line)
-        config_error(errs, "%s:%d: log_file: %s: %s", c->path, c->log_file_line, path, why);
+        msglist_push(errs, "%s:%d: log_file: %s: %s", c->path, c->log_file_line, path, why);
     else
-        config_error(errs, "log_file: %s: %s", path, why);
+        msglist_push(errs, "log_file: %s: %s", path, why);
     return -EINVAL;
 }
 
@@ -1375,7 +1346,7 @@ static void config_destroy(struct config *c)
     free(c->log_file);
     free(c->auth.userlist);
     userlist_unref(c->auth.users);
-    config_errors_fini(&c->warnings);
+    msglist_fini(&c->warnings);
     free(c->rules_file);
     free(c->local_addrs);
     acl_free(c->acl);

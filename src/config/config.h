@@ -15,9 +15,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/stats.h"
 #include "log/log.h"
-#include "metrics/stats.h"
 #include "util/addr.h"
+#include "util/msglist.h"
 
 #define CONFIG_MAX_LISTEN  64
 #define CONFIG_MAX_WORKERS 256
@@ -64,12 +65,6 @@ struct config_http {
 };
 
 struct userlist;
-
-/* A growing list of messages (errors or warnings). */
-struct config_errors {
-    char **msg;
-    size_t n;
-};
 
 /* [auth]: RFC 1929 username/password against a userlist. */
 struct config_auth {
@@ -162,7 +157,7 @@ struct config {
     size_t nproxy_from;
     /* Problems that did not stop the load ("FILE:LINE: KEY: ..."); the server
      * logs them at start and on reload, --check prints them. */
-    struct config_errors warnings;
+    struct msglist warnings;
 };
 
 /* What the command line says; NULL/0 fields mean "not given". */
@@ -175,20 +170,16 @@ struct config_cli {
     bool upgrade;        /* serve --upgrade: share listen ports with a running ferry */
 };
 
-void config_errors_fini(struct config_errors *e);
-/* Append a message (printf-style). */
-void config_error(struct config_errors *e, const char *fmt, ...) PRINTF_LIKE(2, 3);
-
 /* Load and validate. On success *out is set and 0 returned; otherwise
  * -EINVAL (or -ENOMEM) with every problem in errs. */
-int config_load(const struct config_cli *cli, struct config **out, struct config_errors *errs);
+int config_load(const struct config_cli *cli, struct config **out, struct msglist *errs);
 /* Whether log_file can be appended to by this process: its directory
  * exists and the file opens for appending, or, when it does not exist yet,
  * the directory lets us create it. Nothing is created. Problems go to errs
  * as "FILE:LINE: log_file: ..."; returns 0 or -EINVAL. Separate from
  * config_load() because only a start (and --check) opens the file: a
  * reload keeps the open one and may run with fewer privileges. */
-int config_check_log_file(const struct config *c, struct config_errors *errs);
+int config_check_log_file(const struct config *c, struct msglist *errs);
 /* Reference counting; config_unref() frees with the last reference.
  * config_free() is config_unref(). NULL is a no-op for both. */
 struct config *config_ref(struct config *c);

@@ -45,6 +45,20 @@ struct buf *buf_get(struct buf_pool *p)
     return b;
 }
 
+struct buf *buf_get_cap(struct buf_pool *p, uint32_t cap)
+{
+    if (cap <= p->size)
+        return buf_get(p);
+    struct buf *b = malloc(sizeof(*b) + cap);
+    if (!b)
+        return NULL;
+    b->next = NULL;
+    b->start = b->end = 0;
+    b->cap = cap;
+    p->in_use++;
+    return b;
+}
+
 void buf_put(struct buf_pool *p, struct buf *b)
 {
     if (!b)

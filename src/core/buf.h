@@ -31,6 +31,11 @@ void buf_pool_init(struct buf_pool *p, uint32_t size, uint32_t max_free);
 void buf_pool_fini(struct buf_pool *p);
 /* An empty buffer, or NULL when memory is exhausted. */
 struct buf *buf_get(struct buf_pool *p);
+/* An empty buffer of at least cap bytes: one of the pool's when cap fits
+ * in them (p->size), else a buffer of exactly cap bytes of its own, which
+ * buf_put() frees rather than keeps (its capacity is not the pool's). Both
+ * count as lent out (in_use). NULL when memory is exhausted. */
+struct buf *buf_get_cap(struct buf_pool *p, uint32_t cap);
 /* Return b (NULL is a no-op). */
 void buf_put(struct buf_pool *p, struct buf *b);
 

@@ -27,10 +27,10 @@
 #include "config/config.h"
 #include "core/loop.h"
 #include "core/sock.h"
-#include "core/worker.h"
+#include "core/stats.h"
 #include "log/log.h"
-#include "metrics/stats.h"
 #include "version.h"
+#include "worker/worker.h"
 
 /* Scrapers at once. When all are taken, a new connection takes the place
  * of the oldest one that has not sent a whole request yet (idle
@@ -376,7 +376,7 @@ void metrics_render(struct mtext *t, const struct metrics_source *src, const str
 
     counter(t, "ferry_udp_associations_total", "UDP associations opened.", FIELD(s, udp_assocs));
     uint64_t assocs = 0;
-    for (size_t i = 0; i < 64; i++)
+    for (size_t i = 0; i < CONFIG_MAX_LISTEN; i++)
         assocs += atomic_load_explicit(&src->sh->udp_assocs[i], memory_order_relaxed);
     gauge(t, "ferry_udp_associations_active", "UDP associations open now.", assocs);
     counter(t, "ferry_udp_associations_rejected_total",

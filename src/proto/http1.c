@@ -803,3 +803,153 @@ const char *http1_reason(int status)
         return "Error";
     }
 }
+
+/* ---- head rewrite ------------------------------------------------------- */
+
+/* A head being written into the caller's buffer; ok turns false for good
+ * at the first piece that does not fit, and nothing is written past cap. */
+struct out {
+    uint8_t *p;
+    size_t len, cap;
+    bool ok;
+};
+
+static void out_add(struct out *o, const void *s, size_t n)
+{
+    if (!o->ok || o->cap - o->len < n) {
+        o->ok = false;
+        return;
+    }
+    if (n)
+        memcpy(o->p + o->len, s, n);
+    o->len += n;
+}
+
+static void out_str(struct out *o, const char *s)
+{
+    out_add(o, s, strlen(s));
+}
+
+static void out_u64(struct out *o, uint64_t v)
+{
+    char d[20];
+    size_t n = 0;
+    do {
+        d[sizeof(d) - 1 - n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    out_add(o, d + sizeof(d) - n, n);
+}
+
+/* " HTTP/1.x" for the message's minor version. */
+static void out_version(struct out *o, const struct http1_msg *m)
+{
+    char v[] = "HTTP/1.0";
+    v[7] = (char)('0' + (m->minor == 1));
+    out_str(o, v);
+}
+
+/* Copy the fields that are not hop-by-hop; keep the framing ones, since
+ * bodies go through unchanged (http1_hop_by_hop never drops those, and the
+ * parser refuses a Connection that names one). Repeated identical
+ * Content-Length values go on as one field (RFC 9112 6.3), so the next hop
+ * cannot read them another way. With keep_upgrade, Upgrade survives (a
+ * WebSocket handshake). Via is left to out_via. */
+static void out_fields(struct out *o, const struct http1_msg *m, bool keep_upgrade, bool skip_host)
+{
+    bool cl_done = false;
+    for (unsigned i = 0; i < m->nh; i++) {
+        const struct http1_header *f = &m->h[i];
+        if (skip_host && http1_name_is(f, "host"))
+            continue;
+        if (http1_name_is(f, "via"))
+            continue; /* rewritten with ours appended */
+        if (http1_hop_by_hop(m, f) && !(keep_upgrade && http1_name_is(f, "upgrade")))
+            continue;
+        if (m->cl_repeated && http1_name_is(f, "content-length")) {
+            if (!cl_done) {
+                out_str(o, "Content-Length: ");
+                out_u64(o, m->content_length);
+                out_str(o, "\r\n");
+            }
+            cl_done = true;
+            continue;
+        }
+        out_add(o, f->name, f->nlen);
+        out_str(o, ": ");
+        out_add(o, f->value, f->vlen);
+        out_str(o, "\r\n");
+    }
+}
+
+/* The Via field: the value the message carried (its first Via), then ours
+ * as "1.x pseudonym"; only the carried one when via is empty. */
+static void out_via(struct out *o, const struct http1_msg *m, const char *via)
+{
+    const struct http1_header *old = http1_find(m, "via");
+    if (!old && !via[0])
+        return;
+    out_str(o, "Via: ");
+    if (old)
+        out_add(o, old->value, old->vlen);
+    if (via[0]) {
+        out_str(o, old ? ", 1." : "1.");
+        out_u64(o, m->minor == 1);
+        out_str(o, " ");
+        out_str(o, via);
+    }
+    out_str(o, "\r\n");
+}
+
+static ssize_t out_done(const struct out *o)
+{
+    return o->ok ? (ssize_t)o->len : HTTP1_E_TOO_LARGE;
+}
+
+ssize_t http1_rewrite_request(const struct http1_msg *m, size_t path_off, const char *authority,
+                              size_t alen, const char *via, bool upgrade, uint8_t *out, size_t cap)
+{
+    struct out o = {out, 0, cap, true};
+    const char *path = m->target + path_off;
+    size_t plen = m->tlen - path_off;
+    out_add(&o, m->method, m->mlen);
+    out_str(&o, " ");
+    if (plen == 0 || path[0] != '/')
+        out_str(&o, "/");
+    out_add(&o, path, plen);
+    out_str(&o, " ");
+    out_version(&o, m);
+    out_str(&o, "\r\nHost: ");
+    out_add(&o, authority, alen);
+    out_str(&o, "\r\n");
+    out_fields(&o, m, upgrade, true);
+    out_via(&o, m, via);
+    if (upgrade)
+        out_str(&o, "Connection: Upgrade\r\n");
+    else if (m->minor == 0 && m->conn_keepalive)
+        out_str(&o, "Connection: keep-alive\r\n"); /* the proxy's hop may persist */
+    out_str(&o, "\r\n");
+    return out_done(&o);
+}
+
+ssize_t http1_rewrite_response(const struct http1_msg *m, const char *via, bool switching,
+                               bool keepalive, uint8_t *out, size_t cap)
+{
+    struct out o = {out, 0, cap, true};
+    bool informational = m->status >= 100 && m->status < 200 && m->status != 101;
+    char code[] = "HTTP/1.1 000 ";
+    code[9] = (char)('0' + m->status / 100 % 10);
+    code[10] = (char)('0' + m->status / 10 % 10);
+    code[11] = (char)('0' + m->status % 10);
+    out_str(&o, code);
+    out_add(&o, m->reason, m->rlen);
+    out_str(&o, "\r\n");
+    out_fields(&o, m, switching, false);
+    out_via(&o, m, via);
+    if (switching)
+        out_str(&o, "Connection: Upgrade\r\n");
+    else if (!informational && !keepalive)
+        out_str(&o, "Connection: close\r\n");
+    out_str(&o, "\r\n");
+    return out_done(&o);
+}

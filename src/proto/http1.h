@@ -152,6 +152,30 @@ int http1_basic_split(const uint8_t *dec, size_t n, char *user, size_t ucap, siz
 #define HTTP1_EMPTY_LINES_MAX 4
 ssize_t http1_empty_lines(const uint8_t *p, size_t len, unsigned max);
 
+/* The heads a proxy sends on, rewritten from parsed ones: hop-by-hop
+ * fields dropped (http1_hop_by_hop; framing fields always kept), repeated
+ * identical Content-Length values sent as one field, the message's Via
+ * value kept with "1.x via" appended (via "" adds none), other fields in
+ * their order, byte for byte. Written into out (at most cap bytes, never
+ * NUL-terminated). Return the head's length, CRLF CRLF included, or
+ * HTTP1_E_TOO_LARGE when it does not fit (out then holds a partial head).
+ *
+ * http1_rewrite_request: a request parsed from absolute form, sent in
+ *   origin form: the method, the target from path_off on ("/" put in front
+ *   of a path that does not start with one), the message's version, then
+ *   "Host: authority" in place of any Host field. With upgrade (a
+ *   WebSocket handshake), Upgrade survives and "Connection: Upgrade" is
+ *   added; else an HTTP/1.0 request that asked for keep-alive says so
+ *   again ("Connection: keep-alive"), since the proxy's hop may persist.
+ * http1_rewrite_response: a response sent on as HTTP/1.1 with the status
+ *   and reason as they came. switching (a 101 to an upgrade that was asked
+ *   for) keeps Upgrade and adds "Connection: Upgrade"; otherwise a final
+ *   response (not 1xx) adds "Connection: close" unless keepalive. */
+ssize_t http1_rewrite_request(const struct http1_msg *m, size_t path_off, const char *authority,
+                              size_t alen, const char *via, bool upgrade, uint8_t *out, size_t cap);
+ssize_t http1_rewrite_response(const struct http1_msg *m, const char *via, bool switching,
+                               bool keepalive, uint8_t *out, size_t cap);
+
 /* The status an error maps to. */
 int http1_error_status(int err);
 const char *http1_reason(int status);

@@ -31,8 +31,8 @@
 #include <stdint.h>
 
 #include "core/loop.h"
-#include "core/worker.h"
 #include "util/addr.h"
+#include "worker/worker.h"
 
 enum conn_state {
     CONN_ST_PROXY,     /* a PROXY protocol header from a trusted load balancer */

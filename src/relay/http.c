@@ -9,8 +9,11 @@
  *                          HTTP/1.0 clients are closed); idle upstream
  *                          connections wait in a per-worker pool
  *
- * Heads are parsed whole by proto/http1.c and rewritten (hop-by-hop fields
- * dropped, Host set from the target, Via added); bodies are forwarded
+ * Heads are parsed whole by proto/http1.c and rewritten there
+ * (http1_rewrite_request/_response: hop-by-hop fields dropped, Host set
+ * from the target, Via added); idle upstream connections wait in
+ * relay/upstream_pool.c, which upstream_may_pool() guards; this file is the
+ * exchange: the state machine, its answers and its timers. Bodies are forwarded
  * verbatim, straight from the read buffer, while http1_body_scan() tells
  * where each message ends. Nothing is buffered whole. Every error is a real
  * response with a short text body, unless the client already has (part of)
@@ -48,17 +51,17 @@
 #include "proto/socks5.h"
 #include "relay/errmap.h"
 #include "relay/session.h"
+#include "relay/upstream_pool.h"
 
-#define HTTP_OUT_MAX       (64 * 1024 + 512) /* a rewritten head */
-#define HTTP_POOL_SWEEP_MS 1000
+#define HTTP_OUT_MAX    (64 * 1024 + 512) /* a rewritten head */
 /* Under bandwidth limits, reads ask for at most HTTP_BW_CHUNK; paused by
  * the limiter, the exchange looks again every HTTP_BW_POLL_MS (the
  * limiter's own timer resumes only the byte relay, see conn_resume()). A
  * bucket holds at least 64 KiB and a quarter second of tokens, so those
  * that come in after the limiter's timer and before the next look are
  * kept: pausing this way loses no throughput. */
-#define HTTP_BW_CHUNK      (16 * 1024)
-#define HTTP_BW_POLL_MS    50
+#define HTTP_BW_CHUNK   (16 * 1024)
+#define HTTP_BW_POLL_MS 50
 
 enum http_kind { HTTP_NONE, HTTP_CONNECT, HTTP_FORWARD };
 
@@ -92,8 +95,8 @@ struct http_state {
     bool paused;    /* the exchange waits for the bandwidth limiter */
     size_t scanned; /* http1_head_end() progress on the current head */
     int status;
-    char method[24]; /* the request in progress, until its access-log line */
-    char key[300];   /* "host:port" of the current upstream */
+    char method[24];            /* the request in progress, until its access-log line */
+    char key[UPSTREAM_KEY_MAX]; /* "host:port" of the current upstream */
     struct hflow req, resp;
     char *head_copy; /* the rewritten request head, for a retry on a stale pooled connection */
     uint32_t head_copy_len;
@@ -103,39 +106,7 @@ struct http_state {
     uint64_t client_since;          /* loop ms: the client has been silent since, while body_wait */
 };
 
-/* An idle upstream connection waiting for a request to the same place. */
-struct pooled {
-    struct list link;
-    struct io io;
-    struct release rel; /* freed after the batch that dropped it */
-    struct worker *w;
-    uint64_t since;
-    char key[300];
-};
-
-struct http_pool {
-    struct list idle;
-    uint32_t n;
-    struct timer sweep;
-    struct worker *w;
-};
-
 /* ---- buffers ------------------------------------------------------------- */
-
-/* Heads may be larger than pool buffers: those get a buffer of their own. */
-static struct buf *hbuf_get(struct conn *c, uint32_t cap)
-{
-    if (cap <= c->w->bufs.size)
-        return buf_get(&c->w->bufs);
-    struct buf *b = malloc(sizeof(*b) + cap);
-    if (!b)
-        return NULL;
-    b->next = NULL;
-    b->start = b->end = 0;
-    b->cap = cap;
-    c->w->bufs.in_use++;
-    return b;
-}
 
 static void hflow_release(struct conn *c, struct hflow *f)
 {
@@ -147,86 +118,17 @@ static void hflow_release(struct conn *c, struct hflow *f)
 
 /* ---- the pool -------------------------------------------------------------- */
 
-static struct http_pool *pool_get(struct worker *w)
+/* The pool's idle time: the worker's current configuration, so a reload
+ * applies to connections already idle. */
+static uint32_t pool_idle_ms(void *ctx)
 {
-    return w->http;
-}
-
-static void pooled_release(struct release *r)
-{
-    free(container_of(r, struct pooled, rel));
-}
-
-/* Drop p from the pool; freed after this batch of events, which may still
- * hold one for its socket (a session takes a pooled connection while the
- * upstream's EOF waits further down the batch). */
-static void pooled_free(struct pooled *p)
-{
-    struct http_pool *pool = pool_get(p->w);
-    list_del(&p->link);
-    pool->n--;
-    if (p->io.fd >= 0) {
-        int fd = p->io.fd;
-        loop_io_del(&p->w->loop, &p->io);
-        close(fd);
-    }
-    loop_release(&p->w->loop, &p->rel, pooled_release);
-}
-
-/* Anything from an idle upstream (EOF, an error, unasked-for bytes) makes
- * it unusable. Freed late: the loop may hold another event for it. */
-static void pooled_on_io(struct io *io, uint32_t events)
-{
-    (void)events;
-    struct pooled *p = container_of(io, struct pooled, io);
-    int fd = io->fd;
-    loop_io_del(&p->w->loop, io);
-    close(fd);
-    p->since = 0; /* swept at once */
-    struct http_pool *pool = pool_get(p->w);
-    loop_timer_arm(&p->w->loop, &pool->sweep, 0);
-}
-
-static void pool_on_sweep(struct timer *t)
-{
-    struct http_pool *pool = container_of(t, struct http_pool, sweep);
-    struct worker *w = pool->w;
-    uint64_t now = loop_now(&w->loop);
-    uint32_t idle = w->cur->cfg->http.pool_idle_ms;
-    struct list *pos, *tmp;
-    list_for_each_safe(pos, tmp, &pool->idle)
-    {
-        struct pooled *p = container_of(pos, struct pooled, link);
-        if (p->io.fd < 0 || now - p->since >= idle)
-            pooled_free(p);
-    }
-    if (pool->n)
-        loop_timer_arm(&w->loop, &pool->sweep, HTTP_POOL_SWEEP_MS);
-}
-
-static struct http_pool *pool_ensure(struct worker *w)
-{
-    if (w->http)
-        return w->http;
-    struct http_pool *pool = calloc(1, sizeof(*pool));
-    if (!pool)
-        return NULL;
-    list_init(&pool->idle);
-    timer_init(&pool->sweep, pool_on_sweep);
-    pool->w = w;
-    w->http = pool;
-    return pool;
+    struct worker *w = ctx;
+    return w->cur->cfg->http.pool_idle_ms;
 }
 
 void http_pool_fini(struct worker *w)
 {
-    struct http_pool *pool = w->http;
-    if (!pool)
-        return;
-    while (!list_empty(&pool->idle))
-        pooled_free(container_of(pool->idle.next, struct pooled, link));
-    loop_timer_stop(&w->loop, &pool->sweep);
-    free(pool);
+    upstream_pool_free(w->http);
     w->http = NULL;
 }
 
@@ -238,49 +140,14 @@ static void pool_put(struct conn *c)
     if (fd < 0)
         return;
     uint32_t max = conn_cfg(c)->http.pool_size;
-    struct http_pool *pool = max ? pool_ensure(w) : NULL;
+    if (max && !w->http)
+        w->http = upstream_pool_new(&w->loop, pool_idle_ms, w);
     loop_io_del(&w->loop, &c->up);
-    struct pooled *p = pool && pool->n < max ? calloc(1, sizeof(*p)) : NULL;
-    if (!p) {
+    if (!max || !w->http) {
         close(fd);
         return;
     }
-    p->w = w;
-    p->since = loop_now(&w->loop);
-    snprintf(p->key, sizeof(p->key), "%s", c->http->key);
-    io_init(&p->io, pooled_on_io);
-    if (loop_io_add(&w->loop, &p->io, fd, EPOLLIN | EPOLLRDHUP) < 0) {
-        close(fd);
-        free(p);
-        return;
-    }
-    list_add_tail(&pool->idle, &p->link);
-    pool->n++;
-    if (!timer_armed(&pool->sweep))
-        loop_timer_arm(&w->loop, &pool->sweep, HTTP_POOL_SWEEP_MS);
-}
-
-/* An idle connection to key, newest first; -1 if none. */
-static int pool_take(struct conn *c, const char *key, struct addr *peer)
-{
-    struct http_pool *pool = c->w->http;
-    if (!pool)
-        return -1;
-    for (struct list *pos = pool->idle.prev; pos != &pool->idle; pos = pos->prev) {
-        struct pooled *p = container_of(pos, struct pooled, link);
-        if (p->io.fd < 0 || strcmp(p->key, key) != 0)
-            continue;
-        int fd = p->io.fd;
-        loop_io_del(&c->w->loop, &p->io);
-        p->io.fd = -1;
-        pooled_free(p);
-        if (sock_peer_addr(fd, peer) < 0) {
-            close(fd);
-            continue;
-        }
-        return fd;
-    }
-    return -1;
+    upstream_pool_put(w->http, fd, c->http->key, max);
 }
 
 /* ---- answers ------------------------------------------------------------- */
@@ -417,95 +284,21 @@ void http_start(struct conn *c)
     http_drive(c, 0);
 }
 
-/* Append to a head being built; false when it does not fit. */
-static bool out_add(struct buf *o, const void *p, size_t n)
-{
-    if (buf_room(o) < n)
-        return false;
-    memcpy(buf_tail(o), p, n);
-    o->end += (uint32_t)n;
-    return true;
-}
-
-static bool out_str(struct buf *o, const char *s)
-{
-    return out_add(o, s, strlen(s));
-}
-
-/* Copy the fields that are not hop-by-hop; keep the framing ones, since
- * bodies go through unchanged (http1_hop_by_hop never drops those, and the
- * parser refuses a Connection that names one). Repeated identical
- * Content-Length values go on as one field (RFC 9112 6.3), so the next hop
- * cannot read them another way. With keep_upgrade, Upgrade and
- * Connection: Upgrade survive (a WebSocket handshake). */
-static bool copy_fields(struct buf *o, const struct http1_msg *m, bool keep_upgrade, bool skip_host)
-{
-    bool cl_done = false;
-    for (unsigned i = 0; i < m->nh; i++) {
-        const struct http1_header *f = &m->h[i];
-        if (skip_host && http1_name_is(f, "host"))
-            continue;
-        if (http1_name_is(f, "via"))
-            continue; /* rewritten with ours appended */
-        if (http1_hop_by_hop(m, f) && !(keep_upgrade && http1_name_is(f, "upgrade")))
-            continue;
-        if (m->cl_repeated && http1_name_is(f, "content-length")) {
-            if (cl_done)
-                continue;
-            cl_done = true;
-            char cl[48];
-            snprintf(cl, sizeof(cl), "Content-Length: %llu\r\n",
-                     (unsigned long long)m->content_length);
-            if (!out_str(o, cl))
-                return false;
-            continue;
-        }
-        if (!out_add(o, f->name, f->nlen) || !out_str(o, ": ") || !out_add(o, f->value, f->vlen) ||
-            !out_str(o, "\r\n"))
-            return false;
-    }
-    return true;
-}
-
-/* The Via header: any the message carried, then ours. */
-static bool add_via(struct buf *o, const struct http1_msg *m, const char *via)
-{
-    const struct http1_header *old = http1_find(m, "via");
-    if (!via[0]) {
-        if (old)
-            return out_str(o, "Via: ") && out_add(o, old->value, old->vlen) && out_str(o, "\r\n");
-        return true;
-    }
-    char line[128];
-    snprintf(line, sizeof(line), "%s1.%d %s\r\n", old ? ", " : "Via: ", m->minor, via);
-    if (old)
-        return out_str(o, "Via: ") && out_add(o, old->value, old->vlen) && out_str(o, line);
-    return out_str(o, line);
-}
-
-/* The head that goes upstream: origin-form target, our Host and Via. */
+/* The head that goes upstream (http1_rewrite_request): origin-form target,
+ * our Host and Via. Kept until the response starts: a stale pooled
+ * connection is retried with it. */
 static int build_request_head(struct conn *c, const struct http1_msg *m, size_t path_off,
                               const char *authority, size_t alen)
 {
     struct http_state *h = c->http;
-    struct buf *o = h->req.out = hbuf_get(c, HTTP_OUT_MAX);
+    struct buf *o = h->req.out = buf_get_cap(&c->w->bufs, HTTP_OUT_MAX);
     if (!o)
         return -ENOMEM;
-    const char *path = m->target + path_off;
-    size_t plen = m->tlen - path_off;
-    char line[64];
-    snprintf(line, sizeof(line), " HTTP/1.%d\r\nHost: ", m->minor);
-    bool ok = out_add(o, m->method, m->mlen) && out_str(o, " ") &&
-              (plen == 0 || path[0] != '/' ? out_str(o, "/") : true) && out_add(o, path, plen) &&
-              out_str(o, line) && out_add(o, authority, alen) && out_str(o, "\r\n") &&
-              copy_fields(o, m, h->websocket, true) && add_via(o, m, conn_cfg(c)->http.via);
-    if (ok && h->websocket)
-        ok = out_str(o, "Connection: Upgrade\r\n");
-    else if (ok && m->minor == 0 && m->conn_keepalive)
-        ok = out_str(o, "Connection: keep-alive\r\n"); /* our hop may persist: the pool */
-    if (!ok || !out_str(o, "\r\n"))
+    ssize_t n = http1_rewrite_request(m, path_off, authority, alen, conn_cfg(c)->http.via,
+                                      h->websocket, buf_tail(o), buf_room(o));
+    if (n < 0)
         return -E2BIG;
-    /* Kept until the response starts: a stale pooled connection is retried. */
+    o->end += (uint32_t)n;
     free(h->head_copy);
     h->head_copy = malloc(buf_len(o));
     if (h->head_copy) {
@@ -564,19 +357,14 @@ static int http_basic(const struct http1_header *pa, char *user, size_t ucap, si
     return rc;
 }
 
-/* A complete request head is at the start of req.in. */
-static void http_request_head(struct conn *c, size_t headlen)
+/* Parse the request head at the start of req.in into m and start the
+ * exchange's bookkeeping for it. Returns 0, or -1 when the request was
+ * answered (an error response). */
+static int http_head_parse(struct conn *c, struct http1_msg *m, size_t headlen)
 {
     struct http_state *h = c->http;
-    const struct config *cfg = conn_cfg(c);
-    struct http1_msg *m = malloc(sizeof(*m));
-    if (!m) {
-        conn_close_err(c, "no-memory", -ENOMEM);
-        return;
-    }
-    int rc = http1_parse_request(buf_head(h->req.in), headlen, cfg->http.max_line, m);
+    int rc = http1_parse_request(buf_head(h->req.in), headlen, conn_cfg(c)->http.max_line, m);
     if (rc) {
-        free(m);
         snprintf(h->method, sizeof(h->method), "-");
         http_error(c, http1_error_status(rc),
                    rc == HTTP1_E_SMUGGLING ? "ferry: ambiguous message framing"
@@ -586,7 +374,7 @@ static void http_request_head(struct conn *c, size_t headlen)
                    : rc == HTTP1_E_TOO_LARGE    ? "ferry: request header fields too large"
                                                 : "ferry: malformed request",
                    "bad-request");
-        return;
+        return -1;
     }
     c->t_start = loop_now(&c->w->loop);
     c->t_start_us = clock_us();
@@ -602,17 +390,24 @@ static void http_request_head(struct conn *c, size_t headlen)
     h->keepalive = m->minor == 1 && !m->conn_close;
     const struct http1_header *up = http1_find(m, "upgrade");
     h->websocket = m->upgrade && up && http1_has_token(up->value, up->vlen, "websocket");
+    return 0;
+}
 
-    /* Proxy-Authorization, when authentication is on: every request
-     * carries it (a cached success makes that cheap). */
+/* Proxy-Authorization, when authentication is on: every request carries
+ * it (a cached success makes that cheap); then the user's slot. Returns 0
+ * to go on, or -1 when the request was answered or waits for a verdict
+ * (state AUTH_WAIT: the head stays in req.in, parsed again then). */
+static int http_head_auth(struct conn *c, const struct http1_msg *m)
+{
+    struct http_state *h = c->http;
+    const struct config *cfg = conn_cfg(c);
     if (config_auth_enabled(cfg) && !h->authed) {
         const struct http1_header *pa = http1_find(m, "proxy-authorization");
         char user[256], pass[256];
         size_t ulen, plen;
         if (!pa || http_basic(pa, user, sizeof(user), &ulen, pass, sizeof(pass), &plen) < 0) {
-            free(m);
             http_error(c, 407, "ferry: proxy authentication required", "auth-required");
-            return;
+            return -1;
         }
         conn_set_user(c, user, ulen);
         struct auth_params p = {cfg->auth.users, cfg->auth.cachettl_ms};
@@ -621,82 +416,88 @@ static void http_request_head(struct conn *c, size_t headlen)
                            : AUTH_BUSY;
         explicit_bzero(pass, sizeof(pass));
         if (r == AUTH_PENDING) {
-            free(m);
             conn_set_state(c, CONN_ST_AUTH_WAIT);
-            return; /* the head stays in req.in; parsed again on the verdict */
+            return -1;
         }
         if (r != AUTH_OK) {
-            free(m);
             http_auth_refused(c, r);
-            return;
+            return -1;
         }
         h->authed = true;
     }
     if (h->authed) {
         c->authed = true;
         if (!http_admit_user(c)) {
-            free(m);
             http_error(c, 429, "ferry: too many sessions for this user", "user-limit");
-            return;
+            return -1;
         }
     }
     h->authed = false; /* the next request brings its own credentials */
+    return 0;
+}
 
-    char host[256];
-    uint16_t port;
-    bool connect = m->mlen == 7 && memcmp(m->method, "CONNECT", 7) == 0;
-    if (connect) {
-        if (http1_parse_authority(m->target, m->tlen, host, sizeof(host), &port)) {
-            free(m);
+/* Where the request goes (host, port), and what of it goes: CONNECT hands
+ * the bytes behind the head to the tunnel; an absolute-form request is
+ * rewritten into req.out with its body framing set. The head is consumed.
+ * Returns HTTP_CONNECT or HTTP_FORWARD, or -1 when the request was
+ * answered. */
+static int http_head_target(struct conn *c, const struct http1_msg *m, size_t headlen, char *host,
+                            size_t hcap, uint16_t *port)
+{
+    struct http_state *h = c->http;
+    if (m->mlen == 7 && memcmp(m->method, "CONNECT", 7) == 0) {
+        if (http1_parse_authority(m->target, m->tlen, host, hcap, port)) {
             http_error(c, 400, "ferry: CONNECT needs host:port", "bad-request");
-            return;
+            return -1;
         }
-        h->kind = HTTP_CONNECT;
         buf_consume(h->req.in, (uint32_t)headlen);
         /* Bytes behind the head belong to the tunnel: hand them over. */
         if (buf_len(h->req.in)) {
             c->c2u.buf = h->req.in;
             h->req.in = NULL;
         }
-        free(m);
-        c->cmd = SOCKS5_CMD_CONNECT;
-        struct addr ip;
-        bool is_ip = addr_parse_ip(host, port, &ip) == 0;
-        conn_dial(c, is_ip ? NULL : host, &ip, port);
-        return;
+        return HTTP_CONNECT;
     }
     size_t path_off;
-    if (http1_parse_absolute(m->target, m->tlen, host, sizeof(host), &port, &path_off)) {
+    if (http1_parse_absolute(m->target, m->tlen, host, hcap, port, &path_off)) {
         bool https = m->tlen > 8 && strncasecmp(m->target, "https://", 8) == 0;
-        free(m);
         http_error(c, 400,
                    https ? "ferry: use CONNECT for https (e.g. curl --proxytunnel)"
                          : "ferry: this is a proxy; send an absolute URI (http://host/path) or "
                            "CONNECT host:port",
                    "bad-request");
-        return;
+        return -1;
     }
-    h->kind = HTTP_FORWARD;
     const char *auth_start = m->target + 7;
     size_t alen = (size_t)(m->target + path_off - auth_start);
-    rc = build_request_head(c, m, path_off, auth_start, alen);
-    if (rc) {
-        free(m);
+    if (build_request_head(c, m, path_off, auth_start, alen)) {
         http_error(c, 431, "ferry: request header fields too large", "bad-request");
-        return;
+        return -1;
     }
     http1_body_request(&h->req.body, m);
-    free(m);
     buf_consume(h->req.in, (uint32_t)headlen);
     h->scanned = 0;
+    return HTTP_FORWARD;
+}
 
-    /* An idle connection to the same place saves a connect. */
+static void http_dial(struct conn *c, const char *host, uint16_t port)
+{
+    struct addr ip;
+    bool is_ip = addr_parse_ip(host, port, &ip) == 0;
+    conn_dial(c, is_ip ? NULL : host, &ip, port);
+}
+
+/* A forwarded request goes to an idle connection to the same place when
+ * the pool has one (that saves a connect), else to a new one. */
+static void http_forward_to(struct conn *c, const char *host, uint16_t port)
+{
+    struct http_state *h = c->http;
     snprintf(h->key, sizeof(h->key), "%s:%u", host, port);
     free(c->dst_name);
     c->dst_name = strdup(host);
     c->dst_port = port;
     struct addr peer;
-    int fd = pool_take(c, h->key, &peer);
+    int fd = upstream_pool_take(c->w->http, h->key, &peer);
     if (fd >= 0 && policy_dest(c, 0, host, &peer, port) != POLICY_ALLOW) {
         close(fd); /* the rules changed, or this address is no longer wanted */
         c->target = peer;
@@ -716,9 +517,34 @@ static void http_request_head(struct conn *c, size_t headlen)
         close(fd);
     }
     h->reused = false;
-    struct addr ip;
-    bool is_ip = addr_parse_ip(host, port, &ip) == 0;
-    conn_dial(c, is_ip ? NULL : host, &ip, port);
+    http_dial(c, host, port);
+}
+
+/* A complete request head is at the start of req.in: judge it, then send
+ * the request on its way. m is freed on one path, before anything that may
+ * end the session. */
+static void http_request_head(struct conn *c, size_t headlen)
+{
+    struct http1_msg *m = malloc(sizeof(*m));
+    if (!m) {
+        conn_close_err(c, "no-memory", -ENOMEM);
+        return;
+    }
+    char host[256];
+    uint16_t port = 0;
+    int kind = -1;
+    if (http_head_parse(c, m, headlen) == 0 && http_head_auth(c, m) == 0)
+        kind = http_head_target(c, m, headlen, host, sizeof(host), &port);
+    free(m);
+    if (kind < 0)
+        return; /* answered, or waiting for an authentication verdict */
+    c->http->kind = (uint8_t)kind;
+    if (kind == HTTP_CONNECT) {
+        c->cmd = SOCKS5_CMD_CONNECT;
+        http_dial(c, host, port);
+        return;
+    }
+    http_forward_to(c, host, port);
 }
 
 static void http_on_auth(void *owner, int result)
@@ -748,7 +574,7 @@ static void http_request(struct conn *c)
             h->req.in = c->c2u.buf;
             c->c2u.buf = NULL;
         } else {
-            h->req.in = hbuf_get(c, cap + 1);
+            h->req.in = buf_get_cap(&c->w->bufs, cap + 1);
             if (!h->req.in) {
                 conn_close_err(c, "no-memory", -ENOMEM);
                 return;
@@ -909,7 +735,7 @@ static ssize_t hflow_read(struct conn *c, struct hflow *f, int fd, uint8_t *ev, 
 {
     if (!(*ev & SIDE_RD) || f->eof)
         return 0;
-    if (!f->in && !(f->in = hbuf_get(c, cap)))
+    if (!f->in && !(f->in = buf_get_cap(&c->w->bufs, cap)))
         return -ENOMEM;
     if (buf_room(f->in) == 0)
         buf_compact(f->in);
@@ -1022,23 +848,18 @@ static int http_response_head(struct conn *c, size_t headlen)
         h->up_reuse = !m->conn_close && (m->minor == 1 || m->conn_keepalive) &&
                       h->resp.body.kind != HTTP1_BODY_CLOSE && !switching;
     }
-    struct buf *o = h->resp.out ? h->resp.out : (h->resp.out = hbuf_get(c, HTTP_OUT_MAX));
+    struct buf *o =
+        h->resp.out ? h->resp.out : (h->resp.out = buf_get_cap(&c->w->bufs, HTTP_OUT_MAX));
     if (!o) {
         free(m);
         return -ENOMEM;
     }
-    char line[64];
-    snprintf(line, sizeof(line), "HTTP/1.1 %03d ", m->status);
-    bool ok = out_str(o, line) && out_add(o, m->reason, m->rlen) && out_str(o, "\r\n") &&
-              copy_fields(o, m, switching, false) && add_via(o, m, conn_cfg(c)->http.via);
-    if (ok && switching)
-        ok = out_str(o, "Connection: Upgrade\r\n");
-    else if (ok && !informational)
-        ok = out_str(o, h->keepalive ? "" : "Connection: close\r\n");
-    ok = ok && out_str(o, "\r\n");
+    ssize_t n = http1_rewrite_response(m, conn_cfg(c)->http.via, switching, h->keepalive,
+                                       buf_tail(o), buf_room(o));
     free(m);
-    if (!ok)
+    if (n < 0)
         return HTTP1_E_TOO_LARGE;
+    o->end += (uint32_t)n;
     buf_consume(h->resp.in, (uint32_t)headlen);
     h->scanned = 0;
     if (!informational)
@@ -1065,8 +886,12 @@ static void http_exchange_done(struct conn *c)
     free(h->head_copy);
     h->head_copy = NULL;
     /* Reusable only if the upstream said nothing beyond its response. */
-    bool up_ok = h->up_reuse && !h->doubt && h->req.body.done && !h->resp.eof &&
-                 (!h->resp.in || buf_len(h->resp.in) == 0);
+    struct upstream_end end = {.reusable = h->up_reuse,
+                               .doubt = h->doubt,
+                               .req_done = h->req.body.done,
+                               .resp_eof = h->resp.eof,
+                               .unread = h->resp.in ? buf_len(h->resp.in) : 0};
+    bool up_ok = upstream_may_pool(&end);
     h->doubt = false;
     if (up_ok)
         pool_put(c);
@@ -1113,7 +938,7 @@ static bool http_retry(struct conn *c)
     uint64_t sent = h->head_copy_len > unsent ? h->head_copy_len - unsent : 0;
     c->c2u.bytes = c->c2u.bytes > sent ? c->c2u.bytes - sent : 0;
     buf_put(&c->w->bufs, h->req.out);
-    h->req.out = hbuf_get(c, HTTP_OUT_MAX);
+    h->req.out = buf_get_cap(&c->w->bufs, HTTP_OUT_MAX);
     if (!h->req.out)
         return false;
     memcpy(buf_tail(h->req.out), h->head_copy, h->head_copy_len);
@@ -1200,140 +1025,180 @@ static void http_fwd_blocked(struct conn *c, bool up_full, bool cli_full, bool r
     http_fwd_arm(c);
 }
 
+/* What one round of http_forward() saw, for the timer when it stops. */
+struct fwd_round {
+    bool progress, origin, client;
+    bool up_full, cli_full, req_paused, resp_paused;
+};
+
+/* How a half of a round ends: go on, start the next round at once (a
+ * response head was rewritten), or stop (the session moved on: an answer,
+ * a close, a retry, the tunnel, the next request). */
+enum fwd_step { FWD_ON, FWD_AGAIN, FWD_END };
+
+/* Client -> upstream: the head, then the body. */
+static enum fwd_step http_fwd_request(struct conn *c, struct fwd_round *r)
+{
+    struct http_state *h = c->http;
+    uint32_t pending = hflow_pending(&h->req);
+    int rc = hflow_flush(&h->req, c->up.fd, &c->up_ev, &h->req_bytes, &c->c2u.bytes);
+    r->origin |= rc >= 0 && hflow_pending(&h->req) != pending; /* the origin takes bytes */
+    r->up_full = rc == 1;
+    if (rc < 0) {
+        if (!http_retry(c)) {
+            c->err = rc;
+            http_error(c, 502, "ferry: the destination closed the connection", "upstream-error");
+        }
+        return FWD_END;
+    }
+    if (h->req.body.done || h->req.pass != 0)
+        return FWD_ON;
+    if (h->req.in && buf_len(h->req.in)) {
+        if (hflow_scan(&h->req) < 0) {
+            http_error(c, 400, "ferry: bad chunked request body", "bad-request");
+            return FWD_END;
+        }
+        r->progress |= h->req.pass > 0;
+        return FWD_ON;
+    }
+    ssize_t n =
+        hflow_read(c, &h->req, c->cli.fd, &c->cli_ev, conn_cfg(c)->buffer_size, &r->req_paused);
+    if (n < 0) {
+        conn_close_err(c, "client-error", (int)n);
+        return FWD_END;
+    }
+    if (n == 0 && h->req.eof && !h->req.body.done) {
+        conn_close(c, "client-closed"); /* gone mid-body */
+        return FWD_END;
+    }
+    r->progress |= n > 0;
+    r->client |= n > 0;
+    return FWD_ON;
+}
+
+/* A WebSocket switched: what is left of both buffers goes through the
+ * relay like any tunnel bytes. */
+static void http_fwd_switch(struct conn *c)
+{
+    struct http_state *h = c->http;
+    loop_timer_stop(&c->w->loop, &c->timer);
+    if (h->req.in && buf_len(h->req.in)) {
+        c->c2u.buf = h->req.in;
+        h->req.in = NULL;
+    }
+    if (h->resp.in && buf_len(h->resp.in)) {
+        c->u2c.buf = h->resp.in;
+        h->resp.in = NULL;
+    }
+    conn_relay_start(c);
+}
+
+/* Read from the upstream: a head (bounded by max_header) or body bytes. */
+static enum fwd_step http_fwd_read_response(struct conn *c, struct fwd_round *r)
+{
+    struct http_state *h = c->http;
+    uint32_t cap = h->resp_head ? conn_cfg(c)->buffer_size : conn_cfg(c)->http.max_header + 1;
+    ssize_t n = hflow_read(c, &h->resp, c->up.fd, &c->up_ev, cap, &r->resp_paused);
+    if (n < 0) {
+        if (http_retry(c))
+            return FWD_END;
+        c->err = (int)n;
+        if (h->resp_head)
+            conn_close_err(c, "upstream-error", (int)n);
+        else
+            http_error(c, 502, "ferry: the destination closed the connection", "upstream-error");
+        return FWD_END;
+    }
+    if (n == 0 && h->resp.eof) {
+        if (h->resp_head && h->resp.body.kind == HTTP1_BODY_CLOSE) {
+            h->resp.body.done = true;
+            r->progress = true;
+        } else if (!h->resp_head) {
+            if (!http_retry(c))
+                http_error(c, 502, "ferry: the destination closed without a response",
+                           "upstream-closed");
+            return FWD_END;
+        } else {
+            conn_close(c, "upstream-closed"); /* cut short mid-body */
+            return FWD_END;
+        }
+    }
+    r->progress |= n > 0;
+    r->origin |= n > 0 || h->resp.eof;
+    return FWD_ON;
+}
+
+/* Upstream -> client: heads (1xx first), then the body. */
+static enum fwd_step http_fwd_response(struct conn *c, struct fwd_round *r)
+{
+    struct http_state *h = c->http;
+    int rc = hflow_flush(&h->resp, c->cli.fd, &c->cli_ev, &h->resp_bytes, &c->u2c.bytes);
+    if (rc < 0) {
+        conn_close_err(c, "client-error", rc);
+        return FWD_END;
+    }
+    r->cli_full = rc == 1;
+    if (h->kind == HTTP_CONNECT && rc == 0) {
+        http_fwd_switch(c);
+        return FWD_END;
+    }
+    if (rc != 0 || h->resp.pass)
+        return FWD_ON;
+    if (h->resp_head && h->resp.body.done) {
+        if (h->req.body.done) {
+            http_exchange_done(c);
+            return FWD_END;
+        }
+    } else if (h->resp.in && buf_len(h->resp.in) && !h->resp_head) {
+        ssize_t end = http1_head_end(buf_head(h->resp.in), buf_len(h->resp.in),
+                                     conn_cfg(c)->http.max_header, &h->scanned);
+        if (end < 0 || (end > 0 && http_response_head(c, (size_t)end) < 0)) {
+            c->err = 0;
+            http_error(c, 502, "ferry: the destination sent a malformed response", "bad-response");
+            return FWD_END;
+        }
+        if (end > 0) {
+            r->progress = true;
+            return FWD_AGAIN;
+        }
+    } else if (h->resp_head && h->resp.in && buf_len(h->resp.in)) {
+        if (hflow_scan(&h->resp) < 0) {
+            conn_close(c, "bad-response"); /* mid-body: no clean answer left */
+            return FWD_END;
+        }
+        r->progress |= h->resp.pass > 0;
+    }
+    if (!h->resp.pass && !(h->resp_head && h->resp.body.done))
+        return http_fwd_read_response(c, r);
+    return FWD_ON;
+}
+
+/* Move both messages of the exchange (state HTTP_FWD) as far as they go,
+ * for a bounded number of rounds; then wait for an event (saying what on,
+ * for the timer) or yield to the other sessions. */
 static void http_forward(struct conn *c)
 {
     struct http_state *h = c->http;
-    uint32_t cap = conn_cfg(c)->buffer_size;
-    uint32_t headcap = conn_cfg(c)->http.max_header + 1;
     if (h->closing) {
         http_abort_flush(c);
         return;
     }
     h->paused = false; /* each pass asks the limiter again */
     for (int round = 0; round < 64; round++) {
-        bool progress = false, origin = false, client = false;
-        bool up_full = false, cli_full = false, req_paused = false, resp_paused = false;
-        /* client -> upstream: the head, then the body */
-        uint32_t pending = hflow_pending(&h->req);
-        int rc = hflow_flush(&h->req, c->up.fd, &c->up_ev, &h->req_bytes, &c->c2u.bytes);
-        origin |= rc >= 0 && hflow_pending(&h->req) != pending; /* the origin takes bytes */
-        up_full = rc == 1;
-        if (rc < 0) {
-            if (http_retry(c))
-                return;
-            c->err = rc;
-            http_error(c, 502, "ferry: the destination closed the connection", "upstream-error");
+        struct fwd_round r = {0};
+        enum fwd_step step = http_fwd_request(c, &r);
+        if (step == FWD_ON)
+            step = http_fwd_response(c, &r);
+        if (step == FWD_END)
             return;
-        }
-        if (!h->req.body.done && h->req.pass == 0) {
-            if (h->req.in && buf_len(h->req.in)) {
-                if ((rc = hflow_scan(&h->req)) < 0) {
-                    http_error(c, 400, "ferry: bad chunked request body", "bad-request");
-                    return;
-                }
-                progress |= h->req.pass > 0;
-            } else {
-                ssize_t n = hflow_read(c, &h->req, c->cli.fd, &c->cli_ev, cap, &req_paused);
-                if (n < 0) {
-                    conn_close_err(c, "client-error", (int)n);
-                    return;
-                }
-                if (n == 0 && h->req.eof && !h->req.body.done) {
-                    conn_close(c, "client-closed"); /* gone mid-body */
-                    return;
-                }
-                progress |= n > 0;
-                client |= n > 0;
-            }
-        }
-        /* upstream -> client: heads (1xx first), then the body */
-        rc = hflow_flush(&h->resp, c->cli.fd, &c->cli_ev, &h->resp_bytes, &c->u2c.bytes);
-        if (rc < 0) {
-            conn_close_err(c, "client-error", rc);
-            return;
-        }
-        cli_full = rc == 1;
-        if (h->kind == HTTP_CONNECT && rc == 0) {
-            /* a WebSocket switched: what is left of both buffers goes
-             * through the relay like any tunnel bytes */
-            loop_timer_stop(&c->w->loop, &c->timer);
-            if (h->req.in && buf_len(h->req.in)) {
-                c->c2u.buf = h->req.in;
-                h->req.in = NULL;
-            }
-            if (h->resp.in && buf_len(h->resp.in)) {
-                c->u2c.buf = h->resp.in;
-                h->resp.in = NULL;
-            }
-            conn_relay_start(c);
-            return;
-        }
-        if (rc == 0 && !h->resp.pass) {
-            if (h->resp_head && h->resp.body.done) {
-                if (h->req.body.done) {
-                    http_exchange_done(c);
-                    return;
-                }
-            } else if (h->resp.in && buf_len(h->resp.in) && !h->resp_head) {
-                ssize_t end = http1_head_end(buf_head(h->resp.in), buf_len(h->resp.in),
-                                             conn_cfg(c)->http.max_header, &h->scanned);
-                if (end < 0 || (end > 0 && (rc = http_response_head(c, (size_t)end)) < 0)) {
-                    c->err = 0;
-                    http_error(c, 502, "ferry: the destination sent a malformed response",
-                               "bad-response");
-                    return;
-                }
-                if (end > 0) {
-                    progress = true;
-                    continue;
-                }
-            } else if (h->resp_head && h->resp.in && buf_len(h->resp.in)) {
-                if (hflow_scan(&h->resp) < 0) {
-                    conn_close(c, "bad-response"); /* mid-body: no clean answer left */
-                    return;
-                }
-                progress |= h->resp.pass > 0;
-            }
-            if (!h->resp.pass && !(h->resp_head && h->resp.body.done)) {
-                ssize_t n = hflow_read(c, &h->resp, c->up.fd, &c->up_ev,
-                                       h->resp_head ? cap : headcap, &resp_paused);
-                if (n < 0) {
-                    if (http_retry(c))
-                        return;
-                    c->err = (int)n;
-                    if (h->resp_head) {
-                        conn_close_err(c, "upstream-error", (int)n);
-                        return;
-                    }
-                    http_error(c, 502, "ferry: the destination closed the connection",
-                               "upstream-error");
-                    return;
-                }
-                if (n == 0 && h->resp.eof) {
-                    if (h->resp_head && h->resp.body.kind == HTTP1_BODY_CLOSE) {
-                        h->resp.body.done = true;
-                        progress = true;
-                    } else if (!h->resp_head) {
-                        if (http_retry(c))
-                            return;
-                        http_error(c, 502, "ferry: the destination closed without a response",
-                                   "upstream-closed");
-                        return;
-                    } else {
-                        conn_close(c, "upstream-closed"); /* cut short mid-body */
-                        return;
-                    }
-                }
-                progress |= n > 0;
-                origin |= n > 0 || h->resp.eof;
-            }
-        }
-        if (origin)
+        if (step == FWD_AGAIN)
+            continue;
+        if (r.origin)
             h->origin_since = loop_now(&c->w->loop);
-        if (client)
+        if (r.client)
             h->client_since = loop_now(&c->w->loop);
-        if (!progress) {
-            http_fwd_blocked(c, up_full, cli_full, req_paused, resp_paused);
+        if (!r.progress) {
+            http_fwd_blocked(c, r.up_full, r.cli_full, r.req_paused, r.resp_paused);
             return;
         }
         c->last_active = loop_now(&c->w->loop);

@@ -41,13 +41,13 @@
 #include "auth/auth.h"
 #include "core/loop.h"
 #include "core/sock.h"
-#include "core/worker.h"
 #include "dns/resolver.h"
 #include "log/log.h"
 #include "metrics/metrics.h"
 #include "relay/conn.h"
 #include "server/notify.h"
 #include "version.h"
+#include "worker/worker.h"
 
 /* Everything the main thread keeps. */
 struct server {
@@ -324,7 +324,7 @@ static void reload_failed(struct server *s, struct config *nc)
 static void reload(struct server *s)
 {
     struct config *nc = NULL;
-    struct config_errors errs = {0};
+    struct msglist errs = {0};
     log_info("SIGHUP: reloading %s", s->cli->path ? s->cli->path : "(built-in defaults)");
     if (config_load(s->cli, &nc, &errs)) {
         size_t nerr = 0;
@@ -339,11 +339,11 @@ static void reload(struct server *s)
         log_error("reload: the new configuration has %zu error%s; still running the previous "
                   "one",
                   nerr, nerr == 1 ? "" : "s");
-        config_errors_fini(&errs);
+        msglist_fini(&errs);
         metrics_reloaded(s->metrics, NULL);
         return;
     }
-    config_errors_fini(&errs);
+    msglist_fini(&errs);
     for (size_t i = 0; i < nc->warnings.n; i++)
         log_warn("reload: %s", nc->warnings.msg[i]);
     warn_restart_needed(s->cfg, nc);

@@ -39,11 +39,11 @@
 #include <unistd.h>
 
 #include "config/config.h"
+#include "core/gso.h"
 #include "core/sock.h"
 #include "dns/resolver.h"
 #include "log/log.h"
 #include "proto/socks5.h"
-#include "udp/gso.h"
 #include "util/compiler.h"
 #include "util/list.h"
 
@@ -1220,7 +1220,7 @@ int udp_assoc_open(struct worker *w, const struct config_udp *cfg, unsigned list
                    bool (*allow)(void *arg, const char *name, const struct addr *ip), void *arg,
                    struct udp_assoc **out)
 {
-    _Atomic uint32_t *count = &w->sh->udp_assocs[listen_index % 64];
+    _Atomic uint32_t *count = &w->sh->udp_assocs[listen_index % CONFIG_MAX_LISTEN];
     if (atomic_fetch_add(count, 1) >= cfg->associations) {
         atomic_fetch_sub(count, 1);
         stat_add(&w->stats.udp_rejected, 1);
@@ -1306,7 +1306,7 @@ void udp_assoc_close(struct udp_assoc *a, uint64_t *bytes_up, uint64_t *bytes_do
     free(a->nbuckets);
     free(a->dests);
     free(a->slots);
-    atomic_fetch_sub(&a->w->sh->udp_assocs[a->listen_index % 64], 1);
+    atomic_fetch_sub(&a->w->sh->udp_assocs[a->listen_index % CONFIG_MAX_LISTEN], 1);
     /* This batch of events may still hold one for our sockets (the loop
      * skips it, seeing fd -1): the loop frees after the batch. */
     loop_release(l, &a->rel, on_release);

@@ -20,8 +20,8 @@
 #include <stdint.h>
 
 #include "core/loop.h"
-#include "core/worker.h"
 #include "util/addr.h"
+#include "worker/worker.h"
 
 struct udp_assoc;
 struct config_udp;

@@ -39,7 +39,7 @@ def test_man_pages_name_the_binary_version():
 def test_licence_is_shipped_and_every_source_file_says_so():
     assert "BSD 2-Clause" in (ROOT / "LICENSE").read_text()
     missing = []
-    for pattern in ("src/**/*.[ch]", "tests/**/*.[ch]", "tests/**/*.py", "bench/*.py", "bench/*.sh"):
+    for pattern in ("src/**/*.[ch]", "tests/**/*.[ch]", "tests/**/*.py", "bench/*.py", "bench/*.sh", "tools/*.py"):
         for f in ROOT.glob(pattern):
             if "SPDX-License-Identifier: BSD-2-Clause" not in f.read_text(errors="replace")[:400]:
                 missing.append(str(f.relative_to(ROOT)))

@@ -53,10 +53,10 @@ static struct userlist *make_list(const char *alice_pass, bool with_bob)
                                     fcrypto_pwhash_mem_min()),
                      0);
     snprintf(text, sizeof(text), "alice:%s\n%s", phc, with_bob ? "bob:plain:secret\n" : "");
-    struct config_errors errs = {0};
+    struct msglist errs = {0};
     struct userlist *ul = NULL;
     assert_int_equal(userlist_parse(text, "users", &ul, &errs, NULL), 0);
-    config_errors_fini(&errs);
+    msglist_fini(&errs);
     return ul;
 }
 

@@ -23,12 +23,12 @@
 
 /* The errors of the test running; the teardown frees them even when an
  * assertion cut the test short. */
-static struct config_errors errs;
+static struct msglist errs;
 
 static int teardown(void **state)
 {
     (void)state;
-    config_errors_fini(&errs);
+    msglist_fini(&errs);
     return 0;
 }
 
@@ -55,7 +55,7 @@ static void argon_line(char *line, size_t cap, const char *name, const char *pas
 /* Parse text that must be good; returns the list. */
 static struct userlist *parse_ok(const char *text)
 {
-    config_errors_fini(&errs);
+    msglist_fini(&errs);
     struct userlist *ul = NULL;
     int rc = userlist_parse(text, FILE_NAME, &ul, &errs, NULL);
     for (size_t i = 0; i < errs.n; i++)
@@ -64,7 +64,7 @@ static struct userlist *parse_ok(const char *text)
     assert_int_equal(errs.n, 0);
     assert_non_null(ul);
     assert_int_equal(atomic_load(&ul->refs), 1);
-    config_errors_fini(&errs);
+    msglist_fini(&errs);
     return ul;
 }
 
@@ -72,7 +72,7 @@ static struct userlist *parse_ok(const char *text)
  * stays as it was. */
 static void parse_bad(const char *text, size_t nwant)
 {
-    config_errors_fini(&errs);
+    msglist_fini(&errs);
     struct userlist *sentinel = (struct userlist *)(uintptr_t)0x1;
     struct userlist *ul = sentinel;
     int rc = userlist_parse(text, FILE_NAME, &ul, &errs, NULL);
@@ -344,7 +344,7 @@ static void test_malformed_lines(void **state)
         snprintf(text, sizeof(text), "good:plain:pw\n# comment\n%s\nalso:plain:ok\n",
                  cases[i].line);
         snprintf(want, sizeof(want), FILE_NAME ":3: %s", cases[i].msg);
-        config_errors_fini(&errs);
+        msglist_fini(&errs);
         struct userlist *ul = NULL;
         int rc = userlist_parse(text, FILE_NAME, &ul, &errs, NULL);
         if (rc != -EINVAL || errs.n != 1 || strcmp(errs.msg[0], want) != 0)
@@ -370,8 +370,8 @@ static void test_malformed_lines(void **state)
 static void test_bom_and_spaces(void **state)
 {
     (void)state;
-    struct config_errors warns = {0};
-    config_errors_fini(&errs);
+    struct msglist warns = {0};
+    msglist_fini(&errs);
     struct userlist *ul = NULL;
     assert_int_equal(userlist_parse("\xEF\xBB\xBF"
                                     "alice:plain:a b\r\nbob:plain: lead\n",
@@ -386,7 +386,7 @@ static void test_bom_and_spaces(void **state)
     assert_string_equal(u->secret, "a b");
     assert_string_equal(find(ul, "bob")->secret, " lead");
     userlist_unref(ul);
-    config_errors_fini(&warns);
+    msglist_fini(&warns);
 
     /* Without a place for warnings, the mark is still skipped; no mark, no
      * warning. */
@@ -409,7 +409,7 @@ static void test_line_numbers_count_every_line(void **state)
     (void)state;
     parse_bad("# c\r\n\r\n\n  \nok:plain:x\r\nbroken\r\n", 1);
     assert_string_equal(errs.msg[0], FILE_NAME ":6: " MSG_MALFORMED);
-    config_errors_fini(&errs);
+    msglist_fini(&errs);
 }
 
 /* Every problem is reported, each with its own line, not just the first. */
@@ -428,21 +428,21 @@ static void test_all_errors_reported(void **state)
     assert_string_equal(errs.msg[1], FILE_NAME ":3: " MSG_PLAIN);
     assert_string_equal(errs.msg[2], FILE_NAME ":5: " MSG_NAME);
     assert_string_equal(errs.msg[3], FILE_NAME ":7: " MSG_HASH);
-    config_errors_fini(&errs);
+    msglist_fini(&errs);
 }
 
 /* Errors are appended after what errs already holds (the config's own). */
 static void test_errors_append(void **state)
 {
     (void)state;
-    config_error(&errs, "ferry.conf:1: something else");
+    msglist_push(&errs, "ferry.conf:1: something else");
     struct userlist *ul = NULL;
     assert_int_equal(userlist_parse("x\n", "u", &ul, &errs, NULL), -EINVAL);
     assert_null(ul);
     assert_int_equal(errs.n, 2);
     assert_string_equal(errs.msg[0], "ferry.conf:1: something else");
     assert_string_equal(errs.msg[1], "u:1: " MSG_MALFORMED);
-    config_errors_fini(&errs);
+    msglist_fini(&errs);
 }
 
 static void test_duplicates(void **state)
@@ -463,7 +463,7 @@ static void test_duplicates(void **state)
     assert_error(FILE_NAME ":3: user 'alice' is listed twice (first on line 1)");
     assert_error(FILE_NAME ":5: user 'bob' is listed twice (first on line 2)");
     assert_error(FILE_NAME ":6: user 'bob' is listed twice (first on line 2)");
-    config_errors_fini(&errs);
+    msglist_fini(&errs);
 
     /* Names that differ only in case or length are different users. */
     struct userlist *ul = parse_ok("bob:plain:1\nBob:plain:2\nbobb:plain:3\nbo:plain:4\n");
@@ -484,7 +484,7 @@ static void test_duplicates_reported_with_other_errors(void **state)
               2);
     assert_error(FILE_NAME ":2: " MSG_MALFORMED);
     assert_error(FILE_NAME ":3: user 'alice' is listed twice (first on line 1)");
-    config_errors_fini(&errs);
+    msglist_fini(&errs);
 }
 
 static void test_name_ok(void **state)
@@ -533,7 +533,7 @@ static void test_load_file(void **state)
     assert_int_equal(errs.n, 1);
     snprintf(want, sizeof(want), "%s: cannot read userlist: No such file or directory", path);
     assert_string_equal(errs.msg[0], want);
-    config_errors_fini(&errs);
+    msglist_fini(&errs);
 
     /* Good. */
     harness_write_file(path, "alice:plain:x\r\nbob:plain:y\r\n");
@@ -551,7 +551,7 @@ static void test_load_file(void **state)
     assert_int_equal(errs.n, 1);
     snprintf(want, sizeof(want), "%s:2: " MSG_MALFORMED, path);
     assert_string_equal(errs.msg[0], want);
-    config_errors_fini(&errs);
+    msglist_fini(&errs);
 
     /* A NUL byte. */
     harness_write_bytes(path, "alice:plain:x\n\0bob:plain:y\n", 27);
@@ -560,7 +560,7 @@ static void test_load_file(void **state)
     assert_int_equal(errs.n, 1);
     snprintf(want, sizeof(want), "%s: cannot read userlist: contains a NUL byte", path);
     assert_string_equal(errs.msg[0], want);
-    config_errors_fini(&errs);
+    msglist_fini(&errs);
 
     /* Over the cap. */
     FILE *f = fopen(path, "wb");
@@ -573,7 +573,7 @@ static void test_load_file(void **state)
     assert_int_equal(errs.n, 1);
     snprintf(want, sizeof(want), "%s: cannot read userlist: larger than 16 MiB", path);
     assert_string_equal(errs.msg[0], want);
-    config_errors_fini(&errs);
+    msglist_fini(&errs);
 
     assert_int_equal(unlink(path), 0);
     assert_int_equal(rmdir(dir), 0);

@@ -69,9 +69,9 @@ static int setup(void **state)
     assert_int_equal(
         fcrypto_pwhash(phc, "right", 5, fcrypto_pwhash_ops_min(), fcrypto_pwhash_mem_min()), 0);
     snprintf(text, sizeof(text), "alice:%s\nbob:plain:secret\n", phc);
-    struct config_errors errs = {0};
+    struct msglist errs = {0};
     assert_int_equal(userlist_parse(text, "users", &fx->ul, &errs, NULL), 0);
-    config_errors_fini(&errs);
+    msglist_fini(&errs);
     *state = fx;
     return 0;
 }
@@ -226,7 +226,7 @@ static void test_check_plain(void **state)
     memset(secret, 's', 255);
     secret[255] = '\0';
     snprintf(text, sizeof(text), "carol:plain:%s\n", secret);
-    struct config_errors errs = {0};
+    struct msglist errs = {0};
     struct userlist *ul = NULL;
     assert_int_equal(userlist_parse(text, "u", &ul, &errs, NULL), 0);
     const struct user *carol = userlist_find(ul, "carol", 5);
@@ -274,7 +274,7 @@ static void test_check_costs_alike(void **state)
     assert_int_equal(
         fcrypto_pwhash(phc, "right", 5, FCRYPTO_PWHASH_OPS_DEFAULT, FCRYPTO_PWHASH_MEM_DEFAULT), 0);
     snprintf(text, sizeof(text), "dora:%s\nbob:plain:secret\n", phc);
-    struct config_errors errs = {0};
+    struct msglist errs = {0};
     struct userlist *ul = NULL;
     assert_int_equal(userlist_parse(text, "u", &ul, &errs, NULL), 0);
     const struct user *dora = userlist_find(ul, "dora", 4), *bob = userlist_find(ul, "bob", 3);

@@ -227,7 +227,7 @@ static void test_log_file_checked(void **state)
                "%s:3: log_file: /nonexistent/dir/ferry.log: the directory /nonexistent/dir: No "
                "such file or directory",
                x->path);
-    config_errors_fini(&x->errs);
+    msglist_fini(&x->errs);
 
     /* A file where the directory should be (the config file itself). */
     snprintf(text, sizeof(text), "log_file = %s/ferry.log\n", x->path);
@@ -235,7 +235,7 @@ static void test_log_file_checked(void **state)
     assert_int_equal(config_check_log_file(x->c, &x->errs), -EINVAL);
     expect_msg(x, 0, "%s:1: log_file: %s/ferry.log: %s is not a directory", x->path, x->path,
                x->path);
-    config_errors_fini(&x->errs);
+    msglist_fini(&x->errs);
 
     /* A directory where the file should be. */
     snprintf(text, sizeof(text), "log_file = %s\n", x->dir);
@@ -243,7 +243,7 @@ static void test_log_file_checked(void **state)
     assert_int_equal(config_check_log_file(x->c, &x->errs), -EINVAL);
     expect_msg(x, 0, "%s:1: log_file: %s: cannot open it for appending: Is a directory", x->path,
                x->dir);
-    config_errors_fini(&x->errs);
+    msglist_fini(&x->errs);
 
     /* A new file in a writable directory: fine, and not created by the check. */
     harness_path(logf, sizeof(logf), x->dir, "ferry.log");
@@ -270,7 +270,7 @@ static void test_log_file_checked(void **state)
         expect_msg(x, 0,
                    "%s:1: log_file: %s/ferry.log: cannot create a file in %s: Permission denied",
                    x->path, sub, sub);
-        config_errors_fini(&x->errs);
+        msglist_fini(&x->errs);
     }
     assert_int_equal(rmdir(sub), 0);
 }
@@ -624,7 +624,7 @@ static void test_unreadable_files(void **state)
     assert_null(x->c);
     assert_int_equal(x->errs.n, 1);
     expect_msg(x, 0, "%s: cannot open: No such file or directory", missing);
-    config_errors_fini(&x->errs);
+    msglist_fini(&x->errs);
 
     harness_write_bytes(x->path, "workers = 2\n\0backlog = 3\n", 25);
     cli.path = x->path;

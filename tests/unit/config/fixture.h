@@ -15,7 +15,7 @@
 struct ctx {
     char dir[HARNESS_PATH_MAX];
     char path[HARNESS_PATH_MAX]; /* dir/ferry.conf */
-    struct config_errors errs;
+    struct msglist errs;
     struct config *c;
 };
 
@@ -35,7 +35,7 @@ static inline int teardown(void **state)
 {
     struct ctx *x = *state;
     config_free(x->c);
-    config_errors_fini(&x->errs);
+    msglist_fini(&x->errs);
     unlink(x->path);
     assert_int_equal(rmdir(x->dir), 0);
     unsetenv("FERRY_LOG");
@@ -43,7 +43,7 @@ static inline int teardown(void **state)
     return 0;
 }
 
-static inline void dump(const char *what, const struct config_errors *e)
+static inline void dump(const char *what, const struct msglist *e)
 {
     for (size_t i = 0; i < e->n; i++)
         print_message("  %s %zu: %s\n", what, i, e->msg[i]);
@@ -62,7 +62,7 @@ static inline int load_text(struct ctx *x, const char *text, struct config_cli *
     cli->path = x->path;
     config_free(x->c);
     x->c = NULL;
-    config_errors_fini(&x->errs);
+    msglist_fini(&x->errs);
     int rc = config_load(cli, &x->c, &x->errs);
     if (rc == 0)
         assert_non_null(x->c);
@@ -84,7 +84,7 @@ static inline void expect_load_fails(struct ctx *x, const char *text, struct con
 
 /* e->msg[i] must equal the message formatted from fmt. */
 static inline void PRINTF_LIKE(3, 4)
-    expect_line(const struct config_errors *e, size_t i, const char *fmt, ...)
+    expect_line(const struct msglist *e, size_t i, const char *fmt, ...)
 {
     char want[1024];
     va_list ap;

@@ -16,9 +16,9 @@
 
 #include "acl/rules.h"
 #include "config/config.h"
-#include "core/worker.h"
+#include "core/stats.h"
 #include "metrics/metrics.h"
-#include "metrics/stats.h"
+#include "worker/worker.h"
 
 #define MAX_FAMILIES 256
 #define NAME_MAX_LEN 128
@@ -374,11 +374,11 @@ static void load_rules(struct rules_ctx *x, const char *name)
     struct config_cli cli;
     memset(&cli, 0, sizeof(cli));
     cli.path = x->path;
-    struct config_errors errs = {0};
+    struct msglist errs = {0};
     int rc = config_load(&cli, &x->c, &errs);
     for (size_t i = 0; i < errs.n; i++)
         print_message("  error: %s\n", errs.msg[i]);
-    config_errors_fini(&errs);
+    msglist_fini(&errs);
     assert_int_equal(rc, 0);
     assert_non_null(x->c->acl);
     assert_int_equal(x->c->acl->n, 3);

@@ -2,7 +2,7 @@
 /*
  * gso.c: merge runs of equal datagrams into UDP_SEGMENT messages (gso.h).
  */
-#include "udp/gso.h"
+#include "core/gso.h"
 
 #include <netinet/udp.h>
 #include <string.h>

@@ -14,7 +14,7 @@
 #include <netinet/in.h>
 #include <netinet/udp.h>
 
-#include "udp/gso.h"
+#include "core/gso.h"
 
 #define N 80
 

@@ -5,7 +5,7 @@
  * starve sessions; descriptor exhaustion pauses accepting for a moment
  * instead of spinning on a listener that stays readable.
  */
-#include "core/worker.h"
+#include "worker/worker.h"
 
 #include <errno.h>
 #include <stdlib.h>

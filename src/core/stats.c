@@ -2,7 +2,7 @@
 /*
  * stats.c: names of the counters' labels and the handshake histogram.
  */
-#include "metrics/stats.h"
+#include "core/stats.h"
 
 /* 100 us to 10 s: loopback setups land in the first buckets, a remote
  * destination or an Argon2id verification in the middle ones. */

@@ -13,9 +13,13 @@
  * The caller keeps the merged messages' datagram counts to
  * account drops and to send a refused run one datagram at a time (a route
  * or device that cannot segment answers EIO or EINVAL).
+ *
+ * It lives in core/ so that the UDP relay (udp/) and the load generator
+ * (bench/) share it without one reaching into the other; it knows the
+ * kernel's UDP options and nothing of SOCKS or of associations.
  */
-#ifndef FERRY_UDP_GSO_H
-#define FERRY_UDP_GSO_H
+#ifndef FERRY_CORE_GSO_H
+#define FERRY_CORE_GSO_H
 
 #include <stddef.h>
 #include <stdint.h>

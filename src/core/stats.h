@@ -5,9 +5,13 @@
  * locked instruction. Readers on other threads (the shutdown summary, the
  * metrics endpoint) load relaxed and sum over workers; a sum may be a few
  * increments stale, never torn.
+ *
+ * Only the counters and their label names live here, low enough for every
+ * room that counts (config, auth, the worker, relay, udp) to include; the
+ * Prometheus rendering and the HTTP endpoint stay in metrics/, above them.
  */
-#ifndef FERRY_METRICS_STATS_H
-#define FERRY_METRICS_STATS_H
+#ifndef FERRY_CORE_STATS_H
+#define FERRY_CORE_STATS_H
 
 #include <stdatomic.h>
 #include <stdint.h>

@@ -6,26 +6,36 @@
  * through which the main thread asks it to drain or stop.
  *
  * The session layer (relay/) plugs in through struct worker_ops so this
- * room stays free of protocol knowledge.
+ * room stays free of protocol knowledge. The worker composes the rooms
+ * below it (core's loop and pools, a dns resolver, a configuration
+ * generation, the log); it must not include what plugs into it (relay/,
+ * udp/, auth/'s per-worker state): those it holds only as typed pointers
+ * to structures it never looks into.
  */
-#ifndef FERRY_CORE_WORKER_H
-#define FERRY_CORE_WORKER_H
+#ifndef FERRY_WORKER_WORKER_H
+#define FERRY_WORKER_WORKER_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "config/config.h"
 #include "core/buf.h"
 #include "core/loop.h"
 #include "core/pipe.h"
+#include "core/stats.h"
 #include "dns/resolver.h"
-#include "metrics/stats.h"
 #include "util/addr.h"
 #include "util/list.h"
 
-struct config;
 struct worker;
+/* The plug-ins' per-worker state, owned by the room named beside each
+ * pointer in struct worker; the worker never looks inside. */
+struct auth_worker;
+struct conn;
+struct upstream_pool;
+struct udp_worker;
 
 enum worker_cmd {
     WORKER_CMD_DRAIN = 1u << 0,  /* stop accepting; exit once no session is left */
@@ -89,12 +99,12 @@ struct auth;
 struct limits;
 
 struct shared {
-    struct limits *limits;           /* per-address and per-user limits */
-    _Atomic(struct auth *) auth;     /* the verifier pool, once started */
-    _Atomic uint64_t next_id;        /* session ids, unique across workers */
-    _Atomic uint32_t sessions;       /* open sessions, for max_connections */
-    _Atomic uint32_t udp_assocs[64]; /* UDP associations per listen address */
-    int exit_efd;                    /* each worker writes 1 when it exits */
+    struct limits *limits;                          /* per-address and per-user limits */
+    _Atomic(struct auth *) auth;                    /* the verifier pool, once started */
+    _Atomic uint64_t next_id;                       /* session ids, unique across workers */
+    _Atomic uint32_t sessions;                      /* open sessions, for max_connections */
+    _Atomic uint32_t udp_assocs[CONFIG_MAX_LISTEN]; /* UDP associations per listen address */
+    int exit_efd;                                   /* each worker writes 1 when it exits */
 };
 
 struct worker {
@@ -108,9 +118,9 @@ struct worker {
     _Atomic(struct worker_update *) next; /* posted by the main thread */
     struct wcfg *cur;                     /* for new sessions */
     struct list cfgs;                     /* generations still in use */
-    void *auth;                           /* struct auth_worker, or NULL */
-    void *udp;                            /* struct udp_worker, or NULL until needed */
-    void *http;                           /* HTTP upstream pool, or NULL until needed */
+    struct auth_worker *auth;             /* auth/, or NULL */
+    struct udp_worker *udp;               /* udp/, or NULL until needed */
+    struct upstream_pool *http;           /* relay/'s HTTP upstream pool, or NULL until needed */
     struct listener *listeners;
     size_t nlisteners;
     bool draining;
@@ -123,7 +133,7 @@ struct worker {
     struct resolver dns;
     struct list sessions; /* the session layer's objects */
     uint32_t nsessions;
-    void *free_sessions; /* session freelist, owned by relay/ */
+    struct conn *free_sessions; /* session freelist, owned by relay/ */
     uint32_t nfree_sessions;
     struct worker_stats stats;
 };
