@@ -29,7 +29,6 @@
 #include "core/sock.h"
 #include "dns/resolver.h"
 #include "log/log.h"
-#include "proto/socks5.h"
 #include "relay/errmap.h"
 #include "relay/front.h"
 #include "relay/outbound.h"
@@ -139,15 +138,15 @@ void conn_set_front(struct conn *c, const struct front_ops *f)
     c->proto = f->proto;
 }
 
-void conn_set_outcome(struct conn *c, enum stats_outcome o)
+void conn_set_outcome(struct conn *c, enum outcome o)
 {
-    if (c->outcome == OC_UNSET)
+    if (c->outcome == OUT_NONE)
         c->outcome = (uint8_t)o;
 }
 
 void conn_succeeded(struct conn *c)
 {
-    conn_set_outcome(c, OC_OK);
+    conn_set_outcome(c, OUT_OK);
     uint64_t now = clock_us();
     stats_hs_observe(&c->w->stats, c->front->sp, now > c->t_start_us ? now - c->t_start_us : 0);
 }
@@ -155,7 +154,7 @@ void conn_succeeded(struct conn *c)
 void conn_bad_handshake(struct conn *c)
 {
     stat_add(&c->w->stats.handshake_errors, 1);
-    conn_set_outcome(c, OC_BAD_REQUEST);
+    conn_set_outcome(c, OUT_BAD_REQUEST);
 }
 
 void conn_close(struct conn *c, const char *why)
@@ -169,9 +168,9 @@ void conn_close(struct conn *c, const char *why)
         udp_assoc_close(c->udp, &c->c2u.bytes, &c->u2c.bytes);
         c->udp = NULL;
     }
-    conn_count_bytes(c);
+    relay_count_bytes(c);
     enum stats_proto sp = c->front->sp;
-    stat_add(&w->stats.sessions[sp][c->outcome < OC_COUNT ? c->outcome : OC_ERROR], 1);
+    stat_add(&w->stats.sessions[sp][errmap_stats(c->outcome)], 1);
     stat_sub(&w->stats.active_proto[sp], 1);
     c->front->end(c); /* the access-log line(s), the front's own state */
     conn_set_state(c, CONN_ST_CLOSED);
@@ -236,13 +235,14 @@ int conn_send_client(struct conn *c, const uint8_t *p, size_t len)
     return 0;
 }
 
-void conn_fail(struct conn *c, uint8_t rep, const char *why)
+void conn_fail(struct conn *c, enum outcome o, const char *why)
 {
-    c->reply = rep;
+    c->reply = (uint8_t)o;
     c->why = why;
-    conn_set_outcome(c, stats_outcome_of_rep(rep));
-    stat_add(&c->w->stats.socks5_replies[rep < STATS_SOCKS5_REPLIES ? rep : 1], 1);
-    c->front->fail_reply(c, rep, why);
+    conn_set_outcome(c, o);
+    stat_add(&c->w->stats.socks5_replies[errmap_socks5(o)],
+             1); /* by the SOCKS5 code it stands for */
+    c->front->fail_reply(c, o, why);
 }
 
 /* ---- linger ----------------------------------------------------------- */
@@ -567,7 +567,6 @@ int conn_open(struct worker *w, uint8_t listen_index, int fd, const struct addr 
     c->proto = first->proto;
     c->id = atomic_fetch_add_explicit(&w->sh->next_id, 1, memory_order_relaxed) + 1;
     c->client = *peer;
-    c->reply = 0xff;
     c->listen_index = listen_index;
     c->wc = worker_cfg_hold(w);
     c->ip_tracked = tracked;

@@ -110,11 +110,11 @@ struct conn {
     uint8_t cli_ev, up_ev; /* SIDE_* */
     uint8_t state;
     uint8_t proto; /* PROTO_* of config.h: front->proto, once the first byte is in */
-    uint8_t reply; /* SOCKS5 REP sent (SOCKS4 and HTTP map to it), 0xff while none */
+    uint8_t reply; /* enum outcome the client was answered with, OUT_NONE while none */
     uint8_t next_addr;
     uint8_t cmd;          /* CONN_CMD_*, or another SOCKS command number */
     uint8_t listen_index; /* which listen address accepted it */
-    uint8_t outcome;      /* enum stats_outcome, once settled */
+    uint8_t outcome;      /* enum outcome, once settled (errmap.h) */
     uint16_t dst_port;
     int err; /* errno behind an error close, for the access log */
     struct timer timer;
@@ -157,6 +157,6 @@ bool relay_done(const struct conn *c);
 /* Give back buffers and pipes. */
 void relay_release(struct conn *c);
 /* Add the payload moved since the last call to the worker's counters. */
-void conn_count_bytes(struct conn *c);
+void relay_count_bytes(struct conn *c);
 
 #endif

@@ -160,7 +160,7 @@ static void front_proxy_drive(struct conn *c, uint32_t up_events)
     }
     bool tracked;
     if (!policy_admit_client(c->w, &c->client, &tracked)) {
-        conn_set_outcome(c, OC_LIMITED);
+        conn_set_outcome(c, OUT_LIMIT);
         sock_abort(c->cli.fd);
         conn_close(c, "limit");
         return;
@@ -183,18 +183,4 @@ const struct front_ops front_proxy = {
     .drive = front_proxy_drive,
     .timeout = front_proxy_timeout,
     .end = front_pre_end,
-};
-
-/* ---- HTTP (until http.c carries its own row) ------------------------------ */
-
-const struct front_ops front_http = {
-    .name = "http",
-    .proto = PROTO_HTTP,
-    .sp = SP_HTTP,
-    .start = http_start,
-    .drive = http_drive,
-    .connected = http_connected,
-    .fail_reply = http_fail_reply,
-    .timeout = http_timeout,
-    .end = http_free,
 };

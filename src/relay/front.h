@@ -17,6 +17,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "relay/errmap.h"
+
 struct conn;
 
 /* One front protocol. Every hook runs on the session's worker thread and
@@ -39,9 +41,9 @@ struct front_ops {
     /* The outbound reached the destination: answer the client and go on
      * (conn_relay_start for a tunnel). */
     void (*connected)(struct conn *c);
-    /* Answer the client with the protocol's form of the failure rep (a
-     * SOCKS5 REP code), then linger (conn_linger) or close. c->why is set. */
-    void (*fail_reply)(struct conn *c, uint8_t rep, const char *why);
+    /* Answer the client with the protocol's form of the failure o (through
+     * errmap.h), then linger (conn_linger) or close. c->why is set. */
+    void (*fail_reply)(struct conn *c, enum outcome o, const char *why);
     /* The session's timer fired in a state the front owns. */
     void (*timeout)(struct conn *c);
     /* The session ends: write its access-log line(s) and free what the

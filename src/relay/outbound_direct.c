@@ -18,7 +18,6 @@
 #include "core/sock.h"
 #include "dns/resolver.h"
 #include "log/log.h"
-#include "proto/socks5.h"
 #include "relay/errmap.h"
 #include "relay/outbound.h"
 #include "relay/session.h"
@@ -63,7 +62,7 @@ static void direct_next(struct conn *c, int last_err)
     if (now >= c->deadline)
         last_err = -ETIMEDOUT;
     c->err = last_err;
-    conn_fail(c, errmap_socks5_connect(last_err),
+    conn_fail(c, errmap_connect(last_err),
               last_err == -ETIMEDOUT ? "connect-timeout" : "connect-failed");
 }
 
@@ -90,7 +89,7 @@ static void direct_begin(struct conn *c, const struct dns_answer *ans)
 {
     struct conn_addrs *t = c->ans = malloc(sizeof(*c->ans));
     if (!t) {
-        conn_fail(c, SOCKS5_REP_GENERAL_FAILURE, "no-memory");
+        conn_fail(c, OUT_FAILED, "no-memory");
         return;
     }
     /* Rules on address ranges apply to what a name resolved to (no DNS
@@ -116,7 +115,7 @@ static void direct_begin(struct conn *c, const struct dns_answer *ans)
         policy_note(c, POLICY_DENY, first_rule);
         c->target = ans->a[0];
         addr_unmap(&c->target);
-        conn_fail(c, SOCKS5_REP_NOT_ALLOWED, "denied");
+        conn_fail(c, OUT_DENIED, "denied");
         return;
     }
     if (c->dst_name)
@@ -133,7 +132,7 @@ static void direct_on_dns(void *arg, int status, const struct dns_answer *ans)
         stat_add(&c->w->stats.dns_failures, 1);
         log_debug("conn %llu: resolve %s: %s", (unsigned long long)c->id, c->dst_name,
                   dns_status_str(status));
-        conn_fail(c, errmap_socks5_dns(status), "resolve-failed");
+        conn_fail(c, errmap_dns(status), "resolve-failed");
         return;
     }
     direct_begin(c, ans);
@@ -157,7 +156,7 @@ static void direct_dial(struct conn *c, const char *name, const struct addr *ip,
             c->dst_name = strdup(name);
         else
             c->target = target;
-        conn_fail(c, SOCKS5_REP_NOT_ALLOWED, "denied");
+        conn_fail(c, OUT_DENIED, "denied");
         return;
     }
     if (!name) {
@@ -169,7 +168,7 @@ static void direct_dial(struct conn *c, const char *name, const struct addr *ip,
     }
     c->dst_name = strdup(name);
     if (!c->dst_name) {
-        conn_fail(c, SOCKS5_REP_GENERAL_FAILURE, "no-memory");
+        conn_fail(c, OUT_FAILED, "no-memory");
         return;
     }
     /* Clients often send an IP literal as a "domain". */
@@ -187,7 +186,7 @@ static void direct_dial(struct conn *c, const char *name, const struct addr *ip,
     stat_add(&w->stats.dns_queries, 1);
     c->dns = resolver_query(&w->dns, c->dst_name, port, direct_on_dns, c);
     if (!c->dns) {
-        conn_fail(c, SOCKS5_REP_GENERAL_FAILURE, "no-memory");
+        conn_fail(c, OUT_FAILED, "no-memory");
         return;
     }
     conn_set_state(c, CONN_ST_RESOLVE);
@@ -196,7 +195,7 @@ static void direct_dial(struct conn *c, const char *name, const struct addr *ip,
 static void direct_timeout(struct conn *c)
 {
     if (c->state == CONN_ST_RESOLVE)
-        conn_fail(c, SOCKS5_REP_TTL_EXPIRED, "connect-timeout");
+        conn_fail(c, OUT_TIMEOUT, "connect-timeout");
     else
         direct_next(c, -ETIMEDOUT);
 }

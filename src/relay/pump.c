@@ -228,11 +228,11 @@ int relay_pump(struct conn *c)
     int rc = pump_dir(c, &up);
     if (rc == 0)
         rc = pump_dir(c, &down);
-    conn_count_bytes(c);
+    relay_count_bytes(c);
     return rc;
 }
 
-void conn_count_bytes(struct conn *c)
+void relay_count_bytes(struct conn *c)
 {
     /* bytes dips below counted while a queued reply is pre-subtracted
      * (conn_send_client): count only growth, never a wrapped difference. */

@@ -32,7 +32,7 @@ static void relay_accept(struct worker *w, struct listener *ls, int fd, const st
         /* Over the address's limits: closed before reading a byte. */
         sock_abort(fd);
         close(fd);
-        stat_add(&w->stats.sessions[SP_NONE][OC_LIMITED], 1);
+        stat_add(&w->stats.sessions[SP_NONE][errmap_stats(OUT_LIMIT)], 1);
         worker_session_ended(w);
         return;
     }
@@ -43,7 +43,7 @@ static void relay_accept(struct worker *w, struct listener *ls, int fd, const st
         close(fd);
         if (tracked)
             limits_ip_release(w->sh->limits, peer);
-        stat_add(&w->stats.sessions[SP_NONE][OC_ERROR], 1);
+        stat_add(&w->stats.sessions[SP_NONE][errmap_stats(OUT_FAILED)], 1);
         worker_session_ended(w);
     }
 }

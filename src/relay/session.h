@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * session.h: what the protocol rooms of relay/ (socks.c, http.c) share with
- * the session core (conn.c). Not for use outside relay/.
+ * session.h: what the front rows (front.c, socks.c, http.c) and the
+ * outbounds (outbound_direct.c) of relay/ share with the session core
+ * (conn.c). Not for use outside relay/.
  *
- * Outcomes are spoken in SOCKS5 REP codes (RFC 1928 section 6) everywhere
- * in relay/: each protocol maps them to its own answer (a SOCKS4 0x5B, an
- * HTTP 502/504/403...). conn_connected() and conn_fail() dispatch on
- * c->proto.
+ * Outcomes are neutral everywhere in relay/ (enum outcome, errmap.h): each
+ * front answers with its own form of them through the table of errmap.c
+ * (a SOCKS5 REP, a SOCKS4 CD, an HTTP status). conn_connected() and
+ * conn_fail() go to the session's front row (c->front, front.h).
  */
 #ifndef FERRY_RELAY_SESSION_H
 #define FERRY_RELAY_SESSION_H
@@ -17,6 +18,7 @@
 
 #include "config/config.h"
 #include "relay/conn.h"
+#include "relay/errmap.h"
 
 /* Open a session on an accepted connection fd (relay.c): the first front
  * row (front_proxy or front_sniff) in its state, the outbound that will
@@ -53,14 +55,15 @@ void conn_access_log(struct conn *c, const char *cmd, const char *reply);
 int conn_send_client(struct conn *c, const uint8_t *p, size_t len);
 /* After a failure reply: flush it, shut our side, drain, close. */
 void conn_linger(struct conn *c);
-/* Answer the client with the protocol's form of rep, then linger. */
-void conn_fail(struct conn *c, uint8_t rep, const char *why);
+/* Answer the client with the front's form of the failure o (errmap.h),
+ * then linger; the session's outcome, unless settled before. */
+void conn_fail(struct conn *c, enum outcome o, const char *why);
 
 /* The session reached its destination (a success reply, a forwarded
  * request): outcome ok unless settled before, handshake latency observed. */
 void conn_succeeded(struct conn *c);
 /* Settle how the session ends, unless something settled it before. */
-void conn_set_outcome(struct conn *c, enum stats_outcome o);
+void conn_set_outcome(struct conn *c, enum outcome o);
 /* A malformed, unknown or too slow handshake (counted, outcome settled). */
 void conn_bad_handshake(struct conn *c);
 
@@ -75,13 +78,7 @@ void conn_connected(struct conn *c);
 void conn_relay_start(struct conn *c);
 void conn_arm_idle(struct conn *c);
 
-/* http.c (its front row is in front.c until http.c carries it) */
-void http_start(struct conn *c);
-void http_drive(struct conn *c, uint32_t up_events);
-void http_connected(struct conn *c);
-void http_fail_reply(struct conn *c, uint8_t rep, const char *why);
-void http_timeout(struct conn *c);
-void http_free(struct conn *c);
+/* http.c: the worker's idle upstream connections (at worker end). */
 void http_pool_fini(struct worker *w);
 
 /* Shared by SOCKS5 and HTTP: the verdict of an authentication. */

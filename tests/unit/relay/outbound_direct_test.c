@@ -15,15 +15,16 @@
 
 #include "config/config.h"
 #include "core/sock.h"
-#include "core/worker.h"
 #include "proto/socks5.h"
 #include "relay/front.h"
 #include "relay/outbound.h"
 #include "relay/session.h"
+#include "worker/worker.h"
 
 struct seen {
     int connected, failed;
     uint8_t rep;
+    enum outcome o;
     int err;
     int bnd_rc;
     struct addr bnd, target;
@@ -74,10 +75,11 @@ static void t_connected(struct conn *c)
     t_done(c, "done");
 }
 
-static void t_fail_reply(struct conn *c, uint8_t rep, const char *why)
+static void t_fail_reply(struct conn *c, enum outcome o, const char *why)
 {
     seen.failed++;
-    seen.rep = rep;
+    seen.rep = errmap_socks5(o);
+    seen.o = o;
     seen.err = c->err;
     seen.target = c->target;
     t_done(c, why);
@@ -121,11 +123,11 @@ static int setup(void **state)
     /* A loopback listener: loopback destinations are not protected. */
     harness_write_file(x->path, "listen = 127.0.0.1:1080\nconnect_timeout = 5s\n");
     struct config_cli cli = {.path = x->path};
-    struct config_errors errs = {0};
+    struct msglist errs = {0};
     int rc = config_load(&cli, &x->cfg, &errs);
     for (size_t i = 0; i < errs.n; i++)
         print_message("config: %s\n", errs.msg[i]);
-    config_errors_fini(&errs);
+    msglist_fini(&errs);
     assert_int_equal(rc, 0);
     assert_int_equal(worker_init(&x->w, 0, &x->sh, &relay_worker_ops, x->cfg, NULL, NULL, 0), 0);
     the_loop = &x->w.loop;
@@ -204,6 +206,7 @@ static void test_refused(void **state)
     run_session(x);
     assert_int_equal(seen.connected, 0);
     assert_int_equal(seen.failed, 1);
+    assert_int_equal(seen.o, OUT_REFUSED);
     assert_int_equal(seen.rep, SOCKS5_REP_CONNECTION_REFUSED);
     assert_int_equal(seen.err, -ECONNREFUSED);
     assert_true(addr_equal(&seen.target, &dest));
