@@ -24,9 +24,10 @@ struct conn;
 /* One front protocol. Every hook runs on the session's worker thread and
  * may end the session (conn_close, conn_fail, conn_linger); the caller
  * touches the session no more after a hook returns unless its state says
- * it is still open. The core calls a hook only in states the front owns:
- * all but AUTH_WAIT (drive only), RESOLVE, CONNECT, RELAY, UDP (timeout
- * only), LINGER and CLOSED. */
+ * it is still open. The core keeps RESOLVE and CONNECT (the outbound's),
+ * RELAY, LINGER and CLOSED to itself, the client's hangup in AUTH_WAIT and
+ * the idle timer of UDP; every other event and timer of a state goes to
+ * the front (conn.c, conn_front_owns()). */
 struct front_ops {
     const char *name; /* for logs and debugging */
     uint8_t
