@@ -98,7 +98,12 @@ struct result {
     struct addr proxy;   /* and where it listened */
 };
 
+/* ---- what a run records (result.c) ---- */
+/* Add figure name (unit) = v; beyond RESULT_MAX_METRICS figures it is
+ * dropped. name and unit are kept as pointers: string literals. */
 void result_add(struct result *r, const char *name, const char *unit, double v);
+/* Append a hint for the reader to r->note ("; " between parts; cut at its
+ * size). */
 void result_note(struct result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Record that the run did not do what its parameters asked (connections
  * that could not be set up, requests that failed, streams that ended
@@ -108,11 +113,15 @@ void result_note(struct result *r, const char *fmt, ...) __attribute__((format(p
  * either way. Wrong data is not a shortfall: that is bench_fail(). */
 void result_shortfall(struct result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* ---- parameters (params.c) ---- */
+/* ---- parameters (options.c) ---- */
+#define BENCH_MAX_RUNS 100 /* --runs */
 /* Check every numeric option against the range that makes sense for
- * o->scenario (defaults already resolved). Returns 0, or -1 with a message
- * naming the option and its allowed range in msg (e.g. "--duration must be
- * 0.1..3600 seconds (got 0)"): a usage error. Pure: no I/O. */
+ * o->scenario (defaults already resolved): the option's own range, or the
+ * narrower one of the scenario's row, named "for SCENARIO"; a scenario not
+ * in the table gets the options' own. Returns 0, or -1 with a message
+ * naming the first option out of range (in the option table's order) and
+ * its allowed range in msg (e.g. "--duration must be 0.1..3600 seconds
+ * (got 0)"): a usage error. Pure: no I/O. */
 int bench_params_check(const struct bench_opts *o, char *msg, size_t cap);
 
 /* ---- targets (target.c) ---- */
@@ -257,6 +266,7 @@ struct bench {
     char setup_fail[160];       /* why the first failed setup of the run failed */
 };
 
+/* ---- the run's state (result.c) ---- */
 /* Record that the run must fail because what came back was wrong (not
  * slow, not refused: wrong). Any thread may call it; the first message is
  * kept, later ones are dropped (each scenario counts them). Windows and
@@ -273,10 +283,18 @@ void bench_setup_note(struct bench *b, const char *fmt, ...) __attribute__((form
 /* " (first failure: REASON)" when a setup failure was noted, else "". */
 const char *bench_setup_reason(struct bench *b, char *buf, size_t cap);
 
+/* The verdict on run k (1-based) that returned rc, told on stderr: wrong
+ * data (bench_fail) fails it; so does a shortfall, unless --allow-failures
+ * and something was set up; so does rc. A failure that is still reported
+ * with its figures leaves its message in err (cap bytes). Returns the
+ * run's status: 0 or -errno. */
+int result_verdict(const struct bench *b, const struct result *r, unsigned k, int rc, char *err,
+                   size_t cap);
+
 /* The first offset at which a and b differ; n if they do not. */
 size_t bench_first_diff(const uint8_t *a, const uint8_t *b, size_t n);
 
-/* CPU and memory of all the proxy's processes, summed. */
+/* CPU and memory of all the proxy's processes, summed (proc.c). */
 bool bench_sample(const struct bench *b, struct proc_sample *out);
 
 /* Sleep in small steps until the window ends, or until bench_fail() was
@@ -284,6 +302,8 @@ bool bench_sample(const struct bench *b, struct proc_sample *out);
 void bench_window(const struct bench *b, const char *label, double seconds,
                   double (*rate)(void *arg), void *arg, const char *unit);
 
+/* ---- the scenarios (sc_*.c; their table: options.h) ---- */
+/* Run one measurement: fill r, return 0 or -errno. */
 typedef int (*scenario_fn)(struct bench *b, struct result *r);
 int scenario_throughput(struct bench *b, struct result *r);
 int scenario_handshakes(struct bench *b, struct result *r);
@@ -292,6 +312,7 @@ int scenario_connections(struct bench *b, struct result *r);
 int scenario_udp(struct bench *b, struct result *r);
 int scenario_rules(struct bench *b, struct result *r);
 
+/* `ferry bench ARGS` (argv[0] is "bench"): the exit status (main.c). */
 int bench_main(int argc, char **argv);
 
 #endif

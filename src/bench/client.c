@@ -175,6 +175,165 @@ static void sc_consume(struct sclient *s, size_t n)
     s->rlen = (uint16_t)(s->rlen - n);
 }
 
+/* What a phase's step returns: one of sclient_step()'s results, or
+ * STEP_NEXT: the phase changed, go on with the next. */
+#define STEP_NEXT 2
+
+static int step_connect(struct sclient *s, const struct route *r)
+{
+    if (!(s->ev & SC_WR))
+        return 0;
+    int err = sock_error(s->io.fd);
+    if (err)
+        return sc_fail(s, SC_FAIL_SOCKET, err);
+    if (r->mode == BENCH_DIRECT || r->mode == BENCH_RELAY || r->http == HTTP_PROXY_ABSOLUTE) {
+        s->phase = SC_OPEN;
+        return 1;
+    }
+    if (r->http == HTTP_PROXY_CONNECT) {
+        char req[160], a[ADDR_STRLEN];
+        addr_format(&r->dst, a, sizeof(a));
+        int n = snprintf(req, sizeof(req), "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", a, a);
+        if (sc_send(s, (const uint8_t *)req, (size_t)n))
+            return -1;
+        s->phase = SC_HTTP;
+        return STEP_NEXT;
+    }
+    uint8_t msg[3];
+    uint8_t method = r->user ? SOCKS5_METHOD_USERPASS : SOCKS5_METHOD_NONE;
+    size_t n = socks5_write_greeting(msg, sizeof(msg), &method, 1);
+    if (sc_send(s, msg, n))
+        return -1;
+    s->phase = SC_METHOD;
+    return STEP_NEXT;
+}
+
+/* The SOCKS5 request: CONNECT to the target, or UDP ASSOCIATE. */
+static int send_request(struct sclient *s, const struct route *r)
+{
+    struct socks5_addr dst;
+    uint8_t cmd = r->cmd ? r->cmd : SOCKS5_CMD_CONNECT;
+    if (cmd == SOCKS5_CMD_UDP_ASSOCIATE) {
+        struct addr any = {.family = AF_INET}; /* 0.0.0.0:0, as most clients send */
+        socks5_addr_from_addr(&dst, &any);
+    } else {
+        socks5_addr_from_addr(&dst, &r->dst);
+    }
+    uint8_t req[SOCKS5_REQUEST_MAX];
+    size_t len = socks5_write_request(req, sizeof(req), cmd, &dst);
+    if (sc_send(s, req, len))
+        return -1;
+    s->phase = SC_REPLY;
+    return STEP_NEXT;
+}
+
+static int step_method(struct sclient *s, const struct route *r)
+{
+    if (sc_read(s))
+        return -1;
+    uint8_t method;
+    ssize_t n = socks5_parse_method(s->rbuf, s->rlen, &method);
+    if (n == 0)
+        return 0;
+    uint8_t want = r->user ? SOCKS5_METHOD_USERPASS : SOCKS5_METHOD_NONE;
+    if (n < 0 || method != want)
+        return sc_fail(s, SC_FAIL_SOCKS, 0);
+    sc_consume(s, (size_t)n);
+    s->phase = SC_AUTH;
+    if (!r->user)
+        return send_request(s, r); /* no sub-negotiation: straight to the request */
+    uint8_t up[520];
+    size_t len =
+        socks5_write_userpass(up, sizeof(up), r->user, strlen(r->user), r->pass, strlen(r->pass));
+    if (sc_send(s, up, len))
+        return -1;
+    return STEP_NEXT;
+}
+
+static int step_auth(struct sclient *s, const struct route *r)
+{
+    if (r->user) {
+        if (sc_read(s))
+            return -1;
+        uint8_t status;
+        ssize_t n = socks5_parse_auth_status(s->rbuf, s->rlen, &status);
+        if (n == 0)
+            return 0;
+        if (n < 0 || status != SOCKS5_AUTH_OK)
+            return sc_fail(s, SC_FAIL_SOCKS, 0);
+        sc_consume(s, (size_t)n);
+    }
+    return send_request(s, r);
+}
+
+static int step_reply(struct sclient *s, const struct route *r)
+{
+    (void)r;
+    if (sc_read(s))
+        return -1;
+    struct socks5_reply rep;
+    ssize_t n = socks5_parse_reply(s->rbuf, s->rlen, &rep);
+    if (n == 0)
+        return 0;
+    if (n < 0)
+        return sc_fail(s, SC_FAIL_SOCKS, 0);
+    s->rep = rep.rep;
+    if (rep.rep != SOCKS5_REP_SUCCEEDED)
+        return sc_fail(s, SC_FAIL_SOCKS, 0);
+    if (!socks5_addr_to_addr(&rep.bnd, &s->bnd))
+        memset(&s->bnd, 0, sizeof(s->bnd));
+    sc_consume(s, (size_t)n);
+    s->phase = SC_OPEN;
+    return 1;
+}
+
+/* An HTTP CONNECT answer: "HTTP/1.x 200 ..." then everything up to the
+ * blank line, and nothing after it. */
+static int step_http(struct sclient *s, const struct route *r)
+{
+    (void)r;
+    while (s->ev & SC_RD) {
+        uint8_t b[64];
+        ssize_t n = recv(s->io.fd, b, sizeof(b), 0);
+        if (n == 0)
+            return sc_fail(s, SC_FAIL_SOCKET, -ECONNRESET);
+        if (n < 0) {
+            if (errno == EAGAIN) {
+                s->ev &= (uint8_t)~SC_RD;
+                break;
+            }
+            if (errno == EINTR)
+                continue;
+            return sc_fail(s, SC_FAIL_SOCKET, -errno);
+        }
+        for (ssize_t i = 0; i < n; i++) {
+            if (s->rlen < 12)
+                s->rbuf[s->rlen++] = b[i];
+            if (s->rlen == 12 && !s->http_state) {
+                if (memcmp(s->rbuf, "HTTP/1.", 7) != 0 || memcmp(s->rbuf + 8, " 200", 4))
+                    return sc_fail(s, SC_FAIL_SOCKS, 0);
+                s->http_state = 1;
+            }
+            static const char end[] = "\r\n\r\n";
+            s->crlf = b[i] == (uint8_t)end[s->crlf] ? (uint8_t)(s->crlf + 1) : b[i] == '\r' ? 1 : 0;
+            if (s->crlf == 4) {
+                if (!s->http_state || i + 1 != n)
+                    return sc_fail(s, SC_FAIL_SOCKS, 0);
+                s->rlen = 0;
+                s->phase = SC_OPEN;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* The handshake, a step per phase (SC_OPEN and SC_FAILED have none). */
+static int (*const steps[])(struct sclient *s, const struct route *r) = {
+    [SC_CONNECT] = step_connect, [SC_METHOD] = step_method, [SC_AUTH] = step_auth,
+    [SC_REPLY] = step_reply,     [SC_HTTP] = step_http,
+};
+
 int sclient_step(struct sclient *s, const struct route *r, uint32_t events)
 {
     if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
@@ -183,150 +342,14 @@ int sclient_step(struct sclient *s, const struct route *r, uint32_t events)
         s->ev |= SC_WR;
     if (events & (EPOLLRDHUP | EPOLLHUP))
         s->ev |= SC_RDHUP;
-
     for (;;) {
-        switch ((enum sc_phase)s->phase) {
-        case SC_CONNECT: {
-            if (!(s->ev & SC_WR))
-                return 0;
-            int err = sock_error(s->io.fd);
-            if (err)
-                return sc_fail(s, SC_FAIL_SOCKET, err);
-            if (r->mode == BENCH_DIRECT || r->mode == BENCH_RELAY ||
-                r->http == HTTP_PROXY_ABSOLUTE) {
-                s->phase = SC_OPEN;
-                return 1;
-            }
-            if (r->http == HTTP_PROXY_CONNECT) {
-                char req[160], a[ADDR_STRLEN];
-                addr_format(&r->dst, a, sizeof(a));
-                int n = snprintf(req, sizeof(req), "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", a, a);
-                if (sc_send(s, (const uint8_t *)req, (size_t)n))
-                    return -1;
-                s->phase = SC_HTTP;
-                break;
-            }
-            uint8_t msg[3];
-            uint8_t method = r->user ? SOCKS5_METHOD_USERPASS : SOCKS5_METHOD_NONE;
-            size_t n = socks5_write_greeting(msg, sizeof(msg), &method, 1);
-            if (sc_send(s, msg, n))
-                return -1;
-            s->phase = SC_METHOD;
-            break;
-        }
-        case SC_METHOD: {
-            if (sc_read(s))
-                return -1;
-            uint8_t method;
-            ssize_t n = socks5_parse_method(s->rbuf, s->rlen, &method);
-            if (n == 0)
-                return 0;
-            uint8_t want = r->user ? SOCKS5_METHOD_USERPASS : SOCKS5_METHOD_NONE;
-            if (n < 0 || method != want)
-                return sc_fail(s, SC_FAIL_SOCKS, 0);
-            sc_consume(s, (size_t)n);
-            if (r->user) {
-                uint8_t up[520];
-                size_t len = socks5_write_userpass(up, sizeof(up), r->user, strlen(r->user),
-                                                   r->pass, strlen(r->pass));
-                if (sc_send(s, up, len))
-                    return -1;
-                s->phase = SC_AUTH;
-                break;
-            }
-            s->phase = SC_AUTH; /* no sub-negotiation: go straight to the request */
-            goto send_request;
-        }
-        case SC_AUTH: {
-            if (r->user) {
-                if (sc_read(s))
-                    return -1;
-                uint8_t status;
-                ssize_t n = socks5_parse_auth_status(s->rbuf, s->rlen, &status);
-                if (n == 0)
-                    return 0;
-                if (n < 0 || status != SOCKS5_AUTH_OK)
-                    return sc_fail(s, SC_FAIL_SOCKS, 0);
-                sc_consume(s, (size_t)n);
-            }
-        send_request:;
-            struct socks5_addr dst;
-            uint8_t cmd = r->cmd ? r->cmd : SOCKS5_CMD_CONNECT;
-            if (cmd == SOCKS5_CMD_UDP_ASSOCIATE) {
-                struct addr any = {.family = AF_INET}; /* 0.0.0.0:0, as most clients send */
-                socks5_addr_from_addr(&dst, &any);
-            } else {
-                socks5_addr_from_addr(&dst, &r->dst);
-            }
-            uint8_t req[SOCKS5_REQUEST_MAX];
-            size_t len = socks5_write_request(req, sizeof(req), cmd, &dst);
-            if (sc_send(s, req, len))
-                return -1;
-            s->phase = SC_REPLY;
-            break;
-        }
-        case SC_REPLY: {
-            if (sc_read(s))
-                return -1;
-            struct socks5_reply rep;
-            ssize_t n = socks5_parse_reply(s->rbuf, s->rlen, &rep);
-            if (n == 0)
-                return 0;
-            if (n < 0)
-                return sc_fail(s, SC_FAIL_SOCKS, 0);
-            s->rep = rep.rep;
-            if (rep.rep != SOCKS5_REP_SUCCEEDED)
-                return sc_fail(s, SC_FAIL_SOCKS, 0);
-            if (!socks5_addr_to_addr(&rep.bnd, &s->bnd))
-                memset(&s->bnd, 0, sizeof(s->bnd));
-            sc_consume(s, (size_t)n);
-            s->phase = SC_OPEN;
+        if (s->phase == SC_OPEN)
             return 1;
-        }
-        case SC_HTTP: {
-            /* "HTTP/1.x 200 ..." then everything up to the blank line. */
-            while (s->ev & SC_RD) {
-                uint8_t b[64];
-                ssize_t n = recv(s->io.fd, b, sizeof(b), 0);
-                if (n == 0)
-                    return sc_fail(s, SC_FAIL_SOCKET, -ECONNRESET);
-                if (n < 0) {
-                    if (errno == EAGAIN) {
-                        s->ev &= (uint8_t)~SC_RD;
-                        break;
-                    }
-                    if (errno == EINTR)
-                        continue;
-                    return sc_fail(s, SC_FAIL_SOCKET, -errno);
-                }
-                for (ssize_t i = 0; i < n; i++) {
-                    if (s->rlen < 12)
-                        s->rbuf[s->rlen++] = b[i];
-                    if (s->rlen == 12 && !s->http_state) {
-                        if (memcmp(s->rbuf, "HTTP/1.", 7) != 0 || memcmp(s->rbuf + 8, " 200", 4))
-                            return sc_fail(s, SC_FAIL_SOCKS, 0);
-                        s->http_state = 1;
-                    }
-                    static const char end[] = "\r\n\r\n";
-                    s->crlf = b[i] == (uint8_t)end[s->crlf] ? (uint8_t)(s->crlf + 1)
-                              : b[i] == '\r'                ? 1
-                                                            : 0;
-                    if (s->crlf == 4) {
-                        if (!s->http_state || i + 1 != n)
-                            return sc_fail(s, SC_FAIL_SOCKS, 0);
-                        s->rlen = 0;
-                        s->phase = SC_OPEN;
-                        return 1;
-                    }
-                }
-            }
-            return 0;
-        }
-        case SC_OPEN:
-            return 1;
-        case SC_FAILED:
+        if (s->phase == SC_FAILED)
             return -1;
-        }
+        int rc = steps[s->phase](s, r);
+        if (rc != STEP_NEXT)
+            return rc;
     }
 }
 

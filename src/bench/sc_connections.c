@@ -223,6 +223,104 @@ static void cn_on_start(struct gen *g)
     cn_fill(th);
 }
 
+/* Wait (up to 120 s from t0) until every connection is open or has
+ * failed. Returns how many are open; *failed: how many failed. */
+static unsigned cn_wait_open(struct bench *b, struct cn_thread *ths, unsigned started, uint64_t t0,
+                             unsigned *failed)
+{
+    unsigned open = 0;
+    *failed = 0;
+    while (now_ns() - t0 < 120ull * 1000000000u) {
+        open = *failed = 0;
+        for (unsigned t = 0; t < started; t++) {
+            open += atomic_load(&ths[t].open);
+            *failed += atomic_load(&ths[t].failed);
+        }
+        if (open + *failed >= b->o.connections)
+            break;
+        bench_window(b, NULL, 0.01, NULL, NULL, NULL);
+    }
+    return open;
+}
+
+/* After the hold: every thread checks its connections still echo; wait
+ * (up to 10 s) until the open ones are all checked, then stop the threads.
+ * Returns how many echoed right; *corrupt: how many echoed wrong. */
+static unsigned cn_check(struct bench *b, struct cn_thread *ths, unsigned started, unsigned open,
+                         unsigned *corrupt)
+{
+    for (unsigned t = 0; t < started; t++)
+        atomic_store(&ths[t].phase, 1);
+    unsigned dead = 0, ok = 0;
+    uint64_t tc = now_ns();
+    while (now_ns() - tc < 10ull * 1000000000u) {
+        ok = dead = *corrupt = 0;
+        for (unsigned t = 0; t < started; t++) {
+            ok += atomic_load(&ths[t].checked_ok);
+            dead += atomic_load(&ths[t].dead);
+            *corrupt += atomic_load(&ths[t].corrupt);
+        }
+        if (ok + dead + *corrupt >= open || bench_has_failed(b))
+            break;
+        bench_window(b, NULL, 0.01, NULL, NULL, NULL);
+    }
+    for (unsigned t = 0; t < started; t++)
+        gen_stop_join(&ths[t].g);
+    *corrupt = 0;
+    for (unsigned t = 0; t < started; t++)
+        *corrupt += atomic_load(&ths[t].corrupt);
+    return ok;
+}
+
+/* What a connections run counts. */
+struct cn_counts {
+    unsigned open, failed, ok, corrupt;
+    double setup_s;
+};
+
+/* The figures, notes and shortfalls of a run; mem: the proxy's memory
+ * before and while holding (have_mem: known). */
+static void cn_figures(struct bench *b, struct result *res, const struct cn_counts *c,
+                       bool have_mem, const struct proc_sample *before,
+                       const struct proc_sample *held)
+{
+    unsigned n = b->o.connections, open = c->open, failed = c->failed;
+    result_add(res, "connections", "", open);
+    result_add(res, "failed_setups", "", failed);
+    result_add(res, "setup_rate", "1/s", c->setup_s > 0 ? (double)open / c->setup_s : 0);
+    result_add(res, "healthy", "", c->ok);
+    result_add(res, "corrupt_echoes", "", c->corrupt);
+    if (have_mem && open) {
+        result_add(res, "proxy_mem", "MiB", held->mem_kib / 1024.0);
+        result_add(res, "proxy_mem_per_conn", "B",
+                   (held->mem_kib - before->mem_kib) * 1024.0 / open);
+    }
+    if (c->corrupt)
+        result_note(res, "%u connections echoed wrong data", c->corrupt);
+    if (failed) {
+        struct rlimit rl;
+        /* A proxied connection costs the proxy two descriptors (and the
+         * bench two: client and echo), so the open-files limit may be the
+         * ceiling rather than the proxy. */
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 2ull * n + 256)
+            result_note(res,
+                        "the open-files limit here is %llu and could not be raised (root "
+                        "without CAP_SYS_RESOURCE?): a process can relay about %llu "
+                        "connections at two descriptors each",
+                        (unsigned long long)rl.rlim_cur,
+                        (unsigned long long)(rl.rlim_cur > 256 ? (rl.rlim_cur - 128) / 2 : 0));
+    }
+    if (failed || open + failed < n) {
+        char why[200];
+        result_shortfall(res, "%u of %u connections could not be set up%s", n - open, n,
+                         bench_setup_reason(b, why, sizeof(why)));
+    }
+    if (c->ok + c->corrupt < open)
+        result_shortfall(res, "%u of %u held connections did not echo at the end of the hold",
+                         open - c->ok - c->corrupt, open);
+    res->nothing = open == 0;
+}
+
 int scenario_connections(struct bench *b, struct result *res)
 {
     const struct bench_opts *o = &b->o;
@@ -264,76 +362,14 @@ int scenario_connections(struct bench *b, struct result *res)
             rc = -ENOMEM;
             break;
         }
-    unsigned open = 0, failed = 0;
-    while (now_ns() - t0 < 120ull * 1000000000u) {
-        open = failed = 0;
-        for (unsigned t = 0; t < started; t++) {
-            open += atomic_load(&ths[t].open);
-            failed += atomic_load(&ths[t].failed);
-        }
-        if (open + failed >= n)
-            break;
-        bench_window(b, NULL, 0.01, NULL, NULL, NULL);
-    }
-    double setup_s = (double)(now_ns() - t0) / 1e9;
+    struct cn_counts c;
+    c.open = cn_wait_open(b, ths, started, t0, &c.failed);
+    c.setup_s = (double)(now_ns() - t0) / 1e9;
     bench_window(b, "hold", o->duration_s, NULL, NULL, NULL);
     have_mem = have_mem && bench_sample(b, &held);
     res->mem_src = have_mem ? held.mem_src | before.mem_src : 0;
-
-    for (unsigned t = 0; t < started; t++)
-        atomic_store(&ths[t].phase, 1);
-    unsigned dead = 0, ok = 0, corrupt = 0;
-    uint64_t tc = now_ns();
-    while (now_ns() - tc < 10ull * 1000000000u) {
-        ok = dead = corrupt = 0;
-        for (unsigned t = 0; t < started; t++) {
-            ok += atomic_load(&ths[t].checked_ok);
-            dead += atomic_load(&ths[t].dead);
-            corrupt += atomic_load(&ths[t].corrupt);
-        }
-        if (ok + dead + corrupt >= open || bench_has_failed(b))
-            break;
-        bench_window(b, NULL, 0.01, NULL, NULL, NULL);
-    }
-    for (unsigned t = 0; t < started; t++)
-        gen_stop_join(&ths[t].g);
-    corrupt = 0;
-    for (unsigned t = 0; t < started; t++)
-        corrupt += atomic_load(&ths[t].corrupt);
-
-    result_add(res, "connections", "", open);
-    result_add(res, "failed_setups", "", failed);
-    result_add(res, "setup_rate", "1/s", setup_s > 0 ? (double)open / setup_s : 0);
-    result_add(res, "healthy", "", ok);
-    result_add(res, "corrupt_echoes", "", corrupt);
-    if (have_mem && open) {
-        result_add(res, "proxy_mem", "MiB", held.mem_kib / 1024.0);
-        result_add(res, "proxy_mem_per_conn", "B", (held.mem_kib - before.mem_kib) * 1024.0 / open);
-    }
-    if (corrupt)
-        result_note(res, "%u connections echoed wrong data", corrupt);
-    if (failed) {
-        struct rlimit rl;
-        /* A proxied connection costs the proxy two descriptors (and the
-         * bench two: client and echo), so the open-files limit may be the
-         * ceiling rather than the proxy. */
-        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 2ull * n + 256)
-            result_note(res,
-                        "the open-files limit here is %llu and could not be raised (root "
-                        "without CAP_SYS_RESOURCE?): a process can relay about %llu "
-                        "connections at two descriptors each",
-                        (unsigned long long)rl.rlim_cur,
-                        (unsigned long long)(rl.rlim_cur > 256 ? (rl.rlim_cur - 128) / 2 : 0));
-    }
-    if (failed || open + failed < n) {
-        char why[200];
-        result_shortfall(res, "%u of %u connections could not be set up%s", n - open, n,
-                         bench_setup_reason(b, why, sizeof(why)));
-    }
-    if (ok + corrupt < open)
-        result_shortfall(res, "%u of %u held connections did not echo at the end of the hold",
-                         open - ok - corrupt, open);
-    res->nothing = open == 0;
+    c.ok = cn_check(b, ths, started, c.open, &c.corrupt);
+    cn_figures(b, res, &c, have_mem, &before, &held);
 out:
     for (unsigned i = 0; conns && i < n; i++)
         sclient_close(&conns[i].sc, false);

@@ -172,6 +172,82 @@ static double hs_rate(void *arg)
     return rate;
 }
 
+/* The figures, notes and shortfall of a run whose threads have stopped:
+ * the window lasted secs; cpu: the proxy's CPU seconds in it (have_cpu:
+ * known). */
+static void hs_figures(struct bench *b, struct result *res, struct hs_thread *ths, unsigned started,
+                       double secs, bool have_cpu, double cpu)
+{
+    const struct bench_opts *o = &b->o;
+    uint64_t ok = hs_sum(ths, started, offsetof(struct hs_thread, ok));
+    uint64_t f_sock = hs_sum(ths, started, offsetof(struct hs_thread, fail_socket));
+    uint64_t f_socks = hs_sum(ths, started, offsetof(struct hs_thread, fail_socks));
+    uint64_t f_port = hs_sum(ths, started, offsetof(struct hs_thread, addrnotavail));
+    uint64_t f_data = hs_sum(ths, started, offsetof(struct hs_thread, fail_data));
+    struct lat parts[64], all;
+    unsigned np = MIN(started, 64u);
+    for (unsigned t = 0; t < np; t++)
+        parts[t] = ths[t].lat;
+    lat_merge(&all, parts, np);
+    result_add(res, "setups", "1/s", (double)ok / secs);
+    result_add(res, "latency_p50", "ms", stats_percentile(all.v, all.n, 50) / 1000.0);
+    result_add(res, "latency_p95", "ms", stats_percentile(all.v, all.n, 95) / 1000.0);
+    result_add(res, "latency_p99", "ms", stats_percentile(all.v, all.n, 99) / 1000.0);
+    result_add(res, "failed_socket", "", (double)f_sock);
+    result_add(res, "failed_socks", "", (double)f_socks);
+    result_add(res, "failed_data", "", (double)f_data);
+    if (have_cpu) {
+        result_add(res, "proxy_cpu", "s/s", cpu / secs);
+        result_add(res, "proxy_cpu_per_1k", "s/1000", ok ? cpu / ((double)ok / 1000.0) : 0);
+    }
+    if (f_port)
+        result_note(res,
+                    "%llu connects failed with EADDRNOTAVAIL: the OS ran out of ephemeral "
+                    "ports, not the proxy of capacity (spread sources are %s)",
+                    (unsigned long long)f_port, o->spread_src ? "on" : "off");
+    else if (f_sock)
+        result_note(res, "%llu setups failed at the socket level (connect errors, resets)",
+                    (unsigned long long)f_sock);
+    if (f_socks)
+        result_note(res, "%llu setups got %s or a protocol error", (unsigned long long)f_socks,
+                    o->http_proxy ? "an HTTP status other than 200" : "a SOCKS failure reply");
+    if (f_data)
+        result_note(res,
+                    "%llu setups echoed a wrong byte (warm-up included): the proxy "
+                    "corrupts data",
+                    (unsigned long long)f_data);
+    if (f_sock + f_socks) {
+        char why[200];
+        result_shortfall(res, "%llu of %llu setups in the window failed%s",
+                         (unsigned long long)(f_sock + f_socks),
+                         (unsigned long long)(ok + f_sock + f_socks),
+                         bench_setup_reason(b, why, sizeof(why)));
+    }
+    res->nothing = ok == 0;
+    lat_free(&all);
+}
+
+/* The warm-up, the window, the threads stopped, the figures. */
+static void hs_measure(struct bench *b, struct result *res, struct hs_thread *ths, unsigned started)
+{
+    const struct bench_opts *o = &b->o;
+    struct hs_rate rate = {ths, started, 0, 0};
+    bench_window(b, "warm-up", o->warmup_s, NULL, NULL, NULL);
+    struct proc_sample p0, p1;
+    bool have_cpu = bench_sample(b, &p0);
+    for (unsigned t = 0; t < started; t++)
+        atomic_store(&ths[t].measuring, true);
+    uint64_t t0 = now_ns();
+    bench_window(b, "measure", o->duration_s, hs_rate, &rate, "setups/s");
+    for (unsigned t = 0; t < started; t++)
+        atomic_store(&ths[t].measuring, false);
+    double secs = (double)(now_ns() - t0) / 1e9;
+    have_cpu = have_cpu && bench_sample(b, &p1);
+    for (unsigned t = 0; t < started; t++)
+        gen_stop_join(&ths[t].g);
+    hs_figures(b, res, ths, started, secs, have_cpu, have_cpu ? p1.cpu_s - p0.cpu_s : 0);
+}
+
 int scenario_handshakes(struct bench *b, struct result *res)
 {
     const struct bench_opts *o = &b->o;
@@ -201,68 +277,7 @@ int scenario_handshakes(struct bench *b, struct result *res)
         }
     }
     if (!rc) {
-        struct hs_rate rate = {ths, started, 0, 0};
-        bench_window(b, "warm-up", o->warmup_s, NULL, NULL, NULL);
-        struct proc_sample p0, p1;
-        bool have_cpu = bench_sample(b, &p0);
-        for (unsigned t = 0; t < started; t++)
-            atomic_store(&ths[t].measuring, true);
-        uint64_t t0 = now_ns();
-        bench_window(b, "measure", o->duration_s, hs_rate, &rate, "setups/s");
-        for (unsigned t = 0; t < started; t++)
-            atomic_store(&ths[t].measuring, false);
-        double secs = (double)(now_ns() - t0) / 1e9;
-        have_cpu = have_cpu && bench_sample(b, &p1);
-        for (unsigned t = 0; t < started; t++)
-            gen_stop_join(&ths[t].g);
-
-        uint64_t ok = hs_sum(ths, started, offsetof(struct hs_thread, ok));
-        uint64_t f_sock = hs_sum(ths, started, offsetof(struct hs_thread, fail_socket));
-        uint64_t f_socks = hs_sum(ths, started, offsetof(struct hs_thread, fail_socks));
-        uint64_t f_port = hs_sum(ths, started, offsetof(struct hs_thread, addrnotavail));
-        uint64_t f_data = hs_sum(ths, started, offsetof(struct hs_thread, fail_data));
-        struct lat parts[64], all;
-        unsigned np = MIN(started, 64u);
-        for (unsigned t = 0; t < np; t++)
-            parts[t] = ths[t].lat;
-        lat_merge(&all, parts, np);
-        result_add(res, "setups", "1/s", (double)ok / secs);
-        result_add(res, "latency_p50", "ms", stats_percentile(all.v, all.n, 50) / 1000.0);
-        result_add(res, "latency_p95", "ms", stats_percentile(all.v, all.n, 95) / 1000.0);
-        result_add(res, "latency_p99", "ms", stats_percentile(all.v, all.n, 99) / 1000.0);
-        result_add(res, "failed_socket", "", (double)f_sock);
-        result_add(res, "failed_socks", "", (double)f_socks);
-        result_add(res, "failed_data", "", (double)f_data);
-        if (have_cpu) {
-            result_add(res, "proxy_cpu", "s/s", (p1.cpu_s - p0.cpu_s) / secs);
-            result_add(res, "proxy_cpu_per_1k", "s/1000",
-                       ok ? (p1.cpu_s - p0.cpu_s) / ((double)ok / 1000.0) : 0);
-        }
-        if (f_port)
-            result_note(res,
-                        "%llu connects failed with EADDRNOTAVAIL: the OS ran out of ephemeral "
-                        "ports, not the proxy of capacity (spread sources are %s)",
-                        (unsigned long long)f_port, o->spread_src ? "on" : "off");
-        else if (f_sock)
-            result_note(res, "%llu setups failed at the socket level (connect errors, resets)",
-                        (unsigned long long)f_sock);
-        if (f_socks)
-            result_note(res, "%llu setups got %s or a protocol error", (unsigned long long)f_socks,
-                        o->http_proxy ? "an HTTP status other than 200" : "a SOCKS failure reply");
-        if (f_data)
-            result_note(res,
-                        "%llu setups echoed a wrong byte (warm-up included): the proxy "
-                        "corrupts data",
-                        (unsigned long long)f_data);
-        if (f_sock + f_socks) {
-            char why[200];
-            result_shortfall(res, "%llu of %llu setups in the window failed%s",
-                             (unsigned long long)(f_sock + f_socks),
-                             (unsigned long long)(ok + f_sock + f_socks),
-                             bench_setup_reason(b, why, sizeof(why)));
-        }
-        res->nothing = ok == 0;
-        lat_free(&all);
+        hs_measure(b, res, ths, started);
     } else {
         for (unsigned t = 0; t < started; t++)
             gen_stop_join(&ths[t].g);

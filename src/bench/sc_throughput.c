@@ -232,6 +232,79 @@ static double tp_rate(void *arg)
     return v;
 }
 
+/* Wait (up to 30 s) until every stream is open or has failed. Returns
+ * how many are open; fewer than asked for is a shortfall. */
+static unsigned tp_wait_open(struct bench *b, struct result *res, struct tp_thread *ths,
+                             unsigned started)
+{
+    const struct bench_opts *o = &b->o;
+    uint64_t t_setup = now_ns();
+    unsigned open = 0, failed = 0;
+    while (now_ns() - t_setup < 30ull * 1000000000u) {
+        open = failed = 0;
+        for (unsigned t = 0; t < started; t++) {
+            open += atomic_load(&ths[t].open);
+            failed += atomic_load(&ths[t].failed);
+        }
+        if (open + failed >= o->connections)
+            break;
+        bench_window(b, NULL, 0.01, NULL, NULL, NULL);
+    }
+    if (open < o->connections) {
+        char why[200];
+        result_shortfall(res, "%u of %u streams could not be set up%s", o->connections - open,
+                         o->connections, bench_setup_reason(b, why, sizeof(why)));
+        res->nothing = open == 0;
+    }
+    return open;
+}
+
+/* Let the open streams go: the warm-up, the window, the figures. */
+static void tp_measure(struct bench *b, struct result *res, struct tp_thread *ths, unsigned started,
+                       unsigned open)
+{
+    const struct bench_opts *o = &b->o;
+    for (unsigned t = 0; t < started; t++)
+        atomic_store(&ths[t].go, true);
+    struct tp_rate rate = {ths, started, 0, 0};
+    bench_window(b, "warm-up", o->warmup_s, tp_rate, &rate, "MiB/s");
+    struct proc_sample p0, p1;
+    bool have_cpu = bench_sample(b, &p0);
+    uint64_t up0 = sum_bytes(ths, started, true), down0 = sum_bytes(ths, started, false);
+    uint64_t t0 = now_ns();
+    bench_window(b, "measure", o->duration_s, tp_rate, &rate, "MiB/s");
+    uint64_t up1 = sum_bytes(ths, started, true), down1 = sum_bytes(ths, started, false);
+    double secs = (double)(now_ns() - t0) / 1e9;
+    have_cpu = have_cpu && bench_sample(b, &p1);
+
+    unsigned corrupt = 0, broken = 0;
+    for (unsigned t = 0; t < started; t++) {
+        corrupt += atomic_load(&ths[t].corrupt);
+        broken += atomic_load(&ths[t].broken);
+    }
+    double up = (double)(up1 - up0) / secs / 1048576.0;
+    double down = (double)(down1 - down0) / secs / 1048576.0;
+    result_add(res, "up", "MiB/s", up);
+    result_add(res, "down", "MiB/s", down);
+    result_add(res, "total", "MiB/s", up + down);
+    if (down1 == down0)
+        result_note(res, "no byte came back during the window: the path stalled");
+    if (have_cpu) {
+        double gib = (double)(up1 - up0 + down1 - down0) / 1073741824.0;
+        result_add(res, "proxy_cpu", "s/s", (p1.cpu_s - p0.cpu_s) / secs);
+        result_add(res, "proxy_cpu_per_gib", "s/GiB", gib > 0 ? (p1.cpu_s - p0.cpu_s) / gib : 0);
+    }
+    result_add(res, "streams", "", open);
+    result_add(res, "corrupt_streams", "", corrupt);
+    result_add(res, "broken_streams", "", broken);
+    if (corrupt)
+        result_note(res, "%u streams came back wrong (not counted from the first wrong byte)",
+                    corrupt);
+    if (broken)
+        result_shortfall(res, "%u of %u streams ended early (reset, or closed by the proxy)",
+                         broken, open);
+}
+
 int scenario_throughput(struct bench *b, struct result *res)
 {
     const struct bench_opts *o = &b->o;
@@ -266,68 +339,13 @@ int scenario_throughput(struct bench *b, struct result *res)
     }
 
     /* Wait (bounded) until every stream is open or has failed. */
-    uint64_t t_setup = now_ns();
-    unsigned open = 0, failed = 0;
-    while (!rc && now_ns() - t_setup < 30ull * 1000000000u) {
-        open = failed = 0;
-        for (unsigned t = 0; t < started; t++) {
-            open += atomic_load(&ths[t].open);
-            failed += atomic_load(&ths[t].failed);
-        }
-        if (open + failed >= o->connections)
-            break;
-        bench_window(b, NULL, 0.01, NULL, NULL, NULL);
-    }
-    if (!rc && open < o->connections) {
-        char why[200];
-        result_shortfall(res, "%u of %u streams could not be set up%s", o->connections - open,
-                         o->connections, bench_setup_reason(b, why, sizeof(why)));
-        res->nothing = open == 0;
+    unsigned open = 0;
+    if (!rc) {
+        open = tp_wait_open(b, res, ths, started);
         rc = open ? 0 : -ECONNREFUSED;
     }
-
-    if (!rc) {
-        for (unsigned t = 0; t < started; t++)
-            atomic_store(&ths[t].go, true);
-        struct tp_rate rate = {ths, started, 0, 0};
-        bench_window(b, "warm-up", o->warmup_s, tp_rate, &rate, "MiB/s");
-        struct proc_sample p0, p1;
-        bool have_cpu = bench_sample(b, &p0);
-        uint64_t up0 = sum_bytes(ths, started, true), down0 = sum_bytes(ths, started, false);
-        uint64_t t0 = now_ns();
-        bench_window(b, "measure", o->duration_s, tp_rate, &rate, "MiB/s");
-        uint64_t up1 = sum_bytes(ths, started, true), down1 = sum_bytes(ths, started, false);
-        double secs = (double)(now_ns() - t0) / 1e9;
-        have_cpu = have_cpu && bench_sample(b, &p1);
-
-        unsigned corrupt = 0, broken = 0;
-        for (unsigned t = 0; t < started; t++) {
-            corrupt += atomic_load(&ths[t].corrupt);
-            broken += atomic_load(&ths[t].broken);
-        }
-        double up = (double)(up1 - up0) / secs / 1048576.0;
-        double down = (double)(down1 - down0) / secs / 1048576.0;
-        result_add(res, "up", "MiB/s", up);
-        result_add(res, "down", "MiB/s", down);
-        result_add(res, "total", "MiB/s", up + down);
-        if (down1 == down0)
-            result_note(res, "no byte came back during the window: the path stalled");
-        if (have_cpu) {
-            double gib = (double)(up1 - up0 + down1 - down0) / 1073741824.0;
-            result_add(res, "proxy_cpu", "s/s", (p1.cpu_s - p0.cpu_s) / secs);
-            result_add(res, "proxy_cpu_per_gib", "s/GiB",
-                       gib > 0 ? (p1.cpu_s - p0.cpu_s) / gib : 0);
-        }
-        result_add(res, "streams", "", open);
-        result_add(res, "corrupt_streams", "", corrupt);
-        result_add(res, "broken_streams", "", broken);
-        if (corrupt)
-            result_note(res, "%u streams came back wrong (not counted from the first wrong byte)",
-                        corrupt);
-        if (broken)
-            result_shortfall(res, "%u of %u streams ended early (reset, or closed by the proxy)",
-                             broken, open);
-    }
+    if (!rc)
+        tp_measure(b, res, ths, started, open);
 
     for (unsigned t = 0; t < started; t++)
         gen_stop_join(&ths[t].g);

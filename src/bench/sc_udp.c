@@ -332,6 +332,185 @@ static uint64_t ud_sum(struct ud_thread *ths, unsigned n, size_t off)
 
 #define UD_SUM(field) ud_sum(ths, started, offsetof(struct ud_thread, field))
 
+/* Clients and per-thread state for one run: the run's generation in every
+ * datagram id, the clients shared out over nth threads. Returns 0 or
+ * -ENOMEM (the buffers allocated so far are freed with the threads). */
+static int ud_prepare(struct bench *b, struct ud_thread *ths, unsigned nth, struct ud_client *cl)
+{
+    const struct bench_opts *o = &b->o;
+    static _Atomic uint64_t generation; /* runs of this process */
+    uint64_t gen = (atomic_fetch_add(&generation, 1) + 1) & 0xffffff;
+    for (unsigned i = 0; i < o->connections; i++) {
+        cl[i].sc.io.fd = -1;
+        cl[i].uio.fd = -1;
+        cl[i].index = i;
+        cl[i].seq = gen << UD_GEN_SHIFT;
+    }
+    unsigned base = 0;
+    for (unsigned t = 0; t < nth; t++) {
+        ths[t].b = b;
+        ths[t].route = b->route;
+        ths[t].route.cmd = SOCKS5_CMD_UDP_ASSOCIATE;
+        ths[t].gen = gen;
+        ths[t].n = o->connections / nth + (t < o->connections % nth ? 1 : 0);
+        ths[t].cl = cl + base;
+        ths[t].sbuf = malloc(UD_MAX);
+        ths[t].rbuf = malloc(UD_MAX);
+        if (!ths[t].sbuf || !ths[t].rbuf)
+            return -ENOMEM;
+        base += ths[t].n;
+    }
+    return 0;
+}
+
+/* Wait (up to 30 s) until every client has its association open or has
+ * failed. Returns how many are open. */
+static unsigned ud_wait_open(struct bench *b, struct ud_thread *ths, unsigned started)
+{
+    uint64_t t_setup = now_ns();
+    unsigned open = 0, failed = 0;
+    while (now_ns() - t_setup < 30ull * 1000000000u) {
+        open = failed = 0;
+        for (unsigned t = 0; t < started; t++) {
+            open += atomic_load(&ths[t].open);
+            failed += atomic_load(&ths[t].failed);
+        }
+        if (open + failed >= b->o.connections)
+            break;
+        bench_window(b, NULL, 0.01, NULL, NULL, NULL);
+    }
+    return open;
+}
+
+/* Not one association: say why. Returns -ECONNREFUSED. */
+static int ud_none_open(struct bench *b, struct result *res, struct ud_thread *ths,
+                        unsigned started)
+{
+    const struct bench_opts *o = &b->o;
+    uint64_t refused = 0;
+    for (unsigned t = 0; t < started; t++)
+        refused += atomic_load(&ths[t].refused_rep);
+    char why[200];
+    result_note(res, "no UDP association could be opened%s",
+                refused ? " (the proxy replied with a SOCKS failure: no UDP ASSOCIATE?)" : "");
+    result_shortfall(res, "%u of %u clients could not open a UDP association%s", o->connections,
+                     o->connections, bench_setup_reason(b, why, sizeof(why)));
+    res->nothing = true;
+    return -ECONNREFUSED;
+}
+
+/* What the measurement window cost. */
+struct ud_window {
+    double secs;
+    bool have_cpu;   /* the proxy's CPU is known */
+    double cpu;      /* the proxy's CPU seconds in the window */
+    double self_cpu; /* this process's */
+};
+
+/* --blast: offered against received. */
+static void ud_figures_blast(struct bench *b, struct result *res, struct ud_thread *ths,
+                             unsigned started, const struct ud_window *w)
+{
+    const struct bench_opts *o = &b->o;
+    uint64_t sent = UD_SUM(sent), recvd = UD_SUM(recvd);
+    double secs = w->secs, cpu = w->cpu;
+    result_add(res, "offered", "pps", (double)sent / secs);
+    result_add(res, "received", "pps", (double)recvd / secs);
+    result_add(res, "delivered", "%", sent ? 100.0 * (double)recvd / (double)sent : 0);
+    result_add(res, "received_payload", "MiB/s",
+               (double)recvd * (double)o->payload / secs / 1048576.0);
+    /* Per datagram moved both ways, and per one delivered back: the
+     * first flatters a proxy that drops most of what is offered
+     * (dropped datagrams cost it little), the second does not. */
+    if (w->have_cpu && recvd) {
+        result_add(res, "proxy_cpu_per_datagram", "us", cpu / (double)(sent + recvd) * 1e6);
+        result_add(res, "proxy_cpu_per_delivered", "us", cpu / (double)recvd * 1e6);
+    }
+    if (recvd)
+        result_add(res, "bench_cpu_per_delivered", "us", w->self_cpu / (double)recvd * 1e6);
+    else
+        bench_fail(b,
+                   "udp --blast: no datagram came back in the window (%llu sent): "
+                   "the path through the proxy is broken",
+                   (unsigned long long)sent);
+}
+
+/* Paced: one datagram in flight per client; echoes, RTT, loss. */
+static void ud_figures_paced(struct bench *b, struct result *res, struct ud_thread *ths,
+                             unsigned started, const struct ud_window *w)
+{
+    const struct bench_opts *o = &b->o;
+    uint64_t echoes = UD_SUM(echoes), lost = UD_SUM(lost), late = UD_SUM(late);
+    double secs = w->secs;
+    struct lat parts[64], all;
+    unsigned np = MIN(started, 64u);
+    for (unsigned t = 0; t < np; t++)
+        parts[t] = ths[t].lat;
+    lat_merge(&all, parts, np);
+    result_add(res, "echoes", "1/s", (double)echoes / secs);
+    result_add(res, "payload", "MiB/s", (double)echoes * (double)o->payload / secs / 1048576.0);
+    result_add(res, "rtt_p50", "ms", stats_percentile(all.v, all.n, 50) / 1000.0);
+    result_add(res, "rtt_p95", "ms", stats_percentile(all.v, all.n, 95) / 1000.0);
+    result_add(res, "loss", "%",
+               echoes + lost ? 100.0 * (double)lost / (double)(echoes + lost) : 0);
+    result_add(res, "late", "", (double)late);
+    if (w->have_cpu && echoes)
+        result_add(res, "proxy_cpu_per_echo", "us", w->cpu / (double)echoes * 1e6);
+    if (echoes)
+        result_add(res, "bench_cpu_per_echo", "us", w->self_cpu / (double)echoes * 1e6);
+    else
+        bench_fail(b,
+                   "udp: no echo came back in the window (%llu lost): the path "
+                   "through the proxy is broken",
+                   (unsigned long long)lost);
+    lat_free(&all);
+}
+
+/* The warm-up and the window with open of the clients associated; the
+ * threads are stopped before the figures are read. */
+static void ud_measure(struct bench *b, struct result *res, struct ud_thread *ths, unsigned started,
+                       unsigned open)
+{
+    const struct bench_opts *o = &b->o;
+    bench_window(b, "warm-up", o->warmup_s, NULL, NULL, NULL);
+    struct proc_sample p0, p1;
+    struct ud_window w;
+    w.have_cpu = bench_sample(b, &p0);
+    double self0 = self_cpu_s();
+    for (unsigned t = 0; t < started; t++)
+        atomic_store(&ths[t].measuring, true);
+    uint64_t t0 = now_ns();
+    bench_window(b, "measure", o->duration_s, NULL, NULL, NULL);
+    for (unsigned t = 0; t < started; t++)
+        atomic_store(&ths[t].measuring, false);
+    w.secs = (double)(now_ns() - t0) / 1e9;
+    /* The load generator's own CPU (clients and echo): with --direct,
+     * what the same socket operations cost without a proxy. */
+    w.self_cpu = self_cpu_s() - self0;
+    w.have_cpu = w.have_cpu && bench_sample(b, &p1);
+    if (o->blast) /* let datagrams still in flight come back and count */
+        bench_window(b, NULL, 0.2, NULL, NULL, NULL);
+    for (unsigned t = 0; t < started; t++)
+        gen_stop_join(&ths[t].g);
+    w.cpu = w.have_cpu ? p1.cpu_s - p0.cpu_s : 0;
+    if (o->blast)
+        ud_figures_blast(b, res, ths, started, &w);
+    else
+        ud_figures_paced(b, res, ths, started, &w);
+    uint64_t corrupt = UD_SUM(corrupt);
+    result_add(res, "clients", "", open);
+    result_add(res, "corrupt", "", (double)corrupt);
+    if (open < o->connections) {
+        char why[200];
+        result_shortfall(res, "%u of %u clients could not open a UDP association%s",
+                         o->connections - open, o->connections,
+                         bench_setup_reason(b, why, sizeof(why)));
+    }
+    if (corrupt)
+        result_note(res, "%llu datagrams came back wrong (warm-up included)",
+                    (unsigned long long)corrupt);
+}
+
 int scenario_udp(struct bench *b, struct result *res)
 {
     const struct bench_opts *o = &b->o;
@@ -352,139 +531,19 @@ int scenario_udp(struct bench *b, struct result *res)
         rc = -ENOMEM;
         goto out;
     }
-    static _Atomic uint64_t generation; /* runs of this process */
-    uint64_t gen = (atomic_fetch_add(&generation, 1) + 1) & 0xffffff;
-    for (unsigned i = 0; i < o->connections; i++) {
-        cl[i].sc.io.fd = -1;
-        cl[i].uio.fd = -1;
-        cl[i].index = i;
-        cl[i].seq = gen << UD_GEN_SHIFT;
-    }
-    unsigned base = 0;
-    for (unsigned t = 0; t < nth; t++) {
-        ths[t].b = b;
-        ths[t].route = b->route;
-        ths[t].route.cmd = SOCKS5_CMD_UDP_ASSOCIATE;
-        ths[t].gen = gen;
-        ths[t].n = o->connections / nth + (t < o->connections % nth ? 1 : 0);
-        ths[t].cl = cl + base;
-        ths[t].sbuf = malloc(UD_MAX);
-        ths[t].rbuf = malloc(UD_MAX);
-        if (!ths[t].sbuf || !ths[t].rbuf) {
-            rc = -ENOMEM;
-            goto out_free;
-        }
-        base += ths[t].n;
-    }
+    rc = ud_prepare(b, ths, nth, cl);
+    if (rc)
+        goto out_free;
     for (; started < nth; started++)
         if (gen_start(&ths[started].g, started, &ths[started], ud_on_start)) {
             rc = -ENOMEM;
             break;
         }
-    uint64_t t_setup = now_ns();
-    unsigned open = 0, failed = 0;
-    while (!rc && now_ns() - t_setup < 30ull * 1000000000u) {
-        open = failed = 0;
-        for (unsigned t = 0; t < started; t++) {
-            open += atomic_load(&ths[t].open);
-            failed += atomic_load(&ths[t].failed);
-        }
-        if (open + failed >= o->connections)
-            break;
-        bench_window(b, NULL, 0.01, NULL, NULL, NULL);
-    }
-    if (!rc && open == 0) {
-        uint64_t refused = 0;
-        for (unsigned t = 0; t < started; t++)
-            refused += atomic_load(&ths[t].refused_rep);
-        char why[200];
-        result_note(res, "no UDP association could be opened%s",
-                    refused ? " (the proxy replied with a SOCKS failure: no UDP ASSOCIATE?)" : "");
-        result_shortfall(res, "%u of %u clients could not open a UDP association%s",
-                         o->connections - open, o->connections,
-                         bench_setup_reason(b, why, sizeof(why)));
-        res->nothing = true;
-        rc = -ECONNREFUSED;
-    }
+    unsigned open = rc ? 0 : ud_wait_open(b, ths, started);
+    if (!rc && open == 0)
+        rc = ud_none_open(b, res, ths, started);
     if (!rc) {
-        bench_window(b, "warm-up", o->warmup_s, NULL, NULL, NULL);
-        struct proc_sample p0, p1;
-        bool have_cpu = bench_sample(b, &p0);
-        double self0 = self_cpu_s();
-        for (unsigned t = 0; t < started; t++)
-            atomic_store(&ths[t].measuring, true);
-        uint64_t t0 = now_ns();
-        bench_window(b, "measure", o->duration_s, NULL, NULL, NULL);
-        for (unsigned t = 0; t < started; t++)
-            atomic_store(&ths[t].measuring, false);
-        double secs = (double)(now_ns() - t0) / 1e9;
-        /* The load generator's own CPU (clients and echo): with --direct,
-         * what the same socket operations cost without a proxy. */
-        double self_cpu = self_cpu_s() - self0;
-        have_cpu = have_cpu && bench_sample(b, &p1);
-        if (o->blast) /* let datagrams still in flight come back and count */
-            bench_window(b, NULL, 0.2, NULL, NULL, NULL);
-        for (unsigned t = 0; t < started; t++)
-            gen_stop_join(&ths[t].g);
-        uint64_t echoes = UD_SUM(echoes), lost = UD_SUM(lost), sent = UD_SUM(sent);
-        uint64_t recvd = UD_SUM(recvd), corrupt = UD_SUM(corrupt), late = UD_SUM(late);
-        double cpu = have_cpu ? p1.cpu_s - p0.cpu_s : 0;
-        if (o->blast) {
-            result_add(res, "offered", "pps", (double)sent / secs);
-            result_add(res, "received", "pps", (double)recvd / secs);
-            result_add(res, "delivered", "%", sent ? 100.0 * (double)recvd / (double)sent : 0);
-            result_add(res, "received_payload", "MiB/s",
-                       (double)recvd * (double)o->payload / secs / 1048576.0);
-            /* Per datagram moved both ways, and per one delivered back: the
-             * first flatters a proxy that drops most of what is offered
-             * (dropped datagrams cost it little), the second does not. */
-            if (have_cpu && recvd) {
-                result_add(res, "proxy_cpu_per_datagram", "us", cpu / (double)(sent + recvd) * 1e6);
-                result_add(res, "proxy_cpu_per_delivered", "us", cpu / (double)recvd * 1e6);
-            }
-            if (recvd)
-                result_add(res, "bench_cpu_per_delivered", "us", self_cpu / (double)recvd * 1e6);
-            else
-                bench_fail(b,
-                           "udp --blast: no datagram came back in the window (%llu sent): "
-                           "the path through the proxy is broken",
-                           (unsigned long long)sent);
-        } else {
-            struct lat parts[64], all;
-            unsigned np = MIN(started, 64u);
-            for (unsigned t = 0; t < np; t++)
-                parts[t] = ths[t].lat;
-            lat_merge(&all, parts, np);
-            result_add(res, "echoes", "1/s", (double)echoes / secs);
-            result_add(res, "payload", "MiB/s",
-                       (double)echoes * (double)o->payload / secs / 1048576.0);
-            result_add(res, "rtt_p50", "ms", stats_percentile(all.v, all.n, 50) / 1000.0);
-            result_add(res, "rtt_p95", "ms", stats_percentile(all.v, all.n, 95) / 1000.0);
-            result_add(res, "loss", "%",
-                       echoes + lost ? 100.0 * (double)lost / (double)(echoes + lost) : 0);
-            result_add(res, "late", "", (double)late);
-            if (have_cpu && echoes)
-                result_add(res, "proxy_cpu_per_echo", "us", cpu / (double)echoes * 1e6);
-            if (echoes)
-                result_add(res, "bench_cpu_per_echo", "us", self_cpu / (double)echoes * 1e6);
-            else
-                bench_fail(b,
-                           "udp: no echo came back in the window (%llu lost): the path "
-                           "through the proxy is broken",
-                           (unsigned long long)lost);
-            lat_free(&all);
-        }
-        result_add(res, "clients", "", open);
-        result_add(res, "corrupt", "", (double)corrupt);
-        if (open < o->connections) {
-            char why[200];
-            result_shortfall(res, "%u of %u clients could not open a UDP association%s",
-                             o->connections - open, o->connections,
-                             bench_setup_reason(b, why, sizeof(why)));
-        }
-        if (corrupt)
-            result_note(res, "%llu datagrams came back wrong (warm-up included)",
-                        (unsigned long long)corrupt);
+        ud_measure(b, res, ths, started, open);
     } else {
         for (unsigned t = 0; t < started; t++)
             gen_stop_join(&ths[t].g);

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * metrics.h: the Prometheus endpoint. A thread of its own, with its own
- * loop, serves GET /metrics (text exposition format 0.0.4) and GET /healthz
- * on metrics.listen. A scrape sums the workers' counters at that moment:
- * the data path never takes a lock or does more than a relaxed increment
- * for it.
+ * loop, serves GET /metrics (text exposition format 0.0.4, rendered by
+ * render.h) and GET /healthz on metrics.listen. A scrape sums the workers'
+ * counters at that moment: the data path never takes a lock or does more
+ * than a relaxed increment for it.
  *
  * The main thread tells it about the configuration in use (for the rule
  * counters), reloads and draining; those few calls take a mutex that only
@@ -13,43 +13,9 @@
 #ifndef FERRY_METRICS_METRICS_H
 #define FERRY_METRICS_METRICS_H
 
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
+#include "metrics/render.h"
 
 struct config;
-struct worker;
-struct shared;
-
-/* What a scrape reads: the server's workers and shared state. */
-struct metrics_source {
-    const struct worker *ws;
-    unsigned nworkers;
-    const struct shared *sh;
-};
-
-/* Process-wide facts that only the main thread changes. */
-struct metrics_state {
-    double start_time; /* wall clock at start, seconds */
-    uint64_t reloads_ok, reloads_failed;
-    double last_reload; /* wall clock of the last successful load */
-    bool draining;
-};
-
-/* A growing text buffer; oom is set (and text dropped) if it cannot grow. */
-struct mtext {
-    char *p;
-    size_t len, cap;
-    bool oom;
-};
-
-void mtext_fini(struct mtext *t);
-
-/* Append the whole exposition for src, the rules of cfg (may be NULL) and
- * st. Exposed for unit tests; the endpoint calls it per scrape. */
-void metrics_render(struct mtext *t, const struct metrics_source *src, const struct config *cfg,
-                    const struct metrics_state *st);
-
 struct metrics;
 
 /* Serve on listen_fd (a listening socket, taken over). cfg: one reference

@@ -481,6 +481,124 @@ static int chunk_ext_step(struct http1_body *b, uint8_t c)
     return 0;
 }
 
+/* A hex digit, ';', or CR after a chunk's size digits. */
+static int chunk_size_byte(struct http1_body *b, uint8_t c)
+{
+    int h = hexval(c);
+    if (h >= 0) {
+        if (b->remaining >> 56)
+            return HTTP1_E_CHUNK; /* absurd size: overflow guard */
+        b->remaining = b->remaining * 16 + (uint64_t)h;
+        b->line++;
+    } else if (b->line == 0) {
+        return HTTP1_E_CHUNK; /* no digits */
+    } else if (c == ';') {
+        b->state = CH_EXT;
+    } else if (c == '\r') {
+        b->state = CH_SIZE_LF;
+    } else {
+        return HTTP1_E_CHUNK; /* including spaces: no "BWS" leniency */
+    }
+    return 0;
+}
+
+/* A byte of a trailer section: its lines, then the final CRLF. */
+static int chunk_trailer_byte(struct http1_body *b, uint8_t c)
+{
+    switch (b->state) {
+    case CH_TRAILER_START:
+        if (c == '\r') {
+            b->state = CH_END_LF;
+        } else if (c == ' ' || c == '\t' || c == '\n') {
+            return HTTP1_E_CHUNK;
+        } else {
+            b->state = CH_TRAILER;
+            b->line = 1;
+        }
+        return 0;
+    case CH_TRAILER:
+        if (c == '\r')
+            b->state = CH_TRAILER_LF;
+        else if ((c < 0x20 && c != '\t') || c == 0x7f || ++b->line > CHUNK_LINE_MAX)
+            return HTTP1_E_CHUNK;
+        return 0;
+    case CH_TRAILER_LF:
+        if (c != '\n')
+            return HTTP1_E_CHUNK;
+        b->state = CH_TRAILER_START;
+        return 0;
+    case CH_END_LF:
+        if (c != '\n')
+            return HTTP1_E_CHUNK;
+        b->done = true;
+        return 0;
+    default:
+        return HTTP1_E_CHUNK;
+    }
+}
+
+/* One byte of chunked framing outside chunk data. Returns 0 or
+ * HTTP1_E_CHUNK. */
+static int chunk_byte(struct http1_body *b, uint8_t c)
+{
+    switch (b->state) {
+    case CH_SIZE:
+        return chunk_size_byte(b, c);
+    case CH_EXT:
+    case CH_EXT_NAME:
+    case CH_EXT_NAME_WS:
+    case CH_EXT_VAL:
+    case CH_EXT_TOKEN:
+    case CH_EXT_QUOTED:
+    case CH_EXT_ESCAPE:
+    case CH_EXT_CLOSED:
+    case CH_EXT_VAL_WS:
+        if (++b->line > CHUNK_LINE_MAX || chunk_ext_step(b, c) < 0)
+            return HTTP1_E_CHUNK;
+        return 0;
+    case CH_SIZE_LF:
+        if (c != '\n')
+            return HTTP1_E_CHUNK;
+        b->line = 0;
+        b->state = b->remaining ? CH_DATA : CH_TRAILER_START;
+        return 0;
+    case CH_DATA_CR:
+        if (c != '\r')
+            return HTTP1_E_CHUNK;
+        b->state = CH_DATA_LF;
+        return 0;
+    case CH_DATA_LF:
+        if (c != '\n')
+            return HTTP1_E_CHUNK;
+        b->state = CH_SIZE;
+        b->line = 0;
+        return 0;
+    default:
+        return chunk_trailer_byte(b, c);
+    }
+}
+
+/* Chunked framing: data runs pass whole, everything else a byte at a
+ * time. */
+static ssize_t chunked_scan(struct http1_body *b, const uint8_t *p, size_t len)
+{
+    size_t i = 0;
+    while (i < len && !b->done) {
+        if (b->state == CH_DATA) {
+            size_t n = len - i < b->remaining ? len - i : (size_t)b->remaining;
+            b->remaining -= n;
+            i += n;
+            if (b->remaining == 0)
+                b->state = CH_DATA_CR;
+            continue;
+        }
+        if (chunk_byte(b, p[i]) < 0)
+            return HTTP1_E_CHUNK;
+        i++;
+    }
+    return (ssize_t)i;
+}
+
 ssize_t http1_body_scan(struct http1_body *b, const uint8_t *p, size_t len)
 {
     if (b->done)
@@ -499,107 +617,8 @@ ssize_t http1_body_scan(struct http1_body *b, const uint8_t *p, size_t len)
         return (ssize_t)n;
     }
     default:
-        break;
+        return chunked_scan(b, p, len);
     }
-    size_t i = 0;
-    while (i < len && !b->done) {
-        uint8_t c = p[i];
-        switch (b->state) {
-        case CH_SIZE: {
-            int h = hexval(c);
-            if (h >= 0) {
-                if (b->remaining >> 56)
-                    return HTTP1_E_CHUNK; /* absurd size: overflow guard */
-                b->remaining = b->remaining * 16 + (uint64_t)h;
-                b->line++;
-            } else if (b->line == 0) {
-                return HTTP1_E_CHUNK; /* no digits */
-            } else if (c == ';') {
-                b->state = CH_EXT;
-            } else if (c == '\r') {
-                b->state = CH_SIZE_LF;
-            } else {
-                return HTTP1_E_CHUNK; /* including spaces: no "BWS" leniency */
-            }
-            i++;
-            break;
-        }
-        case CH_EXT:
-        case CH_EXT_NAME:
-        case CH_EXT_NAME_WS:
-        case CH_EXT_VAL:
-        case CH_EXT_TOKEN:
-        case CH_EXT_QUOTED:
-        case CH_EXT_ESCAPE:
-        case CH_EXT_CLOSED:
-        case CH_EXT_VAL_WS:
-            if (++b->line > CHUNK_LINE_MAX || chunk_ext_step(b, c) < 0)
-                return HTTP1_E_CHUNK;
-            i++;
-            break;
-        case CH_SIZE_LF:
-            if (c != '\n')
-                return HTTP1_E_CHUNK;
-            b->line = 0;
-            b->state = b->remaining ? CH_DATA : CH_TRAILER_START;
-            i++;
-            break;
-        case CH_DATA: {
-            size_t n = len - i < b->remaining ? len - i : (size_t)b->remaining;
-            b->remaining -= n;
-            i += n;
-            if (b->remaining == 0)
-                b->state = CH_DATA_CR;
-            break;
-        }
-        case CH_DATA_CR:
-            if (c != '\r')
-                return HTTP1_E_CHUNK;
-            b->state = CH_DATA_LF;
-            i++;
-            break;
-        case CH_DATA_LF:
-            if (c != '\n')
-                return HTTP1_E_CHUNK;
-            b->state = CH_SIZE;
-            b->line = 0;
-            i++;
-            break;
-        case CH_TRAILER_START:
-            if (c == '\r') {
-                b->state = CH_END_LF;
-            } else if (c == ' ' || c == '\t' || c == '\n') {
-                return HTTP1_E_CHUNK;
-            } else {
-                b->state = CH_TRAILER;
-                b->line = 1;
-            }
-            i++;
-            break;
-        case CH_TRAILER:
-            if (c == '\r')
-                b->state = CH_TRAILER_LF;
-            else if ((c < 0x20 && c != '\t') || c == 0x7f || ++b->line > CHUNK_LINE_MAX)
-                return HTTP1_E_CHUNK;
-            i++;
-            break;
-        case CH_TRAILER_LF:
-            if (c != '\n')
-                return HTTP1_E_CHUNK;
-            b->state = CH_TRAILER_START;
-            i++;
-            break;
-        case CH_END_LF:
-            if (c != '\n')
-                return HTTP1_E_CHUNK;
-            b->done = true;
-            i++;
-            break;
-        default:
-            return HTTP1_E_CHUNK;
-        }
-    }
-    return (ssize_t)i;
 }
 
 /* ---- targets and credentials ------------------------------------------ */

@@ -537,33 +537,40 @@ static void http_on_auth(void *owner, int result)
     http_request(c);
 }
 
+/* The buffer a request head is read into, able to hold cap bytes of it: a
+ * session's first bytes are in c2u.buf (the protocol was sniffed there),
+ * kept or moved over; later requests start in their own buffer. NULL when
+ * memory is exhausted. */
+static struct buf *http_head_buf(struct conn *c, uint32_t cap)
+{
+    struct http_state *h = c->http;
+    if (h->req.in)
+        return h->req.in;
+    if (c->c2u.buf && cap <= c->c2u.buf->cap) {
+        h->req.in = c->c2u.buf;
+        c->c2u.buf = NULL;
+        return h->req.in;
+    }
+    h->req.in = buf_get_cap(&c->w->bufs, cap + 1);
+    if (h->req.in && c->c2u.buf) {
+        memcpy(buf_tail(h->req.in), buf_head(c->c2u.buf), buf_len(c->c2u.buf));
+        h->req.in->end += buf_len(c->c2u.buf);
+        buf_put(&c->w->bufs, c->c2u.buf);
+        c->c2u.buf = NULL;
+    }
+    return h->req.in;
+}
+
 /* Read and judge a request head (state HTTP_HEAD). */
 static void http_request(struct conn *c)
 {
     struct http_state *h = c->http;
-    const struct config *cfg = conn_cfg(c);
-    uint32_t cap = cfg->http.max_header;
-    if (!h->req.in) {
-        /* A session's first bytes are in c2u.buf (the protocol was sniffed
-         * there); later requests start in their own buffer. */
-        if (c->c2u.buf && cap <= c->c2u.buf->cap) {
-            h->req.in = c->c2u.buf;
-            c->c2u.buf = NULL;
-        } else {
-            h->req.in = buf_get_cap(&c->w->bufs, cap + 1);
-            if (!h->req.in) {
-                conn_close_err(c, "no-memory", -ENOMEM);
-                return;
-            }
-            if (c->c2u.buf) {
-                memcpy(buf_tail(h->req.in), buf_head(c->c2u.buf), buf_len(c->c2u.buf));
-                h->req.in->end += buf_len(c->c2u.buf);
-                buf_put(&c->w->bufs, c->c2u.buf);
-                c->c2u.buf = NULL;
-            }
-        }
+    uint32_t cap = conn_cfg(c)->http.max_header;
+    struct buf *b = http_head_buf(c, cap);
+    if (!b) {
+        conn_close_err(c, "no-memory", -ENOMEM);
+        return;
     }
-    struct buf *b = h->req.in;
     for (;;) {
         /* RFC 9112 2.2: empty lines before a request line are ignored,
          * a few of them (HTTP1_EMPTY_LINES_MAX). */

@@ -21,11 +21,11 @@
  * datagrams (a coalesced run counts as what it holds), it yields and epoll
  * reports the socket again, with no task or epoll_ctl needed to resume.
  *
- * Destinations and names are found through small hash tables (the common
- * association talks to a handful, the limit allows 65,536); idleness is
- * accounted coarsely, by a sweep timer, never per datagram. Bandwidth
- * limits are asked once per batch, never per datagram, and never wait: a
- * datagram over the budget is dropped.
+ * Destinations and names are found through small hash tables
+ * (dest_table.c; the common association talks to a handful, the limit
+ * allows 65,536); idleness is accounted coarsely, by a sweep timer, never
+ * per datagram. Bandwidth limits are asked once per batch, never per
+ * datagram, and never wait: a datagram over the budget is dropped.
  */
 #include "udp/udp.h"
 
@@ -44,6 +44,7 @@
 #include "dns/resolver.h"
 #include "log/log.h"
 #include "proto/socks5.h"
+#include "udp/dest_table.h"
 #include "util/compiler.h"
 #include "util/list.h"
 
@@ -55,7 +56,6 @@
 #define UDP_BUF          (65536 + UDP_HEADROOM)
 #define UDP_SOCKBUF      (1 << 20)
 #define UDP_NAME_FAIL_MS 5000 /* a name that did not resolve is not retried sooner */
-#define UDP_DEST_MIN     4    /* first allocation of the destination array */
 
 /* Per-worker scratch space, shared by every association of the worker (one
  * handler runs at a time; DNS answers arrive from a task, never inside a
@@ -87,30 +87,12 @@ _Static_assert(UDP_OUT <= UDP_GSO_SEGS, "a merged run is split into one batch");
 /* The association's sockets (udp_assoc.gso_max). */
 enum { UDP_SOCK_CLIENT, UDP_SOCK_OUT4, UDP_SOCK_OUT6, UDP_SOCKS };
 
-struct udp_dest {
-    struct addr a;
-    uint64_t last_ms;
-};
-
 /* A datagram waiting for its destination name to resolve. */
 struct udp_pkt {
     struct udp_pkt *next;
     uint16_t port;
     uint16_t len;
     uint8_t data[];
-};
-
-struct udp_name {
-    struct list link;       /* in a->names, oldest first */
-    struct udp_name *hnext; /* chain of its hash bucket */
-    uint32_t hash;
-    struct udp_assoc *a;
-    struct dns_req *q; /* while resolving */
-    int status;        /* 1 resolving, DNS_OK, or a failure */
-    struct addr addr;  /* port 0 */
-    uint64_t expires_ms;
-    struct udp_pkt *head, *tail;
-    char name[];
 };
 
 struct udp_assoc {
@@ -124,24 +106,9 @@ struct udp_assoc {
     /* Per socket, the largest datagram merged into one UDP_SEGMENT message
      * (UDP_GSO_MAXBYTES until the route refuses; 0: merging is off). */
     uint16_t gso_max[UDP_SOCKS];
-    /* Destinations: a dense array (the sweep compacts it) and an index of
-     * 2 * (mask + 1) slots, open addressing with linear probing, at most
-     * half full. Slots hold a dests index plus one (0: empty); the first
-     * half is keyed by address and port, the second by address alone and
-     * points at the first destination of each host (replies from another
-     * port). The index is rebuilt when the array grows or the sweep
-     * removes destinations, never updated by deletion. */
-    struct udp_dest *dests;
-    uint32_t ndests, cap;
-    uint32_t *slots;
-    uint32_t mask;
-    uint64_t seed; /* keys the hashes: a client cannot aim at one chain */
-    /* Names: in order of creation (eviction takes the oldest) and in
-     * nmask + 1 hash buckets (grown to at least one per name). */
-    struct list names;
-    struct udp_name **nbuckets;
-    uint32_t nmask;
-    uint32_t nnames, queued;
+    struct udp_dests dests; /* the destinations the client sent to */
+    struct udp_names names; /* the names it sent to */
+    uint32_t queued;        /* datagrams waiting for a name, in all of names */
     struct timer sweep;
     struct release rel; /* freed after the batch that closed it */
     uint64_t up, down;
@@ -293,110 +260,12 @@ static void budget_end(struct udp_assoc *a, const struct udp_budget *b)
 
 /* ---- destinations ------------------------------------------------------ */
 
-/* A keyed multiply-xorshift hash of the address (and port). */
-static uint32_t addr_hash(const struct addr *x, bool with_port, uint64_t seed)
-{
-    uint64_t lo = 0, hi = 0;
-    if (x->family == AF_INET6) {
-        memcpy(&lo, x->ip, 8);
-        memcpy(&hi, x->ip + 8, 8);
-    } else {
-        memcpy(&lo, x->ip, 4);
-    }
-    uint64_t h = seed ^ ((uint64_t)x->family << 16) ^ (with_port ? x->port : 0);
-    h = (h ^ lo) * 0x9e3779b97f4a7c15ull;
-    h ^= h >> 29;
-    h = (h ^ hi) * 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 32;
-    return (uint32_t)h;
-}
-
-/* The slot holding x (by address and port, or by host), or the empty slot
- * where it would go. Needs slots (ndests > 0 or an index built). */
-static uint32_t *dest_slot(const struct udp_assoc *a, const struct addr *x, bool host)
-{
-    uint32_t *t = a->slots + (host ? a->mask + 1 : 0);
-    for (uint32_t i = addr_hash(x, !host, a->seed) & a->mask;; i = (i + 1) & a->mask) {
-        uint32_t v = t[i];
-        if (!v)
-            return &t[i];
-        const struct addr *y = &a->dests[v - 1].a;
-        if (host ? same_ip(y, x) : addr_equal(y, x))
-            return &t[i];
-    }
-}
-
-static void dest_link(struct udp_assoc *a, uint32_t i)
-{
-    *dest_slot(a, &a->dests[i].a, false) = i + 1;
-    uint32_t *h = dest_slot(a, &a->dests[i].a, true);
-    if (!*h)
-        *h = i + 1; /* the first destination of its host stays the one found */
-}
-
-/* Index every destination in nslots (a power of two) slots per table. */
-static int dest_reindex(struct udp_assoc *a, uint32_t nslots)
-{
-    if (!a->slots || nslots != a->mask + 1) {
-        uint32_t *s = calloc(2 * (size_t)nslots, sizeof(*s));
-        if (!s)
-            return -ENOMEM;
-        free(a->slots);
-        a->slots = s;
-        a->mask = nslots - 1;
-    } else {
-        memset(a->slots, 0, 2 * (size_t)nslots * sizeof(*a->slots));
-    }
-    for (uint32_t i = 0; i < a->ndests; i++)
-        dest_link(a, i);
-    return 0;
-}
-
-/* Room for one more destination: the array and an index at most half full. */
-static int dest_reserve(struct udp_assoc *a)
-{
-    if (a->ndests == a->cap) {
-        uint32_t cap = a->cap ? a->cap * 2 : UDP_DEST_MIN;
-        if (cap > a->cfg->destinations)
-            cap = a->cfg->destinations;
-        struct udp_dest *v = realloc(a->dests, cap * sizeof(*v));
-        if (!v)
-            return -ENOMEM;
-        a->dests = v;
-        a->cap = cap;
-    }
-    if (!a->slots || (a->ndests + 1) * 2 > a->mask + 1) {
-        uint32_t nslots = 8;
-        while (nslots < 2 * a->cap)
-            nslots *= 2;
-        return dest_reindex(a, nslots);
-    }
-    return 0;
-}
-
-static struct udp_dest *dest_find(const struct udp_assoc *a, const struct addr *d)
-{
-    if (!a->ndests)
-        return NULL;
-    uint32_t v = *dest_slot(a, d, false);
-    return v ? &a->dests[v - 1] : NULL;
-}
-
-/* A reply is accepted from any port of a host the client sent to. */
-static struct udp_dest *dest_find_host(const struct udp_assoc *a, const struct addr *src)
-{
-    if (!a->ndests)
-        return NULL;
-    uint32_t v = *dest_slot(a, src, false);
-    if (!v)
-        v = *dest_slot(a, src, true);
-    return v ? &a->dests[v - 1] : NULL;
-}
-
+/* The destination d (what the client named: name, or NULL) as used at
+ * now: known, or added when the rules allow it and the table has room. */
 static struct udp_dest *dest_get(struct udp_assoc *a, const struct addr *d, uint64_t now,
                                  const char *name)
 {
-    struct udp_dest *x = dest_find(a, d);
+    struct udp_dest *x = udp_dests_find(&a->dests, d);
     if (x) {
         x->last_ms = now;
         return x;
@@ -405,38 +274,10 @@ static struct udp_dest *dest_get(struct udp_assoc *a, const struct addr *d, uint
         stat_add(&a->w->stats.udp_drop_denied, 1);
         return NULL;
     }
-    if (a->ndests >= a->cfg->destinations || dest_reserve(a) < 0) {
+    x = udp_dests_add(&a->dests, d, now, a->cfg->destinations);
+    if (!x)
         stat_add(&a->w->stats.udp_drop_dest_limit, 1);
-        return NULL;
-    }
-    uint32_t i = a->ndests++;
-    x = &a->dests[i];
-    x->a = *d;
-    x->last_ms = now;
-    dest_link(a, i);
     return x;
-}
-
-/* Keep the destinations used within udp.idle; the index follows. */
-static void dest_sweep(struct udp_assoc *a, uint64_t now)
-{
-    uint32_t keep = 0;
-    for (uint32_t i = 0; i < a->ndests; i++)
-        if (now - a->dests[i].last_ms < a->cfg->idle_ms)
-            a->dests[keep++] = a->dests[i];
-    if (keep == a->ndests)
-        return;
-    a->ndests = keep;
-    if (!keep) {
-        /* An association that went quiet gives its memory back. */
-        free(a->dests);
-        free(a->slots);
-        a->dests = NULL;
-        a->slots = NULL;
-        a->cap = a->mask = 0;
-        return;
-    }
-    (void)dest_reindex(a, a->mask + 1); /* same size: cannot fail */
 }
 
 /* ---- sending ------------------------------------------------------------ */
@@ -670,58 +511,9 @@ static void up_stage(struct udp_assoc *a, struct up_batch *b, const struct addr 
 
 /* ---- names --------------------------------------------------------------- */
 
-static uint32_t name_hash(const struct udp_assoc *a, const char *name)
-{
-    uint64_t h = 0xcbf29ce484222325ull ^ a->seed; /* FNV-1a, keyed */
-    for (const unsigned char *s = (const unsigned char *)name; *s; s++)
-        h = (h ^ *s) * 0x100000001b3ull;
-    h ^= h >> 32;
-    return (uint32_t)h;
-}
-
-static struct udp_name *name_find(const struct udp_assoc *a, const char *name, uint32_t hash)
-{
-    if (!a->nbuckets)
-        return NULL;
-    for (struct udp_name *nm = a->nbuckets[hash & a->nmask]; nm; nm = nm->hnext)
-        if (nm->hash == hash && strcmp(nm->name, name) == 0)
-            return nm;
-    return NULL;
-}
-
-/* Room for one more name: at least one bucket per name (a failed growth
- * only makes chains longer). Called before the new name is linked. */
-static void name_grow(struct udp_assoc *a)
-{
-    if (a->nbuckets && a->nnames + 1 <= a->nmask + 1)
-        return;
-    uint32_t n = a->nbuckets ? (a->nmask + 1) * 2 : 8;
-    struct udp_name **b = calloc(n, sizeof(*b));
-    if (!b)
-        return;
-    struct list *pos, *tmp;
-    list_for_each_safe(pos, tmp, &a->names)
-    {
-        struct udp_name *nm = list_entry(pos, struct udp_name, link);
-        nm->hnext = b[nm->hash & (n - 1)];
-        b[nm->hash & (n - 1)] = nm;
-    }
-    free(a->nbuckets);
-    a->nbuckets = b;
-    a->nmask = n - 1;
-}
-
-static void name_unlink(struct udp_assoc *a, struct udp_name *nm)
-{
-    struct udp_name **pp = &a->nbuckets[nm->hash & a->nmask];
-    while (*pp != nm)
-        pp = &(*pp)->hnext;
-    *pp = nm->hnext;
-    list_del(&nm->link);
-    a->nnames--;
-}
-
-static void name_free(struct udp_name *nm)
+/* What a name entry holds of the association's: its lookup and the
+ * datagrams waiting for it (the table frees the entry). */
+static void name_drop(struct udp_name *nm)
 {
     resolver_cancel(nm->q);
     while (nm->head) {
@@ -730,49 +522,17 @@ static void name_free(struct udp_name *nm)
         nm->a->queued--;
         free(p);
     }
-    free(nm);
 }
 
-/* Forget the oldest name that is not being resolved; false if all are. */
-static bool name_evict(struct udp_assoc *a)
-{
-    struct list *pos, *tmp;
-    list_for_each_safe(pos, tmp, &a->names)
-    {
-        struct udp_name *nm = list_entry(pos, struct udp_name, link);
-        if (nm->status != 1) {
-            name_unlink(a, nm);
-            name_free(nm);
-            return true;
-        }
-    }
-    return false;
-}
-
+/* Names are not destinations (the address they resolve to is, and is
+ * counted then); their number is bounded all the same, by forgetting the
+ * oldest settled name. */
 static struct udp_name *name_new(struct udp_assoc *a, const char *name, uint32_t hash)
 {
-    /* Names are not destinations (the address they resolve to is, and is
-     * counted then); their number is bounded all the same, by forgetting
-     * the oldest settled name. */
-    if (a->nnames >= a->cfg->destinations + 16 && !name_evict(a))
-        return NULL;
-    size_t nl = strlen(name);
-    struct udp_name *nm = calloc(1, sizeof(*nm) + nl + 1);
-    if (!nm)
-        return NULL;
-    memcpy(nm->name, name, nl + 1);
-    nm->a = a;
-    nm->hash = hash;
-    nm->status = 1;
-    name_grow(a);
-    if (!a->nbuckets) {
-        free(nm); /* not even the first table: it could not be found again */
-        return NULL;
-    }
-    nm->hnext = a->nbuckets[hash & a->nmask];
-    a->nbuckets[hash & a->nmask] = nm;
-    list_add_tail(&a->names, &nm->link);
-    a->nnames++;
+    struct udp_name *nm =
+        udp_names_add(&a->names, name, hash, a->cfg->destinations + 16, name_drop);
+    if (nm)
+        nm->a = a;
     return nm;
 }
 
@@ -867,9 +627,9 @@ static void name_hold(struct udp_assoc *a, struct udp_name *nm, uint16_t port, c
 static bool name_addr(struct udp_assoc *a, const char *name, uint16_t port, const uint8_t *data,
                       size_t len, uint64_t now, struct addr *d)
 {
-    uint32_t hash = name_hash(a, name);
-    struct udp_name *nm = name_find(a, name, hash);
-    if (!nm || (nm->status != 1 && nm->expires_ms <= now)) {
+    uint32_t hash = udp_names_hash(&a->names, name);
+    struct udp_name *nm = udp_names_find(&a->names, name, hash);
+    if (!nm || (nm->status != UDP_NAME_RESOLVING && nm->expires_ms <= now)) {
         /* Unknown or stale: look it up again. */
         int status;
         struct dns_answer ans;
@@ -885,7 +645,7 @@ static bool name_addr(struct udp_assoc *a, const char *name, uint16_t port, cons
                 stat_add(&a->w->stats.udp_drop_queue, 1);
                 return false;
             }
-            nm->status = 1;
+            nm->status = UDP_NAME_RESOLVING;
             nm->q = resolver_query(&a->w->dns, name, 0, on_name, nm);
             if (!nm->q) {
                 nm->status = DNS_FAILED;
@@ -893,7 +653,7 @@ static bool name_addr(struct udp_assoc *a, const char *name, uint16_t port, cons
             }
         }
     }
-    if (nm->status == 1) {
+    if (nm->status == UDP_NAME_RESOLVING) {
         name_hold(a, nm, port, data, len);
         return false;
     }
@@ -1105,7 +865,7 @@ static void from_dests(struct udp_assoc *a, struct io *io)
             handled += count;
             struct addr from;
             addr_from_sockaddr(&from, (struct sockaddr *)&uw->in_name[i]);
-            struct udp_dest *d = a->port_fixed ? dest_find_host(a, &from) : NULL;
+            struct udp_dest *d = a->port_fixed ? udp_dests_find_host(&a->dests, &from) : NULL;
             if (!d) {
                 stat_add(&st->udp_drop_unknown, count);
                 continue;
@@ -1164,16 +924,8 @@ static void on_sweep(struct timer *t)
 {
     struct udp_assoc *a = container_of(t, struct udp_assoc, sweep);
     uint64_t now = loop_now(&a->w->loop);
-    dest_sweep(a, now);
-    struct list *pos, *tmp;
-    list_for_each_safe(pos, tmp, &a->names)
-    {
-        struct udp_name *nm = list_entry(pos, struct udp_name, link);
-        if (nm->status != 1 && nm->expires_ms <= now) {
-            name_unlink(a, nm);
-            name_free(nm);
-        }
-    }
+    udp_dests_sweep(&a->dests, now, a->cfg->idle_ms);
+    udp_names_expire(&a->names, now, name_drop);
     loop_timer_arm(&a->w->loop, &a->sweep, MAX(250u, a->cfg->idle_ms / 4));
 }
 
@@ -1236,11 +988,12 @@ int udp_assoc_open(struct worker *w, const struct config_udp *cfg, unsigned list
     a->cfg = cfg;
     a->listen_index = listen_index;
     a->client = *client;
-    a->client.port = 0; /* fixed by the first datagram */
-    a->seed = rng_next(w->udp);
+    a->client.port = 0;               /* fixed by the first datagram */
+    uint64_t seed = rng_next(w->udp); /* keys the hashes: a client cannot aim at one chain */
+    udp_dests_init(&a->dests, seed);
+    udp_names_init(&a->names, seed);
     for (unsigned i = 0; i < UDP_SOCKS; i++)
         a->gso_max[i] = cfg->gso && gso_supported() ? UDP_GSO_MAXBYTES : 0;
-    list_init(&a->names);
     a->on_activity = on_activity;
     a->allow = allow;
     a->arg = arg;
@@ -1298,14 +1051,8 @@ void udp_assoc_close(struct udp_assoc *a, uint64_t *bytes_up, uint64_t *bytes_do
     close_io(l, &a->cio);
     close_io(l, &a->out4);
     close_io(l, &a->out6);
-    struct list *pos, *tmp;
-    list_for_each_safe(pos, tmp, &a->names)
-    {
-        name_free(list_entry(pos, struct udp_name, link));
-    }
-    free(a->nbuckets);
-    free(a->dests);
-    free(a->slots);
+    udp_names_fini(&a->names, name_drop);
+    udp_dests_fini(&a->dests);
     atomic_fetch_sub(&a->w->sh->udp_assocs[a->listen_index % CONFIG_MAX_LISTEN], 1);
     /* This batch of events may still hold one for our sockets (the loop
      * skips it, seeing fd -1): the loop frees after the batch. */

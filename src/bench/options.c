@@ -1,0 +1,715 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * bench/options.c: `ferry bench`'s command line as two tables. The
+ * scenario table names each scenario's function, its defaults for
+ * --connections, --concurrency and --payload, the ranges it narrows, what
+ * it needs and which parameters its report shows. The option table says
+ * for each option how its argument is read, which field of struct
+ * bench_opts it sets, and the range a value must be in.
+ *
+ * The ranges: a value outside them cannot give a figure worth the name (a
+ * window of 0 s "measures" 0 MiB/s, a download of 0 bytes has no rate, a
+ * ping every millisecond is a flood, not a ping) or cannot be run on this
+ * kind of machine (a million held connections need four million
+ * descriptors): it is a usage error (exit 2) naming the option and the
+ * range, before anything starts. Options a scenario does not use are still
+ * checked (a typo is a typo), against the same ranges.
+ *
+ * No I/O but the usage text and the usage errors on stderr; nothing here
+ * starts, measures or reports anything.
+ */
+#include "bench/options.h"
+
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/addr.h"
+#include "util/compiler.h"
+#include "util/parse.h"
+
+static const char usage[] =
+    "usage: ferry bench SCENARIO [options]\n"
+    "\n"
+    "Measure a proxy from the outside: a SOCKS5 proxy by default, an HTTP proxy\n"
+    "with --http-proxy, a plain TCP relay with --relay, or no proxy with --direct.\n"
+    "By default a ferry child is started on a free loopback port with its default\n"
+    "configuration, and the targets (TCP echo, HTTP, UDP echo) run inside the\n"
+    "bench; one command gives a number. The rules scenario measures ferry's\n"
+    "access-rule lookup inside this process: no proxy, no network.\n"
+    "\n"
+    "Every byte that comes back is checked against what was sent. Wrong data (a\n"
+    "changed, missing or extra byte, a wrong datagram) is not a figure: the run\n"
+    "fails with a message naming the stream and offset.\n"
+    "\n"
+    "Scenarios:\n"
+    "  throughput    N streams pump --payload chunks to an echo and back; MiB/s each way\n"
+    "  handshakes    full setups (connect, SOCKS5, 1 byte echoed, close); setups/s, latency\n"
+    "  requests      one small HTTP request per new connection; req/s, latency; then\n"
+    "                --downloads concurrent downloads of --download-size; MiB/s\n"
+    "  connections   hold N concurrent connections; setup rate, proxy memory per connection\n"
+    "                (Pss where the kernel has it, else RSS: see mem_source)\n"
+    "  rules         the cost of one access-rule lookup with --rules N synthetic rules\n"
+    "                (indexed and, for comparison, a plain scan); no proxy involved\n"
+    "  udp           N clients, each with a UDP ASSOCIATE and one --payload datagram in\n"
+    "                flight (lost after 100 ms): echoes/s, RTT, loss; --blast: unpaced;\n"
+    "                CPU per echo of the proxy and of this bench (with --direct: what\n"
+    "                the same socket operations cost without a proxy)\n"
+    "\n"
+    "What to measure:\n"
+    "  (default)            a ferry child (this binary, or --ferry PATH), SOCKS5 or, with\n"
+    "                       --http-proxy, HTTP; restarted before each connections run so\n"
+    "                       every run starts cold\n"
+    "  --proxy ADDR:PORT    any SOCKS5 proxy (an HTTP proxy with --http-proxy);\n"
+    "                       --proxy-pid PID[,PID...] adds its CPU and memory (summed\n"
+    "                       over the processes listed)\n"
+    "  --relay ADDR:PORT    a plain TCP relay already forwarding to the echo target\n"
+    "                       (use with --target-port; no SOCKS, e.g. haproxy in TCP mode)\n"
+    "  --direct             no proxy at all: this machine's limit\n"
+    "\n";
+
+/* In two parts: ISO C compilers need only take string literals of 4095. */
+static const char usage_options[] =
+    "Options (a value out of its range is a usage error, exit status 2):\n"
+    "  --runs R             repeat R times, report median/min/max (default 3; 1..100)\n"
+    "  --duration S         measurement window in seconds (default 5; 0.1..3600);\n"
+    "                       connections: how long the connections are held; rules:\n"
+    "                       per lookup kind; requests: not used (it counts requests)\n"
+    "  --warmup S           seconds of load before the window, not counted (default 1;\n"
+    "                       0..600); throughput, handshakes and udp only: requests\n"
+    "                       warms up with --warm-requests; connections and rules have\n"
+    "                       no warm-up\n"
+    "  --connections N      throughput streams (8; 1..10000), held connections (10000;\n"
+    "                       1..250000) or udp clients (16; 1..10000)\n"
+    "  --concurrency W      setups in flight for handshakes (32), requests (8),\n"
+    "                       connections (256); 1..10000\n"
+    "  --payload SIZE       throughput chunk size (default 64k; 1..1m); udp datagram\n"
+    "                       payload (default 1200; 12..65485)\n"
+    "  --blast              udp: send unpaced for the window; offered vs received pps\n"
+    "  --no-echo-gro        udp: the echo reads every datagram alone; by default it\n"
+    "                       takes a run its sender segmented (UDP_SEGMENT) in one read\n"
+    "                       (UDP_GRO, as QUIC servers do) and answers with the same run\n"
+    "  --rules N            rules: how many rules (default 1000; 0..1000000)\n"
+    "  --http-proxy MODE    requests (and throughput, handshakes, connections): talk to\n"
+    "                       the proxy as an HTTP proxy: connect (CONNECT tunnels) or\n"
+    "                       absolute (GET http://host/path; requests only)\n"
+    "  --requests N         measured requests (1000; 1..10000000), after\n"
+    "                       --warm-requests N (100; 0..10000000)\n"
+    "  --downloads L        concurrent large downloads (8; 1..1000) of --download-size\n"
+    "                       (1m; 1..4g)\n"
+    "  --ping S             connections: each sends 16 bytes every S seconds (0: off,\n"
+    "                       the default; else 0.02..3600)\n"
+    "  --threads T          load generator threads (default 1; 1..64)\n";
+
+static const char usage_options2[] =
+    "  --ferry PATH         ferry binary to self-host (default: this one)\n"
+    "  --proxy-workers N    workers of the self-hosted ferry (default: its own; 1..256)\n"
+    "  --proxy-set K=V      extra config line for the self-hosted ferry (repeatable)\n"
+    "  --target-port P      fixed port for the echo target (default: any free port)\n"
+    "  --no-spread          do not spread client source addresses over 127.0.0.0/8\n"
+    "  --auth MODE          none (default), plain or argon2: authenticate with RFC 1929 as\n"
+    "                       bench/benchpass; a self-hosted ferry gets a matching userlist\n"
+    "  --auth-cachettl S    self-hosted ferry's auth.cachettl (0 disables the cache;\n"
+    "                       0..86400)\n"
+    "  --allow-failures     a run that missed its parameters (see below) is reported\n"
+    "                       with its shortfall and passes; for comparing proxies that\n"
+    "                       cannot take the load asked for (bench/compare.sh uses it)\n"
+    "  --json               print one JSON line with every figure, every parameter (and\n"
+    "                       the arguments as given), the ferry version and, when the\n"
+    "                       binary lies in a git work tree, its commit\n"
+    "  -h, --help           show this help\n"
+    "\n"
+    "Without --json, the header (scenario, what is measured, the parameters the\n"
+    "scenario uses) is printed before the first run and the table after the last.\n"
+    "Rates are in binary units: MiB/s (2^20 bytes per second), s/GiB.\n"
+    "\n"
+    "A run fails when it did not do what its parameters asked: connections, streams,\n"
+    "associations or handshakes that could not be set up, requests or downloads that\n"
+    "failed, streams or held connections that ended early. The report ends with\n"
+    "\"FAILED (run N): 64 of 10000 connections could not be set up (first failure:\n"
+    "...)\", and --json has \"ok\": false, \"error\" and \"shortfalls\". With\n"
+    "--allow-failures such a run passes with a SHORTFALL line, unless nothing at all\n"
+    "could be set up. Wrong data always fails the run.\n"
+    "\n"
+    "Exit status: 0 every run passed; 1 a run failed (wrong data, a shortfall,\n"
+    "nothing could be set up, the self-hosted ferry failed); 2 bad usage. A failed\n"
+    "run is still reported with its figures.\n";
+
+void bench_usage(FILE *f)
+{
+    fputs(usage, f);
+    fputs(usage_options, f);
+    fputs(usage_options2, f);
+}
+
+/* ---- the scenarios ------------------------------------------------------- */
+
+const struct bench_scenario bench_scenarios[] = {
+    {
+        .name = "throughput",
+        .run = scenario_throughput,
+        .shows = SCP_WARMUP | SCP_WINDOW | SCP_THREADS | SCP_CONNECTIONS | SCP_PAYLOAD,
+        .def = {[SV_CONNECTIONS] = 8, [SV_CONCURRENCY] = 8, [SV_PAYLOAD] = 65536},
+        .range = {[SV_CONNECTIONS] = {.lo = 1, .hi = 10000}},
+    },
+    {
+        .name = "handshakes",
+        .run = scenario_handshakes,
+        .shows = SCP_WARMUP | SCP_WINDOW | SCP_THREADS | SCP_CONCURRENCY,
+        .def = {[SV_CONNECTIONS] = 8, [SV_CONCURRENCY] = 32, [SV_PAYLOAD] = 65536},
+    },
+    {
+        .name = "requests",
+        .run = scenario_requests,
+        .flags = SCF_HTTP_ABSOLUTE,
+        .shows = SCP_THREADS | SCP_CONCURRENCY | SCP_REQUESTS | SCP_DOWNLOADS,
+        .def = {[SV_CONNECTIONS] = 8, [SV_CONCURRENCY] = 8, [SV_PAYLOAD] = 65536},
+    },
+    {
+        /* Each held connection costs four descriptors on this machine
+         * (client, echo and the proxy's two); the kernel's ceiling per
+         * process is about 2^20. */
+        .name = "connections",
+        .run = scenario_connections,
+        .flags = SCF_HOLDS | SCF_COLD,
+        .shows = SCP_HOLD | SCP_THREADS | SCP_CONNECTIONS | SCP_CONCURRENCY | SCP_PING,
+        .def = {[SV_CONNECTIONS] = 10000, [SV_CONCURRENCY] = 256, [SV_PAYLOAD] = 65536},
+        .range = {[SV_CONNECTIONS] = {.lo = 1, .hi = 250000}},
+    },
+    {
+        /* The payload: at least the bench's own 12-byte header, at most the
+         * largest UDP payload (65507) less a SOCKS5 UDP header of up to 22. */
+        .name = "udp",
+        .run = scenario_udp,
+        .flags = SCF_UDP,
+        .shows = SCP_WARMUP | SCP_WINDOW | SCP_THREADS | SCP_CLIENTS | SCP_PAYLOAD | SCP_UDP_MODES,
+        .def = {[SV_CONNECTIONS] = 16, [SV_CONCURRENCY] = 8, [SV_PAYLOAD] = 1200},
+        .range = {[SV_CONNECTIONS] = {.lo = 1, .hi = 10000},
+                  [SV_PAYLOAD] = {.lo = 12, .hi = 65507 - 22}},
+    },
+    {
+        .name = "rules",
+        .run = scenario_rules,
+        .flags = SCF_NO_PROXY,
+        .shows = SCP_WINDOW_EACH | SCP_RULES,
+        .def = {[SV_CONNECTIONS] = 8, [SV_CONCURRENCY] = 8, [SV_PAYLOAD] = 65536},
+    },
+};
+
+const size_t bench_nscenarios = sizeof(bench_scenarios) / sizeof(bench_scenarios[0]);
+
+const struct bench_scenario *bench_scenario_find(const char *name)
+{
+    for (size_t i = 0; name && i < bench_nscenarios; i++)
+        if (!strcmp(name, bench_scenarios[i].name))
+            return &bench_scenarios[i];
+    return NULL;
+}
+
+/* ---- reading values ------------------------------------------------------ */
+
+static int bad_value(const char *opt, const char *v)
+{
+    fprintf(stderr, "ferry bench: %s: invalid value '%s'\nTry 'ferry bench --help'.\n", opt, v);
+    return 2;
+}
+
+static int parse_seconds(const char *opt, const char *v, double *out)
+{
+    char *end;
+    double d = strtod(v, &end);
+    /* Any finite number here; bench_params_check() says what range it must be in. */
+    if (*v == '\0' || *end || !isfinite(d))
+        return bad_value(opt, v);
+    *out = d;
+    return 0;
+}
+
+static int parse_count(const char *opt, const char *v, uint64_t min, uint64_t max, unsigned *out)
+{
+    uint64_t n;
+    if (parse_u64(v, min, max, &n)) {
+        if (max >= UINT_MAX)
+            return bad_value(opt, v);
+        fprintf(stderr,
+                "ferry bench: %s must be %llu..%llu (got '%s')\nTry 'ferry bench --help'.\n", opt,
+                (unsigned long long)min, (unsigned long long)max, v);
+        return 2;
+    }
+    *out = (unsigned)n;
+    return 0;
+}
+
+/* ---- the options --------------------------------------------------------- */
+
+/* The type of the field of struct bench_opts an option sets. */
+enum field { F_NONE, F_UNSIGNED, F_INT, F_DOUBLE, F_SIZE, F_BOOL, F_STR };
+
+/* A range's exceptions. */
+#define RG_ZERO_OFF     1u /* 0 is allowed and means off ("0 (off) or lo..hi") */
+#define RG_ZERO_DEFAULT 2u /* 0 means the default: not checked */
+#define RG_NEG_DEFAULT  4u /* below 0 means the default: not checked */
+
+struct optdef;
+/* Apply one option's argument (NULL for a flag). Returns 0, or the exit
+ * status of a usage error told on stderr. */
+typedef int (*opt_set_fn)(const struct optdef *d, const char *arg, struct bench_opts *o,
+                          struct bench_cli *c);
+
+/* One row of the option table. */
+struct optdef {
+    const char *name; /* "--name": getopt_long sees name + 2 */
+    int has_arg;      /* no_argument or required_argument */
+    opt_set_fn set;
+    enum field field;
+    size_t off;            /* of the field in struct bench_opts */
+    int val;               /* set_flag: the value; set_via, set_mode: enum bench_mode */
+    uint64_t pmin;         /* set_count: what parses at all, pmin..pmax (pmax 0: UINT_MAX) */
+    uint64_t pmax;         /* beyond it, a usage error at once */
+    enum bench_sv sv;      /* its default depends on the scenario (and maybe its range) */
+    struct bench_range ok; /* bench_params_check(): lo..hi, or hi 0: any */
+    const char *unit;      /* of the range, in its message ("bytes", "seconds") */
+    unsigned rg;           /* RG_* */
+};
+
+static int set_count(const struct optdef *d, const char *arg, struct bench_opts *o,
+                     struct bench_cli *c)
+{
+    (void)c;
+    unsigned v;
+    int rc = parse_count(d->name, arg, d->pmin, d->pmax ? d->pmax : UINT_MAX, &v);
+    if (rc)
+        return rc;
+    void *p = (char *)o + d->off;
+    if (d->field == F_INT)
+        *(int *)p = (int)v;
+    else
+        *(unsigned *)p = v;
+    return 0;
+}
+
+static int set_seconds(const struct optdef *d, const char *arg, struct bench_opts *o,
+                       struct bench_cli *c)
+{
+    (void)c;
+    return parse_seconds(d->name, arg, (double *)(void *)((char *)o + d->off));
+}
+
+static int set_size(const struct optdef *d, const char *arg, struct bench_opts *o,
+                    struct bench_cli *c)
+{
+    (void)c;
+    uint64_t n;
+    if (parse_size(arg, 0, 1ull << 40, &n))
+        return bad_value(d->name, arg);
+    *(size_t *)(void *)((char *)o + d->off) = (size_t)n;
+    return 0;
+}
+
+static int set_flag(const struct optdef *d, const char *arg, struct bench_opts *o,
+                    struct bench_cli *c)
+{
+    (void)arg, (void)c;
+    *(bool *)(void *)((char *)o + d->off) = d->val != 0;
+    return 0;
+}
+
+static int set_string(const struct optdef *d, const char *arg, struct bench_opts *o,
+                      struct bench_cli *c)
+{
+    (void)c;
+    *(const char **)(void *)((char *)o + d->off) = arg;
+    return 0;
+}
+
+/* --proxy, --relay: where, and what it is. */
+static int set_via(const struct optdef *d, const char *arg, struct bench_opts *o,
+                   struct bench_cli *c)
+{
+    (void)c;
+    if (addr_parse(arg, -1, &o->proxy))
+        return bad_value(d->name, arg);
+    o->mode = (enum bench_mode)d->val;
+    return 0;
+}
+
+static int set_mode(const struct optdef *d, const char *arg, struct bench_opts *o,
+                    struct bench_cli *c)
+{
+    (void)arg, (void)c;
+    o->mode = (enum bench_mode)d->val;
+    return 0;
+}
+
+static int set_proxy_pids(const struct optdef *d, const char *arg, struct bench_opts *o,
+                          struct bench_cli *c)
+{
+    (void)c;
+    char list[256], *save = NULL;
+    uint64_t n;
+    if (snprintf(list, sizeof(list), "%s", arg) >= (int)sizeof(list))
+        return bad_value(d->name, arg);
+    for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (o->nproxy_pids == 8 || parse_u64(tok, 1, 4194304, &n))
+            return bad_value(d->name, arg);
+        o->proxy_pids[o->nproxy_pids++] = (pid_t)n;
+    }
+    return 0;
+}
+
+/* --proxy-set K=V: a config line for the self-hosted ferry, kept as given
+ * for the report too. */
+static int set_proxy_set(const struct optdef *d, const char *arg, struct bench_opts *o,
+                         struct bench_cli *c)
+{
+    const char *eq = strchr(arg, '=');
+    size_t len = strlen(c->proxy_conf);
+    if (!eq || eq == arg || len + strlen(arg) + 4 >= sizeof(c->proxy_conf) ||
+        o->nproxy_set == sizeof(o->proxy_set) / sizeof(o->proxy_set[0]))
+        return bad_value(d->name, arg);
+    snprintf(c->proxy_conf + len, sizeof(c->proxy_conf) - len, "%.*s = %s\n", (int)(eq - arg), arg,
+             eq + 1);
+    o->proxy_set[o->nproxy_set++] = arg;
+    return 0;
+}
+
+static int set_target_port(const struct optdef *d, const char *arg, struct bench_opts *o,
+                           struct bench_cli *c)
+{
+    (void)o;
+    return parse_count(d->name, arg, 1, 65535, &c->target_port);
+}
+
+static int set_http_proxy(const struct optdef *d, const char *arg, struct bench_opts *o,
+                          struct bench_cli *c)
+{
+    (void)c;
+    if (strcmp(arg, "connect") == 0)
+        o->http_proxy = HTTP_PROXY_CONNECT;
+    else if (strcmp(arg, "absolute") == 0)
+        o->http_proxy = HTTP_PROXY_ABSOLUTE;
+    else
+        return bad_value(d->name, arg);
+    return 0;
+}
+
+static int set_auth(const struct optdef *d, const char *arg, struct bench_opts *o,
+                    struct bench_cli *c)
+{
+    (void)c;
+    if (strcmp(arg, "none") && strcmp(arg, "plain") && strcmp(arg, "argon2"))
+        return bad_value(d->name, arg);
+    o->auth = arg;
+    return 0;
+}
+
+static int set_help(const struct optdef *d, const char *arg, struct bench_opts *o,
+                    struct bench_cli *c)
+{
+    (void)d, (void)arg, (void)o;
+    c->help = true;
+    return 0;
+}
+
+#define ARG                    .has_arg = required_argument
+#define FLAG                   .has_arg = no_argument
+#define FIELD(type, f)         .field = (type), .off = offsetof(struct bench_opts, f)
+#define RANGE(lo_, hi_, unit_) .ok = {.lo = (lo_), .hi = (hi_)}, .unit = (unit_)
+
+/* The options, in the order getopt_long lists them when an abbreviation is
+ * ambiguous; bench_params_check() checks the ranges in this order too. */
+static const struct optdef optdefs[] = {
+    {.name = "--proxy", ARG, .set = set_via, .val = BENCH_PROXY},
+    {.name = "--proxy-pid", ARG, .set = set_proxy_pids},
+    {.name = "--relay", ARG, .set = set_via, .val = BENCH_RELAY},
+    {.name = "--direct", FLAG, .set = set_mode, .val = BENCH_DIRECT},
+    {.name = "--runs",
+     ARG,
+     .set = set_count,
+     FIELD(F_UNSIGNED, runs),
+     RANGE(1, BENCH_MAX_RUNS, "")},
+    {.name = "--duration",
+     ARG,
+     .set = set_seconds,
+     FIELD(F_DOUBLE, duration_s),
+     RANGE(0.1, 3600, "seconds")},
+    {.name = "--warmup",
+     ARG,
+     .set = set_seconds,
+     FIELD(F_DOUBLE, warmup_s),
+     RANGE(0, 600, "seconds")},
+    {.name = "--connections",
+     ARG,
+     .set = set_count,
+     FIELD(F_UNSIGNED, connections),
+     .sv = SV_CONNECTIONS,
+     RANGE(1, 250000, "")},
+    {.name = "--concurrency",
+     ARG,
+     .set = set_count,
+     FIELD(F_UNSIGNED, concurrency),
+     .sv = SV_CONCURRENCY,
+     RANGE(1, 10000, "")},
+    {.name = "--payload",
+     ARG,
+     .set = set_size,
+     FIELD(F_SIZE, payload),
+     .sv = SV_PAYLOAD,
+     RANGE(1, PATTERN_SLACK, "bytes")},
+    {.name = "--requests",
+     ARG,
+     .set = set_count,
+     FIELD(F_UNSIGNED, requests),
+     RANGE(1, 10000000, "")},
+    {.name = "--warm-requests",
+     ARG,
+     .set = set_count,
+     FIELD(F_UNSIGNED, warm_requests),
+     RANGE(0, 10000000, "")},
+    {.name = "--downloads",
+     ARG,
+     .set = set_count,
+     FIELD(F_UNSIGNED, downloads),
+     RANGE(1, 1000, "")},
+    /* Each download phase must end within the 120 s a phase is given. */
+    {.name = "--download-size",
+     ARG,
+     .set = set_size,
+     FIELD(F_SIZE, download_size),
+     RANGE(1, 4ull << 30, "bytes")},
+    /* 0.02 s: the generator's tick. */
+    {.name = "--ping",
+     ARG,
+     .set = set_seconds,
+     FIELD(F_DOUBLE, ping_s),
+     RANGE(0.02, 3600, "seconds"),
+     .rg = RG_ZERO_OFF},
+    {.name = "--threads", ARG, .set = set_count, FIELD(F_UNSIGNED, threads), RANGE(1, 64, "")},
+    {.name = "--ferry", ARG, .set = set_string, FIELD(F_STR, ferry)},
+    {.name = "--proxy-workers",
+     ARG,
+     .set = set_count,
+     FIELD(F_UNSIGNED, proxy_workers),
+     .pmin = 1,
+     .pmax = 256,
+     RANGE(1, 256, ""),
+     .rg = RG_ZERO_DEFAULT},
+    {.name = "--proxy-set", ARG, .set = set_proxy_set},
+    {.name = "--target-port", ARG, .set = set_target_port},
+    {.name = "--no-spread", FLAG, .set = set_flag, FIELD(F_BOOL, spread_src), .val = false},
+    {.name = "--json", FLAG, .set = set_flag, FIELD(F_BOOL, json), .val = true},
+    {.name = "--blast", FLAG, .set = set_flag, FIELD(F_BOOL, blast), .val = true},
+    {.name = "--no-echo-gro", FLAG, .set = set_flag, FIELD(F_BOOL, echo_gro), .val = false},
+    {.name = "--http-proxy", ARG, .set = set_http_proxy},
+    {.name = "--rules", ARG, .set = set_count, FIELD(F_UNSIGNED, nrules), RANGE(0, 1000000, "")},
+    {.name = "--auth", ARG, .set = set_auth},
+    {.name = "--auth-cachettl",
+     ARG,
+     .set = set_count,
+     FIELD(F_INT, auth_cachettl_s),
+     .pmin = 0,
+     .pmax = 86400,
+     RANGE(0, 86400, "seconds"),
+     .rg = RG_NEG_DEFAULT},
+    {.name = "--allow-failures", FLAG, .set = set_flag, FIELD(F_BOOL, allow_failures), .val = true},
+    {.name = "--help", FLAG, .set = set_help},
+};
+
+#define NOPTS   (sizeof(optdefs) / sizeof(optdefs[0]))
+#define OPT_VAL 256 /* getopt_long's value of optdefs[i]: OPT_VAL + i */
+
+/* The defaults that do not depend on the scenario. */
+static const struct bench_opts base_defaults = {
+    .runs = 3,
+    .duration_s = 5,
+    .warmup_s = 1,
+    .threads = 1,
+    .requests = 1000,
+    .warm_requests = 100,
+    .downloads = 8,
+    .download_size = 1 << 20,
+    .spread_src = true,
+    .echo_gro = true,
+    .ferry = "/proc/self/exe",
+    .auth = "none",
+    .nrules = 1000,
+    .auth_cachettl_s = -1,
+};
+
+/* The scenario's defaults for the SV_* options not given. */
+static void scenario_defaults(struct bench_opts *o, const struct bench_scenario *sc, unsigned given)
+{
+    for (size_t i = 0; i < NOPTS; i++) {
+        const struct optdef *d = &optdefs[i];
+        if (d->sv == SV_NONE || (given & (1u << d->sv)))
+            continue;
+        void *p = (char *)o + d->off;
+        if (d->field == F_SIZE)
+            *(size_t *)p = (size_t)sc->def[d->sv];
+        else
+            *(unsigned *)p = (unsigned)sc->def[d->sv];
+    }
+}
+
+void bench_opts_defaults(struct bench_opts *o, const struct bench_scenario *sc)
+{
+    *o = base_defaults;
+    o->scenario = sc->name;
+    scenario_defaults(o, sc, 0);
+}
+
+/* ---- the ranges ---------------------------------------------------------- */
+
+static int fail(char *msg, size_t cap, const char *fmt, ...) PRINTF_LIKE(3, 4);
+
+static int fail(char *msg, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, cap, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Option d's value in o against r (narrowed for scenario scen, or NULL). */
+static int check_range(const struct optdef *d, const struct bench_opts *o, struct bench_range r,
+                       const char *scen, char *msg, size_t cap)
+{
+    const void *p = (const char *)o + d->off;
+    if (d->field == F_DOUBLE) {
+        double v = *(const double *)p;
+        if ((v >= r.lo && v <= r.hi) || ((d->rg & RG_ZERO_OFF) && v == 0))
+            return 0;
+        return fail(msg, cap, "%s must be %s%g..%g %s (got %g)", d->name,
+                    d->rg & RG_ZERO_OFF ? "0 (off) or " : "", r.lo, r.hi, d->unit, v);
+    }
+    unsigned long long v;
+    if (d->field == F_INT) {
+        int i = *(const int *)p;
+        if (i < 0 && (d->rg & RG_NEG_DEFAULT))
+            return 0;
+        v = (unsigned long long)i;
+    } else {
+        v = d->field == F_SIZE ? *(const size_t *)p : *(const unsigned *)p;
+    }
+    unsigned long long lo = (unsigned long long)r.lo, hi = (unsigned long long)r.hi;
+    if ((v >= lo && v <= hi) || (v == 0 && (d->rg & RG_ZERO_DEFAULT)))
+        return 0;
+    return fail(msg, cap, "%s must be %llu..%llu%s%s%s%s (got %llu)", d->name, lo, hi,
+                d->unit[0] ? " " : "", d->unit, scen ? " for " : "", scen ? scen : "", v);
+}
+
+int bench_params_check(const struct bench_opts *o, char *msg, size_t cap)
+{
+    const struct bench_scenario *sc = bench_scenario_find(o->scenario);
+    for (size_t i = 0; i < NOPTS; i++) {
+        const struct optdef *d = &optdefs[i];
+        struct bench_range r = d->ok;
+        const char *scen = NULL;
+        if (d->sv != SV_NONE && sc && sc->range[d->sv].hi > 0) {
+            r = sc->range[d->sv];
+            scen = sc->name;
+        }
+        if (r.hi > 0 && check_range(d, o, r, scen, msg, cap))
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- the command line ---------------------------------------------------- */
+
+static int usage_error(const char *what)
+{
+    fprintf(stderr, "ferry bench: %s\n", what);
+    return 2;
+}
+
+/* The options combined, once the scenario is known. */
+static int check_combination(const struct bench_opts *o, const struct bench_cli *c)
+{
+    const struct bench_scenario *sc = c->sc;
+    if (o->http_proxy &&
+        ((sc->flags & SCF_UDP) || o->mode == BENCH_DIRECT || o->mode == BENCH_RELAY))
+        return usage_error("--http-proxy needs a proxy (self-hosted or --proxy) and a TCP "
+                           "scenario");
+    if (o->http_proxy == HTTP_PROXY_ABSOLUTE && !(sc->flags & SCF_HTTP_ABSOLUTE))
+        return usage_error("--http-proxy absolute only makes sense for requests");
+    if ((sc->flags & SCF_UDP) && o->mode == BENCH_RELAY)
+        return usage_error("udp needs a SOCKS5 proxy (or --direct), not a TCP relay");
+    char msg[160];
+    if (bench_params_check(o, msg, sizeof(msg))) {
+        fprintf(stderr, "ferry bench: %s\nTry 'ferry bench --help'.\n", msg);
+        return 2;
+    }
+    if (o->mode == BENCH_RELAY && !c->target_port)
+        return usage_error("--relay needs --target-port (the port the relay forwards to)");
+    return 0;
+}
+
+/* After the options: the scenario, its defaults, the checks. */
+static int parse_scenario(int argc, char **argv, struct bench_opts *o, struct bench_cli *c)
+{
+    if (optind >= argc) {
+        bench_usage(stderr);
+        return 2;
+    }
+    o->scenario = argv[optind];
+    if (optind + 1 < argc) {
+        fprintf(stderr, "ferry bench: unexpected argument '%s'\n", argv[optind + 1]);
+        return 2;
+    }
+    c->sc = bench_scenario_find(o->scenario);
+    if (!c->sc) {
+        fprintf(stderr, "ferry bench: unknown scenario '%s'\nTry 'ferry bench --help'.\n",
+                o->scenario);
+        return 2;
+    }
+    scenario_defaults(o, c->sc, c->given);
+    int rc = check_combination(o, c);
+    return rc ? rc : BENCH_RUN;
+}
+
+int bench_opts_parse(int argc, char **argv, struct bench_opts *o, struct bench_cli *c)
+{
+    static struct option longopts[NOPTS + 1];
+    size_t help = 0;
+    for (size_t i = 0; i < NOPTS; i++) {
+        longopts[i] =
+            (struct option){optdefs[i].name + 2, optdefs[i].has_arg, NULL, OPT_VAL + (int)i};
+        if (optdefs[i].set == set_help)
+            help = i;
+    }
+    memset(c, 0, sizeof(*c));
+    *o = base_defaults;
+    /* As given: getopt_long reorders argv. */
+    o->argc = MIN(argc, (int)(sizeof(c->args) / sizeof(c->args[0])));
+    memcpy(c->args, argv, (size_t)o->argc * sizeof(*c->args));
+    o->argv = c->args;
+    o->argv_total = argc;
+
+    int ch;
+    optind = 0; /* glibc: start afresh */
+    while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        size_t i = ch == 'h' ? help : (size_t)(ch - OPT_VAL);
+        if (ch != 'h' && (ch < OPT_VAL || i >= NOPTS)) {
+            fputs("Try 'ferry bench --help'.\n", stderr);
+            return 2;
+        }
+        const struct optdef *d = &optdefs[i];
+        int rc = d->set(d, optarg, o, c);
+        if (rc)
+            return rc;
+        if (c->help) {
+            bench_usage(stdout);
+            return 0;
+        }
+        if (d->sv != SV_NONE)
+            c->given |= 1u << d->sv;
+    }
+    return parse_scenario(argc, argv, o, c);
+}

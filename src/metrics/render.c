@@ -1,0 +1,435 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * metrics/render.c: the Prometheus text exposition of ferry's counters:
+ * the workers' counters summed, the rule hits of the configuration in use,
+ * and the process-wide facts a scrape hands in (struct metrics_state).
+ *
+ * A function of its arguments: no I/O, no locks, no clock, no process
+ * sampling (the endpoint does those and passes the results in), so unit
+ * tests render fake workers and compare lines. Naming follows the
+ * Prometheus conventions: ferry_ prefix, base units (seconds, bytes),
+ * _total on counters; label values are escaped.
+ */
+#include "metrics/render.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "acl/rules.h"
+#include "config/config.h"
+#include "core/stats.h"
+#include "version.h"
+#include "worker/worker.h"
+
+/* ---- text ---------------------------------------------------------------- */
+
+void mtext_fini(struct mtext *t)
+{
+    free(t->p);
+    memset(t, 0, sizeof(*t));
+}
+
+static bool reserve(struct mtext *t, size_t more)
+{
+    if (t->oom)
+        return false;
+    if (t->len + more + 1 <= t->cap)
+        return true;
+    size_t cap = t->cap ? t->cap : 16384;
+    while (cap < t->len + more + 1)
+        cap *= 2;
+    char *p = realloc(t->p, cap);
+    if (!p) {
+        t->oom = true;
+        return false;
+    }
+    t->p = p;
+    t->cap = cap;
+    return true;
+}
+
+void mtext_printf(struct mtext *t, const char *fmt, ...)
+{
+    for (int tries = 0; tries < 2; tries++) {
+        va_list ap;
+        va_start(ap, fmt);
+        size_t room = t->cap > t->len ? t->cap - t->len : 0;
+        int n = vsnprintf(t->p ? t->p + t->len : NULL, room, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            return;
+        if ((size_t)n < room) {
+            t->len += (size_t)n;
+            return;
+        }
+        if (!reserve(t, (size_t)n))
+            return;
+    }
+}
+
+bool mtext_append(struct mtext *t, const void *p, size_t n)
+{
+    if (n == 0)
+        return !t->oom;
+    if (!reserve(t, n))
+        return false;
+    memcpy(t->p + t->len, p, n);
+    t->len += n;
+    return true;
+}
+
+/* Length of the valid UTF-8 sequence at s, or 0. */
+static size_t utf8_len(const unsigned char *s)
+{
+    if (s[0] < 0x80)
+        return 1;
+    size_t n = (s[0] & 0xe0) == 0xc0   ? 2
+               : (s[0] & 0xf0) == 0xe0 ? 3
+               : (s[0] & 0xf8) == 0xf0 ? 4
+                                       : 0;
+    if (n == 0 || (n == 2 && s[0] < 0xc2) || (n == 4 && s[0] > 0xf4))
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    if ((n == 3 && s[0] == 0xe0 && s[1] < 0xa0) || (n == 3 && s[0] == 0xed && s[1] >= 0xa0) ||
+        (n == 4 && s[0] == 0xf0 && s[1] < 0x90) || (n == 4 && s[0] == 0xf4 && s[1] >= 0x90))
+        return 0; /* overlong, surrogate, beyond U+10FFFF */
+    return n;
+}
+
+/* A label value: backslash, double quote and newline escaped; a byte that
+ * is not UTF-8 (a file name may hold any) becomes '?', since one invalid
+ * label would make Prometheus reject the whole scrape. */
+static void mt_label_value(struct mtext *t, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        size_t n = utf8_len(p);
+        if (*p == '\\' || *p == '"')
+            mtext_printf(t, "\\%c", *p);
+        else if (*p == '\n')
+            mtext_printf(t, "\\n");
+        else if (n == 0)
+            mtext_printf(t, "?");
+        else
+            mtext_printf(t, "%.*s", (int)n, (const char *)p);
+        p += n ? n : 1;
+    }
+}
+
+static void family(struct mtext *t, const char *name, const char *type, const char *help)
+{
+    mtext_printf(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void sample(struct mtext *t, const char *name, const char *labels, uint64_t v)
+{
+    if (labels)
+        mtext_printf(t, "%s{%s} %llu\n", name, labels, (unsigned long long)v);
+    else
+        mtext_printf(t, "%s %llu\n", name, (unsigned long long)v);
+}
+
+static void sample_f(struct mtext *t, const char *name, const char *labels, double v)
+{
+    if (labels)
+        mtext_printf(t, "%s{%s} %.6f\n", name, labels, v);
+    else
+        mtext_printf(t, "%s %.6f\n", name, v);
+}
+
+static void counter(struct mtext *t, const char *name, const char *help, uint64_t v)
+{
+    family(t, name, "counter", help);
+    sample(t, name, NULL, v);
+}
+
+static void gauge(struct mtext *t, const char *name, const char *help, uint64_t v)
+{
+    family(t, name, "gauge", help);
+    sample(t, name, NULL, v);
+}
+
+/* ---- summing ------------------------------------------------------------- */
+
+/* struct worker_stats holds nothing but stat_t (stats.h), so workers are
+ * summed as arrays of counters. */
+_Static_assert(sizeof(struct worker_stats) % sizeof(stat_t) == 0, "worker_stats holds stat_t only");
+#define STATS_WORDS (sizeof(struct worker_stats) / sizeof(stat_t))
+
+static void stats_sum(const struct metrics_source *src, uint64_t *out)
+{
+    memset(out, 0, STATS_WORDS * sizeof(*out));
+    for (unsigned w = 0; w < src->nworkers; w++) {
+        const stat_t *in = (const stat_t *)&src->ws[w].stats;
+        for (size_t i = 0; i < STATS_WORDS; i++)
+            out[i] += stat_get(&in[i]);
+    }
+}
+
+/* Where a field (the first element of an array field) sits in the sums. */
+#define IDX(f)        (offsetof(struct worker_stats, f) / sizeof(stat_t))
+#define FIELD(sum, f) ((sum)[IDX(f)])
+
+/* ---- the process --------------------------------------------------------- */
+
+static void render_process(struct mtext *t, const struct metrics_state *st)
+{
+    const struct metrics_process *p = &st->proc;
+    if (p->have_stat) {
+        family(t, "process_cpu_seconds_total", "counter",
+               "User and system CPU time spent, seconds.");
+        sample_f(t, "process_cpu_seconds_total", NULL, p->cpu_s);
+        gauge(t, "process_virtual_memory_bytes", "Virtual memory size, bytes.", p->vsize);
+        gauge(t, "process_resident_memory_bytes", "Resident memory size, bytes.", p->rss_bytes);
+    }
+    if (p->have_fds)
+        gauge(t, "process_open_fds", "Open file descriptors.", p->fds);
+    if (p->have_max_fds)
+        gauge(t, "process_max_fds", "The open files limit.", p->max_fds);
+    family(t, "process_start_time_seconds", "gauge", "Start time since the Unix epoch, seconds.");
+    sample_f(t, "process_start_time_seconds", NULL, st->start_time);
+}
+
+/* ---- the exposition ------------------------------------------------------ */
+
+/* The build, the workers, and what happened at accept. */
+static void render_server(struct mtext *t, const struct metrics_source *src,
+                          const struct metrics_state *st, const uint64_t *s)
+{
+    family(t, "ferry_build_info", "gauge", "The running version (value 1).");
+    sample(t, "ferry_build_info", "version=\"" FERRY_VERSION "\"", 1);
+    gauge(t, "ferry_workers", "Worker threads.", src->nworkers);
+    gauge(t, "ferry_draining", "1 while stopping: no longer accepting, sessions finishing.",
+          st->draining);
+
+    counter(t, "ferry_connections_accepted_total", "TCP connections accepted.", FIELD(s, accepted));
+    counter(t, "ferry_accept_errors_total",
+            "accept() failures (descriptor or memory exhaustion pauses accepting).",
+            FIELD(s, accept_errors));
+    family(t, "ferry_connections_rejected_total", "counter",
+           "Connections closed at accept, by the limit that refused them.");
+    sample(t, "ferry_connections_rejected_total", "reason=\"max_connections\"",
+           FIELD(s, rejected_limit));
+    sample(t, "ferry_connections_rejected_total", "reason=\"per_ip\"", FIELD(s, limit_per_ip));
+    sample(t, "ferry_connections_rejected_total", "reason=\"rate\"", FIELD(s, limit_rate));
+    sample(t, "ferry_connections_rejected_total", "reason=\"proxy_protocol\"",
+           FIELD(s, proxy_rejected));
+    counter(t, "ferry_user_limit_rejections_total",
+            "Sessions refused after authentication: limits.per_user.", FIELD(s, limit_per_user));
+}
+
+static void render_sessions(struct mtext *t, const uint64_t *s)
+{
+    char l[96];
+    family(t, "ferry_sessions_active", "gauge",
+           "Sessions open now, by protocol (none: no byte received yet).");
+    for (int p = 0; p < SP_COUNT; p++) {
+        snprintf(l, sizeof(l), "protocol=\"%s\"", stats_proto_name(p));
+        sample(t, "ferry_sessions_active", l, s[IDX(active_proto) + (size_t)p]);
+    }
+    family(t, "ferry_sessions_total", "counter",
+           "Sessions ended, by protocol and outcome (abandoned: the client left before an "
+           "answer).");
+    for (int p = 0; p < SP_COUNT; p++) {
+        for (int o = OC_UNSET; o < OC_COUNT; o++) {
+            /* Before a protocol is known a session can only be abandoned,
+             * refused at accept, fail to start, or be garbage. */
+            if (p == SP_NONE && o != OC_UNSET && o != OC_LIMITED && o != OC_ERROR &&
+                o != OC_BAD_REQUEST)
+                continue;
+            uint64_t v = s[IDX(sessions) + (size_t)p * OC_COUNT + (size_t)o];
+            snprintf(l, sizeof(l), "protocol=\"%s\",outcome=\"%s\"", stats_proto_name(p),
+                     stats_outcome_name(o));
+            sample(t, "ferry_sessions_total", l, v);
+        }
+    }
+    family(t, "ferry_handshake_duration_seconds", "histogram",
+           "From accept (or the start of an HTTP request) to the success reply, destination "
+           "connect included, seconds.");
+    for (int p = SP_SOCKS5; p < SP_COUNT; p++) {
+        uint64_t cum = 0;
+        for (int b = 0; b < STATS_HS_BUCKETS; b++) {
+            cum += s[IDX(hs_buckets) + (size_t)p * STATS_HS_BUCKETS + (size_t)b];
+            if (b < STATS_HS_BUCKETS - 1)
+                snprintf(l, sizeof(l), "protocol=\"%s\",le=\"%g\"", stats_proto_name(p),
+                         stats_hs_bounds_us[b] / 1e6);
+            else
+                snprintf(l, sizeof(l), "protocol=\"%s\",le=\"+Inf\"", stats_proto_name(p));
+            sample(t, "ferry_handshake_duration_seconds_bucket", l, cum);
+        }
+        snprintf(l, sizeof(l), "protocol=\"%s\"", stats_proto_name(p));
+        sample_f(t, "ferry_handshake_duration_seconds_sum", l,
+                 (double)s[IDX(hs_sum_us) + (size_t)p] / 1e6);
+        sample(t, "ferry_handshake_duration_seconds_count", l, cum);
+    }
+}
+
+static void render_rules(struct mtext *t, const struct metrics_source *src,
+                         const struct config *cfg)
+{
+    if (!cfg || !cfg->acl || !cfg->rule_hits)
+        return;
+    const struct acl *acl = cfg->acl;
+    unsigned nw = src->nworkers < cfg->workers ? src->nworkers : cfg->workers;
+    family(t, "ferry_rule_hits_total", "counter",
+           "Requests decided by each access rule of the configuration in use (rule: "
+           "FILE:LINE, or default); counts start again at a reload.");
+    for (uint32_t r = 0; r <= acl->n; r++) {
+        uint64_t v = 0;
+        for (unsigned w = 0; w < nw; w++)
+            v += stat_get(&cfg->rule_hits[(size_t)w * cfg->rule_stride + r]);
+        uint8_t action = r < acl->n ? acl->rules[r].action : acl->default_action;
+        mtext_printf(t, "ferry_rule_hits_total{rule=\"");
+        mt_label_value(t, r < acl->n ? acl->rules[r].name : "default");
+        mtext_printf(t, "\",action=\"%s\"} %llu\n", action == ACL_DENY ? "deny" : "allow",
+                     (unsigned long long)v);
+    }
+}
+
+/* The relay, and what refused destinations or protocols. */
+static void render_relay(struct mtext *t, const uint64_t *s)
+{
+    family(t, "ferry_relay_bytes_total", "counter",
+           "Bytes relayed between client and destination, HTTP heads included (up: client to "
+           "destination; down: back).");
+    sample(t, "ferry_relay_bytes_total", "direction=\"up\"", FIELD(s, bytes_up));
+    sample(t, "ferry_relay_bytes_total", "direction=\"down\"", FIELD(s, bytes_down));
+    counter(t, "ferry_relay_spliced_bytes_total",
+            "The share of relayed bytes moved by splice(), bytes.", FIELD(s, splice_bytes));
+    counter(t, "ferry_bandwidth_waits_total", "Times a session paused for a bandwidth limit.",
+            FIELD(s, bw_throttled));
+    counter(t, "ferry_denied_total", "Destinations refused by rules or protected ranges.",
+            FIELD(s, denied));
+    counter(t, "ferry_unknown_protocol_total",
+            "Connections whose first byte was no protocol the listener speaks.",
+            FIELD(s, unknown_protocol));
+}
+
+static void render_auth(struct mtext *t, const uint64_t *s)
+{
+    family(t, "ferry_auth_total", "counter",
+           "Authentication verdicts (throttled: refused unverified after repeated failures; "
+           "busy: the verifier queue was full).");
+    sample(t, "ferry_auth_total", "result=\"ok\"", FIELD(s, auth.ok));
+    sample(t, "ferry_auth_total", "result=\"denied\"", FIELD(s, auth.denied));
+    sample(t, "ferry_auth_total", "result=\"throttled\"", FIELD(s, auth.throttled));
+    sample(t, "ferry_auth_total", "result=\"busy\"", FIELD(s, auth.busy));
+    counter(t, "ferry_auth_cache_hits_total",
+            "Successful verdicts answered from the credential cache.", FIELD(s, auth.cache_hits));
+    counter(t, "ferry_auth_cache_shared_hits_total",
+            "Cache hits found in the table all workers share: a success first verified on "
+            "another worker.",
+            FIELD(s, auth.cache_shared_hits));
+    counter(t, "ferry_auth_blocks_total", "Client addresses blocked by the failure throttle.",
+            FIELD(s, auth.blocks));
+    counter(t, "ferry_auth_shared_verifications_total",
+            "Attempts that waited for the verification of identical credentials already "
+            "on the verifier pool instead of queueing their own.",
+            FIELD(s, auth.shared));
+}
+
+static void render_dns_http(struct mtext *t, const uint64_t *s)
+{
+    counter(t, "ferry_dns_queries_total", "Destination names looked up.", FIELD(s, dns_queries));
+    counter(t, "ferry_dns_cache_hits_total", "Lookups answered from the cache.",
+            FIELD(s, dns_cache_hits));
+    counter(t, "ferry_dns_failures_total", "Lookups that found no usable address.",
+            FIELD(s, dns_failures));
+
+    counter(t, "ferry_http_error_responses_total", "Error responses of the HTTP proxy.",
+            FIELD(s, http_errors));
+    counter(t, "ferry_http_pool_reuses_total",
+            "HTTP requests sent on a pooled upstream connection.", FIELD(s, http_pool_hits));
+}
+
+static void render_udp(struct mtext *t, const struct metrics_source *src, const uint64_t *s)
+{
+    char l[96];
+    counter(t, "ferry_udp_associations_total", "UDP associations opened.", FIELD(s, udp_assocs));
+    uint64_t assocs = 0;
+    for (size_t i = 0; i < sizeof(src->sh->udp_assocs) / sizeof(src->sh->udp_assocs[0]); i++)
+        assocs += atomic_load_explicit(&src->sh->udp_assocs[i], memory_order_relaxed);
+    gauge(t, "ferry_udp_associations_active", "UDP associations open now.", assocs);
+    counter(t, "ferry_udp_associations_rejected_total",
+            "UDP associations refused: udp.associations reached.", FIELD(s, udp_rejected));
+    family(t, "ferry_udp_datagrams_total", "counter",
+           "Datagrams relayed (up: client to destination; down: back).");
+    sample(t, "ferry_udp_datagrams_total", "direction=\"up\"", FIELD(s, udp_in));
+    sample(t, "ferry_udp_datagrams_total", "direction=\"down\"", FIELD(s, udp_out));
+    family(t, "ferry_udp_bytes_total", "counter", "Datagram payload relayed, bytes.");
+    sample(t, "ferry_udp_bytes_total", "direction=\"up\"", FIELD(s, udp_bytes_in));
+    sample(t, "ferry_udp_bytes_total", "direction=\"down\"", FIELD(s, udp_bytes_out));
+    family(t, "ferry_udp_dropped_total", "counter", "Datagrams dropped, by reason.");
+    static const struct {
+        const char *reason;
+        size_t off;
+    } drops[] = {
+        {"denied", offsetof(struct worker_stats, udp_drop_denied)},
+        {"source", offsetof(struct worker_stats, udp_drop_source)},
+        {"fragment", offsetof(struct worker_stats, udp_drop_frag)},
+        {"malformed", offsetof(struct worker_stats, udp_drop_malformed)},
+        {"size", offsetof(struct worker_stats, udp_drop_size)},
+        {"destinations", offsetof(struct worker_stats, udp_drop_dest_limit)},
+        {"unknown_source", offsetof(struct worker_stats, udp_drop_unknown)},
+        {"queue", offsetof(struct worker_stats, udp_drop_queue)},
+        {"dns", offsetof(struct worker_stats, udp_drop_dns)},
+        {"send", offsetof(struct worker_stats, udp_drop_send)},
+        {"bandwidth", offsetof(struct worker_stats, udp_drop_bandwidth)},
+    };
+    for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++) {
+        snprintf(l, sizeof(l), "reason=\"%s\"", drops[i].reason);
+        sample(t, "ferry_udp_dropped_total", l, s[drops[i].off / sizeof(stat_t)]);
+    }
+}
+
+/* What the main thread and the log report. */
+static void render_state(struct mtext *t, const struct metrics_state *st)
+{
+    counter(t, "ferry_log_records_dropped_total",
+            "Log records dropped because the log queue was full.", st->log_dropped);
+    family(t, "ferry_config_reloads_total", "counter", "Configuration reloads (SIGHUP).");
+    sample(t, "ferry_config_reloads_total", "result=\"ok\"", st->reloads_ok);
+    sample(t, "ferry_config_reloads_total", "result=\"failed\"", st->reloads_failed);
+    family(t, "ferry_config_last_reload_success_timestamp_seconds", "gauge",
+           "When the configuration in use was loaded, seconds since the Unix epoch.");
+    sample_f(t, "ferry_config_last_reload_success_timestamp_seconds", NULL, st->last_reload);
+}
+
+static void render_workers(struct mtext *t, const struct metrics_source *src)
+{
+    char l[96];
+    family(t, "ferry_worker_sessions_active", "gauge", "Sessions open now, by worker.");
+    for (unsigned w = 0; w < src->nworkers; w++) {
+        snprintf(l, sizeof(l), "worker=\"%u\"", w);
+        sample(t, "ferry_worker_sessions_active", l, stat_get(&src->ws[w].stats.active));
+    }
+    family(t, "ferry_worker_loop_lag_seconds", "gauge",
+           "How late the worker's latest timer ran over the last second (a busy loop is late), "
+           "seconds.");
+    for (unsigned w = 0; w < src->nworkers; w++) {
+        snprintf(l, sizeof(l), "worker=\"%u\"", w);
+        sample_f(t, "ferry_worker_loop_lag_seconds", l,
+                 (double)stat_get(&src->ws[w].stats.loop_lag_ms) / 1e3);
+    }
+}
+
+void metrics_render(struct mtext *t, const struct metrics_source *src, const struct config *cfg,
+                    const struct metrics_state *st)
+{
+    uint64_t s[STATS_WORDS];
+    stats_sum(src, s);
+    render_server(t, src, st, s);
+    render_sessions(t, s);
+    render_relay(t, s);
+    render_auth(t, s);
+    render_dns_http(t, s);
+    render_udp(t, src, s);
+    render_rules(t, src, cfg);
+    render_state(t, st);
+    render_workers(t, src);
+    render_process(t, st);
+}
