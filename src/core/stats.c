@@ -34,25 +34,3 @@ const char *stats_outcome_name(enum stats_outcome o)
     };
     return (unsigned)o < OC_COUNT ? names[o] : "error";
 }
-
-enum stats_outcome stats_outcome_of_rep(uint8_t rep)
-{
-    switch (rep) {
-    case 0x00:
-        return OC_OK;
-    case 0x02:
-        return OC_DENIED;
-    case 0x03:
-    case 0x04:
-        return OC_UNREACHABLE;
-    case 0x05:
-        return OC_REFUSED;
-    case 0x06:
-        return OC_TIMEOUT;
-    case 0x07:
-    case 0x08:
-        return OC_UNSUPPORTED;
-    default:
-        return OC_ERROR;
-    }
-}

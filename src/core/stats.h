@@ -115,8 +115,6 @@ static inline void stat_sub(stat_t *s, uint64_t n)
 void stats_hs_observe(struct worker_stats *st, enum stats_proto p, uint64_t us);
 const char *stats_proto_name(enum stats_proto p);
 const char *stats_outcome_name(enum stats_outcome o);
-/* The outcome a SOCKS5 REP code stands for. */
-enum stats_outcome stats_outcome_of_rep(uint8_t rep);
 
 static inline uint64_t stat_get(const stat_t *s)
 {

@@ -67,6 +67,15 @@ enum {
     HALF_SPLICE = 1u << 2, /* move this direction with splice() */
 };
 
+/* What the client asked for (c->cmd), numbered as SOCKS5's commands
+ * (RFC 1928 section 4), which every front maps its requests to; 0 while
+ * none. */
+enum {
+    CONN_CMD_CONNECT = 1,
+    CONN_CMD_BIND = 2,
+    CONN_CMD_UDP = 3,
+};
+
 struct buf;
 struct pipe_pair;
 struct dns_answer;
@@ -78,6 +87,8 @@ struct udp_assoc;
 struct http_state;
 struct limits_user;
 struct conn_bw;
+struct front_ops;
+struct outbound_ops;
 
 struct half {
     struct buf *buf;        /* bytes in user space, or NULL */
@@ -92,16 +103,18 @@ struct half {
 struct conn {
     struct list link; /* in worker->sessions */
     struct worker *w;
-    struct wcfg *wc; /* the configuration this session runs under */
+    const struct front_ops *front;  /* the protocol spoken with the client (front.h) */
+    const struct outbound_ops *out; /* how the destination is reached (outbound.h) */
+    struct wcfg *wc;                /* the configuration this session runs under */
     struct io cli, up;
     uint8_t cli_ev, up_ev; /* SIDE_* */
     uint8_t state;
-    uint8_t proto; /* PROTO_* of config.h, once the first byte is in */
-    uint8_t reply; /* SOCKS5 REP sent (SOCKS4 and HTTP map to it), 0xff while none */
+    uint8_t proto; /* PROTO_* of config.h: front->proto, once the first byte is in */
+    uint8_t reply; /* enum outcome the client was answered with, OUT_NONE while none */
     uint8_t next_addr;
-    uint8_t cmd;          /* SOCKS command */
+    uint8_t cmd;          /* CONN_CMD_*, or another SOCKS command number */
     uint8_t listen_index; /* which listen address accepted it */
-    uint8_t outcome;      /* enum stats_outcome, once settled */
+    uint8_t outcome;      /* enum outcome, once settled (errmap.h) */
     uint16_t dst_port;
     int err; /* errno behind an error close, for the access log */
     struct timer timer;
@@ -131,12 +144,10 @@ struct conn {
     const char *why;      /* why it ended, for the access log */
 };
 
+/* relay.c: how the worker hands accepted connections to the relay. */
 extern const struct worker_ops relay_worker_ops;
 
 const char *conn_state_name(enum conn_state s);
-
-/* Add the payload moved since the last call to the worker's counters. */
-void conn_count_bytes(struct conn *c);
 
 /* pump.c: move bytes both ways until blocked. Returns 0, or a negative
  * errno after which the session must close (c->why is set). */
@@ -145,5 +156,7 @@ int relay_pump(struct conn *c);
 bool relay_done(const struct conn *c);
 /* Give back buffers and pipes. */
 void relay_release(struct conn *c);
+/* Add the payload moved since the last call to the worker's counters. */
+void relay_count_bytes(struct conn *c);
 
 #endif

@@ -48,8 +48,8 @@
 #include "crypto/fcrypto.h"
 #include "log/log.h"
 #include "proto/http1.h"
-#include "proto/socks5.h"
 #include "relay/errmap.h"
+#include "relay/front.h"
 #include "relay/session.h"
 #include "relay/upstream_pool.h"
 
@@ -164,7 +164,8 @@ static void http_abort(struct conn *c, const char *why, int err);
 
 /* A complete error response with a short text body, then a lingering close;
  * or, once http_answered(), only the close (http_abort). */
-static void http_error(struct conn *c, int status, const char *text, const char *why)
+static void http_error(struct conn *c, enum outcome o, int status, const char *text,
+                       const char *why)
 {
     if (c->http && http_answered(c->http)) {
         http_abort(c, why, c->err); /* e.g. the origin's 413, then its reset */
@@ -180,12 +181,7 @@ static void http_error(struct conn *c, int status, const char *text, const char 
     if (c->http)
         c->http->status = status;
     c->why = why;
-    conn_set_outcome(c, status == 403   ? OC_DENIED
-                        : status == 407 ? OC_AUTH_FAILED
-                        : status == 429 ? OC_LIMITED
-                        : status == 503 ? OC_AUTH_FAILED
-                        : status < 500  ? OC_BAD_REQUEST
-                                        : OC_ERROR);
+    conn_set_outcome(c, o);
     stat_add(&c->w->stats.http_errors, 1);
     int rc = conn_send_client(c, (const uint8_t *)msg, (size_t)n);
     if (rc) {
@@ -195,42 +191,18 @@ static void http_error(struct conn *c, int status, const char *text, const char 
     conn_linger(c);
 }
 
-void http_fail_reply(struct conn *c, uint8_t rep, const char *why)
+/* The front's answer to a failure on the way (front_ops.fail_reply): the
+ * status and text errmap.c gives the outcome. */
+static void http_fail_reply(struct conn *c, enum outcome o, const char *why)
 {
-    int status;
-    const char *text;
-    switch (rep) {
-    case SOCKS5_REP_NOT_ALLOWED:
-        status = 403;
-        text = "ferry: the destination is not allowed";
-        break;
-    case SOCKS5_REP_TTL_EXPIRED:
-        status = 504;
-        text = "ferry: the destination did not answer in time";
-        break;
-    case SOCKS5_REP_HOST_UNREACHABLE:
-        status = 502;
-        text = strcmp(why, "resolve-failed") == 0 ? "ferry: the destination name does not resolve"
-                                                  : "ferry: the destination host is unreachable";
-        break;
-    case SOCKS5_REP_CONNECTION_REFUSED:
-        status = 502;
-        text = "ferry: the destination refused the connection";
-        break;
-    case SOCKS5_REP_NETWORK_UNREACHABLE:
-        status = 502;
-        text = "ferry: the destination network is unreachable";
-        break;
-    case SOCKS5_REP_COMMAND_NOT_SUPPORTED:
-        status = 501;
-        text = "ferry: not supported";
-        break;
-    default:
-        status = 502;
-        text = "ferry: the connection to the destination failed";
-        break;
-    }
-    http_error(c, status, text, why);
+    http_error(c, o, errmap_http_status(o), errmap_http_text(o), why);
+}
+
+/* A request ferry does not take: a 4xx is the client's malformed request,
+ * a 5xx (a version or transfer coding not spoken here) a failure. */
+static enum outcome http_refused_outcome(int status)
+{
+    return status < 500 ? OUT_BAD_REQUEST : OUT_FAILED;
 }
 
 /* ---- the access log ------------------------------------------------------ */
@@ -254,7 +226,7 @@ static void http_log(struct conn *c)
     h->method[0] = '\0';
 }
 
-void http_free(struct conn *c)
+static void http_free(struct conn *c)
 {
     struct http_state *h = c->http;
     if (!h)
@@ -272,7 +244,9 @@ void http_free(struct conn *c)
 static void http_request(struct conn *c);
 static void http_fwd_start(struct conn *c);
 
-void http_start(struct conn *c)
+static void http_drive(struct conn *c, uint32_t up_events);
+
+static void http_start(struct conn *c)
 {
     struct http_state *h = calloc(1, sizeof(*h));
     if (!h) {
@@ -316,11 +290,10 @@ static void http_on_auth(void *owner, int result);
 static void http_auth_refused(struct conn *c, int result)
 {
     if (result == AUTH_BUSY) {
-        conn_set_outcome(c, OC_LIMITED);
-        http_error(c, 503, "ferry: authentication is busy; try again", "auth-busy");
+        http_error(c, OUT_LIMIT, 503, "ferry: authentication is busy; try again", "auth-busy");
         return;
     }
-    http_error(c, 407, "ferry: proxy authentication failed",
+    http_error(c, OUT_AUTH_FAILED, 407, "ferry: proxy authentication failed",
                result == AUTH_THROTTLED ? "auth-throttled" : "auth-failed");
 }
 
@@ -366,7 +339,8 @@ static int http_head_parse(struct conn *c, struct http1_msg *m, size_t headlen)
     int rc = http1_parse_request(buf_head(h->req.in), headlen, conn_cfg(c)->http.max_line, m);
     if (rc) {
         snprintf(h->method, sizeof(h->method), "-");
-        http_error(c, http1_error_status(rc),
+        int status = http1_error_status(rc);
+        http_error(c, http_refused_outcome(status), status,
                    rc == HTTP1_E_SMUGGLING ? "ferry: ambiguous message framing"
                    : rc == HTTP1_E_CODING  ? "ferry: unsupported transfer coding"
                    : rc == HTTP1_E_VERSION ? "ferry: only HTTP/1.0 and HTTP/1.1 are spoken here"
@@ -406,7 +380,8 @@ static int http_head_auth(struct conn *c, const struct http1_msg *m)
         char user[256], pass[256];
         size_t ulen, plen;
         if (!pa || http_basic(pa, user, sizeof(user), &ulen, pass, sizeof(pass), &plen) < 0) {
-            http_error(c, 407, "ferry: proxy authentication required", "auth-required");
+            http_error(c, OUT_AUTH_FAILED, 407, "ferry: proxy authentication required",
+                       "auth-required");
             return -1;
         }
         conn_set_user(c, user, ulen);
@@ -428,7 +403,7 @@ static int http_head_auth(struct conn *c, const struct http1_msg *m)
     if (h->authed) {
         c->authed = true;
         if (!http_admit_user(c)) {
-            http_error(c, 429, "ferry: too many sessions for this user", "user-limit");
+            http_error(c, OUT_LIMIT, 429, "ferry: too many sessions for this user", "user-limit");
             return -1;
         }
     }
@@ -447,7 +422,7 @@ static int http_head_target(struct conn *c, const struct http1_msg *m, size_t he
     struct http_state *h = c->http;
     if (m->mlen == 7 && memcmp(m->method, "CONNECT", 7) == 0) {
         if (http1_parse_authority(m->target, m->tlen, host, hcap, port)) {
-            http_error(c, 400, "ferry: CONNECT needs host:port", "bad-request");
+            http_error(c, OUT_BAD_REQUEST, 400, "ferry: CONNECT needs host:port", "bad-request");
             return -1;
         }
         buf_consume(h->req.in, (uint32_t)headlen);
@@ -461,7 +436,7 @@ static int http_head_target(struct conn *c, const struct http1_msg *m, size_t he
     size_t path_off;
     if (http1_parse_absolute(m->target, m->tlen, host, hcap, port, &path_off)) {
         bool https = m->tlen > 8 && strncasecmp(m->target, "https://", 8) == 0;
-        http_error(c, 400,
+        http_error(c, OUT_BAD_REQUEST, 400,
                    https ? "ferry: use CONNECT for https (e.g. curl --proxytunnel)"
                          : "ferry: this is a proxy; send an absolute URI (http://host/path) or "
                            "CONNECT host:port",
@@ -471,7 +446,8 @@ static int http_head_target(struct conn *c, const struct http1_msg *m, size_t he
     const char *auth_start = m->target + 7;
     size_t alen = (size_t)(m->target + path_off - auth_start);
     if (build_request_head(c, m, path_off, auth_start, alen)) {
-        http_error(c, 431, "ferry: request header fields too large", "bad-request");
+        http_error(c, OUT_BAD_REQUEST, 431, "ferry: request header fields too large",
+                   "bad-request");
         return -1;
     }
     http1_body_request(&h->req.body, m);
@@ -501,7 +477,7 @@ static void http_forward_to(struct conn *c, const char *host, uint16_t port)
     if (fd >= 0 && policy_dest(c, 0, host, &peer, port) != POLICY_ALLOW) {
         close(fd); /* the rules changed, or this address is no longer wanted */
         c->target = peer;
-        conn_fail(c, SOCKS5_REP_NOT_ALLOWED, "denied");
+        conn_fail(c, OUT_DENIED, "denied");
         return;
     }
     if (fd >= 0) {
@@ -540,7 +516,7 @@ static void http_request_head(struct conn *c, size_t headlen)
         return; /* answered, or waiting for an authentication verdict */
     c->http->kind = (uint8_t)kind;
     if (kind == HTTP_CONNECT) {
-        c->cmd = SOCKS5_CMD_CONNECT;
+        c->cmd = CONN_CMD_CONNECT;
         http_dial(c, host, port);
         return;
     }
@@ -611,7 +587,8 @@ static void http_request(struct conn *c)
         }
         if (end < 0) {
             snprintf(h->method, sizeof(h->method), "-");
-            http_error(c, http1_error_status((int)end),
+            int status = http1_error_status((int)end);
+            http_error(c, http_refused_outcome(status), status,
                        end == HTTP1_E_TOO_LARGE ? "ferry: request header fields too large"
                                                 : "ferry: malformed request",
                        "bad-request");
@@ -669,13 +646,13 @@ static void http_fwd_start(struct conn *c)
     http_forward(c);
 }
 
-void http_connected(struct conn *c)
+static void http_connected(struct conn *c)
 {
     struct http_state *h = c->http;
     if (h->kind == HTTP_CONNECT) {
         static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
         h->status = 200;
-        c->reply = SOCKS5_REP_SUCCEEDED;
+        c->reply = OUT_OK;
         conn_succeeded(c);
         int rc = conn_send_client(c, (const uint8_t *)ok, sizeof(ok) - 1);
         if (rc) {
@@ -912,7 +889,7 @@ static void http_exchange_done(struct conn *c)
     h->resp.eof = false;
     h->resp_head = false;
     h->kind = HTTP_NONE;
-    c->reply = 0xff;
+    c->reply = OUT_NONE;
     c->target = (struct addr){0};
     if (!h->keepalive || h->req.eof) {
         conn_close(c, "done");
@@ -1054,7 +1031,8 @@ static enum fwd_step http_fwd_request(struct conn *c, struct fwd_round *r)
     if (rc < 0) {
         if (!http_retry(c)) {
             c->err = rc;
-            http_error(c, 502, "ferry: the destination closed the connection", "upstream-error");
+            http_error(c, OUT_FAILED, 502, "ferry: the destination closed the connection",
+                       "upstream-error");
         }
         return FWD_END;
     }
@@ -1062,7 +1040,7 @@ static enum fwd_step http_fwd_request(struct conn *c, struct fwd_round *r)
         return FWD_ON;
     if (h->req.in && buf_len(h->req.in)) {
         if (hflow_scan(&h->req) < 0) {
-            http_error(c, 400, "ferry: bad chunked request body", "bad-request");
+            http_error(c, OUT_BAD_REQUEST, 400, "ferry: bad chunked request body", "bad-request");
             return FWD_END;
         }
         r->progress |= h->req.pass > 0;
@@ -1113,7 +1091,8 @@ static enum fwd_step http_fwd_read_response(struct conn *c, struct fwd_round *r)
         if (h->resp_head)
             conn_close_err(c, "upstream-error", (int)n);
         else
-            http_error(c, 502, "ferry: the destination closed the connection", "upstream-error");
+            http_error(c, OUT_FAILED, 502, "ferry: the destination closed the connection",
+                       "upstream-error");
         return FWD_END;
     }
     if (n == 0 && h->resp.eof) {
@@ -1122,7 +1101,7 @@ static enum fwd_step http_fwd_read_response(struct conn *c, struct fwd_round *r)
             r->progress = true;
         } else if (!h->resp_head) {
             if (!http_retry(c))
-                http_error(c, 502, "ferry: the destination closed without a response",
+                http_error(c, OUT_FAILED, 502, "ferry: the destination closed without a response",
                            "upstream-closed");
             return FWD_END;
         } else {
@@ -1161,7 +1140,8 @@ static enum fwd_step http_fwd_response(struct conn *c, struct fwd_round *r)
                                      conn_cfg(c)->http.max_header, &h->scanned);
         if (end < 0 || (end > 0 && http_response_head(c, (size_t)end) < 0)) {
             c->err = 0;
-            http_error(c, 502, "ferry: the destination sent a malformed response", "bad-response");
+            http_error(c, OUT_FAILED, 502, "ferry: the destination sent a malformed response",
+                       "bad-response");
             return FWD_END;
         }
         if (end > 0) {
@@ -1213,7 +1193,7 @@ static void http_forward(struct conn *c)
     loop_defer(&c->w->loop, &c->task); /* yield to the other sessions */
 }
 
-void http_drive(struct conn *c, uint32_t up_events)
+static void http_drive(struct conn *c, uint32_t up_events)
 {
     (void)up_events;
     if (!c->http)
@@ -1223,7 +1203,7 @@ void http_drive(struct conn *c, uint32_t up_events)
     } else if (c->state == CONN_ST_HTTP_FWD) {
         http_forward(c);
         if (c->state != CONN_ST_CLOSED)
-            conn_count_bytes(c); /* the metrics follow a long exchange as it goes */
+            relay_count_bytes(c); /* the metrics follow a long exchange as it goes */
     }
 }
 
@@ -1235,24 +1215,26 @@ void http_drive(struct conn *c, uint32_t up_events)
 static void http_stalled(struct conn *c, bool client)
 {
     if (!client) {
-        http_error(c, 504, "ferry: the destination did not answer in time", "upstream-timeout");
+        http_error(c, OUT_TIMEOUT, 504, "ferry: the destination did not answer in time",
+                   "upstream-timeout");
         return;
     }
     if (c->http->cli_full) {
         conn_close(c, "client-timeout");
         return;
     }
-    http_error(c, 408, "ferry: the request body did not arrive in time", "client-timeout");
+    http_error(c, OUT_BAD_REQUEST, 408, "ferry: the request body did not arrive in time",
+               "client-timeout");
 }
 
-void http_timeout(struct conn *c)
+static void http_timeout(struct conn *c)
 {
     struct http_state *h = c->http;
     switch ((enum conn_state)c->state) {
     case CONN_ST_HTTP_HEAD:
         if (h && h->req.in && buf_len(h->req.in)) {
             snprintf(h->method, sizeof(h->method), "-");
-            http_error(c, 408, "ferry: request timeout", "handshake-timeout");
+            http_error(c, OUT_BAD_REQUEST, 408, "ferry: request timeout", "handshake-timeout");
         } else {
             conn_close(c, "keepalive-timeout");
         }
@@ -1260,8 +1242,8 @@ void http_timeout(struct conn *c)
     case CONN_ST_AUTH_WAIT:
         auth_abandon(c->auth);
         c->auth = NULL;
-        conn_set_outcome(c, OC_LIMITED); /* not verified: no failure */
-        http_error(c, 503, "ferry: authentication is busy; try again", "auth-timeout");
+        /* not verified: no failure */
+        http_error(c, OUT_LIMIT, 503, "ferry: authentication is busy; try again", "auth-timeout");
         return;
     case CONN_ST_HTTP_FWD: {
         const struct config *cfg = conn_cfg(c);
@@ -1296,7 +1278,7 @@ void http_timeout(struct conn *c)
                 return;
             }
             if (!http_answered(h)) {
-                http_error(c, 504, "ferry: the destination did not answer in time",
+                http_error(c, OUT_TIMEOUT, 504, "ferry: the destination did not answer in time",
                            "upstream-timeout");
                 return;
             }
@@ -1319,3 +1301,17 @@ void http_timeout(struct conn *c)
         return;
     }
 }
+
+/* ---- the front row --------------------------------------------------------- */
+
+const struct front_ops front_http = {
+    .name = "http",
+    .proto = PROTO_HTTP,
+    .sp = SP_HTTP,
+    .start = http_start,
+    .drive = http_drive,
+    .connected = http_connected,
+    .fail_reply = http_fail_reply,
+    .timeout = http_timeout,
+    .end = http_free,
+};

@@ -220,8 +220,9 @@ static void bw_release(struct release *r)
 
 static void bw_on_timer(struct timer *t)
 {
+    /* The session goes on from its task, as after a yield (conn.c). */
     struct conn_bw *bw = container_of(t, struct conn_bw, t);
-    conn_resume(bw->c);
+    loop_defer(&bw->c->w->loop, &bw->c->task);
 }
 
 static uint64_t bw_burst(uint64_t rate)

@@ -24,6 +24,7 @@
 #include "core/buf.h"
 #include "core/pipe.h"
 #include "relay/conn.h"
+#include "relay/outbound.h"
 #include "relay/session.h"
 
 /* Bytes one direction may read per wakeup before yielding to other
@@ -151,7 +152,9 @@ static int pump_dir(struct conn *c, const struct dir *d)
 {
     struct worker *w = c->w;
     struct half *h = d->h;
-    enum splice_mode mode = c->wc->cfg->splice;
+    /* splice() needs sockets on both sides; an outbound that is a stream
+     * of something else goes through buffers. */
+    enum splice_mode mode = c->out->splice ? c->wc->cfg->splice : SPLICE_NEVER;
     uint32_t budget = PUMP_BUDGET;
 
     for (;;) {
@@ -225,8 +228,23 @@ int relay_pump(struct conn *c)
     int rc = pump_dir(c, &up);
     if (rc == 0)
         rc = pump_dir(c, &down);
-    conn_count_bytes(c);
+    relay_count_bytes(c);
     return rc;
+}
+
+void relay_count_bytes(struct conn *c)
+{
+    /* bytes dips below counted while a queued reply is pre-subtracted
+     * (conn_send_client): count only growth, never a wrapped difference. */
+    struct worker_stats *st = &c->w->stats;
+    if (c->c2u.bytes > c->c2u.counted) {
+        stat_add(&st->bytes_up, c->c2u.bytes - c->c2u.counted);
+        c->c2u.counted = c->c2u.bytes;
+    }
+    if (c->u2c.bytes > c->u2c.counted) {
+        stat_add(&st->bytes_down, c->u2c.bytes - c->u2c.counted);
+        c->u2c.counted = c->u2c.bytes;
+    }
 }
 
 bool relay_done(const struct conn *c)

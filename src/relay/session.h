@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * session.h: what the protocol rooms of relay/ (socks.c, http.c) share with
- * the session core (conn.c). Not for use outside relay/.
+ * session.h: what the front rows (front.c, socks.c, http.c) and the
+ * outbounds (outbound_direct.c) of relay/ share with the session core
+ * (conn.c). Not for use outside relay/.
  *
- * Outcomes are spoken in SOCKS5 REP codes (RFC 1928 section 6) everywhere
- * in relay/: each protocol maps them to its own answer (a SOCKS4 0x5B, an
- * HTTP 502/504/403...). conn_connected() and conn_fail() dispatch on
- * c->proto.
+ * Outcomes are neutral everywhere in relay/ (enum outcome, errmap.h): each
+ * front answers with its own form of them through the table of errmap.c
+ * (a SOCKS5 REP, a SOCKS4 CD, an HTTP status). conn_connected() and
+ * conn_fail() go to the session's front row (c->front, front.h).
  */
 #ifndef FERRY_RELAY_SESSION_H
 #define FERRY_RELAY_SESSION_H
@@ -17,8 +18,26 @@
 
 #include "config/config.h"
 #include "relay/conn.h"
+#include "relay/errmap.h"
 
-const struct config *conn_cfg(const struct conn *c);
+/* Open a session on an accepted connection fd (relay.c): the first front
+ * row (front_proxy or front_sniff) in its state, the outbound that will
+ * reach its destinations, then the row's start hook run.
+ * Returns 0 (the session owns fd, and may already be closed), or -ENOMEM
+ * when no session could be had (fd is still the caller's). */
+int conn_open(struct worker *w, uint8_t listen_index, int fd, const struct addr *peer, bool tracked,
+              const struct front_ops *first, enum conn_state state, const struct outbound_ops *out);
+/* Free the worker's recycled sessions (at worker end). */
+void conn_freelist_fini(struct worker *w);
+/* Hand the session to another front row (the sniff found the protocol):
+ * the per-protocol gauges follow. The caller runs f->start. */
+void conn_set_front(struct conn *c, const struct front_ops *f);
+
+/* The configuration the session runs under. */
+static inline const struct config *conn_cfg(const struct conn *c)
+{
+    return c->wc->cfg;
+}
 /* The session's iotimeout in ms (0: none): its listener's, see
  * config_listen.iotimeout_ms. */
 uint32_t conn_iotimeout(const struct conn *c);
@@ -36,51 +55,34 @@ void conn_access_log(struct conn *c, const char *cmd, const char *reply);
 int conn_send_client(struct conn *c, const uint8_t *p, size_t len);
 /* After a failure reply: flush it, shut our side, drain, close. */
 void conn_linger(struct conn *c);
-/* Answer the client with the protocol's form of rep, then linger. */
-void conn_fail(struct conn *c, uint8_t rep, const char *why);
+/* Answer the client with the front's form of the failure o (errmap.h),
+ * then linger; the session's outcome, unless settled before. */
+void conn_fail(struct conn *c, enum outcome o, const char *why);
 
 /* The session reached its destination (a success reply, a forwarded
  * request): outcome ok unless settled before, handshake latency observed. */
 void conn_succeeded(struct conn *c);
 /* Settle how the session ends, unless something settled it before. */
-void conn_set_outcome(struct conn *c, enum stats_outcome o);
+void conn_set_outcome(struct conn *c, enum outcome o);
 /* A malformed, unknown or too slow handshake (counted, outcome settled). */
 void conn_bad_handshake(struct conn *c);
 
 /* Read what the client sent into c2u.buf (handshakes). 0 or -errno. */
 int conn_read_handshake(struct conn *c);
-/* Resolve (name non-NULL) or take ip, then connect within connect_timeout;
- * ends in conn_connected() or conn_fail(). */
+/* Reach name (NULL: ip) at port through the session's outbound (c->out,
+ * outbound.h): ends in conn_connected() or conn_fail(). */
 void conn_dial(struct conn *c, const char *name, const struct addr *ip, uint16_t port);
-/* The outgoing connection is up (c->up, c->bnd set): the protocol answers. */
+/* The outbound is connected (c->up): the front answers. */
 void conn_connected(struct conn *c);
 /* Switch to the byte relay (CONNECT tunnels, BIND, WebSocket). */
 void conn_relay_start(struct conn *c);
 void conn_arm_idle(struct conn *c);
 
-/* socks.c */
-void socks_handshake(struct conn *c);
-void socks_connected(struct conn *c);
-void socks_fail_reply(struct conn *c, uint8_t rep);
-void socks_udp_drive(struct conn *c);
-void socks_bind_event(struct conn *c, uint32_t events);
-void socks_bind_timeout(struct conn *c);
-void socks_auth_timeout(struct conn *c);
-
-/* http.c */
-void http_start(struct conn *c);
-void http_drive(struct conn *c, uint32_t up_events);
-void http_connected(struct conn *c);
-void http_fail_reply(struct conn *c, uint8_t rep, const char *why);
-void http_timeout(struct conn *c);
-void http_free(struct conn *c);
+/* http.c: the worker's idle upstream connections (at worker end). */
 void http_pool_fini(struct worker *w);
 
 /* Shared by SOCKS5 and HTTP: the verdict of an authentication. */
 void conn_set_user(struct conn *c, const char *name, size_t len);
-/* Go on after a pause (bandwidth): drive the relay or the HTTP exchange
- * again. */
-void conn_resume(struct conn *c);
 
 /* policy.c: rules and limits applied to a session. */
 enum policy_verdict { POLICY_ALLOW, POLICY_DENY, POLICY_NEED_IP };

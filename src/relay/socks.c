@@ -5,8 +5,11 @@
  * CONNECT: UDP ASSOCIATE (handed to udp/) and BIND. It drives the pure
  * parsers of proto/ with what the client sent and answers in the client's
  * own protocol; dialing and relaying are conn.c's (BIND only asks the
- * worker's resolver itself, and bindmap.c for the primary session).
+ * worker's resolver itself, and bindmap.c for the primary session). The
+ * session core reaches it only through the two rows at the end of this
+ * file, front_socks5 and front_socks4 (front.h).
  */
+#include <assert.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -24,19 +27,31 @@
 #include "proto/socks5.h"
 #include "relay/bindmap.h"
 #include "relay/errmap.h"
+#include "relay/front.h"
+#include "relay/outbound.h"
 #include "relay/session.h"
 #include "udp/udp.h"
 
 /* ---- answers ---------------------------------------------------------- */
 
-void socks_fail_reply(struct conn *c, uint8_t rep)
+static_assert((int)CONN_CMD_CONNECT == (int)SOCKS5_CMD_CONNECT &&
+                  (int)CONN_CMD_BIND == (int)SOCKS5_CMD_BIND &&
+                  (int)CONN_CMD_UDP == (int)SOCKS5_CMD_UDP_ASSOCIATE &&
+                  SOCKS4_CMD_CONNECT == (int)SOCKS5_CMD_CONNECT &&
+                  SOCKS4_CMD_BIND == (int)SOCKS5_CMD_BIND,
+              "c->cmd holds SOCKS command numbers");
+
+static void socks_handshake(struct conn *c);
+
+static void socks_fail_reply(struct conn *c, enum outcome o, const char *why)
 {
+    (void)why;
     uint8_t msg[SOCKS5_REPLY_MAX];
     size_t n;
     if (c->proto == PROTO_SOCKS4)
-        n = socks4_write_reply(msg, SOCKS4_REJECTED, NULL);
+        n = socks4_write_reply(msg, errmap_socks4(o), NULL);
     else
-        n = socks5_write_reply(msg, sizeof(msg), rep, NULL);
+        n = socks5_write_reply(msg, sizeof(msg), errmap_socks5(o), NULL);
     int rc = conn_send_client(c, msg, n);
     if (rc) {
         conn_close_err(c, "client-error", rc);
@@ -50,10 +65,10 @@ static int socks_reply_ok(struct conn *c, const struct addr *bnd)
 {
     uint8_t msg[SOCKS5_REPLY_MAX];
     size_t n = c->proto == PROTO_SOCKS4
-                   ? socks4_write_reply(msg, SOCKS4_GRANTED, bnd)
-                   : socks5_write_reply(msg, sizeof(msg), SOCKS5_REP_SUCCEEDED, bnd);
-    c->reply = SOCKS5_REP_SUCCEEDED;
-    stat_add(&c->w->stats.socks5_replies[0], 1);
+                   ? socks4_write_reply(msg, errmap_socks4(OUT_OK), bnd)
+                   : socks5_write_reply(msg, sizeof(msg), errmap_socks5(OUT_OK), bnd);
+    c->reply = OUT_OK;
+    stat_add(&c->w->stats.socks5_replies[errmap_socks5(OUT_OK)], 1);
     conn_succeeded(c);
     int rc = conn_send_client(c, msg, n);
     if (rc) {
@@ -63,8 +78,11 @@ static int socks_reply_ok(struct conn *c, const struct addr *bnd)
     return 0;
 }
 
-void socks_connected(struct conn *c)
+static void socks_connected(struct conn *c)
 {
+    /* The reply carries BND, where the destination sees us. */
+    if (c->out->bnd(c, &c->bnd) < 0)
+        memset(&c->bnd, 0, sizeof(c->bnd));
     /* A possible primary session for a later BIND of this client (noted
      * before the reply, so a BIND sent right after it finds the note). */
     if (conn_cfg(c)->bind && c->cmd == SOCKS5_CMD_CONNECT)
@@ -108,15 +126,14 @@ static void socks_udp(struct conn *c)
     struct worker *w = c->w;
     struct addr local, bnd;
     if (sock_local_addr(c->cli.fd, &local) < 0) {
-        conn_fail(c, SOCKS5_REP_GENERAL_FAILURE, "udp-socket");
+        conn_fail(c, OUT_FAILED, "udp-socket");
         return;
     }
     int rc = udp_assoc_open(w, &conn_cfg(c)->udp, c->listen_index, &c->client, &local, &bnd,
                             socks_udp_activity, socks_udp_allow, c, &c->udp);
     if (rc) {
         c->err = rc == -ENOMEM ? rc : 0;
-        conn_fail(c, SOCKS5_REP_GENERAL_FAILURE,
-                  rc == UDP_OPEN_LIMIT ? "udp-associations-limit" : "udp-socket");
+        conn_fail(c, OUT_FAILED, rc == UDP_OPEN_LIMIT ? "udp-associations-limit" : "udp-socket");
         return;
     }
     policy_bw_start(c);
@@ -137,7 +154,7 @@ static void socks_udp(struct conn *c)
 
 /* The control connection of an association: whatever arrives is read and
  * discarded; its end (EOF or error) ends the association. */
-void socks_udp_drive(struct conn *c)
+static void socks_udp_drive(struct conn *c)
 {
     char sink[512];
     while (c->cli_ev & SIDE_RD) {
@@ -220,9 +237,7 @@ static void socks_bind_listen(struct conn *c, const struct addr *peer)
         close(probe);
     if (rc) {
         c->err = rc;
-        conn_fail(c,
-                  rc == -ENETUNREACH ? SOCKS5_REP_NETWORK_UNREACHABLE : SOCKS5_REP_GENERAL_FAILURE,
-                  "bind-failed");
+        conn_fail(c, rc == -ENETUNREACH ? OUT_NET_UNREACHABLE : OUT_FAILED, "bind-failed");
         return;
     }
     local.port = 0;
@@ -232,12 +247,12 @@ static void socks_bind_listen(struct conn *c, const struct addr *peer)
         if (fd >= 0)
             close(fd);
         c->err = fd < 0 ? fd : -EIO;
-        conn_fail(c, SOCKS5_REP_GENERAL_FAILURE, "bind-failed");
+        conn_fail(c, OUT_FAILED, "bind-failed");
         return;
     }
     if (socks_reply_ok(c, &c->bnd))
         return;
-    c->reply = 0xff; /* the second reply decides the outcome */
+    c->reply = OUT_NONE; /* the second reply decides the outcome */
     conn_set_state(c, CONN_ST_BIND);
     loop_timer_arm(&w->loop, &c->timer, conn_cfg(c)->bind_timeout_ms);
 }
@@ -253,12 +268,12 @@ static void socks_bind_on_dns(void *arg, int status, const struct dns_answer *an
         stat_add(&c->w->stats.dns_failures, 1);
         log_debug("conn %llu: BIND: resolve %s: %s", (unsigned long long)c->id, c->dst_name,
                   dns_status_str(status));
-        conn_fail(c, errmap_socks5_dns(status), "resolve-failed");
+        conn_fail(c, errmap_dns(status), "resolve-failed");
         return;
     }
     struct bind_peers *p = malloc(sizeof(*p));
     if (!p) {
-        conn_fail(c, SOCKS5_REP_GENERAL_FAILURE, "no-memory");
+        conn_fail(c, OUT_FAILED, "no-memory");
         return;
     }
     p->n = 0;
@@ -286,13 +301,13 @@ static void socks_bind_on_dns(void *arg, int status, const struct dns_answer *an
         policy_note(c, POLICY_DENY, first_rule);
         c->target = ans->a[0];
         addr_unmap(&c->target);
-        conn_fail(c, SOCKS5_REP_NOT_ALLOWED, "denied");
+        conn_fail(c, OUT_DENIED, "denied");
         return;
     }
     c->target = p->a[listen_i < 0 ? 0 : listen_i];
     if (listen_i < 0) {
         free(p);
-        conn_fail(c, SOCKS5_REP_ATYP_NOT_SUPPORTED, "bind-no-ipv4-address");
+        conn_fail(c, OUT_ADDR_UNSUPPORTED, "bind-no-ipv4-address");
         return;
     }
     policy_note(c, POLICY_ALLOW, listen_rule); /* one hit per request */
@@ -312,11 +327,11 @@ static void socks_bind_resolve(struct conn *c, const char *name, uint16_t port)
     free(c->dst_name);
     c->dst_name = strdup(name);
     if (!c->dst_name) {
-        conn_fail(c, SOCKS5_REP_GENERAL_FAILURE, "no-memory");
+        conn_fail(c, OUT_FAILED, "no-memory");
         return;
     }
     if (policy_dest(c, ACL_CMD_BIND, name, NULL, port) == POLICY_DENY) {
-        conn_fail(c, SOCKS5_REP_NOT_ALLOWED, "denied");
+        conn_fail(c, OUT_DENIED, "denied");
         return;
     }
     struct dns_answer ans = {0};
@@ -329,7 +344,7 @@ static void socks_bind_resolve(struct conn *c, const char *name, uint16_t port)
     stat_add(&w->stats.dns_queries, 1);
     c->dns = resolver_query(&w->dns, c->dst_name, port, socks_bind_on_dns, c);
     if (!c->dns) {
-        conn_fail(c, SOCKS5_REP_GENERAL_FAILURE, "no-memory");
+        conn_fail(c, OUT_FAILED, "no-memory");
         return;
     }
     conn_set_state(c, CONN_ST_RESOLVE);
@@ -346,7 +361,7 @@ static bool socks_bind_primary(struct conn *c, struct addr *a)
         /* Accepting anyone would hand the client a listening socket open
          * to the world. */
         c->target = *a;
-        conn_fail(c, SOCKS5_REP_NOT_ALLOWED, "bind-no-primary-session");
+        conn_fail(c, OUT_DENIED, "bind-no-primary-session");
         return false;
     }
     dst.port = a->port;
@@ -363,7 +378,7 @@ static bool socks_bind_primary(struct conn *c, struct addr *a)
 static void socks_bind(struct conn *c, const struct addr *ip, const char *name, uint16_t port)
 {
     if (!conn_cfg(c)->bind) {
-        conn_fail(c, SOCKS5_REP_COMMAND_NOT_SUPPORTED, "command-not-supported");
+        conn_fail(c, OUT_CMD_UNSUPPORTED, "command-not-supported");
         return;
     }
     struct addr peer;
@@ -383,19 +398,18 @@ static void socks_bind(struct conn *c, const struct addr *ip, const char *name, 
     if (c->proto == PROTO_SOCKS4 && peer.family != AF_INET) {
         /* A SOCKS4a literal, or a primary session to an IPv6 host: the
          * reply could not say where to connect. */
-        conn_fail(c, SOCKS5_REP_ATYP_NOT_SUPPORTED, "bind-no-ipv4-address");
+        conn_fail(c, OUT_ADDR_UNSUPPORTED, "bind-no-ipv4-address");
         return;
     }
     if (policy_dest(c, ACL_CMD_BIND, NULL, &peer, port) != POLICY_ALLOW) {
-        conn_fail(c, SOCKS5_REP_NOT_ALLOWED, "denied");
+        conn_fail(c, OUT_DENIED, "denied");
         return;
     }
     socks_bind_listen(c, &peer);
 }
 
-void socks_bind_event(struct conn *c, uint32_t events)
+static void socks_bind_event(struct conn *c)
 {
-    (void)events;
     if (c->cli_ev & SIDE_RDHUP) {
         conn_close(c, "client-closed");
         return;
@@ -423,7 +437,7 @@ void socks_bind_event(struct conn *c, uint32_t events)
         sock_set_nodelay(fd);
         if (loop_io_add(&c->w->loop, &c->up, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET) < 0) {
             close(fd);
-            conn_fail(c, SOCKS5_REP_GENERAL_FAILURE, "bind-failed");
+            conn_fail(c, OUT_FAILED, "bind-failed");
             return;
         }
         c->up_ev = SIDE_RD | SIDE_WR;
@@ -434,9 +448,9 @@ void socks_bind_event(struct conn *c, uint32_t events)
     }
 }
 
-void socks_bind_timeout(struct conn *c)
+static void socks_bind_timeout(struct conn *c)
 {
-    conn_fail(c, SOCKS5_REP_TTL_EXPIRED, "bind-timeout");
+    conn_fail(c, OUT_TIMEOUT, "bind-timeout");
 }
 
 /* ---- SOCKS5 handshake ---------------------------------------------------- */
@@ -469,7 +483,7 @@ static int hs_greeting(struct conn *c, struct buf *b)
     }
     if (!ok) {
         if (auth)
-            conn_set_outcome(c, OC_AUTH_FAILED); /* offered no username/password */
+            conn_set_outcome(c, OUT_AUTH_FAILED); /* offered no username/password */
         conn_bad_handshake(c);
         c->why = auth ? "auth-required" : "no-acceptable-method";
         conn_linger(c);
@@ -490,7 +504,7 @@ static int hs_greeting(struct conn *c, struct buf *b)
 static void socks_auth_verdict(struct conn *c, int result, const char *why)
 {
     if (result == AUTH_BUSY) {
-        conn_set_outcome(c, OC_LIMITED);
+        conn_set_outcome(c, OUT_LIMIT);
         c->why = why ? why : "auth-busy";
         conn_linger(c);
         return;
@@ -504,7 +518,7 @@ static void socks_auth_verdict(struct conn *c, int result, const char *why)
         return;
     }
     if (!ok) {
-        conn_set_outcome(c, OC_AUTH_FAILED);
+        conn_set_outcome(c, OUT_AUTH_FAILED);
         c->why = why ? why : result == AUTH_THROTTLED ? "auth-throttled" : "auth-failed";
         conn_linger(c);
         return;
@@ -520,13 +534,13 @@ static int socks_auth_result(struct conn *c, int result)
     c->authed = true;
     if (!policy_admit_user(c)) {
         c->authed = false;
-        conn_set_outcome(c, OC_LIMITED);
+        conn_set_outcome(c, OUT_LIMIT);
         return AUTH_DENIED;
     }
     return AUTH_OK;
 }
 
-void socks_auth_timeout(struct conn *c)
+static void socks_auth_timeout(struct conn *c)
 {
     /* A message that never completed is the client's doing: a failure
      * status. A pool that did not answer in time (a long queue) is not a
@@ -596,12 +610,13 @@ static int hs_request5(struct conn *c, struct buf *b)
         return 0;
     if (n < 0) {
         conn_bad_handshake(c);
-        int rep = socks5_error_reply(n);
-        if (rep < 0) {
+        if (socks5_error_reply(n) < 0) {
             conn_close(c, "bad-version");
             return -1;
         }
-        conn_fail(c, (uint8_t)rep,
+        /* Answered with what socks5_error_reply() names: an address
+         * type, or a general failure for a malformed request. */
+        conn_fail(c, n == SOCKS5_E_ATYP ? OUT_ADDR_UNSUPPORTED : OUT_BAD_REQUEST,
                   n == SOCKS5_E_ATYP  ? "bad-address-type"
                   : n == SOCKS5_E_RSV ? "bad-reserved-byte"
                                       : "bad-domain");
@@ -624,7 +639,7 @@ static int hs_request5(struct conn *c, struct buf *b)
         conn_dial(c, is_ip ? NULL : req.dst.u.domain, &ip, req.dst.port);
         return -1;
     default:
-        conn_fail(c, SOCKS5_REP_COMMAND_NOT_SUPPORTED, "command-not-supported");
+        conn_fail(c, OUT_CMD_UNSUPPORTED, "command-not-supported");
         return -1;
     }
 }
@@ -639,8 +654,7 @@ static int hs_request4(struct conn *c, struct buf *b)
         return 0;
     if (n < 0) {
         conn_bad_handshake(c);
-        conn_fail(c, SOCKS5_REP_GENERAL_FAILURE,
-                  n == SOCKS4_E_VERSION ? "bad-version" : "bad-field");
+        conn_fail(c, OUT_BAD_REQUEST, n == SOCKS4_E_VERSION ? "bad-version" : "bad-field");
         return -1;
     }
     buf_consume(b, (uint32_t)n);
@@ -649,7 +663,7 @@ static int hs_request4(struct conn *c, struct buf *b)
         conn_set_user(c, req.userid, strlen(req.userid)); /* SOCKS4's USERID: logged, unchecked */
     if (config_auth_enabled(conn_cfg(c))) {
         /* SOCKS4 cannot carry a password. */
-        conn_fail(c, SOCKS5_REP_NOT_ALLOWED, "auth-required");
+        conn_fail(c, OUT_DENIED, "auth-required");
         return -1;
     }
     struct addr ip = {.family = AF_INET, .port = req.port};
@@ -665,12 +679,12 @@ static int hs_request4(struct conn *c, struct buf *b)
         socks_bind(c, &ip, name, req.port);
         return -1;
     default:
-        conn_fail(c, SOCKS5_REP_COMMAND_NOT_SUPPORTED, "command-not-supported");
+        conn_fail(c, OUT_CMD_UNSUPPORTED, "command-not-supported");
         return -1;
     }
 }
 
-void socks_handshake(struct conn *c)
+static void socks_handshake(struct conn *c)
 {
     int rc = conn_read_handshake(c);
     if (rc) {
@@ -723,3 +737,96 @@ void socks_handshake(struct conn *c)
         return;
     }
 }
+
+/* ---- the front rows ------------------------------------------------------ */
+
+static void socks_drive(struct conn *c, uint32_t up_events)
+{
+    (void)up_events;
+    if (c->state == CONN_ST_UDP)
+        socks_udp_drive(c);
+    else if (c->state == CONN_ST_BIND)
+        socks_bind_event(c);
+    else
+        socks_handshake(c);
+}
+
+static void socks_timeout(struct conn *c)
+{
+    switch ((enum conn_state)c->state) {
+    case CONN_ST_AUTH_WAIT:
+        socks_auth_timeout(c);
+        break;
+    case CONN_ST_AUTH:
+        /* A username/password message that never completed (truncated):
+         * RFC 1929 failure status, then close. */
+        conn_bad_handshake(c);
+        socks_auth_timeout(c);
+        break;
+    case CONN_ST_BIND:
+        socks_bind_timeout(c);
+        break;
+    case CONN_ST_GREETING:
+    case CONN_ST_REQUEST:
+    case CONN_ST_PROXY:
+    case CONN_ST_RESOLVE:
+    case CONN_ST_CONNECT:
+    case CONN_ST_RELAY:
+    case CONN_ST_UDP:
+    case CONN_ST_HTTP_HEAD:
+    case CONN_ST_HTTP_FWD:
+    case CONN_ST_LINGER:
+    case CONN_ST_CLOSED:
+    case CONN_ST_COUNT:
+        conn_bad_handshake(c);
+        conn_close(c, "handshake-timeout");
+        break;
+    }
+}
+
+static const char *socks_cmd_name(const struct conn *c)
+{
+    switch (c->cmd) {
+    case 0:
+        return "-";
+    case SOCKS5_CMD_CONNECT:
+        return "connect";
+    case SOCKS5_CMD_BIND:
+        return "bind";
+    case SOCKS5_CMD_UDP_ASSOCIATE:
+        return "udp";
+    default:
+        return "other";
+    }
+}
+
+/* One access-log line per session. */
+static void socks_end(struct conn *c)
+{
+    conn_access_log(c, socks_cmd_name(c),
+                    c->reply == OUT_NONE ? "-" : socks5_rep_str(errmap_socks5(c->reply)));
+}
+
+const struct front_ops front_socks5 = {
+    .name = "socks5",
+    .proto = PROTO_SOCKS5,
+    .sp = SP_SOCKS5,
+    .start = socks_handshake,
+    .drive = socks_drive,
+    .connected = socks_connected,
+    .fail_reply = socks_fail_reply,
+    .timeout = socks_timeout,
+    .end = socks_end,
+};
+
+const struct front_ops front_socks4 = {
+    .name = "socks4",
+    .proto = PROTO_SOCKS4,
+    .sp = SP_SOCKS4,
+    .start = socks_handshake,
+    .drive = socks_drive,
+    .connected = socks_connected,
+    .fail_reply = socks_fail_reply,
+    .timeout = socks_timeout,
+    .end = socks_end,
+};

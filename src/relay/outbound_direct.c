@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * outbound_direct.c: the direct outbound (outbound.h): resolve a name with
+ * the worker's resolver, keep the addresses the rules allow (so a name
+ * cannot bring in an address a range rule denies: no DNS rebinding), and
+ * connect to them in turn from this host, each remaining address given an
+ * even share of what is left of connect_timeout. The connected socket is
+ * the session's c->up. It owns the session's timer only in states RESOLVE
+ * and CONNECT, answers nothing to the client itself (conn_connected,
+ * conn_fail) and must not learn any front protocol.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "core/sock.h"
+#include "dns/resolver.h"
+#include "log/log.h"
+#include "relay/errmap.h"
+#include "relay/outbound.h"
+#include "relay/session.h"
+
+/* Addresses to try while connecting, with the rule that allowed each. */
+struct conn_addrs {
+    uint8_t n;
+    struct addr a[DNS_MAX_ADDRS];
+    int32_t rule[DNS_MAX_ADDRS]; /* POLICY_RULE_NONE when no rule was asked */
+};
+
+/* Try the next address of the answer, giving each remaining address an even
+ * share of what is left of the connect timeout. */
+static void direct_next(struct conn *c, int last_err)
+{
+    struct worker *w = c->w;
+    conn_close_fd(&c->up);
+    uint64_t now = loop_now(&w->loop);
+    while (c->ans && c->next_addr < c->ans->n && now < c->deadline) {
+        const char *rule = policy_rule_name(c, c->ans->rule[c->next_addr]);
+        if (rule)
+            c->rule = rule;
+        const struct addr *a = &c->ans->a[c->next_addr++];
+        c->target = *a;
+        int fd = sock_connect(a);
+        if (fd < 0) {
+            last_err = fd;
+            continue;
+        }
+        int rc = loop_io_add(&w->loop, &c->up, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET);
+        if (rc) {
+            close(fd);
+            last_err = rc;
+            continue;
+        }
+        c->up_ev = 0;
+        conn_set_state(c, CONN_ST_CONNECT);
+        uint64_t left = (uint64_t)(c->ans->n - c->next_addr) + 1;
+        loop_timer_arm_at(&w->loop, &c->timer, now + (c->deadline - now) / left);
+        return;
+    }
+    if (now >= c->deadline)
+        last_err = -ETIMEDOUT;
+    c->err = last_err;
+    conn_fail(c, errmap_connect(last_err),
+              last_err == -ETIMEDOUT ? "connect-timeout" : "connect-failed");
+}
+
+static void direct_check(struct conn *c, uint32_t events)
+{
+    /* EPOLLOUT alone means the connect succeeded; only an error or hangup
+     * needs SO_ERROR to say why. */
+    if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
+        return;
+    int err = (events & (EPOLLERR | EPOLLHUP)) ? sock_error(c->up.fd) : 0;
+    if (err == 0 && !(events & (EPOLLERR | EPOLLHUP))) {
+        sock_set_nodelay(c->up.fd);
+        free(c->ans);
+        c->ans = NULL;
+        conn_connected(c);
+        return;
+    }
+    if (err == 0)
+        err = -ECONNREFUSED; /* hung up without an error: treat as refused */
+    direct_next(c, err);
+}
+
+static void direct_begin(struct conn *c, const struct dns_answer *ans)
+{
+    struct conn_addrs *t = c->ans = malloc(sizeof(*c->ans));
+    if (!t) {
+        conn_fail(c, OUT_FAILED, "no-memory");
+        return;
+    }
+    /* Rules on address ranges apply to what a name resolved to (no DNS
+     * rebinding into a denied range): keep the addresses allowed, each with
+     * the rule that allowed it, for the log of the one connected to. */
+    t->n = 0;
+    int32_t first_rule = POLICY_RULE_NONE;
+    for (uint8_t i = 0; i < ans->n; i++) {
+        struct addr a = ans->a[i];
+        addr_unmap(&a);
+        int32_t rule = POLICY_RULE_NONE;
+        enum policy_verdict v = POLICY_ALLOW;
+        if (c->dst_name)
+            v = policy_eval(c, 0, c->dst_name, &a, c->dst_port, &rule);
+        if (i == 0)
+            first_rule = rule;
+        if (v == POLICY_ALLOW) {
+            t->a[t->n] = a;
+            t->rule[t->n++] = rule;
+        }
+    }
+    if (!t->n) {
+        policy_note(c, POLICY_DENY, first_rule);
+        c->target = ans->a[0];
+        addr_unmap(&c->target);
+        conn_fail(c, OUT_DENIED, "denied");
+        return;
+    }
+    if (c->dst_name)
+        policy_note(c, POLICY_ALLOW, t->rule[0]); /* one hit per request */
+    c->next_addr = 0;
+    direct_next(c, -EHOSTUNREACH);
+}
+
+static void direct_on_dns(void *arg, int status, const struct dns_answer *ans)
+{
+    struct conn *c = arg;
+    c->dns = NULL;
+    if (status != DNS_OK) {
+        stat_add(&c->w->stats.dns_failures, 1);
+        log_debug("conn %llu: resolve %s: %s", (unsigned long long)c->id, c->dst_name,
+                  dns_status_str(status));
+        conn_fail(c, errmap_dns(status), "resolve-failed");
+        return;
+    }
+    direct_begin(c, ans);
+}
+
+static void direct_dial(struct conn *c, const char *name, const struct addr *ip, uint16_t port)
+{
+    struct worker *w = c->w;
+    struct dns_answer ans = {0};
+    c->deadline = loop_now(&w->loop) + conn_cfg(c)->connect_timeout_ms;
+    loop_timer_arm_at(&w->loop, &c->timer, c->deadline);
+    c->dst_port = port;
+    free(c->dst_name);
+    c->dst_name = NULL;
+
+    struct addr target = *ip;
+    target.port = port;
+    enum policy_verdict v = policy_dest(c, 0, name, name ? NULL : &target, port);
+    if (v == POLICY_DENY) {
+        if (name)
+            c->dst_name = strdup(name);
+        else
+            c->target = target;
+        conn_fail(c, OUT_DENIED, "denied");
+        return;
+    }
+    if (!name) {
+        ans.a[0] = *ip;
+        ans.a[0].port = port;
+        ans.n = 1;
+        direct_begin(c, &ans);
+        return;
+    }
+    c->dst_name = strdup(name);
+    if (!c->dst_name) {
+        conn_fail(c, OUT_FAILED, "no-memory");
+        return;
+    }
+    /* Clients often send an IP literal as a "domain". */
+    if (addr_parse_ip(c->dst_name, port, &ans.a[0]) == 0) {
+        ans.n = 1;
+        direct_begin(c, &ans);
+        return;
+    }
+    int status;
+    if (resolver_lookup_now(&w->dns, c->dst_name, port, &status, &ans)) {
+        stat_add(&w->stats.dns_cache_hits, 1);
+        direct_on_dns(c, status, &ans);
+        return;
+    }
+    stat_add(&w->stats.dns_queries, 1);
+    c->dns = resolver_query(&w->dns, c->dst_name, port, direct_on_dns, c);
+    if (!c->dns) {
+        conn_fail(c, OUT_FAILED, "no-memory");
+        return;
+    }
+    conn_set_state(c, CONN_ST_RESOLVE);
+}
+
+static void direct_timeout(struct conn *c)
+{
+    if (c->state == CONN_ST_RESOLVE)
+        conn_fail(c, OUT_TIMEOUT, "connect-timeout");
+    else
+        direct_next(c, -ETIMEDOUT);
+}
+
+static int direct_bnd(const struct conn *c, struct addr *out)
+{
+    return sock_local_addr(c->up.fd, out);
+}
+
+static void direct_close(struct conn *c)
+{
+    resolver_cancel(c->dns);
+    c->dns = NULL;
+    free(c->ans);
+    c->ans = NULL;
+}
+
+const struct outbound_ops outbound_direct = {
+    .name = "direct",
+    .splice = true,
+    .dial = direct_dial,
+    .event = direct_check,
+    .timeout = direct_timeout,
+    .bnd = direct_bnd,
+    .close = direct_close,
+};

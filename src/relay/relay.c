@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * relay.c: the relay's face to the worker (struct worker_ops): admit an
+ * accepted connection and open its session on the first front row (the
+ * PROXY header or the sniff of the protocol), close every session on
+ * abort, and give back the worker's per-relay state at the end. This is
+ * the top of relay/: it may name any room below it, and nothing in relay/
+ * calls back into it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "acl/limits.h"
+#include "auth/auth.h"
+#include "config/config.h"
+#include "core/sock.h"
+#include "log/log.h"
+#include "relay/front.h"
+#include "relay/outbound.h"
+#include "relay/session.h"
+#include "udp/udp.h"
+
+static void relay_accept(struct worker *w, struct listener *ls, int fd, const struct addr *peer)
+{
+    bool tracked = false;
+    /* Behind a load balancer the limits apply to the address in the PROXY
+     * header, not to the balancer: admission waits for it. */
+    const struct config *cfg = w->cur->cfg;
+    uint8_t pp = ls->index < cfg->nlisten ? cfg->listen[ls->index].proxy_protocol : 0;
+    if (!pp && !policy_admit_client(w, peer, &tracked)) {
+        /* Over the address's limits: closed before reading a byte. */
+        sock_abort(fd);
+        close(fd);
+        stat_add(&w->stats.sessions[SP_NONE][errmap_stats(OUT_LIMIT)], 1);
+        worker_session_ended(w);
+        return;
+    }
+    /* direct is the only outbound for now. */
+    int rc = conn_open(w, (uint8_t)ls->index, fd, peer, tracked, pp ? &front_proxy : &front_sniff,
+                       pp ? CONN_ST_PROXY : CONN_ST_GREETING, &outbound_direct);
+    if (rc) {
+        close(fd);
+        if (tracked)
+            limits_ip_release(w->sh->limits, peer);
+        stat_add(&w->stats.sessions[SP_NONE][errmap_stats(OUT_FAILED)], 1);
+        worker_session_ended(w);
+    }
+}
+
+static void relay_abort_all(struct worker *w)
+{
+    struct list *pos, *tmp;
+    list_for_each_safe(pos, tmp, &w->sessions)
+    {
+        struct conn *c = container_of(pos, struct conn, link);
+        conn_close(c, "shutdown");
+    }
+}
+
+static void relay_worker_fini(struct worker *w)
+{
+    udp_worker_fini(w);
+    http_pool_fini(w);
+    if (w->auth) {
+        auth_worker_fini(w->auth);
+        free(w->auth);
+        w->auth = NULL;
+    }
+    conn_freelist_fini(w);
+}
+
+/* Authentication turned on (at start or by a reload): give this worker
+ * its credential cache and result port, once the pool exists. */
+static void relay_config_changed(struct worker *w)
+{
+    const struct config *cfg = w->cur->cfg;
+    struct auth *a = atomic_load(&w->sh->auth);
+    if (w->auth || !a || !config_auth_enabled(cfg))
+        return;
+    struct auth_worker *aw = malloc(sizeof(*aw));
+    if (!aw || auth_worker_init(aw, a, &w->loop, cfg->auth.cache_size) < 0) {
+        free(aw);
+        log_error("worker %u: cannot set up authentication (out of memory); clients that "
+                  "must authenticate will be refused",
+                  w->id);
+        return;
+    }
+    aw->stats = &w->stats.auth;
+    w->auth = aw;
+}
+
+const struct worker_ops relay_worker_ops = {
+    .accept = relay_accept,
+    .abort_all = relay_abort_all,
+    .fini = relay_worker_fini,
+    .config_changed = relay_config_changed,
+};
