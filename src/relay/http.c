@@ -53,7 +53,10 @@
 #include "relay/session.h"
 #include "relay/upstream_pool.h"
 
-#define HTTP_OUT_MAX    (64 * 1024 + 512) /* a rewritten head */
+/* A rewritten head is at most the head read (max_header) plus what the
+ * rewrite adds: Host with a 255-byte authority and a port, a Via of a
+ * 64-byte pseudonym, one Connection field, a leading '/'. */
+#define HTTP_OUT_SLACK  512
 /* Under bandwidth limits, reads ask for at most HTTP_BW_CHUNK; paused by
  * the limiter, the exchange looks again every HTTP_BW_POLL_MS (the
  * limiter's own timer resumes only the byte relay, see conn_resume()). A
@@ -107,6 +110,12 @@ struct http_state {
 };
 
 /* ---- buffers ------------------------------------------------------------- */
+
+/* The cap of a buffer for a rewritten head of this session's config. */
+static uint32_t out_cap(const struct conn *c)
+{
+    return conn_cfg(c)->http.max_header + HTTP_OUT_SLACK;
+}
 
 static void hflow_release(struct conn *c, struct hflow *f)
 {
@@ -265,7 +274,7 @@ static int build_request_head(struct conn *c, const struct http1_msg *m, size_t 
                               const char *authority, size_t alen)
 {
     struct http_state *h = c->http;
-    struct buf *o = h->req.out = buf_get_cap(&c->w->bufs, HTTP_OUT_MAX);
+    struct buf *o = h->req.out = buf_get_cap(&c->w->bufs, out_cap(c));
     if (!o)
         return -ENOMEM;
     ssize_t n = http1_rewrite_request(m, path_off, authority, alen, conn_cfg(c)->http.via,
@@ -833,7 +842,7 @@ static int http_response_head(struct conn *c, size_t headlen)
                       h->resp.body.kind != HTTP1_BODY_CLOSE && !switching;
     }
     struct buf *o =
-        h->resp.out ? h->resp.out : (h->resp.out = buf_get_cap(&c->w->bufs, HTTP_OUT_MAX));
+        h->resp.out ? h->resp.out : (h->resp.out = buf_get_cap(&c->w->bufs, out_cap(c)));
     if (!o) {
         free(m);
         return -ENOMEM;
@@ -922,7 +931,7 @@ static bool http_retry(struct conn *c)
     uint64_t sent = h->head_copy_len > unsent ? h->head_copy_len - unsent : 0;
     c->c2u.bytes = c->c2u.bytes > sent ? c->c2u.bytes - sent : 0;
     buf_put(&c->w->bufs, h->req.out);
-    h->req.out = buf_get_cap(&c->w->bufs, HTTP_OUT_MAX);
+    h->req.out = buf_get_cap(&c->w->bufs, out_cap(c));
     if (!h->req.out)
         return false;
     memcpy(buf_tail(h->req.out), h->head_copy, h->head_copy_len);

@@ -1238,9 +1238,12 @@ def test_iotimeout_blames_the_silent_origin(idle_proxy, tcp_server):
     assert up.wait_closed(1), "the origin connection was left open"
 
 
-def test_iotimeout_blames_a_client_that_does_not_read(idle_proxy, tcp_server):
+def test_iotimeout_blames_a_client_that_does_not_read(ferry, tcp_server):
     """The origin sends, the client reads nothing: iotimeout ends it once
-    the buffers on the way are full, and it is the client that stalled."""
+    the buffers on the way are full, and it is the client that stalled.
+    iotimeout is 3 s here, not 1 s: a loaded machine's origin thread may
+    take over a second to start sending, and that stall is the origin's."""
+    idle_proxy = ferry(raw_config=config_text(config={"iotimeout": "3s"}))
     up = tcp_server(HttpUpstream)
     n = 64 << 20
     payload(n)
