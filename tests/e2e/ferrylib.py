@@ -17,6 +17,7 @@ stopped (threads joined with a bound) by its owner.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import hashlib
 import http.server
@@ -149,6 +150,28 @@ DEFAULT_CONFIG = {
 
 LISTEN_RE = re.compile(r"\blistening on (\[[0-9a-fA-F:.]+\]|[0-9.]+):(\d+)\s*$", re.M)
 ACCESS_RE = re.compile(r"\baccess (id=.*)$", re.M)
+# An access line with the time it was logged (UTC, to the millisecond).
+ACCESS_TS_RE = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})Z .*?\baccess (id=.*)$", re.M)
+
+# When each client socket the helpers opened was connected, by its local
+# address. The kernel reuses a loopback client port (tcp_tw_reuse) once
+# its TIME_WAIT is a second old, so over a module's many connections a
+# client address can match an earlier session's access lines: those were
+# logged before this client existed, and access_for() leaves them out.
+_CLIENT_BORN: dict[tuple, float] = {}
+
+
+def note_client(sock: socket.socket) -> None:
+    """Record that sock was connected now (see _CLIENT_BORN)."""
+    try:
+        _CLIENT_BORN[tuple(sock.getsockname()[:2])] = time.time()
+    except OSError:
+        pass
+
+
+def _log_time(stamp: str) -> float:
+    return datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%f").replace(
+        tzinfo=datetime.timezone.utc).timestamp()
 
 
 class Listener(NamedTuple):
@@ -278,9 +301,14 @@ class Ferry:
         (as returned by sock.getsockname()), waiting for it (bounded)."""
         host, port = client[0], client[1]
         want = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        # Lines logged before this client connected are an earlier session's
+        # (the log's clock has milliseconds: allow for its rounding).
+        born = _CLIENT_BORN.get((host, port), 0.0) - 0.002
         deadline = time.monotonic() + timeout
         while True:
-            hits = [e for e in self.access_entries() if e.get("client") == want]
+            hits = [parse_access(m.group(2)) for m in ACCESS_TS_RE.finditer(self.log_text())
+                    if _log_time(m.group(1)) >= born]
+            hits = [e for e in hits if e.get("client") == want]
             if hits:
                 assert len(hits) == 1, f"several access lines for client {want}: {hits}"
                 return hits[0]
@@ -800,6 +828,7 @@ def request(host, port: int, cmd: int = CMD_CONNECT, ver: int = 5, rsv: int = 0,
 def open_client(proxy: tuple[str, int], timeout: float = IO_TIMEOUT, source: str | None = None) -> socket.socket:
     """Connect to proxy (from the loopback address source, when given)."""
     s = socket.create_connection(proxy, timeout=timeout, source_address=(source, 0) if source else None)
+    note_client(s)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     s.settimeout(timeout)
     return s

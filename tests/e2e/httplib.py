@@ -33,6 +33,7 @@ import threading
 import time
 from typing import NamedTuple
 
+import ferrylib
 from ferrylib import DEFAULT_CONFIG, IO_TIMEOUT, ThreadedServer
 
 # ---- configuration -------------------------------------------------------------
@@ -80,6 +81,7 @@ class Conn:
     def open(cls, addr: tuple, timeout: float = IO_TIMEOUT, source: str | None = None) -> "Conn":
         s = socket.create_connection(addr, timeout=timeout,
                                      source_address=(source, 0) if source else None)
+        ferrylib.note_client(s)
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return cls(s, timeout)
 
