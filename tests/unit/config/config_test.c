@@ -16,20 +16,6 @@
 #include "fixture.h"
 #include "util/compiler.h"
 
-static void load_ok(struct ctx *x, const char *text, struct config_cli *cli)
-{
-    int rc = load_text(x, text, cli);
-    if (rc != 0) {
-        dump("error", &x->errs);
-        fail_msg("config_load failed (%d) on:\n%s", rc, text);
-    }
-    assert_int_equal(x->errs.n, 0);
-}
-
-/* errs[i] must equal the message formatted from fmt (the path goes in as
- * the first %s of most formats). */
-#define expect_msg(x, i, ...) expect_line(&(x)->errs, (i), __VA_ARGS__)
-
 static bool has_prefix(const char *s, const char *prefix)
 {
     return strncmp(s, prefix, strlen(prefix)) == 0;
@@ -75,10 +61,10 @@ static void test_defaults_without_file(void **state)
 static void test_empty_file_keeps_defaults(void **state)
 {
     struct ctx *x = *state;
-    load_ok(x, "", NULL);
+    expect_load_ok(x, "", NULL);
     assert_string_equal(x->c->path, x->path);
     expect_listen(x->c, 0, "127.0.0.1:1080", "built-in default");
-    load_ok(x, "\n; only a comment\n# and another\n\n   \n", NULL);
+    expect_load_ok(x, "\n; only a comment\n# and another\n\n   \n", NULL);
     assert_int_equal(x->c->nlisten, 1);
     assert_int_equal(x->c->handshake_timeout_ms, 10000);
 }
@@ -106,7 +92,7 @@ static void test_every_key_valid(void **state)
              "access_log = off\n"
              "open_proxy = no\n",
              log_path);
-    load_ok(x, text, NULL);
+    expect_load_ok(x, text, NULL);
     const struct config *c = x->c;
     assert_string_equal(c->path, x->path);
     assert_int_equal(c->nlisten, 1);
@@ -134,22 +120,23 @@ static void test_every_key_valid(void **state)
 static void test_key_value_variants(void **state)
 {
     struct ctx *x = *state;
-    load_ok(x, "splice = yes\nlog_level = warning\naccess_log = TRUE\n", NULL);
+    expect_load_ok(x, "splice = yes\nlog_level = warning\naccess_log = TRUE\n", NULL);
     assert_int_equal(x->c->splice, SPLICE_ALWAYS);
     assert_int_equal(x->c->log_level, LOG_WARN);
     assert_true(x->c->access_log);
-    load_ok(x, "splice = auto\nlog_level = ERROR\niotimeout = 0\nshutdown_timeout = 0\n", NULL);
+    expect_load_ok(x, "splice = auto\nlog_level = ERROR\niotimeout = 0\nshutdown_timeout = 0\n",
+                   NULL);
     assert_int_equal(x->c->splice, SPLICE_AUTO);
     assert_int_equal(x->c->log_level, LOG_ERROR);
     assert_int_equal(x->c->iotimeout_ms, 0);
     assert_int_equal(x->c->shutdown_timeout_ms, 0);
-    load_ok(x, "pipe_size = 0\n", NULL); /* 0: the kernel's default */
+    expect_load_ok(x, "pipe_size = 0\n", NULL); /* 0: the kernel's default */
     assert_int_equal(x->c->pipe_size, 0);
     /* Range edges. */
-    load_ok(x,
-            "workers = 256\nbacklog = 65535\nbuffer_size = 1m\npipe_size = 4k\n"
-            "handshake_timeout = 24h\niotimeout = 168h\nmax_connections = 10000000\n",
-            NULL);
+    expect_load_ok(x,
+                   "workers = 256\nbacklog = 65535\nbuffer_size = 1m\npipe_size = 4k\n"
+                   "handshake_timeout = 24h\niotimeout = 168h\nmax_connections = 10000000\n",
+                   NULL);
     assert_int_equal(x->c->workers, 256);
     assert_int_equal(x->c->backlog, 65535);
     assert_int_equal(x->c->buffer_size, 1 << 20);
@@ -157,7 +144,8 @@ static void test_key_value_variants(void **state)
     assert_int_equal(x->c->handshake_timeout_ms, 86400000);
     assert_int_equal(x->c->iotimeout_ms, 604800000);
     assert_int_equal(x->c->max_connections, 10000000);
-    load_ok(x, "workers = 1\nbacklog = 1\nbuffer_size = 1024\nhandshake_timeout = 1ms\n", NULL);
+    expect_load_ok(x, "workers = 1\nbacklog = 1\nbuffer_size = 1024\nhandshake_timeout = 1ms\n",
+                   NULL);
     assert_int_equal(x->c->workers, 1);
     assert_int_equal(x->c->buffer_size, 1024);
     assert_int_equal(x->c->handshake_timeout_ms, 1);
@@ -168,11 +156,11 @@ static void test_key_value_variants(void **state)
 static void test_compound_durations(void **state)
 {
     struct ctx *x = *state;
-    load_ok(x,
-            "iotimeout = 7d\nhandshake_timeout = 1h30m\nconnect_timeout = 1m30s\n"
-            "shutdown_timeout = 1s500ms\n[http]\nkeepalive_timeout = 1d\n"
-            "response_timeout = 2h0m5s\n[udp]\nidle = 12h30m\n",
-            NULL);
+    expect_load_ok(x,
+                   "iotimeout = 7d\nhandshake_timeout = 1h30m\nconnect_timeout = 1m30s\n"
+                   "shutdown_timeout = 1s500ms\n[http]\nkeepalive_timeout = 1d\n"
+                   "response_timeout = 2h0m5s\n[udp]\nidle = 12h30m\n",
+                   NULL);
     assert_int_equal(x->c->iotimeout_ms, 7 * 86400000);
     assert_int_equal(x->c->handshake_timeout_ms, 5400000);
     assert_int_equal(x->c->connect_timeout_ms, 90000);
@@ -180,16 +168,16 @@ static void test_compound_durations(void **state)
     assert_int_equal(x->c->http.keepalive_ms, 86400000);
     assert_int_equal(x->c->http.response_ms, 7205000);
     assert_int_equal(x->c->udp.idle_ms, 45000000);
-    load_ok(x, "iotimeout = 6d23h59m59s999ms\n", NULL);
+    expect_load_ok(x, "iotimeout = 6d23h59m59s999ms\n", NULL);
     assert_int_equal(x->c->iotimeout_ms, 604799999);
-    load_ok(x, "iotimeout = 2d12h\n", NULL);
+    expect_load_ok(x, "iotimeout = 2d12h\n", NULL);
     assert_int_equal(x->c->iotimeout_ms, 216000000);
 }
 
 static void test_auto_values(void **state)
 {
     struct ctx *x = *state;
-    load_ok(x, "workers = auto\nmax_connections = auto\n", NULL);
+    expect_load_ok(x, "workers = auto\nmax_connections = auto\n", NULL);
     assert_true(x->c->workers >= 1);
     assert_int_equal(x->c->workers, config_default_workers());
     assert_true(x->c->max_connections >= 1 && x->c->max_connections <= 10000000);
@@ -199,9 +187,9 @@ static void test_auto_values(void **state)
 static void test_empty_log_file_means_stderr(void **state)
 {
     struct ctx *x = *state;
-    load_ok(x, "log_file =\n", NULL);
+    expect_load_ok(x, "log_file =\n", NULL);
     assert_null(x->c->log_file);
-    load_ok(x, "log_file = \"\"\n", NULL);
+    expect_load_ok(x, "log_file = \"\"\n", NULL);
     assert_null(x->c->log_file);
 }
 
@@ -213,14 +201,14 @@ static void test_log_file_checked(void **state)
     struct ctx *x = *state;
     char text[4400], logf[HARNESS_PATH_MAX], sub[HARNESS_PATH_MAX];
     /* No log_file, and an empty one: standard error, nothing to check. */
-    load_ok(x, "workers = 1\n", NULL);
+    expect_load_ok(x, "workers = 1\n", NULL);
     assert_int_equal(config_check_log_file(x->c, &x->errs), 0);
-    load_ok(x, "log_file =\n", NULL);
+    expect_load_ok(x, "log_file =\n", NULL);
     assert_int_equal(config_check_log_file(x->c, &x->errs), 0);
     assert_int_equal(x->errs.n, 0);
 
     /* A directory that does not exist. */
-    load_ok(x, "workers = 1\n\nlog_file = /nonexistent/dir/ferry.log\n", NULL);
+    expect_load_ok(x, "workers = 1\n\nlog_file = /nonexistent/dir/ferry.log\n", NULL);
     assert_int_equal(x->c->log_file_line, 3);
     assert_int_equal(config_check_log_file(x->c, &x->errs), -EINVAL);
     expect_msg(x, 0,
@@ -231,7 +219,7 @@ static void test_log_file_checked(void **state)
 
     /* A file where the directory should be (the config file itself). */
     snprintf(text, sizeof(text), "log_file = %s/ferry.log\n", x->path);
-    load_ok(x, text, NULL);
+    expect_load_ok(x, text, NULL);
     assert_int_equal(config_check_log_file(x->c, &x->errs), -EINVAL);
     expect_msg(x, 0, "%s:1: log_file: %s/ferry.log: %s is not a directory", x->path, x->path,
                x->path);
@@ -239,7 +227,7 @@ static void test_log_file_checked(void **state)
 
     /* A directory where the file should be. */
     snprintf(text, sizeof(text), "log_file = %s\n", x->dir);
-    load_ok(x, text, NULL);
+    expect_load_ok(x, text, NULL);
     assert_int_equal(config_check_log_file(x->c, &x->errs), -EINVAL);
     expect_msg(x, 0, "%s:1: log_file: %s: cannot open it for appending: Is a directory", x->path,
                x->dir);
@@ -248,7 +236,7 @@ static void test_log_file_checked(void **state)
     /* A new file in a writable directory: fine, and not created by the check. */
     harness_path(logf, sizeof(logf), x->dir, "ferry.log");
     snprintf(text, sizeof(text), "log_file = %s\n", logf);
-    load_ok(x, text, NULL);
+    expect_load_ok(x, text, NULL);
     assert_int_equal(config_check_log_file(x->c, &x->errs), 0);
     assert_int_equal(x->errs.n, 0);
     assert_int_equal(access(logf, F_OK), -1);
@@ -264,7 +252,7 @@ static void test_log_file_checked(void **state)
     harness_path(sub, sizeof(sub), x->dir, "ro");
     assert_int_equal(mkdir(sub, 0555), 0);
     snprintf(text, sizeof(text), "log_file = %s/ferry.log\n", sub);
-    load_ok(x, text, NULL);
+    expect_load_ok(x, text, NULL);
     if (geteuid() != 0) {
         assert_int_equal(config_check_log_file(x->c, &x->errs), -EINVAL);
         expect_msg(x, 0,
@@ -447,11 +435,11 @@ static void test_key_set_twice(void **state)
 static void test_listen_repeated_and_lists(void **state)
 {
     struct ctx *x = *state;
-    load_ok(x,
-            "listen = 127.0.0.1:1081, 127.0.0.1:1082\n"
-            "workers = 1\n"
-            "listen = [::1]:1083 127.0.0.2:1084,[::1]:1085\n",
-            NULL);
+    expect_load_ok(x,
+                   "listen = 127.0.0.1:1081, 127.0.0.1:1082\n"
+                   "workers = 1\n"
+                   "listen = [::1]:1083 127.0.0.2:1084,[::1]:1085\n",
+                   NULL);
     const struct config *c = x->c;
     char o1[HARNESS_PATH_MAX + 8], o3[HARNESS_PATH_MAX + 8];
     snprintf(o1, sizeof(o1), "%s:1", x->path);
@@ -483,7 +471,7 @@ static void test_duplicate_listen(void **state)
     expect_msg(x, 0, "%s:2: listen: 127.0.0.1:1081 is listed twice (also at %s:1)", x->path,
                x->path);
     /* Port 0 asks the kernel for a free port each time: not a duplicate. */
-    load_ok(x, "listen = 127.0.0.1:0, 127.0.0.1:0\n", NULL);
+    expect_load_ok(x, "listen = 127.0.0.1:0, 127.0.0.1:0\n", NULL);
     assert_int_equal(x->c->nlisten, 2);
 }
 
@@ -525,14 +513,14 @@ static void test_section_is_error(void **state)
 static void test_inline_comments(void **state)
 {
     struct ctx *x = *state;
-    load_ok(x,
-            "; a comment\n"
-            "# another\n"
-            "workers = 2 ; two workers\n"
-            "backlog = 100 # a comment too\n"
-            "listen = 127.0.0.1:1090 ; loopback only\n"
-            "   splice = no\t# indented\n",
-            NULL);
+    expect_load_ok(x,
+                   "; a comment\n"
+                   "# another\n"
+                   "workers = 2 ; two workers\n"
+                   "backlog = 100 # a comment too\n"
+                   "listen = 127.0.0.1:1090 ; loopback only\n"
+                   "   splice = no\t# indented\n",
+                   NULL);
     assert_int_equal(x->c->workers, 2);
     assert_int_equal(x->c->backlog, 100);
     char origin[HARNESS_PATH_MAX + 8];
@@ -545,12 +533,12 @@ static void test_inline_comments(void **state)
 static void test_quoted_values(void **state)
 {
     struct ctx *x = *state;
-    load_ok(x,
-            "log_file = \"/var/log/ferry proxy.log\"\n"
-            "listen = \"127.0.0.1:1085\"\n"
-            "workers = \"4\"\n"
-            "log_level = \"warn\"\n",
-            NULL);
+    expect_load_ok(x,
+                   "log_file = \"/var/log/ferry proxy.log\"\n"
+                   "listen = \"127.0.0.1:1085\"\n"
+                   "workers = \"4\"\n"
+                   "log_level = \"warn\"\n",
+                   NULL);
     assert_string_equal(x->c->log_file, "/var/log/ferry proxy.log");
     char origin[HARNESS_PATH_MAX + 8];
     snprintf(origin, sizeof(origin), "%s:2", x->path);
@@ -566,7 +554,7 @@ static void test_quoted_values(void **state)
 static void test_crlf_and_no_final_newline(void **state)
 {
     struct ctx *x = *state;
-    load_ok(x, "workers = 2\r\nbacklog = 7\r\n", NULL);
+    expect_load_ok(x, "workers = 2\r\nbacklog = 7\r\n", NULL);
     assert_int_equal(x->c->workers, 2);
     assert_int_equal(x->c->backlog, 7);
     expect_load_fails(x, "workers = 2\r\n\r\nbacklog = x", NULL, 1);
@@ -600,7 +588,7 @@ static void test_long_line_within_limit(void **state)
     int n = snprintf(text, sizeof(text), "log_file = /");
     memset(text + n, 'p', 600);
     memcpy(text + n + 600, "\n", 2);
-    load_ok(x, text, NULL);
+    expect_load_ok(x, text, NULL);
     assert_int_equal(strlen(x->c->log_file), 601);
 
     char list[1024] = "listen =";
@@ -608,7 +596,7 @@ static void test_long_line_within_limit(void **state)
     for (int i = 0; i < 20; i++)
         len += (size_t)snprintf(list + len, sizeof(list) - len, " 127.0.0.1:%d,", 20000 + i);
     memcpy(list + len, "\n", 2);
-    load_ok(x, list, NULL);
+    expect_load_ok(x, list, NULL);
     assert_int_equal(x->c->nlisten, 20);
 }
 
@@ -685,7 +673,7 @@ static void test_cli_overrides(void **state)
     cli.listen[1] = "[::1]:2001";
     cli.nlisten = 2;
     cli.workers = "4";
-    load_ok(x, "listen = 127.0.0.1:1081\nworkers = 2\n", &cli);
+    expect_load_ok(x, "listen = 127.0.0.1:1081\nworkers = 2\n", &cli);
     const struct config *c = x->c;
     assert_int_equal(c->nlisten, 2); /* -l replaces the file's addresses */
     expect_listen(c, 0, "127.0.0.1:2000", "command line (-l)");
@@ -694,7 +682,7 @@ static void test_cli_overrides(void **state)
 
     memset(&cli, 0, sizeof(cli));
     cli.workers = "auto";
-    load_ok(x, "workers = 2\n", &cli);
+    expect_load_ok(x, "workers = 2\n", &cli);
     assert_int_equal(x->c->workers, config_default_workers());
     expect_listen(x->c, 0, "127.0.0.1:1080", "built-in default");
 
@@ -774,11 +762,11 @@ static void test_open_proxy_refused(void **state)
 static void test_open_proxy_accepted(void **state)
 {
     struct ctx *x = *state;
-    load_ok(x, "listen = 0.0.0.0:1080, [::]:1080\nopen_proxy = yes\n", NULL);
+    expect_load_ok(x, "listen = 0.0.0.0:1080, [::]:1080\nopen_proxy = yes\n", NULL);
     assert_true(x->c->open_proxy);
     assert_int_equal(x->c->nlisten, 2);
     /* Loopback of either family needs no such consent. */
-    load_ok(x, "listen = 127.0.0.1:1080, [::1]:1080, 127.8.9.10:1\n", NULL);
+    expect_load_ok(x, "listen = 127.0.0.1:1080, [::1]:1080, 127.8.9.10:1\n", NULL);
     assert_false(x->c->open_proxy);
     assert_int_equal(x->c->nlisten, 3);
 
@@ -786,7 +774,7 @@ static void test_open_proxy_accepted(void **state)
     memset(&cli, 0, sizeof(cli));
     cli.listen[0] = "0.0.0.0:1080";
     cli.nlisten = 1;
-    load_ok(x, "open_proxy = on\n", &cli);
+    expect_load_ok(x, "open_proxy = on\n", &cli);
     expect_listen(x->c, 0, "0.0.0.0:1080", "command line (-l)");
 }
 
@@ -817,7 +805,8 @@ static void test_open_proxy_rules_judged(void **state)
                    "set 'open_proxy = yes' if that is what you want",
                    x->path, x->path);
         /* Under rules_default = deny it denies everything: not open. */
-        load_ok(x, "listen = 0.0.0.0:1080\nrules_file = r.rules\nrules_default = deny\n", NULL);
+        expect_load_ok(x, "listen = 0.0.0.0:1080\nrules_file = r.rules\nrules_default = deny\n",
+                       NULL);
     }
 
     /* A single deny rule, in the file or in [rules]. */
@@ -831,8 +820,8 @@ static void test_open_proxy_rules_judged(void **state)
     assert_true(has_prefix(x->errs.msg[0], x->path));
     assert_non_null(strstr(x->errs.msg[0], tail));
     /* ... closed by a final catch-all deny. */
-    load_ok(x, "listen = [::]:1080\n[rules]\ndeny to 10.0.0.1\nallow from 10.0.0.0/8\ndeny\n",
-            NULL);
+    expect_load_ok(
+        x, "listen = [::]:1080\n[rules]\ndeny to 10.0.0.1\nallow from 10.0.0.0/8\ndeny\n", NULL);
 
     /* Allow from everyone to everywhere, named by its FILE:LINE. */
     write_beside(x, "r.rules", "# c\nallow from 10.0.0.0/8\nallow from 0.0.0.0/0 port 443\n", rules,
@@ -849,17 +838,18 @@ static void test_open_proxy_rules_judged(void **state)
         x->path);
 
     /* Allow with from restricted, under rules_default = deny: accepted. */
-    load_ok(x, "listen = 0.0.0.0:1080\nrules_default = deny\n[rules]\nallow from 10.0.0.0/8\n",
-            NULL);
-    load_ok(x, "listen = 0.0.0.0:1080\nrules_default = deny\n[rules]\nallow to example.com\n",
-            NULL);
+    expect_load_ok(
+        x, "listen = 0.0.0.0:1080\nrules_default = deny\n[rules]\nallow from 10.0.0.0/8\n", NULL);
+    expect_load_ok(
+        x, "listen = 0.0.0.0:1080\nrules_default = deny\n[rules]\nallow to example.com\n", NULL);
 
     /* Authentication on, or open_proxy = yes: the rules are not judged. */
     write_beside(x, "users.txt", "alice:plain:secret\n", users, sizeof(users));
-    load_ok(x, "listen = 0.0.0.0:1080\nrules_file = r.rules\n[auth]\nuserlist = users.txt\n", NULL);
-    load_ok(x, "listen = 0.0.0.0:1080\nopen_proxy = yes\nrules_file = r.rules\n", NULL);
+    expect_load_ok(x, "listen = 0.0.0.0:1080\nrules_file = r.rules\n[auth]\nuserlist = users.txt\n",
+                   NULL);
+    expect_load_ok(x, "listen = 0.0.0.0:1080\nopen_proxy = yes\nrules_file = r.rules\n", NULL);
     /* On loopback nothing is judged. */
-    load_ok(x, "listen = 127.0.0.1:1080\nrules_file = r.rules\n", NULL);
+    expect_load_ok(x, "listen = 127.0.0.1:1080\nrules_file = r.rules\n", NULL);
     unlink(rules);
     unlink(users);
 }
@@ -870,15 +860,15 @@ static void test_ferry_log_env(void **state)
 {
     struct ctx *x = *state;
     assert_int_equal(setenv("FERRY_LOG", "debug", 1), 0);
-    load_ok(x, "log_level = error\n", NULL); /* the environment wins */
+    expect_load_ok(x, "log_level = error\n", NULL); /* the environment wins */
     assert_int_equal(x->c->log_level, LOG_DEBUG);
 
     assert_int_equal(setenv("FERRY_LOG", "WARNING", 1), 0);
-    load_ok(x, "", NULL);
+    expect_load_ok(x, "", NULL);
     assert_int_equal(x->c->log_level, LOG_WARN);
 
     assert_int_equal(setenv("FERRY_LOG", "", 1), 0); /* empty: not set */
-    load_ok(x, "log_level = error\n", NULL);
+    expect_load_ok(x, "log_level = error\n", NULL);
     assert_int_equal(x->c->log_level, LOG_ERROR);
 
     assert_int_equal(setenv("FERRY_LOG", "chatty", 1), 0);
@@ -889,7 +879,7 @@ static void test_ferry_log_env(void **state)
                "warn or error)");
 
     assert_int_equal(unsetenv("FERRY_LOG"), 0);
-    load_ok(x, "", NULL);
+    expect_load_ok(x, "", NULL);
     assert_int_equal(x->c->log_level, LOG_INFO);
 }
 

@@ -17,22 +17,10 @@
 #include "fixture.h"
 #include "util/compiler.h"
 
-static void load_ok(struct ctx *x, const char *text, struct config_cli *cli)
-{
-    int rc = load_text(x, text, cli);
-    if (rc != 0) {
-        dump("error", &x->errs);
-        fail_msg("config_load failed (%d) on:\n%s", rc, text);
-    }
-    assert_int_equal(x->errs.n, 0);
-}
-
-#define expect_msg(x, i, ...) expect_line(&(x)->errs, (i), __VA_ARGS__)
-
 static void test_body_timeout_default(void **state)
 {
     struct ctx *x = *state;
-    load_ok(x, "", NULL);
+    expect_load_ok(x, "", NULL);
     assert_int_equal(x->c->http.body_ms, 60000);
     struct config_cli cli;
     memset(&cli, 0, sizeof(cli));
@@ -45,11 +33,11 @@ static void test_body_timeout_default(void **state)
 static void test_body_timeout_values(void **state)
 {
     struct ctx *x = *state;
-    load_ok(x, "[http]\nbody_timeout = 100ms\n", NULL);
+    expect_load_ok(x, "[http]\nbody_timeout = 100ms\n", NULL);
     assert_int_equal(x->c->http.body_ms, 100);
-    load_ok(x, "[http]\nbody_timeout = 24h\n", NULL);
+    expect_load_ok(x, "[http]\nbody_timeout = 24h\n", NULL);
     assert_int_equal(x->c->http.body_ms, 86400000);
-    load_ok(x, "[http]\nbody_timeout = 5\n", NULL);
+    expect_load_ok(x, "[http]\nbody_timeout = 5\n", NULL);
     assert_int_equal(x->c->http.body_ms, 5000);
     /* the other HTTP timeouts are untouched by it */
     assert_int_equal(x->c->http.response_ms, 60000);
@@ -73,12 +61,12 @@ static void test_body_timeout_bad(void **state)
 static void test_iotimeout_default_by_listener(void **state)
 {
     struct ctx *x = *state;
-    load_ok(x,
-            "open_proxy = yes\n"
-            "listen = 127.0.0.1:1080, [::1]:1080, 0.0.0.0:1081, 192.0.2.1:1080, [::]:1082\n"
-            "listen = 127.0.0.2:1083 proxy_protocol=v1\n"
-            "proxy_protocol_from = 127.0.0.1\n",
-            NULL);
+    expect_load_ok(x,
+                   "open_proxy = yes\n"
+                   "listen = 127.0.0.1:1080, [::1]:1080, 0.0.0.0:1081, 192.0.2.1:1080, [::]:1082\n"
+                   "listen = 127.0.0.2:1083 proxy_protocol=v1\n"
+                   "proxy_protocol_from = 127.0.0.1\n",
+                   NULL);
     const struct config *c = x->c;
     assert_int_equal(c->nlisten, 6);
     assert_int_equal(c->iotimeout_ms, 0); /* not set */
@@ -95,10 +83,12 @@ static void test_iotimeout_default_by_listener(void **state)
 static void test_iotimeout_set_applies_everywhere(void **state)
 {
     struct ctx *x = *state;
-    load_ok(x, "open_proxy = yes\nlisten = 127.0.0.1:1080, 0.0.0.0:1081\niotimeout = 0\n", NULL);
+    expect_load_ok(x, "open_proxy = yes\nlisten = 127.0.0.1:1080, 0.0.0.0:1081\niotimeout = 0\n",
+                   NULL);
     assert_int_equal(x->c->listen[0].iotimeout_ms, 0);
     assert_int_equal(x->c->listen[1].iotimeout_ms, 0); /* 0 said out loud: none */
-    load_ok(x, "open_proxy = yes\nlisten = 127.0.0.1:1080, 0.0.0.0:1081\niotimeout = 5m\n", NULL);
+    expect_load_ok(x, "open_proxy = yes\nlisten = 127.0.0.1:1080, 0.0.0.0:1081\niotimeout = 5m\n",
+                   NULL);
     assert_int_equal(x->c->iotimeout_ms, 300000);
     assert_int_equal(x->c->listen[0].iotimeout_ms, 300000);
     assert_int_equal(x->c->listen[1].iotimeout_ms, 300000);
@@ -112,12 +102,12 @@ static void test_iotimeout_default_with_cli_listen(void **state)
     cli.listen[0] = "0.0.0.0:1080";
     cli.listen[1] = "127.0.0.1:1081";
     cli.nlisten = 2;
-    load_ok(x, "open_proxy = yes\nlisten = 127.0.0.1:9\n", &cli);
+    expect_load_ok(x, "open_proxy = yes\nlisten = 127.0.0.1:9\n", &cli);
     assert_int_equal(x->c->nlisten, 2);
     assert_int_equal(x->c->listen[0].iotimeout_ms, CONFIG_PUBLIC_IOTIMEOUT_MS);
     assert_int_equal(x->c->listen[1].iotimeout_ms, 0);
     /* the built-in default listener is loopback */
-    load_ok(x, "", NULL);
+    expect_load_ok(x, "", NULL);
     assert_int_equal(x->c->listen[0].iotimeout_ms, 0);
 }
 

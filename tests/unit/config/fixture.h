@@ -99,4 +99,19 @@ static inline void PRINTF_LIKE(3, 4)
     }
 }
 
+/* config_load must succeed on text with no message at all. */
+static inline void expect_load_ok(struct ctx *x, const char *text, struct config_cli *cli)
+{
+    int rc = load_text(x, text, cli);
+    if (rc != 0) {
+        dump("error", &x->errs);
+        fail_msg("config_load failed (%d) on:\n%s", rc, text);
+    }
+    assert_int_equal(x->errs.n, 0);
+}
+
+/* errs[i] must equal the message formatted from fmt (the path goes in as
+ * the first %s of most formats). */
+#define expect_msg(x, i, ...) expect_line(&(x)->errs, (i), __VA_ARGS__)
+
 #endif
