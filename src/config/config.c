@@ -958,6 +958,16 @@ static void apply_cli(struct config *c, const struct config_cli *cli, struct loa
     }
 }
 
+/* The line the file set key (its full name, "auth.userlist") at; 0 if
+ * it did not. */
+static int key_line(const struct loader *ld, const char *key)
+{
+    for (size_t i = 0; i < ARRAY_LEN(keys); i++)
+        if (strcmp(keys[i].name, key) == 0)
+            return ld->seen[i];
+    return 0;
+}
+
 /* iotimeout for each listener: as set (0 included) when the file sets it;
  * otherwise none on loopback, where a peer that goes away is seen going,
  * and CONFIG_PUBLIC_IOTIMEOUT_MS on a listener other hosts reach (its
@@ -966,10 +976,7 @@ static void apply_cli(struct config *c, const struct config_cli *cli, struct loa
  * session forever. */
 static void resolve_iotimeout(struct config *c, const struct loader *ld)
 {
-    bool set = false;
-    for (size_t i = 0; i < ARRAY_LEN(keys); i++)
-        if (strcmp(keys[i].name, "iotimeout") == 0)
-            set = ld->seen[i] != 0;
+    bool set = key_line(ld, "iotimeout") != 0;
     for (size_t i = 0; i < c->nlisten; i++) {
         struct config_listen *l = &c->listen[i];
         bool remote = !addr_is_loopback(&l->addr) || l->proxy_protocol;
@@ -1043,10 +1050,7 @@ static void collect_local_addrs(struct config *c)
 /* "FILE:LINE" where key was set, or "FILE" / "built-in defaults". */
 static const char *key_origin(const struct loader *ld, const char *key, char *buf, size_t len)
 {
-    int line = 0;
-    for (size_t i = 0; i < ARRAY_LEN(keys); i++)
-        if (strcmp(keys[i].name, key) == 0)
-            line = ld->seen[i];
+    int line = key_line(ld, key);
     if (!ld->file)
         snprintf(buf, len, "built-in defaults");
     else if (line)
@@ -1235,11 +1239,7 @@ int config_load(const struct config_cli *cli, struct config **out, struct msglis
     if (cli->path)
         parse_file(&ld, cli->path);
     if (c->auth.userlist) {
-        int line = 0;
-        for (size_t i = 0; i < ARRAY_LEN(keys); i++)
-            if (strcmp(keys[i].name, "auth.userlist") == 0)
-                line = ld.seen[i];
-        load_userlist(c, cli->path, line, errs);
+        load_userlist(c, cli->path, key_line(&ld, "auth.userlist"), errs);
     } else {
         for (size_t i = 0; i < ARRAY_LEN(keys); i++) {
             if (ld.seen[i] && strncmp(keys[i].name, "auth.", 5) == 0) {
@@ -1251,9 +1251,7 @@ int config_load(const struct config_cli *cli, struct config **out, struct msglis
             }
         }
     }
-    for (size_t i = 0; i < ARRAY_LEN(keys); i++)
-        if (strcmp(keys[i].name, "log_file") == 0)
-            c->log_file_line = ld.seen[i];
+    c->log_file_line = key_line(&ld, "log_file");
     if (c->rules_file) {
         char where[4200];
         if (ld.nrules)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import socket
 import struct
 import subprocess
@@ -112,40 +111,16 @@ def scenario(ferry_bin: str, workdir: Path, search: str | None, options: str | N
                     + (f"options {options}\n" if options else ""))
     subprocess.run(["mount", "--bind", str(conf), "/etc/resolv.conf"], check=True, timeout=20)
     dns = FakeDns()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = workdir / "ferry.log"
     res: dict = {"names": []}
-    with open(log, "wb") as logf:
-        proc = subprocess.Popen(ferrylib._pdeathsig_prefix() + [ferry_bin, "serve", "-l", f"127.0.0.1:{port}", "-w", "1"],
-                                stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, env=ferrylib.ferry_env())
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("ferry did not start") from None
-                time.sleep(0.05)
-        dns.take()
-        for name in names:
-            rep = socks5_connect_reply(port, name)
-            time.sleep(0.3)  # a straggling query would show up here
-            res["names"].append({"name": name, "rep": rep, "queries": sorted(dns.take())})
+        with ferrylib.netns_ferry(ferry_bin, workdir / "ferry.log", res) as (_, port):
+            dns.take()
+            for name in names:
+                rep = socks5_connect_reply(port, name)
+                time.sleep(0.3)  # a straggling query would show up here
+                res["names"].append({"name": name, "rep": rep, "queries": sorted(dns.take())})
     finally:
         dns.stop()
-        proc.send_signal(signal.SIGTERM)
-        try:
-            res["exit"] = proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            res["exit"] = proc.wait()
-    text = log.read_text(errors="replace")
-    res["sanitizer"] = [ln for ln in text.splitlines() if "Sanitizer" in ln or "runtime error" in ln][:5]
-    res["log_tail"] = text[-2000:]
     return res
 
 

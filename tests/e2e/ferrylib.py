@@ -17,6 +17,7 @@ stopped (threads joined with a bound) by its owner.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import functools
 import hashlib
@@ -105,6 +106,42 @@ def run_in_netns(script: Path, args: list[str], timeout: float, what: str, mount
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+@contextlib.contextmanager
+def netns_ferry(ferry_bin: str, log: Path, res: dict, env: dict | None = None):
+    """For a script run_in_netns() started: `ferry serve` with one worker on
+    a free 127.0.0.1 port, logging to log, yielding (proc, port) once it
+    accepts. On the way out it is stopped with SIGTERM (killed after 20 s),
+    and res gets "exit" (its status), "sanitizer" (report lines, at most 5)
+    and "log_tail"."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with open(log, "wb") as logf:
+        proc = subprocess.Popen(_pdeathsig_prefix() + [ferry_bin, "serve", "-l", f"127.0.0.1:{port}", "-w", "1"],
+                                stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, env=ferry_env(env))
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("ferry did not start") from None
+                time.sleep(0.05)
+        yield proc, port
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            res["exit"] = proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            res["exit"] = proc.wait()
+        text = log.read_text(errors="replace")
+        res["sanitizer"] = [ln for ln in text.splitlines() if "Sanitizer" in ln or "runtime error" in ln][:5]
+        res["log_tail"] = text[-2000:]
+
+
 class CliResult(NamedTuple):
     rc: int
     out: str
@@ -169,9 +206,9 @@ def note_client(sock: socket.socket) -> None:
         pass
 
 
-def _log_time(stamp: str) -> float:
-    return datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%f").replace(
-        tzinfo=datetime.timezone.utc).timestamp()
+def _log_stamp(t: float) -> str:
+    """t as the log writes its time (UTC, milliseconds): such stamps sort as text."""
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
 
 
 class Listener(NamedTuple):
@@ -303,11 +340,11 @@ class Ferry:
         want = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         # Lines logged before this client connected are an earlier session's
         # (the log's clock has milliseconds: allow for its rounding).
-        born = _CLIENT_BORN.get((host, port), 0.0) - 0.002
+        born = _log_stamp(max(0.0, _CLIENT_BORN.get((host, port), 0.0) - 0.002))
         deadline = time.monotonic() + timeout
         while True:
             hits = [parse_access(m.group(2)) for m in ACCESS_TS_RE.finditer(self.log_text())
-                    if _log_time(m.group(1)) >= born]
+                    if m.group(1) >= born]
             hits = [e for e in hits if e.get("client") == want]
             if hits:
                 assert len(hits) == 1, f"several access lines for client {want}: {hits}"

@@ -40,25 +40,9 @@ def _paused(proc: subprocess.Popen, send):
 
 def scenario(ferry_bin: str, workdir: Path) -> dict:
     subprocess.run(["ip", "link", "set", "lo", "up", "mtu", "1500"], check=True, timeout=20)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     log = workdir / "ferry.log"
     res: dict = {}
-    with open(log, "wb") as logf:
-        proc = subprocess.Popen(ferrylib._pdeathsig_prefix() + [ferry_bin, "serve", "-l", f"127.0.0.1:{port}", "-w", "1"],
-                                stdin=subprocess.DEVNULL, stdout=logf, stderr=logf,
-                                env=ferrylib.ferry_env({"FERRY_LOG": "debug"}))
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("ferry did not start") from None
-                time.sleep(0.05)
+    with ferrylib.netns_ferry(ferry_bin, log, res, {"FERRY_LOG": "debug"}) as (proc, port):
         dest = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         dest.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
         dest.bind(("127.0.0.1", 0))
@@ -82,18 +66,9 @@ def scenario(ferry_bin: str, workdir: Path) -> dict:
                         break
                 res[name] = got == want
         dest.close()
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            res["exit"] = proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            res["exit"] = proc.wait()
     text = log.read_text(errors="replace")
     res["refused_size"] = [ln.split(" udp: ", 1)[-1] for ln in text.splitlines() if "bytes refused" in ln]
     res["refused_off"] = text.count("segmentation offload refused")
-    res["sanitizer"] = [ln for ln in text.splitlines() if "Sanitizer" in ln or "runtime error" in ln][:5]
-    res["log_tail"] = text[-2000:]
     return res
 
 
