@@ -10,10 +10,12 @@
  *   allow user * cmd connect,http port 80,443,8000-8999
  *
  *   ACTION [from CIDR,...] [user NAME|*] [to CIDR|IP|DOMAIN|*.SUFFIX,...]
- *          [port N|N-M,...] [cmd connect|udp|bind|http,...]
+ *          [port N|N-M,...] [cmd connect|udp|bind|http,...] [via OUTBOUND]
  *
  * Every matcher given must match (values within one matcher are
- * alternatives). "user *" means any authenticated user. A "to" holding
+ * alternatives). "user *" means any authenticated user. "via" names the
+ * outbound an allowed session leaves through (config/outbound.h); the
+ * config resolves the name to via_index. A "to" holding
  * address ranges applies to the address a name resolves to as well, so a
  * name cannot smuggle a request into a denied range (DNS rebinding).
  *
@@ -58,7 +60,9 @@ struct acl_rule {
     char **domains; /* lower case; "*.suffix", an exact name, or "*" */
     struct acl_ports *ports;
     uint16_t nfrom, nto, ndomains, nports;
-    char *name; /* "FILE:LINE", for logs and metrics */
+    char *name;        /* "FILE:LINE", for logs and metrics */
+    char *via;         /* "via NAME" as written, or NULL */
+    int32_t via_index; /* index into config.outbounds; -1: the config's default */
 };
 
 struct acl_trie;

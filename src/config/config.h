@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config/outbound.h"
 #include "core/stats.h"
 #include "log/log.h"
 #include "util/addr.h"
@@ -46,6 +47,9 @@ struct config_listen {
      * this listener (0 on loopback, CONFIG_PUBLIC_IOTIMEOUT_MS on one that
      * other hosts reach: not loopback, or behind a PROXY header). */
     uint32_t iotimeout_ms;
+    /* Where sessions accepted here leave from, for direct dials (source =
+     * ADDR or device = NAME in the listen line); unset: the kernel's choice. */
+    struct outbound_source source;
 };
 
 /* iotimeout's default on a listener that other hosts reach: a vanished
@@ -133,7 +137,14 @@ struct config {
     struct config_udp udp;
     struct config_http http;
     struct config_limits limits;
-    struct acl *acl; /* compiled rules, NULL when there are none */
+    /* Outbounds: [0] "direct", [1] "reject", then the file's [outbound NAME]
+     * sections in order (outbound.h); health[i] is outbounds[i]'s. */
+    struct config_outbound *outbounds;
+    struct outbound_health *ob_health;
+    uint32_t noutbounds;
+    uint16_t default_outbound; /* "outbound = NAME": sessions no rule sends elsewhere */
+    uint8_t ip_preference;     /* enum ip_preference of direct dials */
+    struct acl *acl;           /* compiled rules, NULL when there are none */
     char *rules_file;
     /* Rule hits: worker w counts in rule_hits[w * rule_stride + rule] (its
      * own cache lines); column acl->n counts the default action. Counters

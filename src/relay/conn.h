@@ -116,7 +116,10 @@ struct conn {
     uint8_t listen_index; /* which listen address accepted it */
     uint8_t outcome;      /* enum outcome, once settled (errmap.h) */
     uint16_t dst_port;
-    int err; /* errno behind an error close, for the access log */
+    uint16_t ob;      /* index in cfg->outbounds of the outbound carrying it */
+    uint16_t ob_rule; /* ... the one a rule chose (a pool, or the same) */
+    uint8_t ob_tries; /* pool members tried for this dial */
+    int err;          /* errno behind an error close, for the access log */
     struct timer timer;
     struct task task;   /* continue pumping after yielding */
     struct release rel; /* the late free after conn_close() */
@@ -124,6 +127,7 @@ struct conn {
     struct addr client, target, bnd;
     char *dst_name;          /* the name the client asked for; NULL for IP requests */
     struct conn_addrs *ans;  /* addresses to try, while connecting */
+    void *ob_priv;           /* the outbound's own state while dialling (a parent's handshake) */
     struct bind_peers *bind; /* BIND by name: the hosts that may connect back */
     struct dns_req *dns;     /* pending lookup */
     struct auth_job *auth;   /* pending verification */

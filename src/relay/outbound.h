@@ -7,8 +7,12 @@
  * fronts use it only through c->out, so a parent proxy or a stream of a
  * tunnel connection is one more row, not a change to the relay.
  *
- * direct (outbound_direct.c) resolves with the worker's resolver and
- * connects from this host; it is the only outbound for now.
+ * The rows: direct (outbound_direct.c) resolves with the worker's resolver
+ * and connects from this host; reject refuses; a parent proxy (SOCKS5,
+ * SOCKS4a, HTTP CONNECT, HTTPS) and a pool of them are rows of their own.
+ * conn_dial() (conn.c) picks the row for a destination: the outbound named
+ * by the rule that allowed it ("via NAME"), else the config's default
+ * (config/outbound.h), and records it in c->ob.
  */
 #ifndef FERRY_RELAY_OUTBOUND_H
 #define FERRY_RELAY_OUTBOUND_H
@@ -16,6 +20,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "config/outbound.h"
+#include "relay/errmap.h"
 #include "util/addr.h"
 
 struct conn;
@@ -45,5 +51,15 @@ struct outbound_ops {
 };
 
 extern const struct outbound_ops outbound_direct;
+extern const struct outbound_ops outbound_reject;
+
+/* The row that carries sessions for a configured outbound; NULL for a
+ * kind this build cannot carry. */
+const struct outbound_ops *outbound_ops_for(const struct config_outbound *o);
+
+/* A dial through c->out failed with o (the outbound has given back what
+ * it held for this attempt): a pool tries its next member within the
+ * connect budget; otherwise the session fails (conn_fail()). */
+void outbound_fail(struct conn *c, enum outcome o, const char *why);
 
 #endif

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * outbound.h: named outbounds, the ways out a rule may choose ("allow ...
+ * via NAME"). Each is one [outbound NAME] section of the config file:
+ *
+ *   [outbound corp]
+ *   url = socks5://user:pass@10.0.0.2:1080   # socks5h://: the parent resolves names
+ *   [outbound web]
+ *   url = http://proxy.example:3128          # HTTP CONNECT (absolute-form for plain HTTP)
+ *   [outbound secure]
+ *   url = https://proxy.example:443          # HTTP/1.1 CONNECT over TLS 1.3
+ *   pin = sha256//BASE64                     # or ca_file = PATH (default: the system CAs)
+ *   [outbound pool]
+ *   members = corp, web                      # failover in order
+ *   strategy = failover | round-robin | least-connections
+ *   health_check = 10s                       # a real CONNECT through each member
+ *   health_target = 127.0.0.1:80
+ *   [outbound egress2]                       # no url: direct, from another address
+ *   source = 192.0.2.7                       # or device = eth1 (SO_BINDTODEVICE)
+ *   ip_preference = ipv6-first
+ *
+ * and the built-ins "direct" (index OUTBOUND_DIRECT) and "reject"
+ * (OUTBOUND_REJECT), always present. Parsing is here and pure (no DNS, no
+ * I/O); what a session does with an outbound is relay/'s.
+ */
+#ifndef FERRY_CONFIG_OUTBOUND_H
+#define FERRY_CONFIG_OUTBOUND_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/addr.h"
+
+enum outbound_kind {
+    OUTBOUND_KIND_DIRECT, /* dial the destination from this host */
+    OUTBOUND_KIND_REJECT, /* refuse (a rule's "via reject") */
+    OUTBOUND_KIND_SOCKS5, /* RFC 1928 CONNECT (RFC 1929 with a user) */
+    OUTBOUND_KIND_SOCKS4, /* SOCKS4a: the parent resolves names */
+    OUTBOUND_KIND_HTTP,   /* HTTP/1.1 CONNECT, RFC 9110 section 9.3.6 */
+    OUTBOUND_KIND_HTTPS,  /* the same over TLS 1.3 */
+    OUTBOUND_KIND_POOL,   /* members, tried by strategy */
+};
+
+enum outbound_strategy {
+    OUTBOUND_FAILOVER,    /* the first member that is up */
+    OUTBOUND_ROUND_ROBIN, /* members that are up, in turn */
+    OUTBOUND_LEAST_CONN,  /* the member that is up with the fewest sessions */
+};
+
+/* Which addresses of a name a direct dial tries first. */
+enum ip_preference {
+    IP_PREF_ANY,        /* the resolver's order */
+    IP_PREF_IPV4,       /* IPv4 only */
+    IP_PREF_IPV6,       /* IPv6 only */
+    IP_PREF_IPV4_FIRST, /* IPv4, then IPv6 */
+    IP_PREF_IPV6_FIRST, /* IPv6, then IPv4 */
+};
+
+#define OUTBOUND_DIRECT      0 /* index of the built-in "direct" */
+#define OUTBOUND_REJECT      1 /* index of the built-in "reject" */
+#define OUTBOUND_MAX         256
+#define OUTBOUND_MAX_MEMBERS 16
+#define OUTBOUND_NAME_MAX    64
+
+/* Where bytes leave this host: an address to bind before connecting
+ * (family 0: the kernel's choice; port 0) and/or a device for
+ * SO_BINDTODEVICE (empty: none). */
+struct outbound_source {
+    struct addr addr;
+    char device[16];
+};
+
+/* Health of one outbound, shared by every worker (atomics, no locks): the
+ * only part of an outbound that changes after loading. */
+struct outbound_health {
+    _Atomic uint64_t down_until_ms; /* monotonic ms; skipped by pools until then */
+    _Atomic uint32_t up;            /* 1 while healthy (the last check or connect passed) */
+    _Atomic uint32_t fails_in_row;  /* consecutive failures, for the back-off */
+    _Atomic uint64_t failures;      /* connects or checks that failed, ever */
+    _Atomic uint64_t latency_us;    /* of the last successful connect or check */
+    _Atomic uint32_t active;        /* sessions through it now (least-connections) */
+};
+
+struct config_outbound {
+    char name[OUTBOUND_NAME_MAX];
+    char origin[160]; /* "FILE:LINE" of the section header, "built-in" */
+    uint8_t kind;     /* enum outbound_kind */
+    bool remote_dns;  /* names go to the parent as names (socks5h, socks4a, http, https) */
+    /* A parent proxy (SOCKS5, SOCKS4, HTTP, HTTPS): host as written (a name
+     * or an address literal, without brackets) and port. */
+    char host[256];
+    uint16_t port;
+    char *user, *pass; /* from the url or credentials_file; NULL: none */
+    /* HTTPS: the server certificate is checked against pin (the SHA-256 of
+     * its SubjectPublicKeyInfo) when has_pin, else against ca_file (NULL:
+     * the system's CAs) and host. */
+    bool has_pin;
+    uint8_t pin[32];
+    char *ca_file;
+    /* A pool: members by index into config.outbounds, in order. */
+    uint16_t members[OUTBOUND_MAX_MEMBERS];
+    uint8_t nmembers;
+    uint8_t strategy;      /* enum outbound_strategy */
+    uint32_t health_ms;    /* 0: no health checks */
+    char health_host[256]; /* the check's CONNECT target; empty: the parent itself */
+    uint16_t health_port;
+    uint32_t backoff_ms;         /* a failed member is skipped at least this long */
+    uint32_t connect_timeout_ms; /* 0: the config's connect_timeout */
+    struct outbound_source source;
+    uint8_t ip_preference; /* enum ip_preference; for direct dials */
+    bool ip_preference_set;
+};
+
+/* Parse a parent's url into o (kind, remote_dns, host, port, user, pass):
+ *   socks5://[USER[:PASS]@]HOST[:PORT]   port 1080; names resolved here
+ *   socks5h://...                        the same; the parent resolves names
+ *   socks4a://[USER@]HOST[:PORT]         port 1080 (socks4:// is accepted)
+ *   http://[USER[:PASS]@]HOST[:PORT]     port 80 (3128 is common: say it)
+ *   https://[USER[:PASS]@]HOST[:PORT]    port 443
+ *   direct, reject
+ * HOST is a name, an IPv4 address or a bracketed IPv6 address; USER and
+ * PASS are percent-decoded. Returns 0, or -EINVAL with a message in err
+ * (nothing allocated then); -ENOMEM. */
+int outbound_url_parse(const char *url, struct config_outbound *o, char *err, size_t errlen);
+
+/* "sha256//BASE64" (44 characters of base64 of 32 bytes) -> pin. 0 or
+ * -EINVAL. */
+int outbound_pin_parse(const char *text, uint8_t pin[32]);
+
+/* "ipv4", "ipv6", "ipv4-first", "ipv6-first", "any" -> enum ip_preference;
+ * 0 or -EINVAL. */
+int outbound_ip_preference_parse(const char *text, uint8_t *out);
+const char *outbound_ip_preference_name(uint8_t p);
+
+/* "socks5", "http", ... for logs. */
+const char *outbound_kind_name(uint8_t kind);
+
+/* Give back what o holds (user, pass, ca_file). */
+void outbound_fini(struct config_outbound *o);
+
+#endif
