@@ -90,6 +90,7 @@ struct limits_user;
 struct conn_bw;
 struct front_ops;
 struct outbound_ops;
+struct tls;
 
 struct half {
     struct buf *buf;        /* bytes in user space, or NULL */
@@ -131,6 +132,7 @@ struct conn {
     char *dst_name;          /* the name the client asked for; NULL for IP requests */
     struct conn_addrs *ans;  /* addresses to try, while connecting */
     void *ob_priv;           /* the outbound's own state while dialling (a parent's handshake) */
+    struct tls *tls;         /* an HTTPS parent's TLS session over c->up (outbound_https.c) */
     struct bind_peers *bind; /* BIND by name: the hosts that may connect back */
     struct dns_req *dns;     /* pending lookup */
     struct auth_job *auth;   /* pending verification */
