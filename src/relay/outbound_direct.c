@@ -85,6 +85,25 @@ static void direct_check(struct conn *c, uint32_t events)
     direct_next(c, err);
 }
 
+/* Connect to the addresses of ans (already judged), rule the one that
+ * allowed them all (POLICY_RULE_NONE: none asked). */
+static void direct_connect(struct conn *c, const struct dns_answer *ans, int32_t rule)
+{
+    struct conn_addrs *t = c->ans = malloc(sizeof(*c->ans));
+    if (!t) {
+        conn_fail(c, OUT_FAILED, "no-memory");
+        return;
+    }
+    t->n = 0;
+    for (uint8_t i = 0; i < ans->n; i++) {
+        t->a[t->n] = ans->a[i];
+        addr_unmap(&t->a[t->n]);
+        t->rule[t->n++] = rule;
+    }
+    c->next_addr = 0;
+    direct_next(c, -EHOSTUNREACH);
+}
+
 static void direct_begin(struct conn *c, const struct dns_answer *ans)
 {
     struct conn_addrs *t = c->ans = malloc(sizeof(*c->ans));
@@ -101,9 +120,7 @@ static void direct_begin(struct conn *c, const struct dns_answer *ans)
         struct addr a = ans->a[i];
         addr_unmap(&a);
         int32_t rule = POLICY_RULE_NONE;
-        enum policy_verdict v = POLICY_ALLOW;
-        if (c->dst_name)
-            v = policy_eval(c, 0, c->dst_name, &a, c->dst_port, &rule);
+        enum policy_verdict v = policy_eval(c, 0, c->dst_name, &a, c->dst_port, &rule);
         if (i == 0)
             first_rule = rule;
         if (v == POLICY_ALLOW) {
@@ -118,8 +135,19 @@ static void direct_begin(struct conn *c, const struct dns_answer *ans)
         conn_fail(c, OUT_DENIED, "denied");
         return;
     }
-    if (c->dst_name)
-        policy_note(c, POLICY_ALLOW, t->rule[0]); /* one hit per request */
+    /* The rule that allows the address may send it another way than the
+     * one the name went (a range rule naming a parent, or a direct
+     * outbound with its own source): hand the address over. */
+    uint16_t via = conn_via(c, t->rule[0]), went = c->ob_rule;
+    policy_note(c, POLICY_ALLOW, t->rule[0]); /* one hit per request */
+    if (via != went) {
+        struct addr a = t->a[0];
+        free(c->ans);
+        c->ans = NULL;
+        c->ob_rule = via;
+        conn_route(c, via, NULL, &a, c->dst_port);
+        return;
+    }
     c->next_addr = 0;
     direct_next(c, -EHOSTUNREACH);
 }
@@ -142,37 +170,17 @@ static void direct_dial(struct conn *c, const char *name, const struct addr *ip,
 {
     struct worker *w = c->w;
     struct dns_answer ans = {0};
-    c->deadline = loop_now(&w->loop) + conn_cfg(c)->connect_timeout_ms;
-    loop_timer_arm_at(&w->loop, &c->timer, c->deadline);
-    c->dst_port = port;
-    free(c->dst_name);
-    c->dst_name = NULL;
-
-    struct addr target = *ip;
-    target.port = port;
-    enum policy_verdict v = policy_dest(c, 0, name, name ? NULL : &target, port);
-    if (v == POLICY_DENY) {
-        if (name)
-            c->dst_name = strdup(name);
-        else
-            c->target = target;
-        conn_fail(c, OUT_DENIED, "denied");
-        return;
-    }
     if (!name) {
+        /* An address judged by the rules already (conn_dial, or the
+         * direct_begin() that handed it here). */
         ans.a[0] = *ip;
         ans.a[0].port = port;
         ans.n = 1;
-        direct_begin(c, &ans);
-        return;
-    }
-    c->dst_name = strdup(name);
-    if (!c->dst_name) {
-        conn_fail(c, OUT_FAILED, "no-memory");
+        direct_connect(c, &ans, POLICY_RULE_NONE);
         return;
     }
     /* Clients often send an IP literal as a "domain". */
-    if (addr_parse_ip(c->dst_name, port, &ans.a[0]) == 0) {
+    if (addr_parse_ip(name, port, &ans.a[0]) == 0) {
         ans.n = 1;
         direct_begin(c, &ans);
         return;

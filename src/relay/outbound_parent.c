@@ -11,8 +11,8 @@
  *
  * Which name the parent sees: with remote_dns (socks5h, socks4a, http) the
  * destination name goes to the parent as a name; for plain socks5 it is
- * resolved here first, each address meeting the rules (no DNS-rebinding
- * bypass), and the first allowed address is sent. All handshake I/O on
+ * resolved here first and its first address is sent. The rules have
+ * judged the destination before (conn_dial()). All handshake I/O on
  * c->up goes through parent_io_send() and parent_io_recv(), so a TLS layer
  * can take their place. It must not learn any front protocol, and answers
  * nothing to the client itself.
@@ -316,43 +316,27 @@ static void pd_find_parent(struct conn *c)
     conn_set_state(c, CONN_ST_RESOLVE);
 }
 
-/* Plain socks5: the destination name resolved here. The addresses meet the
- * rules (no DNS rebinding into a denied range); the first allowed one is
- * sent to the parent. */
+/* Plain socks5: the destination name resolved here, and its first
+ * address sent. The rules allowed the name as such (conn_dial(); when only
+ * an address could tell, the direct outbound resolved it, judged each
+ * address and handed one over). */
 static void pd_on_dst_dns(void *arg, int status, const struct dns_answer *ans)
 {
     struct conn *c = arg;
     struct parent_dial *pd = c->ob_priv;
     c->dns = NULL;
-    if (status != DNS_OK) {
+    if (status != DNS_OK || ans->n == 0) {
         stat_add(&c->w->stats.dns_failures, 1);
         log_debug("conn %llu: resolve %s: %s", (unsigned long long)c->id, c->dst_name,
                   dns_status_str(status));
         pd_fail(c, errmap_dns(status), "resolve-failed", NULL, false);
         return;
     }
-    int32_t first_rule = POLICY_RULE_NONE;
-    for (uint8_t i = 0; i < ans->n; i++) {
-        struct addr a = ans->a[i];
-        addr_unmap(&a);
-        int32_t rule = POLICY_RULE_NONE;
-        enum policy_verdict v = policy_eval(c, 0, c->dst_name, &a, c->dst_port, &rule);
-        if (i == 0)
-            first_rule = rule;
-        if (v == POLICY_ALLOW) {
-            policy_note(c, POLICY_ALLOW, rule);
-            const char *name = policy_rule_name(c, rule);
-            if (name)
-                c->rule = name;
-            pd->dst = c->target = a;
-            pd_find_parent(c);
-            return;
-        }
-    }
-    policy_note(c, POLICY_DENY, first_rule);
-    c->target = ans->a[0];
-    addr_unmap(&c->target);
-    pd_fail(c, OUT_DENIED, "denied", NULL, false);
+    pd->dst = ans->a[0];
+    pd->dst.port = c->dst_port;
+    addr_unmap(&pd->dst);
+    c->target = pd->dst;
+    pd_find_parent(c);
 }
 
 static void pd_resolve_dst(struct conn *c)
@@ -378,17 +362,11 @@ static void pd_resolve_dst(struct conn *c)
 
 /* ---- the row ------------------------------------------------------------ */
 
+/* conn_dial() has judged the destination, set c->dst_name and c->dst_port
+ * and started the connect budget (c->deadline, the session's timer). */
 static void ob_parent_dial(struct conn *c, const char *name, const struct addr *ip, uint16_t port)
 {
-    struct worker *w = c->w;
     const struct config_outbound *o = pd_ob(c);
-    uint32_t budget =
-        o && o->connect_timeout_ms ? o->connect_timeout_ms : conn_cfg(c)->connect_timeout_ms;
-    c->deadline = loop_now(&w->loop) + budget;
-    loop_timer_arm_at(&w->loop, &c->timer, c->deadline);
-    c->dst_port = port;
-    free(c->dst_name);
-    c->dst_name = NULL;
     free(c->ob_priv);
     struct parent_dial *pd = c->ob_priv = calloc(1, sizeof(*pd));
     if (!pd || !o) {
@@ -401,25 +379,12 @@ static void ob_parent_dial(struct conn *c, const char *name, const struct addr *
         ip = &lit;
         name = NULL;
     }
-    struct addr target = *ip;
-    target.port = port;
-    addr_unmap(&target);
-    if (policy_dest(c, 0, name, name ? NULL : &target, port) == POLICY_DENY) {
-        if (name)
-            c->dst_name = strdup(name);
-        else
-            c->target = target;
-        pd_fail(c, OUT_DENIED, "denied", NULL, false);
-        return;
-    }
     if (!name) {
-        pd->dst = c->target = target;
+        pd->dst = *ip;
+        pd->dst.port = port;
+        addr_unmap(&pd->dst);
+        c->target = pd->dst;
         pd_find_parent(c);
-        return;
-    }
-    c->dst_name = strdup(name);
-    if (!c->dst_name) {
-        pd_fail(c, OUT_FAILED, "no-memory", NULL, false);
         return;
     }
     pd->send_name = o->remote_dns;
