@@ -191,7 +191,8 @@ def test_ferry_chain_integrity(ferry, sink, scheme):
 
 def test_ferry_socks4a_and_http_parent(ferry, echo_server):
     parent = ferry()
-    for url in (f"socks4a://127.0.0.1:{parent.port}", f"http://127.0.0.1:{parent.port}"):
+    # The parent's host may be a name (resolved with the worker's resolver).
+    for url in (f"socks4a://localhost:{parent.port}", f"http://127.0.0.1:{parent.port}"):
         front = start_front(ferry, url)
         s, r = socks_connect(front.addr, "localhost", echo_server.addr[1])
         with s:
