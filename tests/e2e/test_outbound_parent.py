@@ -237,6 +237,23 @@ def test_destination_speaks_first(ferry):
         banner.stop()
 
 
+def test_plain_http_request_through_parent(ferry, http_server):
+    """An absolute-form request (curl -x http://ferry) reaches the origin
+    through the parent, twice on one client connection."""
+    parent = ferry()
+    for url in (f"socks5h://127.0.0.1:{parent.port}", f"http://127.0.0.1:{parent.port}"):
+        front = start_front(ferry, url)
+        proxy = f"http://127.0.0.1:{front.port}"
+        r = subprocess.run(["curl", "-fsS", "--max-time", "20", "-x", proxy, "--noproxy", "",
+                            http_server.url("small.txt"), "-o", "/dev/null",
+                            http_server.url("big.bin"), "-o", "-"],
+                           capture_output=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        assert hashlib.sha256(r.stdout).hexdigest() == http_server.files["big.bin"]
+        front.wait_log(r"access .*dst=127\.0\.0\.1:\d+.*via=up")
+        front.stop()
+
+
 # ---- the parent's failures ---------------------------------------------------------
 
 
