@@ -36,6 +36,7 @@ void outbound_fini(struct config_outbound *o)
     free(o->ca_file);
     free(o->members_text);
     o->user = o->pass = o->ca_file = o->members_text = NULL;
+    outbound_tls_fini(o);
 }
 
 /* ---- url ------------------------------------------------------------------ */
@@ -591,8 +592,12 @@ void outbound_list_finish(struct outbound_list *l, const char *file, struct msgl
         }
     }
     for (uint32_t i = 2; i < l->n; i++) {
+        size_t before = errs->n;
         check_section(&l->v[i], errs);
         free(l->v[i].members_text);
         l->v[i].members_text = NULL;
+        char err[320];
+        if (errs->n == before && outbound_tls_load(&l->v[i], err, sizeof(err)) < 0)
+            msglist_push(errs, "%s: %s", l->v[i].origin, err);
     }
 }

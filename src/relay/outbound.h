@@ -71,6 +71,9 @@ extern const struct outbound_ops outbound_direct;
 extern const struct outbound_ops outbound_reject;
 /* A parent proxy: SOCKS5, SOCKS4a, HTTP CONNECT (outbound_parent.c). */
 extern const struct outbound_ops outbound_parent;
+/* The same through TLS 1.3: an HTTPS parent (outbound_parent.c,
+ * outbound_https.c). */
+extern const struct outbound_ops outbound_https;
 
 /* The row that carries sessions for a configured outbound; NULL for a
  * kind this build cannot carry. */

@@ -53,8 +53,8 @@ int https_handshake(struct conn *c, const char **why)
     bool verify = rc == -EPROTO && (strncmp(tls_error(c->tls), "certificate ", 12) == 0);
     /* Once, here: a parent that is not the one configured is worth a
      * warning (a changed certificate, or someone in between). */
-    log_warn("conn %llu: outbound %s (%s:%u): %s", (unsigned long long)c->id, o->name, o->host,
-             o->port, tls_error(c->tls));
+    log_warn("conn %llu: outbound %s: parent %s port %u: %s", (unsigned long long)c->id, o->name,
+             o->host, o->port, tls_error(c->tls));
     *why = verify ? "tls-verify-failed" : "tls-handshake-failed";
     c->err = rc;
     return rc;
@@ -72,6 +72,11 @@ static ssize_t https_result(struct conn *c, ssize_t n)
 ssize_t https_read(struct conn *c, void *p, size_t len, uint8_t *want)
 {
     return https_result(c, tls_read(c->tls, p, len, want));
+}
+
+ssize_t https_peek(struct conn *c, void *p, size_t len, uint8_t *want)
+{
+    return https_result(c, tls_peek(c->tls, p, len, want));
 }
 
 ssize_t https_write(struct conn *c, const void *p, size_t len, uint8_t *want)

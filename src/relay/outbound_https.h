@@ -33,8 +33,10 @@ int https_start(struct conn *c, const struct config_outbound *o);
  * the one configured). */
 int https_handshake(struct conn *c, const char **why);
 
-/* The stream calls of outbound.h over c->tls. */
+/* The stream calls of outbound.h over c->tls, and a read that leaves the
+ * bytes in place (a handshake that must not read past its reply). */
 ssize_t https_read(struct conn *c, void *p, size_t len, uint8_t *want);
+ssize_t https_peek(struct conn *c, void *p, size_t len, uint8_t *want);
 ssize_t https_write(struct conn *c, const void *p, size_t len, uint8_t *want);
 int https_shutdown_wr(struct conn *c, uint8_t *want);
 bool https_pending(const struct conn *c);

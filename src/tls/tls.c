@@ -391,6 +391,17 @@ ssize_t tls_read(struct tls *t, void *p, size_t len, uint8_t *want)
     return tls_fail(t, r, want, "TLS read");
 }
 
+ssize_t tls_peek(struct tls *t, void *p, size_t len, uint8_t *want)
+{
+    ERR_clear_error();
+    errno = 0;
+    size_t n = 0;
+    int r = SSL_peek_ex(t->ssl, p, len, &n);
+    if (r == 1)
+        return (ssize_t)n;
+    return tls_fail(t, r, want, "TLS read");
+}
+
 ssize_t tls_write(struct tls *t, const void *p, size_t len, uint8_t *want)
 {
     ERR_clear_error();

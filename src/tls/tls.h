@@ -95,6 +95,9 @@ int tls_handshake(struct tls *t, uint8_t *want);
  * close_notify (EOF), -EAGAIN with *want, or an error: -ECONNRESET when the
  * connection ended without close_notify (a truncation), -EPROTO, -errno. */
 ssize_t tls_read(struct tls *t, void *p, size_t len, uint8_t *want);
+/* The same as tls_read() without taking the bytes: the next read or peek
+ * returns them again (a caller that must not read past a reply). */
+ssize_t tls_peek(struct tls *t, void *p, size_t len, uint8_t *want);
 /* Write bytes (handshake done): > 0 bytes taken (possibly fewer than len:
  * one record at a time), -EAGAIN with *want, or an error. After -EAGAIN the
  * next call must offer at least the bytes offered before (the same start,
