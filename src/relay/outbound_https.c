@@ -24,6 +24,7 @@ _Static_assert((int)TLS_WANT_READ == (int)SIDE_RD && (int)TLS_WANT_WRITE == (int
 
 int https_start(struct conn *c, const struct config_outbound *o)
 {
+    https_close(c);
     if (!o->tls)
         return -EINVAL;
     c->tls = tls_client_new(o->tls, c->up.fd, o->host);

@@ -407,6 +407,7 @@ static void pd_resolve_dst(struct conn *c)
 static void ob_parent_dial(struct conn *c, const char *name, const struct addr *ip, uint16_t port)
 {
     const struct config_outbound *o = pd_ob(c);
+    https_close(c); /* an HTTP session's previous request may have left one */
     free(c->ob_priv);
     struct parent_dial *pd = c->ob_priv = calloc(1, sizeof(*pd));
     if (!pd || !o) {

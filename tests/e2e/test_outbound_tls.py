@@ -268,3 +268,16 @@ def test_check_reports_an_unreadable_ca_file(tmp_path):
                     f"ca_file = {cert}\n")
     r = run_ferry(["serve", "--check", "-c", str(good)])
     assert r.rc == 0, r.text
+
+
+def test_plain_http_request_through_https_parent(ferry, chain, http_server):
+    """An absolute-form request (curl -x http://ferry) goes through the TLS
+    tunnel too, twice on one client connection: never in clear text."""
+    f = https_ferry(ferry, chain, pin=chain["pin"])
+    r = subprocess.run(["curl", "-fsS", "--max-time", "20", "-x", f"http://127.0.0.1:{f.port}",
+                        "--noproxy", "", http_server.url("small.txt"), "-o", "/dev/null",
+                        http_server.url("big.bin"), "-o", "-"],
+                       capture_output=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert hashlib.sha256(r.stdout).hexdigest() == http_server.files["big.bin"]
+    f.wait_log(r"access .*dst=127\.0\.0\.1:\d+.*via=secure")
