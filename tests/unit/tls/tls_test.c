@@ -101,7 +101,8 @@ static void pin_of(X509 *x, uint8_t pin[TLS_PIN_LEN])
 static int setup(void **state)
 {
     (void)state;
-    signal(SIGPIPE, SIG_IGN);
+    struct sigaction sa = {.sa_handler = SIG_IGN};
+    sigaction(SIGPIPE, &sa, NULL);
     harness_mkdtemp(dir, sizeof(dir));
     make_keycert(&ca, "ferry test CA", NULL, true);
     make_keycert(&stranger, "a stranger CA", NULL, true);
