@@ -278,8 +278,12 @@ struct tls *tls_client_new(struct tls_ctx *ctx, int fd, const char *host)
     unsigned char ip[16];
     bool literal = inet_pton(AF_INET, host, ip) == 1 || inet_pton(AF_INET6, host, ip) == 1;
     int ok = 1;
-    if (!literal)
-        ok = SSL_set_tlsext_host_name(t->ssl, host);
+    if (!literal) {
+        /* OpenSSL's macro takes a char *: give it a copy. */
+        char name[256];
+        int n = snprintf(name, sizeof(name), "%s", host);
+        ok = n > 0 && (size_t)n < sizeof(name) && SSL_set_tlsext_host_name(t->ssl, name);
+    }
     if (ok && !ctx->has_pin) {
         X509_VERIFY_PARAM *vp = SSL_get0_param(t->ssl);
         if (literal) {
