@@ -27,12 +27,11 @@ from pathlib import Path
 
 import pytest
 
-import ferrylib
 from ferrylib import (
+    ServerHalfCloseServer,
     SinkThenReplyServer,
     ThreadedServer,
     echo_roundtrip,
-    expect_failure,
     read_until_close,
     recv_exact,
     socks_connect,
@@ -187,6 +186,36 @@ def test_ferry_chain_integrity(ferry, sink, scheme):
     seen = parent.wait_log(r"access .*dst=\S+")
     want = "localhost" if scheme == "socks5h" else "127.0.0.1"
     assert f"dst={want}:{sink.addr[1]}" in seen.group(0), seen.group(0)
+
+
+@pytest.mark.parametrize("scheme", ["socks5h", "http"])
+def test_server_half_close_across_chain(ferry, tcp_server, scheme):
+    """The destination replies and shuts its side while the client still
+    sends: through the front and its parent the client reads the reply and
+    EOF, goes on sending, and the destination gets every byte."""
+    srv = tcp_server(ServerHalfCloseServer, first_bytes=1024)
+    parent = ferry()
+    front = start_front(ferry, f"{scheme}://127.0.0.1:{parent.port}")
+    s, _ = socks_connect(front.addr, *srv.addr, timeout=10)
+    data = os.urandom(1024 + 40 * 50_000)
+    with s:
+        s.sendall(data[:1024])
+        greeting = b""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            s.settimeout(max(0.1, deadline - time.monotonic()))
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            greeting += chunk
+        assert greeting == ServerHalfCloseServer.GREETING
+        s.sendall(data[1024:])  # after the destination's EOF
+        s.shutdown(socket.SHUT_WR)
+        rest, how = read_until_close(s, timeout=10)
+        assert rest == b"" and how == "eof"
+    assert srv.done.wait(10), "the destination never saw the client's EOF"
+    (n, digest), = srv.results.values()
+    assert n == len(data) and digest == hashlib.sha256(data).hexdigest()
 
 
 def test_ferry_socks4a_and_http_parent(ferry, echo_server):
