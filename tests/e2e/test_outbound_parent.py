@@ -179,6 +179,8 @@ def test_ferry_chain_integrity(ferry, sink, scheme):
     s, r = socks_connect(front.addr, "localhost", sink.addr[1])
     with s:
         big_exchange(s, sink)
+    # BND is the parent's: where the destination saw the session come from.
+    assert (r.host, r.port) in sink.results, (r.host, r.port, list(sink.results))
     # The front names the outbound; the parent saw the name (socks5h) or
     # the address resolved by the front (socks5).
     line = front.wait_log(r"access .*via=up")
@@ -469,6 +471,7 @@ def test_dante_parent(ferry, sink, dante, scheme):
     with s:
         assert r.rep == 0
         big_exchange(s, sink)
+    assert (r.host, r.port) in sink.results, (r.host, r.port, list(sink.results))
     holder, port = unused_refused_port()
     with holder:
         s, r = socks_connect(front.addr, "127.0.0.1", port, expect=None)
