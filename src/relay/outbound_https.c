@@ -6,8 +6,8 @@
  * https_handshake() until the parent is verified, then speaks HTTP CONNECT
  * and lets the relay run, both through the stream calls here. The TLS
  * itself is tls/'s; this file only ties a session's c->tls to its c->up
- * readiness and says, once, in the log why a parent was not trusted. It
- * knows no front protocol and answers no client.
+ * readiness and says why a parent was not trusted (the parent row logs
+ * it). It knows no front protocol and answers no client.
  */
 #include <errno.h>
 #include <string.h>
@@ -50,12 +50,7 @@ int https_handshake(struct conn *c, const char **why)
         c->up_ev &= (uint8_t)~want;
         return 0;
     }
-    const struct config_outbound *o = &conn_cfg(c)->outbounds[c->ob];
-    bool verify = rc == -EPROTO && (strncmp(tls_error(c->tls), "certificate ", 12) == 0);
-    /* Once, here: a parent that is not the one configured is worth a
-     * warning (a changed certificate, or someone in between). */
-    log_warn("conn %llu: outbound %s: parent %s port %u: %s", (unsigned long long)c->id, o->name,
-             o->host, o->port, tls_error(c->tls));
+    bool verify = rc == -EPROTO && strncmp(tls_error(c->tls), "certificate ", 12) == 0;
     *why = verify ? "tls-verify-failed" : "tls-handshake-failed";
     c->err = rc;
     return rc;
@@ -93,6 +88,11 @@ int https_shutdown_wr(struct conn *c, uint8_t *want)
 bool https_pending(const struct conn *c)
 {
     return tls_pending(c->tls);
+}
+
+const char *https_error(const struct conn *c)
+{
+    return c->tls ? tls_error(c->tls) : "";
 }
 
 void https_close(struct conn *c)

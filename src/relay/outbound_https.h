@@ -26,11 +26,12 @@ int https_start(struct conn *c, const struct config_outbound *o);
 
 /* Drive the TLS handshake after an event on c->up (or at once after
  * https_start()). 1: done, the parent verified; 0: waiting for c->up; a
- * negative errno: failed, with the reason logged once (a certificate pin
- * mismatch, a verify failure, the parent closing) and *why set for the
- * access log ("tls-verify-failed", "tls-handshake-failed"); the caller
- * ends the dial (outbound_fail(), OUT_FAILED: the parent is up but is not
- * the one configured). */
+ * negative errno: failed, with *why set for the access log
+ * ("tls-verify-failed", "tls-handshake-failed") and the sentence for the
+ * operator in https_error() (a certificate pin mismatch, a verify failure,
+ * the parent closing); the caller logs it and ends the dial
+ * (outbound_fail(), OUT_FAILED: the parent is up but is not the one
+ * configured). */
 int https_handshake(struct conn *c, const char **why);
 
 /* The stream calls of outbound.h over c->tls, and a read that leaves the
@@ -40,6 +41,9 @@ ssize_t https_peek(struct conn *c, void *p, size_t len, uint8_t *want);
 ssize_t https_write(struct conn *c, const void *p, size_t len, uint8_t *want);
 int https_shutdown_wr(struct conn *c, uint8_t *want);
 bool https_pending(const struct conn *c);
+
+/* Why the last TLS call on c->tls failed ("" when none). */
+const char *https_error(const struct conn *c);
 
 /* Free c->tls (no close_notify: the session is over). NULL-safe. */
 void https_close(struct conn *c);

@@ -263,8 +263,8 @@ static void pd_tls(struct conn *c)
     int rc = https_handshake(c, &why);
     if (rc == 1)
         pd_handshake(c);
-    else if (rc < 0)
-        pd_fail(c, OUT_FAILED, why, NULL, false); /* https_handshake() said why */
+    else if (rc < 0) /* a parent not to be trusted, or no TLS: the operator should look */
+        pd_fail(c, OUT_FAILED, why, https_error(c), true);
 }
 
 static void pd_tls_start(struct conn *c)
