@@ -281,3 +281,42 @@ def test_plain_http_request_through_https_parent(ferry, chain, http_server):
     assert r.returncode == 0, r.stderr
     assert hashlib.sha256(r.stdout).hexdigest() == http_server.files["big.bin"]
     f.wait_log(r"access .*dst=127\.0\.0\.1:\d+.*via=secure")
+
+
+def test_destination_speaks_first_through_tls(ferry, chain):
+    """What the destination sends at once may arrive in TLS records right
+    behind the parent's 200, and sit decrypted in OpenSSL after the
+    handshake read its reply: none of it is lost or left waiting."""
+    from ferrylib import echo_roundtrip, recv_exact
+    from test_outbound_parent import BannerServer
+
+    banner = BannerServer("127.0.0.1")
+    try:
+        f = https_ferry(ferry, chain, pin=chain["pin"])
+        for _ in range(5):
+            s, _ = socks_connect(f.addr, "127.0.0.1", banner.addr[1], timeout=20)
+            with s:
+                assert recv_exact(s, len(BannerServer.BANNER), timeout=10) == BannerServer.BANNER
+                echo_roundtrip(s, b"after the banner")
+    finally:
+        banner.stop()
+
+
+def test_tls_handshake_never_answered(ferry, echo_server):
+    """A parent that accepts TCP and never speaks TLS: a timeout (0x06)
+    within connect_timeout, and a warning that says it was the TLS."""
+    from test_outbound_parent import SilentServer
+
+    silent = SilentServer("127.0.0.1")
+    try:
+        f = ferry(config={"outbound": "secure", "connect_timeout": "1s"},
+                  extra=f"[outbound secure]\nurl = https://127.0.0.1:{silent.addr[1]}\n"
+                        f"pin = sha256//{base64.b64encode(bytes(32)).decode()}\n")
+        t0 = time.monotonic()
+        s, r = socks_connect(f.addr, "127.0.0.1", echo_server.port, expect=None, timeout=10)
+        s.close()
+        assert r.rep == 0x06, f"SOCKS reply {r.rep:#x}, expected 0x06"
+        assert time.monotonic() - t0 < 8
+        f.wait_log(r"outbound secure: parent 127\.0\.0\.1 port \d+: no TLS handshake within")
+    finally:
+        silent.stop()
