@@ -44,6 +44,7 @@ struct bench_opts {
     pid_t proxy_pids[8]; /* --proxy-pid PID[,PID...] */
     unsigned nproxy_pids;
     const char *ferry;         /* binary for self-hosting */
+    unsigned chain;            /* --chain: self-hosted ferries in a row, 1..BENCH_MAX_CHAIN */
     const char *proxy_set[64]; /* --proxy-set K=V as given (argv strings) */
     unsigned nproxy_set;
     unsigned proxy_workers; /* 0 = ferry's default */
@@ -73,6 +74,10 @@ struct bench_opts {
     int argv_total;
 };
 
+/* --chain: at most this many self-hosted ferries in a row (each is a
+ * process whose CPU is sampled: struct bench's pids[]). */
+#define BENCH_MAX_CHAIN 8
+
 /* A named figure of one run. */
 struct metric {
     const char *name;
@@ -94,8 +99,11 @@ struct result {
     char shortfall[384]; /* what the run missed of its parameters (see result_shortfall) */
     bool nothing;        /* nothing at all could be set up: fails even with --allow-failures */
     unsigned mem_src;    /* MEM_SRC_* of the memory figures, 0 if none */
-    pid_t proxy_pid;     /* self-hosted: the ferry child this run measured */
-    struct addr proxy;   /* and where it listened */
+    struct {
+        pid_t pid;          /* self-hosted: a ferry child this run measured */
+        struct addr addr;   /* and where it listened */
+    } hop[BENCH_MAX_CHAIN]; /* hop[0]: the one the clients talk to */
+    unsigned nhops;         /* self-hosted: --chain; 0 otherwise */
 };
 
 /* ---- what a run records (result.c) ---- */
@@ -255,11 +263,11 @@ bool proc_sample(pid_t pid, struct proc_sample *out);
 struct bench {
     struct bench_opts o;
     struct targets *t;
-    struct route route;        /* dst = echo 0 */
-    pid_t pids[8];             /* the proxy's processes (ss-local + ss-server, say) */
-    unsigned npids;            /* 0: CPU and memory unknown */
-    _Atomic bool fail_claimed; /* a thread is writing fail_msg */
-    _Atomic bool failed;       /* fail_msg is written: the run has failed */
+    struct route route;          /* dst = echo 0 */
+    pid_t pids[BENCH_MAX_CHAIN]; /* the proxy's processes (ss-local + ss-server, a chain) */
+    unsigned npids;              /* 0: CPU and memory unknown */
+    _Atomic bool fail_claimed;   /* a thread is writing fail_msg */
+    _Atomic bool failed;         /* fail_msg is written: the run has failed */
     char fail_msg[256];
     _Atomic bool setup_claimed; /* a thread is writing setup_fail */
     _Atomic bool setup_noted;   /* setup_fail is written */
