@@ -177,6 +177,11 @@ def test_refused_proxy_is_reported_not_hidden():
     (["throughput", "--payload", "huge"], "invalid value"),
     (["throughput", "--relay", "127.0.0.1:1"], "--target-port"),
     (["throughput", "--proxy", "not-an-address"], "invalid value"),
+    (["throughput", "--chain", "0"], "--chain must be 1..8 (got '0')"),
+    (["throughput", "--chain", "9"], "--chain must be 1..8 (got '9')"),
+    (["throughput", "--chain", "2", "--proxy", "127.0.0.1:1080"], "--chain starts its own ferries"),
+    (["throughput", "--chain", "2", "--direct"], "--chain starts its own ferries"),
+    (["rules", "--chain", "2"], "--chain starts its own ferries"),
 ])
 def test_bad_invocations(args, needle):
     proc = bench(*args, timeout=30)
@@ -370,6 +375,104 @@ def test_other_scenarios_keep_one_proxy_across_runs():
     assert proc.returncode == 0, proc.stderr
     inst = json_line(proc)["proxy_instances"]
     assert len(inst) == 2 and inst[0]["pid"] == inst[1]["pid"]
+
+
+# ---- --chain: ferries in a row -------------------------------------------------
+
+
+def gone(pid):
+    """The process pid has exited and been reaped (the bench waits for its
+    children): no /proc entry, or one that is no longer a ferry."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"ferry" not in f.read()
+    except OSError:
+        return True
+
+
+def test_chain_starts_each_ferry_and_stops_them():
+    # Three ferries, each the parent of the one before: three processes on
+    # three ports, the first the one the clients talk to, all stopped at
+    # the end; their configurations are checked in tests/unit/bench/chain_test.c.
+    proc = bench("handshakes", "--chain", "3", "--concurrency", "2", *SHORT)
+    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
+    r = json_line(proc)
+    assert r["ok"] is True
+    assert r["params"]["chain"] == 3
+    assert r["target"].startswith("3 ferries in a row (self-hosted): pid ")
+    (inst,) = r["proxy_instances"]
+    hops = inst["chain"]
+    assert len(hops) == 3
+    assert len({h["pid"] for h in hops}) == 3 and len({h["addr"] for h in hops}) == 3
+    assert (hops[0]["pid"], hops[0]["addr"]) == (inst["pid"], inst["addr"])
+    assert all(h["addr"].startswith("127.0.0.1:") for h in hops)
+    assert all(gone(h["pid"]) for h in hops)
+    assert metric(r, "setups") > 0
+    assert metric(r, "failed_socks") == 0 and metric(r, "failed_data") == 0
+    # The CPU of all three is the proxy's.
+    assert metric(r, "proxy_cpu_per_1k") > 0
+
+
+def test_chain_of_two_moves_bytes_intact():
+    # One hop more than today's single ferry: every byte still checked.
+    r = bench_json("throughput", "--chain", "2", "--connections", "2", "--payload", "16k",
+                   "--duration", "1")
+    assert r["params"]["chain"] == 2
+    assert len(r["proxy_instances"][0]["chain"]) == 2
+    assert metric(r, "up") > 0 and metric(r, "down") > 0
+    assert metric(r, "streams") == 2
+    assert metric(r, "corrupt_streams") == 0
+    assert metric(r, "broken_streams") == 0
+
+
+def test_chain_one_is_the_single_ferry():
+    r = bench_json("handshakes", "--concurrency", "2")
+    assert r["params"]["chain"] == 1
+    (inst,) = r["proxy_instances"]
+    assert inst["chain"] == [{"pid": inst["pid"], "addr": inst["addr"]}]
+    assert r["target"].startswith("ferry (self-hosted, pid ")
+
+
+def test_chain_restarted_whole_for_each_connections_run():
+    proc = bench("connections", "--chain", "2", "--connections", "20", "--concurrency", "8",
+                 "--runs", "2", "--duration", "0.3", "--json", timeout=120)
+    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
+    r = json_line(proc)
+    assert "2 ferries in a row (self-hosted, fresh ones for each run)" == r["target"]
+    pids = [h["pid"] for i in r["proxy_instances"] for h in i["chain"]]
+    assert len(pids) == 4 and len(set(pids)) == 4, r["proxy_instances"]
+    assert metric(r, "healthy") == 20
+
+
+def test_chain_header_in_table_mode():
+    proc = bench("handshakes", "--chain", "2", "--concurrency", "2", "--runs", "1",
+                 "--duration", "0.3", "--warmup", "0.1")
+    assert proc.returncode == 0, proc.stderr
+    head = proc.stdout.splitlines()
+    assert head[0].startswith("ferry bench handshakes: 2 ferries in a row (self-hosted): pid ")
+    assert " -> pid " in head[0]
+    assert head[1].endswith(", chain 2")
+
+
+def test_external_proxy_that_is_a_chain(ferry):
+    # --proxy needs nothing new for a chain: it talks to the first proxy,
+    # and the CPU of every process listed with --proxy-pid is summed.
+    last = ferry()
+    first = ferry(config={"outbound": "next"},
+                  extra=f"[outbound next]\nurl = socks5://127.0.0.1:{last.port}\n")
+    pids = f"{first.proc.pid},{last.proc.pid}"
+    r = bench_json("throughput", "--proxy", f"127.0.0.1:{first.port}", "--proxy-pid", pids,
+                   "--connections", "2", "--payload", "16k")
+    assert metric(r, "corrupt_streams") == 0 and metric(r, "broken_streams") == 0
+    assert metric(r, "up") > 0 and metric(r, "proxy_cpu_per_gib") > 0
+    assert r["params"]["proxy_pids"] == [first.proc.pid, last.proc.pid]
+    assert "chain" not in r["params"]  # the bench started no ferry
+    r = bench_json("handshakes", "--proxy", f"127.0.0.1:{first.port}", "--proxy-pid", pids,
+                   "--concurrency", "2")
+    assert metric(r, "setups") > 0 and metric(r, "failed_socks") == 0
+    # The sessions went through both: the first sent them to its parent.
+    assert any(e.get("via") == "next" for e in first.access_entries())
+    assert any(e.get("client", "").startswith("127.0.0.1:") for e in last.access_entries())
 
 
 # ---- a proxy that corrupts data ----------------------------------------------
