@@ -761,6 +761,84 @@ def test_report_converts_decimal_units(tmp_path):
     assert f"{want:.1f}" in row.split("|")[3], (want, row)
 
 
+def hop_results(path):
+    """A results file of the hop group alone, with round figures: (MiB/s at
+    8 streams, setups/s) per target."""
+    targets = "direct,ferry,ferry-ferry,dante,ferry-dante,dante-dante"
+    figures = {"direct": (2000, 20000), "ferry": (1000, 10000), "ferry-ferry": (850, 5000),
+               "dante": (800, 6000), "ferry-dante": (600, 4500), "dante-dante": (500, 3000)}
+    variants = [["hop-throughput-8", "throughput", "--connections 8 --payload 64k", targets, "hop"],
+                ["hop-handshakes", "handshakes", "--concurrency 32", targets, "hop"]]
+    lines = [{"meta": {"params": {"rounds": 1, "duration_s": 5, "warmup_s": 1, "groups": ["hop"],
+                                  "variants": variants}}}]
+    for t in figures:
+        lines.append({"peer": {"target": t, "status": "ok", "how": t,
+                               "mode": "direct" if t == "direct" else "proxy",
+                               "cpu_source": "none" if t == "direct" else "bench"}})
+
+    def m(v, unit=""):
+        return {"median": v, "min": v, "max": v, "unit": unit, "runs": [v]}
+
+    for t, (mib, setups) in figures.items():
+        runs = (("hop-throughput-8", "throughput",
+                 {"total": m(mib, "MiB/s"), "up": m(mib / 2, "MiB/s"), "down": m(mib / 2, "MiB/s"),
+                  "streams": m(8), "corrupt_streams": m(0), "broken_streams": m(0),
+                  "proxy_cpu_per_gib": m(0.5, "s/GiB")}),
+                ("hop-handshakes", "handshakes",
+                 {"setups": m(setups, "1/s"), "latency_p50": m(1, "ms"), "latency_p95": m(2, "ms"),
+                  "latency_p99": m(3, "ms"), "failed_socket": m(0), "failed_socks": m(0),
+                  "failed_data": m(0), "proxy_cpu_per_1k": m(0.1, "s/1000")}))
+        for variant, scenario, metrics in runs:
+            lines.append({"scenario": scenario, "ok": True, "params": {}, "metrics": metrics,
+                          "notes": [], "compare": {"round": 1, "variant": variant, "target": t,
+                                                   "cpu_source": "bench"}})
+    path.write_text("".join(json.dumps(l) + "\n" for l in lines))
+
+
+def test_report_renders_the_cost_of_a_hop(tmp_path):
+    """The hop group (compare.sh --only hop): each two-hop row against the
+    one-hop row that ends the same way, the issue's targets for one more
+    ferry hop said met or not, and the chains kept out of the summary."""
+    src, out = tmp_path / "r.jsonl", tmp_path / "r.md"
+    hop_results(src)
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "report.py"), "render",
+                           str(src), "--out", str(out)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    md = out.read_text()
+    lines = md.splitlines()
+    start = lines.index("## The cost of a hop")
+    rows = {l.split("|")[1].strip(): [c.strip() for c in l.split("|")[2:-1]]
+            for l in lines[start:] if l.startswith("| ") and not l.startswith("| path")}
+    assert list(rows) == ["direct (no proxy)", "ferry", "ferry → ferry", "Dante", "ferry → Dante",
+                          "Dante → Dante"]
+    assert rows["ferry → ferry"][0] == "2" and rows["ferry"][0] == "1"
+    assert rows["ferry → ferry"][2] == "0.85×" and rows["ferry → ferry"][4] == "0.50×"
+    assert rows["Dante → Dante"][2] == "0.62×" and rows["ferry → Dante"][4] == "0.75×"
+    assert rows["ferry"][2] == "1.00×" and rows["direct (no proxy)"][2] == ""
+    assert ("0.85× of one ferry's MiB/s at 8 streams (target ≥ 0.8×: met) and 0.50× of one "
+            "ferry's setups/s (target ≥ 0.6×: **not met**)") in md
+    assert "1.20× the throughput, 8 streams of Dante in front" in md
+    summary = md[md.index("## Summary"):md.index("## Machine")]
+    assert "→" not in summary
+
+
+def test_compare_hop_group_runs_chains():
+    """compare.sh --only hop: the ferry rows are `ferry bench --chain 1`
+    and `--chain 2`, the Dante chains are started by the script, and Dante
+    is installed once."""
+    info, out = compare_dry_run("--only", "hop")
+    assert info["groups"] == "hop"
+    assert info["targets"] == "direct ferry dante ferry-ferry ferry-dante dante-dante"
+    assert info["packages needed"].split() == ["dante-server", "gnuplot-nox"]
+    runs = [l for l in out.splitlines() if l.startswith("run: hop-")]
+    assert len(runs) == 12
+    for l in runs:
+        t = l.split()[2].rstrip(":")
+        assert ("--chain 2" in l) == (t == "ferry-ferry"), l
+        assert ("--chain 1" in l) == (t == "ferry"), l
+        assert l.endswith("(hop)")
+
+
 def test_report_help_exits_0():
     report = os.path.join(ROOT, "bench", "report.py")
     for arg in ("--help", "-h"):
