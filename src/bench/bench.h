@@ -14,7 +14,8 @@
  *
  * One bench process holds the targets (TCP echo, HTTP, UDP echo) on one
  * thread, the load on --threads generator threads, and, when self-hosted,
- * a ferry child process on an ephemeral loopback port.
+ * a ferry child process on an ephemeral loopback port (with --chain N, N
+ * of them in a row, each the SOCKS5 parent of the one before).
  */
 #ifndef FERRY_BENCH_BENCH_H
 #define FERRY_BENCH_BENCH_H
@@ -31,7 +32,7 @@
 #include "util/addr.h"
 
 enum bench_mode {
-    BENCH_SELF,   /* a ferry child started by the bench */
+    BENCH_SELF,   /* a ferry child (--chain: children) started by the bench */
     BENCH_PROXY,  /* --proxy ADDR: any SOCKS5 (or, with --http-proxy, HTTP) proxy */
     BENCH_DIRECT, /* --direct: no proxy, the machine's limit */
     BENCH_RELAY,  /* --relay ADDR: a plain TCP relay to the echo target (no SOCKS) */

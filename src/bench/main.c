@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bench/main.c: `ferry bench SCENARIO [options]`, the driver. It has the
- * command line read (options.c), sets up what is measured (a ferry child,
- * --proxy, --relay or --direct, and the targets), runs the scenario R
+ * command line read (options.c), sets up what is measured (a ferry child
+ * or --chain N of them in a row, --proxy, --relay or --direct, and the
+ * targets), runs the scenario R
  * times, has each run judged (result.c) and the runs reported (report.c),
  * and stops what it started.
  *
