@@ -84,12 +84,12 @@ static int self_start(struct bench *b, struct self_host *sh)
 static int self_stop(struct bench *b, struct self_host *sh)
 {
     unsigned n = b->o.chain, bad = 0;
-    int worst = 0;
+    int first_status = 0;
     for (unsigned i = n - sh->running; i < n; i++) {
         int st = child_stop(&sh->hop[i]);
         if (st != 0 && !bad) {
             bad = i + 1;
-            worst = st;
+            first_status = st;
         }
     }
     sh->running = 0;
@@ -97,11 +97,11 @@ static int self_stop(struct bench *b, struct self_host *sh)
     if (bad && n > 1) {
         fprintf(stderr,
                 "ferry bench: self-hosted ferry %u of the chain of %u exited with status %d\n", bad,
-                n, worst);
+                n, first_status);
         return -ECHILD;
     }
     if (bad) {
-        fprintf(stderr, "ferry bench: the self-hosted ferry exited with status %d\n", worst);
+        fprintf(stderr, "ferry bench: the self-hosted ferry exited with status %d\n", first_status);
         return -ECHILD;
     }
     return 0;

@@ -10,6 +10,7 @@ run fail, not produce a figure.
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -442,6 +443,18 @@ def test_chain_restarted_whole_for_each_connections_run():
     pids = [h["pid"] for i in r["proxy_instances"] for h in i["chain"]]
     assert len(pids) == 4 and len(set(pids)) == 4, r["proxy_instances"]
     assert metric(r, "healthy") == 20
+
+
+def test_chain_ferry_that_cannot_start_is_named_and_cleaned_up():
+    # A config line every ferry refuses: the last of the chain (started
+    # first) exits at start; the bench says which ferry, stops nothing it
+    # did not start, and leaves no temporary directory behind.
+    proc = bench("handshakes", "--chain", "2", "--proxy-set", "bogus_key=1", *SHORT, timeout=60)
+    assert proc.returncode == 1, f"{proc.stdout}\n{proc.stderr}"
+    assert "bogus_key: unknown key" in proc.stderr
+    assert "(ferry 2 of a chain of 2)" in proc.stderr
+    dirs = re.findall(r"(/tmp/ferry-bench-\w+)/ferry\.conf", proc.stderr)
+    assert dirs and not any(os.path.exists(d) for d in dirs)
 
 
 def test_chain_header_in_table_mode():
