@@ -27,12 +27,11 @@ from pathlib import Path
 
 import pytest
 
-import ferrylib
 from ferrylib import (
+    ServerHalfCloseServer,
     SinkThenReplyServer,
     ThreadedServer,
     echo_roundtrip,
-    expect_failure,
     read_until_close,
     recv_exact,
     socks_connect,
@@ -180,6 +179,8 @@ def test_ferry_chain_integrity(ferry, sink, scheme):
     s, r = socks_connect(front.addr, "localhost", sink.addr[1])
     with s:
         big_exchange(s, sink)
+    # BND is the parent's: where the destination saw the session come from.
+    assert (r.host, r.port) in sink.results, (r.host, r.port, list(sink.results))
     # The front names the outbound; the parent saw the name (socks5h) or
     # the address resolved by the front (socks5).
     line = front.wait_log(r"access .*via=up")
@@ -189,9 +190,40 @@ def test_ferry_chain_integrity(ferry, sink, scheme):
     assert f"dst={want}:{sink.addr[1]}" in seen.group(0), seen.group(0)
 
 
+@pytest.mark.parametrize("scheme", ["socks5h", "http"])
+def test_server_half_close_across_chain(ferry, tcp_server, scheme):
+    """The destination replies and shuts its side while the client still
+    sends: through the front and its parent the client reads the reply and
+    EOF, goes on sending, and the destination gets every byte."""
+    srv = tcp_server(ServerHalfCloseServer, first_bytes=1024)
+    parent = ferry()
+    front = start_front(ferry, f"{scheme}://127.0.0.1:{parent.port}")
+    s, _ = socks_connect(front.addr, *srv.addr, timeout=10)
+    data = os.urandom(1024 + 40 * 50_000)
+    with s:
+        s.sendall(data[:1024])
+        greeting = b""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            s.settimeout(max(0.1, deadline - time.monotonic()))
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            greeting += chunk
+        assert greeting == ServerHalfCloseServer.GREETING
+        s.sendall(data[1024:])  # after the destination's EOF
+        s.shutdown(socket.SHUT_WR)
+        rest, how = read_until_close(s, timeout=10)
+        assert rest == b"" and how == "eof"
+    assert srv.done.wait(10), "the destination never saw the client's EOF"
+    (n, digest), = srv.results.values()
+    assert n == len(data) and digest == hashlib.sha256(data).hexdigest()
+
+
 def test_ferry_socks4a_and_http_parent(ferry, echo_server):
     parent = ferry()
-    for url in (f"socks4a://127.0.0.1:{parent.port}", f"http://127.0.0.1:{parent.port}"):
+    # The parent's host may be a name (resolved with the worker's resolver).
+    for url in (f"socks4a://localhost:{parent.port}", f"http://127.0.0.1:{parent.port}"):
         front = start_front(ferry, url)
         s, r = socks_connect(front.addr, "localhost", echo_server.addr[1])
         with s:
@@ -234,6 +266,23 @@ def test_destination_speaks_first(ferry):
             front.stop()
     finally:
         banner.stop()
+
+
+def test_plain_http_request_through_parent(ferry, http_server):
+    """An absolute-form request (curl -x http://ferry) reaches the origin
+    through the parent, twice on one client connection."""
+    parent = ferry()
+    for url in (f"socks5h://127.0.0.1:{parent.port}", f"http://127.0.0.1:{parent.port}"):
+        front = start_front(ferry, url)
+        proxy = f"http://127.0.0.1:{front.port}"
+        r = subprocess.run(["curl", "-fsS", "--max-time", "20", "-x", proxy, "--noproxy", "",
+                            http_server.url("small.txt"), "-o", "/dev/null",
+                            http_server.url("big.bin"), "-o", "-"],
+                           capture_output=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        assert hashlib.sha256(r.stdout).hexdigest() == http_server.files["big.bin"]
+        front.wait_log(r"access .*dst=127\.0\.0\.1:\d+.*via=up")
+        front.stop()
 
 
 # ---- the parent's failures ---------------------------------------------------------
@@ -422,6 +471,7 @@ def test_dante_parent(ferry, sink, dante, scheme):
     with s:
         assert r.rep == 0
         big_exchange(s, sink)
+    assert (r.host, r.port) in sink.results, (r.host, r.port, list(sink.results))
     holder, port = unused_refused_port()
     with holder:
         s, r = socks_connect(front.addr, "127.0.0.1", port, expect=None)
