@@ -1314,7 +1314,13 @@ class Report:
         for t, hops, ref in HOP_ROWS:
             if t not in self.targets:
                 continue
-            row = [LABELS[t], str(hops)]
+            # The bench's own word where it started the ferries (params.chain).
+            said = {c.runs[0].get("params", {}).get("chain") for v in vs
+                    for c in [self.cell(v, t)] if c and c.runs} - {None}
+            if said and said != {hops}:
+                row = [LABELS[t], f"**{', '.join(str(x) for x in sorted(said))} (bench) ≠ {hops}**"]
+            else:
+                row = [LABELS[t], str(hops)]
             issues = []
             for v in vs:
                 text, r, _ = self.hop_cell(v, t, ref)

@@ -801,8 +801,10 @@ def hop_results(path):
                  {"setups": m(setups, "1/s"), "latency_p50": m(1, "ms"), "latency_p95": m(2, "ms"),
                   "latency_p99": m(3, "ms"), "failed_socket": m(0), "failed_socks": m(0),
                   "failed_data": m(0), "proxy_cpu_per_1k": m(0.1, "s/1000")}))
+        chain = {"ferry": 1, "ferry-ferry": 2}.get(t)
         for variant, scenario, metrics in runs:
-            lines.append({"scenario": scenario, "ok": True, "params": {}, "metrics": metrics,
+            params = {"chain": chain} if chain else {}
+            lines.append({"scenario": scenario, "ok": True, "params": params, "metrics": metrics,
                           "notes": [], "compare": {"round": 1, "variant": variant, "target": t,
                                                    "cpu_source": "bench"}})
     path.write_text("".join(json.dumps(l) + "\n" for l in lines))
@@ -833,6 +835,12 @@ def test_report_renders_the_cost_of_a_hop(tmp_path):
     assert "1.20× the throughput, 8 streams of Dante in front" in md
     summary = md[md.index("## Summary"):md.index("## Machine")]
     assert "→" not in summary
+    # A row whose bench started another number of ferries says so.
+    src.write_text(src.read_text().replace('"chain": 2', '"chain": 1'))
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "report.py"), "render",
+                           str(src), "--out", str(out)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "| ferry → ferry | **1 (bench) ≠ 2** |" in out.read_text()
 
 
 def test_compare_hop_group_runs_chains():
