@@ -320,3 +320,24 @@ def test_tls_handshake_never_answered(ferry, echo_server):
         f.wait_log(r"outbound secure: parent 127\.0\.0\.1 port \d+: no TLS handshake within")
     finally:
         silent.stop()
+
+
+def test_http_connect_with_pipelined_bytes_through_tls(ferry, chain, echo_server):
+    """An HTTP CONNECT client whose first tunnel bytes ride behind its head:
+    they go out through TLS first, then the rest, and the client's EOF comes
+    back as EOF."""
+    f = https_ferry(ferry, chain, pin=chain["pin"])
+    with socket.create_connection(f.addr, timeout=20) as c:
+        c.sendall(f"CONNECT 127.0.0.1:{echo_server.port} HTTP/1.1\r\nHost: x\r\n\r\nearly bytes".encode())
+        head = b""
+        while not head.endswith(b"\r\n\r\n") and len(head) < 4096:
+            b = c.recv(1)
+            if not b:
+                break
+            head += b
+        assert head == b"HTTP/1.1 200 Connection established\r\n\r\n", head
+        payload = random.Random(11).randbytes(256 * 1024)  # fits the chain's socket buffers unread
+        c.sendall(payload)
+        c.shutdown(socket.SHUT_WR)
+        back, how = read_until_close(c, timeout=30)
+    assert how == "eof" and back == b"early bytes" + payload
