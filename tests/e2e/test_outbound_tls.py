@@ -3,9 +3,13 @@
 `openssl req -x509`) -> a second, plain ferry answering HTTP CONNECT ->
 the destination. The certificate is pinned (sha256// of its
 SubjectPublicKeyInfo) or checked against a CA file. Covers 10 MiB each way
-with integrity, half-close in both directions across the chain, and the
+with integrity, half-close in both directions across the chain (close_notify
+both ways), a destination that speaks first, an HTTP CONNECT client's
+pipelined bytes, plain HTTP requests through the TLS parent, and the
 failures: a wrong pin and a wrong CA end the session with SOCKS5 REP 0x01
-(general failure) or HTTP 502, and a log line that says why."""
+(general failure) or HTTP 502 and a log line that says why; a parent that
+never answers the TLS handshake is a timeout (0x06); a CA file that cannot
+be read fails --check."""
 
 import base64
 import hashlib
@@ -13,7 +17,6 @@ import random
 import shutil
 import socket
 import subprocess
-import threading
 import time
 from pathlib import Path
 
