@@ -140,4 +140,12 @@ const char *outbound_kind_name(uint8_t kind);
 /* Give back what o holds (user, pass, ca_file). */
 void outbound_fini(struct config_outbound *o);
 
+/* Where bytes leave (config/egress.c). source = ADDR: an IPv4 or IPv6
+ * address without port (no brackets) into out->addr; 0 or -EINVAL. */
+int config_source_parse(const char *text, struct outbound_source *out);
+/* device = NAME: an interface that exists now (SO_BINDTODEVICE needs
+ * CAP_NET_RAW when used) into out->device; 0, -EINVAL for a name that
+ * cannot be one, -ENODEV when there is no such interface. */
+int config_device_parse(const char *text, struct outbound_source *out);
+
 #endif
