@@ -189,7 +189,7 @@ static int bind_source(int fd, const struct addr *src, const char *device, const
 int sock_connect_from(const struct addr *a, const struct addr *src, const char *device,
                       const char **failed)
 {
-    const char *step_buf, **step = failed ? failed : &step_buf;
+    const char *step_buf = NULL, **step = failed ? failed : &step_buf;
     *step = "socket";
     struct sockaddr_storage ss;
     socklen_t len = addr_to_sockaddr(a, &ss);
