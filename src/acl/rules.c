@@ -138,6 +138,7 @@ void acl_rule_fini(struct acl_rule *r)
         free(r->domains[i]);
     free(r->domains);
     free(r->ports);
+    free(r->via);
     memset(r, 0, sizeof(*r));
 }
 
@@ -146,7 +147,7 @@ void acl_rule_fini(struct acl_rule *r)
 static bool is_keyword(const char *w)
 {
     return !strcmp(w, "from") || !strcmp(w, "user") || !strcmp(w, "to") || !strcmp(w, "port") ||
-           !strcmp(w, "cmd");
+           !strcmp(w, "cmd") || !strcmp(w, "via");
 }
 
 /* One value of a matcher. Returns 0 or -EINVAL with err filled. */
@@ -183,6 +184,18 @@ static int add_value(struct acl_rule *r, const char *kw, const char *v, char *er
                      v);
             return -EINVAL;
         }
+    } else if (!strcmp(kw, "via")) {
+        /* One name; the config checks that it names an outbound. */
+        if (r->via) {
+            snprintf(err, errlen, "'via' takes one outbound name, not a list");
+            return -EINVAL;
+        }
+        if (r->action != ACL_ALLOW) {
+            snprintf(err, errlen, "'via' goes with allow: a denied session leaves nowhere");
+            return -EINVAL;
+        }
+        if (!(r->via = strdup(v)))
+            return -ENOMEM;
     } else if (!strcmp(kw, "port")) {
         struct acl_ports p;
         if (port_parse(v, &p)) {
@@ -234,6 +247,7 @@ int acl_rule_parse(const char *line, const char *name, struct acl_rule *out, cha
                    size_t errlen)
 {
     memset(out, 0, sizeof(*out));
+    out->via_index = -1;
     char buf[4096];
     if (strlen(line) >= sizeof(buf)) {
         snprintf(err, errlen, "rule longer than %zu characters", sizeof(buf) - 1);
@@ -272,7 +286,8 @@ int acl_rule_parse(const char *line, const char *name, struct acl_rule *out, cha
                            : !strcmp(w, "user") ? 2u
                            : !strcmp(w, "to")   ? 4u
                            : !strcmp(w, "port") ? 8u
-                                                : 16u;
+                           : !strcmp(w, "cmd")  ? 16u
+                                                : 32u;
             if (seen & bit) {
                 snprintf(err, errlen, "'%s' given twice (list the values after one)", w);
                 rc = -EINVAL;
@@ -284,7 +299,7 @@ int acl_rule_parse(const char *line, const char *name, struct acl_rule *out, cha
             continue;
         }
         if (!kw) {
-            snprintf(err, errlen, "'%s' where from, user, to, port or cmd was expected", w);
+            snprintf(err, errlen, "'%s' where from, user, to, port, cmd or via was expected", w);
             rc = -EINVAL;
             break;
         }

@@ -51,6 +51,10 @@ struct loader {
     bool in_rules; /* inside [rules]: lines are rules, not keys */
     struct acl_rule *rules;
     uint32_t nrules, caprules;
+    struct outbound_list obs;       /* [outbound NAME] sections */
+    struct config_outbound *cur_ob; /* the section being read, NULL outside one */
+    char ob_seen[1024];             /* "|key|key|": keys the section has set */
+    char *default_ob;               /* "outbound = NAME" */
 };
 
 struct key {
@@ -471,7 +475,7 @@ static int set_listen_option(struct loader *ld, struct config_listen *l, const c
             return -EINVAL;
         }
     } else if (strncmp(word, "device=", 7) == 0) {
-        int rc = config_device_parse(word + 7, &l->source);
+        int rc = config_source_parse(word, &l->source);
         if (rc) {
             bad(ld, "listen", "device: '%s' %s", word + 7,
                 rc == -ENODEV ? "is not a network interface of this host"
@@ -611,7 +615,18 @@ static int set_ip_preference(struct loader *ld, const struct key *k, const char 
 #define OFF(f) offsetof(struct config, f)
 #define DAY_MS (24ull * 3600 * 1000)
 
+/* outbound = NAME: where sessions go that no rule sends elsewhere; the
+ * name is found once every [outbound] section is read. */
+static int set_default_outbound(struct loader *ld, const struct key *k, const char *v)
+{
+    (void)k;
+    free(ld->default_ob);
+    ld->default_ob = strdup(v);
+    return ld->default_ob ? 0 : -ENOMEM;
+}
+
 static const struct key keys[] = {
+    {"outbound", set_default_outbound, 0, 0, 0, "an outbound's name", false},
     {"listen", set_listen, 0, 0, 0, "ADDR:PORT [protocols=...][, ADDR:PORT...]", true},
     {"workers", set_workers, OFF(workers), 1, CONFIG_MAX_WORKERS, "auto or 1..256", false},
     {"handshake_timeout", set_duration, OFF(handshake_timeout_ms), 1, DAY_MS,
@@ -777,10 +792,58 @@ static size_t misplaced_hint(const char *qname, const char *name, char *out, siz
     return n;
 }
 
+/* "FILE:LINE" of the line being read, the file's base name as rules have it. */
+static void here(const struct loader *ld, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s:%d", ld->file ? ld->file : "?", ld->line);
+}
+
+/* [outbound NAME]: p points after "outbound", end at the ']'. */
+static void outbound_header(struct loader *ld, const char *p, const char *end)
+{
+    char name[160], origin[160], err[300];
+    size_t n = (size_t)(end - p);
+    snprintf(name, sizeof(name), "%.*s", (int)MIN(n, sizeof(name) - 1), p);
+    here(ld, origin, sizeof(origin));
+    ld->ob_seen[0] = '\0';
+    if (!ld->obs.v && outbound_list_init(&ld->obs) < 0) {
+        bad(ld, NULL, "out of memory");
+        return;
+    }
+    int rc = outbound_section(&ld->obs, str_trim(name), origin, &ld->cur_ob, err, sizeof(err));
+    if (rc)
+        bad(ld, NULL, "%s", rc == -ENOMEM ? "out of memory" : err);
+}
+
+/* A key of the [outbound NAME] section being read. */
+static void outbound_key(struct loader *ld, const char *section, const char *key, const char *v)
+{
+    char qname[200], err[600], dir[4096], mark[80];
+    snprintf(qname, sizeof(qname), "%s.%s", section, key);
+    if (!ld->cur_ob)
+        return; /* the header was bad, and said so */
+    snprintf(mark, sizeof(mark), "|%s|", key);
+    if (strstr(ld->ob_seen, mark)) {
+        bad(ld, qname, "set twice in this section");
+        return;
+    }
+    size_t used = strlen(ld->ob_seen);
+    snprintf(ld->ob_seen + used, sizeof(ld->ob_seen) - used, "%s", mark);
+    const char *slash = ld->file ? strrchr(ld->file, '/') : NULL;
+    snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - ld->file) : 0, ld->file);
+    int rc = outbound_set_key(ld->cur_ob, key, v, dir, ld->line, err, sizeof(err));
+    if (rc)
+        bad(ld, qname, "%s", rc == -ENOMEM ? "out of memory" : err);
+}
+
 static int ini_handler_cb(void *user, const char *section, const char *name, const char *value)
 {
     struct loader *ld = user;
     char qbuf[CONFIG_LINE_MAX], qname[160];
+    if (!strncmp(section, "outbound", 8) && (section[8] == ' ' || section[8] == '\0')) {
+        outbound_key(ld, section, name, unquote(value, qbuf, sizeof(qbuf)));
+        return 1;
+    }
     if (section[0] != '\0') {
         bool known = false;
         for (size_t i = 0; i < ARRAY_LEN(sections); i++)
@@ -873,6 +936,11 @@ static bool check_line(struct loader *ld, const char *line)
     if (*p == '[') {
         const char *end0 = strchr(p, ']');
         ld->in_rules = end0 && (size_t)(end0 - p - 1) == 5 && strncmp(p + 1, "rules", 5) == 0;
+        ld->cur_ob = NULL;
+        if (end0 && !strncmp(p + 1, "outbound", 8) && (p[9] == ' ' || p[9] == ']')) {
+            outbound_header(ld, p + 9, end0);
+            return false;
+        }
     }
     if (*p == '[') {
         const char *end = strchr(p, ']');
@@ -886,9 +954,8 @@ static bool check_line(struct loader *ld, const char *line)
                 return false;
         }
         bad(ld, NULL,
-            "unknown section [%.*s] (known: [auth], [udp], [http], [rules], [limits], [metrics]; "
-            "other keys "
-            "go at the top)",
+            "unknown section [%.*s] (known: [auth], [udp], [http], [rules], [limits], [metrics], "
+            "[dns], [outbound NAME]; other keys go at the top)",
             (int)(end - p - 1), p + 1);
         return false;
     }
@@ -1285,6 +1352,56 @@ static bool errs_since(const struct msglist *e, size_t n0)
     return e->n != n0;
 }
 
+/* A name of an outbound, for a message listing them. */
+static void outbound_names(const struct outbound_list *l, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < l->n && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", l->v[i].name);
+}
+
+/* The outbounds found whole, the default and every rule's "via" named
+ * by index; the list moves into the config. */
+static void resolve_outbounds(struct loader *ld, struct config *c)
+{
+    char known[2048], where[4200];
+    if (!ld->obs.v && outbound_list_init(&ld->obs) < 0) {
+        msglist_push(ld->errs, "out of memory");
+        return;
+    }
+    outbound_list_finish(&ld->obs, ld->file ? ld->file : "?", ld->errs);
+    outbound_names(&ld->obs, known, sizeof(known));
+    if (ld->default_ob) {
+        int k = outbound_find(&ld->obs, ld->default_ob);
+        if (k < 0)
+            msglist_push(ld->errs, "%s: outbound: '%s' is not an outbound (known: %s)",
+                         key_origin(ld, "outbound", where, sizeof(where)), ld->default_ob, known);
+        else
+            c->default_outbound = (uint16_t)k;
+    }
+    for (uint32_t i = 0; i < ld->nrules; i++) {
+        struct acl_rule *r = &ld->rules[i];
+        if (!r->via)
+            continue;
+        int k = outbound_find(&ld->obs, r->via);
+        if (k < 0)
+            msglist_push(ld->errs, "%s: rule: via '%s' is not an outbound (known: %s)", r->name,
+                         r->via, known);
+        r->via_index = k;
+    }
+    c->ob_health = calloc(ld->obs.n, sizeof(*c->ob_health));
+    if (!c->ob_health) {
+        msglist_push(ld->errs, "out of memory");
+        return;
+    }
+    for (uint32_t i = 0; i < ld->obs.n; i++)
+        atomic_init(&c->ob_health[i].up, 1);
+    c->outbounds = ld->obs.v;
+    c->noutbounds = ld->obs.n;
+    memset(&ld->obs, 0, sizeof(ld->obs));
+}
+
 /* rules_file: one rule a line, # comments; relative to the config's
  * directory. */
 static void load_rules_file(struct loader *ld, const char *cfg_path)
@@ -1381,6 +1498,9 @@ int config_load(const struct config_cli *cli, struct config **out, struct msglis
         else
             load_rules_file(&ld, cli->path);
     }
+    resolve_outbounds(&ld, c);
+    outbound_list_fini(&ld.obs); /* what did not move into c */
+    free(ld.default_ob);
     /* rules_default = deny with no rule at all denies everything: compile
      * an empty rule set rather than leave the check out (fail closed). */
     if ((ld.nrules || c->rules_default == ACL_DENY) && !errs_since(errs, nerr0)) {
@@ -1476,6 +1596,10 @@ static void config_destroy(struct config *c)
     free(c->dns.servers);
     free(c->dns.hosts);
     dns_hosts_unref(c->dns.hosts_table);
+    for (uint32_t i = 0; i < c->noutbounds; i++)
+        outbound_fini(&c->outbounds[i]);
+    free(c->outbounds);
+    free(c->ob_health);
     free(c);
 }
 

@@ -1,21 +1,41 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * egress.c: where bytes leave this host, as the configuration says it:
- * ip_preference (which addresses of a name a direct dial tries) and the
- * source of outgoing connections (source = ADDR, device = NAME), for the
- * top level, listen lines and [outbound NAME] sections alike. Parsing only:
- * the relay orders addresses and binds sockets.
+ * egress.c: how an operator says where bytes leave this host: a source
+ * address or device (source = / device = in [outbound NAME], source= /
+ * device= on a listen line), and which address family a name's addresses
+ * are tried in (ip_preference, outbound.h). Parsing only: the relay orders
+ * addresses and binds sockets.
  */
 #include <errno.h>
 #include <net/if.h>
-#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #include "config/outbound.h"
 #include "util/compiler.h"
 
-static const char *const ip_pref_names[] = {
+int config_source_parse(const char *text, struct outbound_source *out)
+{
+    if (!strncmp(text, "device=", 7)) {
+        const char *d = text + 7;
+        size_t n = strlen(d);
+        if (n == 0 || n >= sizeof(out->device) || n >= IF_NAMESIZE || strpbrk(d, "/ \t:"))
+            return -EINVAL;
+        /* A typo is better caught at load than as a failed connect. */
+        if (if_nametoindex(d) == 0)
+            return -ENODEV;
+        memcpy(out->device, d, n + 1);
+        return 0;
+    }
+    struct addr a;
+    if (addr_parse_ip(text, 0, &a))
+        return -EINVAL;
+    addr_unmap(&a);
+    out->addr = a;
+    return 0;
+}
+
+static const char *const pref_names[] = {
     [IP_PREF_ANY] = "any",
     [IP_PREF_IPV4] = "ipv4",
     [IP_PREF_IPV6] = "ipv6",
@@ -25,9 +45,9 @@ static const char *const ip_pref_names[] = {
 
 int outbound_ip_preference_parse(const char *text, uint8_t *out)
 {
-    for (size_t i = 0; i < ARRAY_LEN(ip_pref_names); i++) {
-        if (strcasecmp(text, ip_pref_names[i]) == 0) {
-            *out = (uint8_t)i;
+    for (uint8_t i = 0; i < ARRAY_LEN(pref_names); i++) {
+        if (!strcasecmp(text, pref_names[i])) {
+            *out = i;
             return 0;
         }
     }
@@ -36,26 +56,5 @@ int outbound_ip_preference_parse(const char *text, uint8_t *out)
 
 const char *outbound_ip_preference_name(uint8_t p)
 {
-    return p < ARRAY_LEN(ip_pref_names) ? ip_pref_names[p] : "?";
-}
-
-int config_source_parse(const char *text, struct outbound_source *out)
-{
-    struct addr a;
-    if (addr_parse_ip(text, 0, &a))
-        return -EINVAL;
-    addr_unmap(&a);
-    out->addr = a;
-    return 0;
-}
-
-int config_device_parse(const char *text, struct outbound_source *out)
-{
-    size_t n = strlen(text);
-    if (n == 0 || n >= sizeof(out->device) || n >= IF_NAMESIZE || strpbrk(text, "/: \t"))
-        return -EINVAL;
-    if (if_nametoindex(text) == 0)
-        return -ENODEV;
-    memcpy(out->device, text, n + 1);
-    return 0;
+    return p < ARRAY_LEN(pref_names) ? pref_names[p] : "?";
 }

@@ -20,8 +20,9 @@
  *   ip_preference = ipv6-first
  *
  * and the built-ins "direct" (index OUTBOUND_DIRECT) and "reject"
- * (OUTBOUND_REJECT), always present. Parsing is here and pure (no DNS, no
- * I/O); what a session does with an outbound is relay/'s.
+ * (OUTBOUND_REJECT), always present. Parsing is here (no DNS; the only
+ * I/O is reading a credentials_file); what a session does with an outbound
+ * is relay/'s.
  */
 #ifndef FERRY_CONFIG_OUTBOUND_H
 #define FERRY_CONFIG_OUTBOUND_H
@@ -32,6 +33,7 @@
 #include <stdint.h>
 
 #include "util/addr.h"
+#include "util/msglist.h"
 
 enum outbound_kind {
     OUTBOUND_KIND_DIRECT, /* dial the destination from this host */
@@ -111,7 +113,35 @@ struct config_outbound {
     struct outbound_source source;
     uint8_t ip_preference; /* enum ip_preference; for direct dials */
     bool ip_preference_set;
+    /* While loading: "members =" as written and its line. */
+    char *members_text;
+    int members_line;
 };
+
+/* The [outbound NAME] sections of one file, while it loads. */
+struct outbound_list {
+    struct config_outbound *v; /* [0] direct, [1] reject, then the file's */
+    uint32_t n, cap;
+};
+
+/* Start a list with the built-ins. 0 or -ENOMEM. */
+int outbound_list_init(struct outbound_list *l);
+void outbound_list_fini(struct outbound_list *l);
+/* Index of the outbound called name, or -1. */
+int outbound_find(const struct outbound_list *l, const char *name);
+/* A section header [outbound NAME] at origin ("FILE:LINE"): a new entry,
+ * returned in *out. -EINVAL with a message in err (a bad or taken name). */
+int outbound_section(struct outbound_list *l, const char *name, const char *origin,
+                     struct config_outbound **out, char *err, size_t errlen);
+/* One "key = value" of a section. dir is the config file's directory
+ * (relative paths start there), line the key's line. 0, or -EINVAL with
+ * a message in err ("unknown key" included), or -ENOMEM. */
+int outbound_set_key(struct config_outbound *o, const char *key, const char *value, const char *dir,
+                     int line, char *err, size_t errlen);
+/* After the file: every section complete and coherent, pools' members
+ * found (a pool within a pool is flattened in order; a cycle is an
+ * error). Problems go to errs as "FILE:LINE: outbound NAME: ...". */
+void outbound_list_finish(struct outbound_list *l, const char *file, struct msglist *errs);
 
 /* Parse a parent's url into o (kind, remote_dns, host, port, user, pass):
  *   socks5://[USER[:PASS]@]HOST[:PORT]   port 1080; names resolved here
@@ -134,18 +164,16 @@ int outbound_pin_parse(const char *text, uint8_t pin[32]);
 int outbound_ip_preference_parse(const char *text, uint8_t *out);
 const char *outbound_ip_preference_name(uint8_t p);
 
+/* egress.c: "ADDR" (an IP address to bind before connecting) or
+ * "device=NAME" (SO_BINDTODEVICE; needs CAP_NET_RAW when used) into out,
+ * which keeps what it held of the other. 0, -EINVAL (not an address, not
+ * an interface name), or -ENODEV (no such interface on this host now). */
+int config_source_parse(const char *text, struct outbound_source *out);
+
 /* "socks5", "http", ... for logs. */
 const char *outbound_kind_name(uint8_t kind);
 
 /* Give back what o holds (user, pass, ca_file). */
 void outbound_fini(struct config_outbound *o);
-
-/* Where bytes leave (config/egress.c). source = ADDR: an IPv4 or IPv6
- * address without port (no brackets) into out->addr; 0 or -EINVAL. */
-int config_source_parse(const char *text, struct outbound_source *out);
-/* device = NAME: an interface that exists now (SO_BINDTODEVICE needs
- * CAP_NET_RAW when used) into out->device; 0, -EINVAL for a name that
- * cannot be one, -ENODEV when there is no such interface. */
-int config_device_parse(const char *text, struct outbound_source *out);
 
 #endif

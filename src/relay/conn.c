@@ -106,17 +106,20 @@ void conn_access_log(struct conn *c, const char *cmd, const char *reply)
         snprintf(dst, sizeof(dst), "%s", target);
     else
         snprintf(dst, sizeof(dst), "-");
+    /* The outbound that carried it, once one was chosen (a dial). */
+    const char *via = c->dialed ? conn_cfg(c)->outbounds[c->ob].name : NULL;
     char err[48] = "";
     if (c->err)
         snprintf(err, sizeof(err), " err=%s", errmap_name(c->err));
     log_write(LOG_INFO,
               "access id=%llu client=%s user=%s cmd=%s dst=%s addr=%s up=%llu down=%llu "
-              "ms=%llu reply=%s end=%s%s%s%s",
+              "ms=%llu reply=%s end=%s%s%s%s%s%s",
               (unsigned long long)c->id, client, c->user ? c->user : "-", cmd, dst,
               c->target.family ? target : "-", (unsigned long long)c->c2u.bytes,
               (unsigned long long)c->u2c.bytes,
               (unsigned long long)(loop_now(&c->w->loop) - c->t_start), reply,
-              c->why ? c->why : "-", err, c->rule ? " rule=" : "", c->rule ? c->rule : "");
+              c->why ? c->why : "-", err, c->rule ? " rule=" : "", c->rule ? c->rule : "",
+              via ? " via=" : "", via ? via : "");
 }
 
 void conn_close_fd(struct io *io)
@@ -383,9 +386,73 @@ void conn_relay_start(struct conn *c)
 
 /* ---- the outbound ------------------------------------------------------- */
 
+uint16_t conn_via(const struct conn *c, int32_t rule)
+{
+    const struct config *cfg = conn_cfg(c);
+    if (rule >= 0 && cfg->acl && (uint32_t)rule < cfg->acl->n &&
+        cfg->acl->rules[rule].via_index >= 0)
+        return (uint16_t)cfg->acl->rules[rule].via_index;
+    return cfg->default_outbound;
+}
+
+void conn_route(struct conn *c, uint16_t ob, const char *name, const struct addr *ip, uint16_t port)
+{
+    const struct config_outbound *o = &conn_cfg(c)->outbounds[ob];
+    c->ob = ob;
+    c->out = outbound_ops_for(o);
+    if (!c->out) {
+        c->out = &outbound_direct; /* something to close with */
+        log_warn("conn %llu: outbound %s (%s) cannot carry sessions in this build",
+                 (unsigned long long)c->id, o->name, outbound_kind_name(o->kind));
+        conn_fail(c, OUT_FAILED, "outbound-unavailable");
+        return;
+    }
+    c->out->dial(c, name, ip, port);
+}
+
 void conn_dial(struct conn *c, const char *name, const struct addr *ip, uint16_t port)
 {
-    c->out->dial(c, name, ip, port);
+    struct worker *w = c->w;
+    const struct config *cfg = conn_cfg(c);
+    c->dst_port = port;
+    free(c->dst_name);
+    c->dst_name = NULL;
+    c->ob_tries = 0;
+    c->dialed = true;
+    struct addr target = *ip;
+    target.port = port;
+    int32_t rule;
+    enum policy_verdict v = policy_eval(c, 0, name, name ? NULL : &target, port, &rule);
+    if (v != POLICY_NEED_IP)
+        policy_note(c, v, rule);
+    if (name && !(c->dst_name = strdup(name))) {
+        conn_fail(c, OUT_FAILED, "no-memory");
+        return;
+    }
+    if (v == POLICY_DENY) {
+        if (!name)
+            c->target = target;
+        conn_fail(c, OUT_DENIED, "denied");
+        return;
+    }
+    uint16_t ob = v == POLICY_ALLOW ? conn_via(c, rule) : cfg->default_outbound;
+    const struct config_outbound *o = &cfg->outbounds[ob];
+    uint32_t budget = o->connect_timeout_ms ? o->connect_timeout_ms : cfg->connect_timeout_ms;
+    c->deadline = loop_now(&w->loop) + budget;
+    loop_timer_arm_at(&w->loop, &c->timer, c->deadline);
+    c->ob_rule = ob;
+    /* Only the address can tell which rule applies (a range rule comes
+     * first, or a public listener's protected ranges): resolve here, and
+     * the rule that allows the address picks the way out (outbound_direct
+     * hands the address over). Without rules, a parent that resolves names
+     * itself is told the name: the protected ranges are this host's, and
+     * the parent dials from its own. */
+    if (v == POLICY_NEED_IP && (cfg->acl || !o->remote_dns)) {
+        c->ob_rule = o->kind == OUTBOUND_KIND_DIRECT ? ob : OUTBOUND_DIRECT;
+        conn_route(c, c->ob_rule, name, ip, port);
+        return;
+    }
+    conn_route(c, ob, name, ip, port);
 }
 
 void conn_connected(struct conn *c)

@@ -152,11 +152,16 @@ static void pool_put(struct conn *c)
     if (max && !w->http)
         w->http = upstream_pool_new(&w->loop, pool_idle_ms, w);
     loop_io_del(&w->loop, &c->up);
-    if (!max || !w->http) {
+    /* Only a connection straight to the origin is kept; its key names the
+     * outbound it left by (a source address makes it another way out). */
+    char key[UPSTREAM_KEY_MAX + 8];
+    snprintf(key, sizeof(key), "%s@%u", c->http->key, c->ob);
+    if (!max || !w->http || conn_cfg(c)->outbounds[c->ob].kind != OUTBOUND_KIND_DIRECT ||
+        strlen(key) >= UPSTREAM_KEY_MAX) {
         close(fd);
         return;
     }
-    upstream_pool_put(w->http, fd, c->http->key, max);
+    upstream_pool_put(w->http, fd, key, max);
 }
 
 /* ---- answers ------------------------------------------------------------- */
@@ -481,15 +486,29 @@ static void http_forward_to(struct conn *c, const char *host, uint16_t port)
     free(c->dst_name);
     c->dst_name = strdup(host);
     c->dst_port = port;
+    /* The outbound the name's rule picks; an address rule (after a
+     * resolve) may pick another, and then the session dials. */
+    int32_t rule;
+    uint16_t ob = conn_cfg(c)->default_outbound;
+    if (policy_eval(c, 0, host, NULL, port, &rule) == POLICY_ALLOW)
+        ob = conn_via(c, rule);
+    char key[UPSTREAM_KEY_MAX + 8];
+    snprintf(key, sizeof(key), "%s@%u", h->key, ob);
     struct addr peer;
-    int fd = upstream_pool_take(c->w->http, h->key, &peer);
+    int fd = strlen(key) < UPSTREAM_KEY_MAX ? upstream_pool_take(c->w->http, key, &peer) : -1;
     if (fd >= 0 && policy_dest(c, 0, host, &peer, port) != POLICY_ALLOW) {
         close(fd); /* the rules changed, or this address is no longer wanted */
         c->target = peer;
         conn_fail(c, OUT_DENIED, "denied");
         return;
     }
+    if (fd >= 0 && c->ob_rule != ob) {
+        close(fd); /* the address's rule sends it another way */
+        fd = -1;
+    }
     if (fd >= 0) {
+        c->ob = ob;
+        c->dialed = true;
         if (loop_io_add(&c->w->loop, &c->up, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET) == 0) {
             stat_add(&c->w->stats.http_pool_hits, 1);
             conn_succeeded(c);

@@ -190,19 +190,49 @@ static void order_by_preference(const struct dns_answer *in, uint8_t pref, struc
     }
 }
 
+/* ans ordered or filtered by the session's ip_preference into out; false
+ * (the session failed) when no address is left. */
+static bool direct_prefer(struct conn *c, const struct dns_answer *ans, struct dns_answer *out)
+{
+    uint8_t pref = direct_ip_preference(c);
+    order_by_preference(ans, pref, out);
+    if (out->n)
+        return true;
+    c->target = ans->a[0];
+    addr_unmap(&c->target);
+    conn_fail(c, OUT_HOST_UNREACHABLE,
+              pref == IP_PREF_IPV4 ? "no-ipv4-address" : "no-ipv6-address");
+    return false;
+}
+
+/* Connect to the addresses of ans (already judged), rule the one that
+ * allowed them all (POLICY_RULE_NONE: none asked). */
+static void direct_connect(struct conn *c, const struct dns_answer *all, int32_t rule)
+{
+    struct dns_answer ans;
+    if (!direct_prefer(c, all, &ans))
+        return;
+    struct conn_addrs *t = c->ans = malloc(sizeof(*c->ans));
+    if (!t) {
+        conn_fail(c, OUT_FAILED, "no-memory");
+        return;
+    }
+    t->n = 0;
+    for (uint8_t i = 0; i < ans.n; i++) {
+        t->a[t->n] = ans.a[i];
+        addr_unmap(&t->a[t->n]);
+        t->rule[t->n++] = rule;
+    }
+    c->next_addr = 0;
+    direct_next(c, -EHOSTUNREACH);
+}
+
 static void direct_begin(struct conn *c, const struct dns_answer *all)
 {
     struct dns_answer ordered;
     const struct dns_answer *ans = &ordered;
-    uint8_t pref = direct_ip_preference(c);
-    order_by_preference(all, pref, &ordered);
-    if (ordered.n == 0) {
-        c->target = all->a[0];
-        addr_unmap(&c->target);
-        conn_fail(c, OUT_HOST_UNREACHABLE,
-                  pref == IP_PREF_IPV4 ? "no-ipv4-address" : "no-ipv6-address");
+    if (!direct_prefer(c, all, &ordered))
         return;
-    }
     struct conn_addrs *t = c->ans = malloc(sizeof(*c->ans));
     if (!t) {
         conn_fail(c, OUT_FAILED, "no-memory");
@@ -217,9 +247,7 @@ static void direct_begin(struct conn *c, const struct dns_answer *all)
         struct addr a = ans->a[i];
         addr_unmap(&a);
         int32_t rule = POLICY_RULE_NONE;
-        enum policy_verdict v = POLICY_ALLOW;
-        if (c->dst_name)
-            v = policy_eval(c, 0, c->dst_name, &a, c->dst_port, &rule);
+        enum policy_verdict v = policy_eval(c, 0, c->dst_name, &a, c->dst_port, &rule);
         if (i == 0)
             first_rule = rule;
         if (v == POLICY_ALLOW) {
@@ -234,8 +262,19 @@ static void direct_begin(struct conn *c, const struct dns_answer *all)
         conn_fail(c, OUT_DENIED, "denied");
         return;
     }
-    if (c->dst_name)
-        policy_note(c, POLICY_ALLOW, t->rule[0]); /* one hit per request */
+    /* The rule that allows the address may send it another way than the
+     * one the name went (a range rule naming a parent, or a direct
+     * outbound with its own source): hand the address over. */
+    uint16_t via = conn_via(c, t->rule[0]), went = c->ob_rule;
+    policy_note(c, POLICY_ALLOW, t->rule[0]); /* one hit per request */
+    if (via != went) {
+        struct addr a = t->a[0];
+        free(c->ans);
+        c->ans = NULL;
+        c->ob_rule = via;
+        conn_route(c, via, NULL, &a, c->dst_port);
+        return;
+    }
     c->next_addr = 0;
     direct_next(c, -EHOSTUNREACH);
 }
@@ -258,37 +297,17 @@ static void direct_dial(struct conn *c, const char *name, const struct addr *ip,
 {
     struct worker *w = c->w;
     struct dns_answer ans = {0};
-    c->deadline = loop_now(&w->loop) + conn_cfg(c)->connect_timeout_ms;
-    loop_timer_arm_at(&w->loop, &c->timer, c->deadline);
-    c->dst_port = port;
-    free(c->dst_name);
-    c->dst_name = NULL;
-
-    struct addr target = *ip;
-    target.port = port;
-    enum policy_verdict v = policy_dest(c, 0, name, name ? NULL : &target, port);
-    if (v == POLICY_DENY) {
-        if (name)
-            c->dst_name = strdup(name);
-        else
-            c->target = target;
-        conn_fail(c, OUT_DENIED, "denied");
-        return;
-    }
     if (!name) {
+        /* An address judged by the rules already (conn_dial, or the
+         * direct_begin() that handed it here). */
         ans.a[0] = *ip;
         ans.a[0].port = port;
         ans.n = 1;
-        direct_begin(c, &ans);
-        return;
-    }
-    c->dst_name = strdup(name);
-    if (!c->dst_name) {
-        conn_fail(c, OUT_FAILED, "no-memory");
+        direct_connect(c, &ans, POLICY_RULE_NONE);
         return;
     }
     /* Clients often send an IP literal as a "domain". */
-    if (addr_parse_ip(c->dst_name, port, &ans.a[0]) == 0) {
+    if (addr_parse_ip(name, port, &ans.a[0]) == 0) {
         ans.n = 1;
         direct_begin(c, &ans);
         return;

@@ -129,6 +129,8 @@ void policy_note(struct conn *c, enum policy_verdict v, int32_t rule)
     }
     if (v == POLICY_DENY)
         stat_add(&c->w->stats.denied, 1);
+    else
+        c->ob_rule = conn_via(c, rule);
 }
 
 enum policy_verdict policy_dest(struct conn *c, uint8_t cmd, const char *name,

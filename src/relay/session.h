@@ -69,9 +69,21 @@ void conn_bad_handshake(struct conn *c);
 
 /* Read what the client sent into c2u.buf (handshakes). 0 or -errno. */
 int conn_read_handshake(struct conn *c);
-/* Reach name (NULL: ip) at port through the session's outbound (c->out,
- * outbound.h): ends in conn_connected() or conn_fail(). */
+/* Reach name (NULL: ip) at port: the rules judge the destination (a
+ * denied one fails here), the allowing rule's "via" (else the config's
+ * default outbound) picks the outbound, the connect budget starts, and
+ * the outbound's row (c->out, outbound.h) dials. Ends in conn_connected()
+ * or conn_fail(). */
 void conn_dial(struct conn *c, const char *name, const struct addr *ip, uint16_t port);
+/* Dial through outbound ob (an index of cfg->outbounds) within the budget
+ * already running: sets c->ob and c->out. For outbounds handing a session
+ * on (a pool to its member, direct to the outbound the rule for a resolved
+ * address names). */
+void conn_route(struct conn *c, uint16_t ob, const char *name, const struct addr *ip,
+                uint16_t port);
+/* The outbound a rule (an index, or POLICY_RULE_*) sends an allowed
+ * session through: its "via", else the config's default. */
+uint16_t conn_via(const struct conn *c, int32_t rule);
 /* The outbound is connected (c->up): the front answers. */
 void conn_connected(struct conn *c);
 /* Switch to the byte relay (CONNECT tunnels, BIND, WebSocket). */

@@ -316,6 +316,25 @@ static void socks_bind_on_dns(void *arg, int status, const struct dns_answer *an
     socks_bind_listen(c, &c->target);
 }
 
+/* BIND listens on this host: a rule sending it through a parent proxy
+ * (via NAME) cannot be honoured, and says so rather than bind here. */
+static bool socks_bind_here(struct conn *c)
+{
+    const struct config_outbound *o = &conn_cfg(c)->outbounds[c->ob_rule];
+    if (o->kind == OUTBOUND_KIND_DIRECT)
+        return true;
+    if (o->kind == OUTBOUND_KIND_REJECT) {
+        conn_fail(c, OUT_DENIED, "rejected");
+        return false;
+    }
+    log_info("conn %llu: BIND: the rule at %s sends it via %s (%s), and BIND through a parent "
+             "proxy is not supported; refused",
+             (unsigned long long)c->id, c->rule ? c->rule : "default", o->name,
+             outbound_kind_name(o->kind));
+    conn_fail(c, OUT_CMD_UNSUPPORTED, "bind-via-parent");
+    return false;
+}
+
 /* BIND naming a host: resolve it with the worker's resolver, within
  * connect_timeout (the RESOLVE state's deadline, as for CONNECT). */
 static void socks_bind_resolve(struct conn *c, const char *name, uint16_t port)
@@ -334,6 +353,8 @@ static void socks_bind_resolve(struct conn *c, const char *name, uint16_t port)
         conn_fail(c, OUT_DENIED, "denied");
         return;
     }
+    if (!socks_bind_here(c))
+        return;
     struct dns_answer ans = {0};
     int status;
     if (resolver_lookup_now(&w->dns, c->dst_name, port, &status, &ans)) {
@@ -405,6 +426,8 @@ static void socks_bind(struct conn *c, const struct addr *ip, const char *name, 
         conn_fail(c, OUT_DENIED, "denied");
         return;
     }
+    if (!socks_bind_here(c))
+        return;
     socks_bind_listen(c, &peer);
 }
 

@@ -247,8 +247,8 @@ static void test_parse_errors_structure(void **state)
     parse_err(", ,", "empty rule");
     parse_err("permit to 10.0.0.0/8", "a rule starts with allow or deny, not 'permit'");
     parse_err("from 10.0.0.0/8", "a rule starts with allow or deny, not 'from'");
-    parse_err("allow 10.0.0.1", "'10.0.0.1' where from, user, to, port or cmd was expected");
-    parse_err("deny TO 10.0.0.1", "'TO' where from, user, to, port or cmd was expected");
+    parse_err("allow 10.0.0.1", "'10.0.0.1' where from, user, to, port, cmd or via was expected");
+    parse_err("deny TO 10.0.0.1", "'TO' where from, user, to, port, cmd or via was expected");
     /* Keywords given twice. */
     parse_err("allow from 10.0.0.1 from 10.0.0.2",
               "'from' given twice (list the values after one)");

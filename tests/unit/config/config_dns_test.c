@@ -142,8 +142,12 @@ static void test_listen_source(void **state)
     struct outbound_source s = {0};
     assert_int_equal(config_source_parse("::ffff:10.0.0.1", &s), 0);
     assert_int_equal(s.addr.family, AF_INET); /* mapped: the IPv4 address */
-    assert_int_equal(config_device_parse("a/b", &s), -EINVAL);
-    assert_int_equal(config_device_parse("0123456789abcdef", &s), -EINVAL);
+    assert_int_equal(config_source_parse("device=a/b", &s), -EINVAL);
+    assert_int_equal(config_source_parse("device=0123456789abcdef", &s), -EINVAL);
+    assert_int_equal(config_source_parse("device=nosuchdev0", &s), -ENODEV);
+    assert_int_equal(config_source_parse("device=lo", &s), 0);
+    assert_string_equal(s.device, "lo");
+    assert_int_equal(s.addr.family, AF_INET); /* kept */
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * outbound.c: from a configured outbound (config/outbound.h) to the row
+ * that carries it (outbound.h), the built-in "reject", and what happens
+ * when a dial through a row fails.
+ */
+#include <errno.h>
+
+#include "relay/outbound.h"
+#include "relay/session.h"
+
+const struct outbound_ops *outbound_ops_for(const struct config_outbound *o)
+{
+    switch (o->kind) {
+    case OUTBOUND_KIND_DIRECT:
+        return &outbound_direct;
+    case OUTBOUND_KIND_REJECT:
+        return &outbound_reject;
+    default:
+        return NULL;
+    }
+}
+
+void outbound_fail(struct conn *c, enum outcome o, const char *why)
+{
+    conn_fail(c, o, why);
+}
+
+/* ---- reject: a rule's "via reject" ---------------------------------------- */
+
+static void reject_dial(struct conn *c, const char *name, const struct addr *ip, uint16_t port)
+{
+    (void)name;
+    (void)ip;
+    (void)port;
+    stat_add(&c->w->stats.denied, 1);
+    conn_fail(c, OUT_DENIED, "rejected");
+}
+
+static void reject_event(struct conn *c, uint32_t events)
+{
+    (void)c;
+    (void)events;
+}
+
+static int reject_bnd(const struct conn *c, struct addr *out)
+{
+    (void)c;
+    (void)out;
+    return -ENOTCONN;
+}
+
+static void reject_close(struct conn *c)
+{
+    (void)c;
+}
+
+const struct outbound_ops outbound_reject = {
+    .name = "reject",
+    .splice = true,
+    .dial = reject_dial,
+    .event = reject_event,
+    .timeout = reject_close,
+    .bnd = reject_bnd,
+    .close = reject_close,
+};
