@@ -130,3 +130,34 @@ def test_bad_egress_settings_are_config_errors(tmp_path, line, msg):
     r = run_ferry(["serve", "--check", "-c", str(cfg)])
     assert r.rc != 0, r.text
     assert f"{cfg}:1: {msg}" in r.err, r.text
+
+
+def test_outbound_source_wins_over_the_listeners(ferry, tcp_server):
+    srv = tcp_server(EchoServer, "127.0.0.1")
+    other = tcp_server(EchoServer, "127.0.0.1")
+    f = ferry(config={"workers": "1", "access_log": "yes", "listen": "127.0.0.1:0 source=127.0.0.2"},
+              listens=(),
+              extra=f"[rules]\nallow to 127.0.0.1 port {srv.port} via e5\nallow\n\n"
+                    "[outbound e5]\nsource = 127.0.0.5\n")
+    assert dial(f, "127.0.0.1", srv.port).get("via") == "e5"
+    assert dial(f, "localhost", other.port).get("via") == "direct"
+    assert [h for h, _ in srv.peers] == ["127.0.0.5"], srv.peers
+    assert [h for h, _ in other.peers] == ["127.0.0.2"], other.peers
+
+
+def test_outbound_ip_preference_and_device(ferry, dual):
+    port, dns = dual
+    f = ferry(config={"workers": "1", "access_log": "yes", "ip_preference": "ipv4",
+                      "outbound": "six"},
+              extra=f"[dns]\nservers = {dns.server}\n\n"
+                    "[outbound six]\nip_preference = ipv6\ndevice = lo\n")
+    assert dial(f, "dual.test", port)["addr"] == f"[::1]:{port}"
+    assert dial(f, "v4.test", port, expect=REP["host-unreachable"])["end"] == "no-ipv6-address"
+
+
+def test_outbound_device_that_does_not_exist_is_a_config_error(tmp_path):
+    cfg = tmp_path / "f.conf"
+    cfg.write_text("[outbound x]\ndevice = nosuchdev0\n")
+    r = run_ferry(["serve", "--check", "-c", str(cfg)])
+    assert r.rc != 0, r.text
+    assert f"{cfg}:2:" in r.err and "nosuchdev0" in r.err, r.text
