@@ -32,7 +32,7 @@ int sock_accept(int lfd, struct addr *peer);
  * still in progress (wait for EPOLLOUT, then sock_error()). */
 int sock_connect(const struct addr *a);
 /* The same from a source: SO_BINDTODEVICE to device when it is non-NULL
- * and not empty (needs CAP_NET_RAW), then bind to src (port 0, with
+ * and not empty (CAP_NET_RAW before Linux 5.7), then bind to src (port 0, with
  * IP_BIND_ADDRESS_NO_PORT) when it is non-NULL with a family. A src of
  * another family than a is -EAFNOSUPPORT. On failure *failed (when
  * non-NULL) names the call that failed: "socket", "SO_BINDTODEVICE",

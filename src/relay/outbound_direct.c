@@ -54,7 +54,7 @@ static const struct outbound_source *direct_source(const struct conn *c)
 }
 
 /* A source that cannot be bound (an address not on this host, a device
- * without CAP_NET_RAW): said once per SOURCE_WARN_MS per worker thread. */
+ * without the privilege): said once per SOURCE_WARN_MS per worker thread. */
 static void source_failed(struct conn *c, const struct outbound_source *src, const char *step,
                           int err)
 {
@@ -67,7 +67,8 @@ static void source_failed(struct conn *c, const struct outbound_source *src, con
                   src->addr.family ? "source " : "",
                   src->addr.family ? addr_format_ip(&src->addr, ip, sizeof(ip)) : "",
                   src->addr.family && src->device[0] ? ", " : "", src->device[0] ? "device " : "",
-                  step, strerror(-err), err == -EPERM ? " (device= needs CAP_NET_RAW)" : "");
+                  step, strerror(-err),
+                  err == -EPERM ? " (SO_BINDTODEVICE may need CAP_NET_RAW)" : "");
     }
     c->err = err;
     conn_fail(c, OUT_FAILED, "source-failed");

@@ -9,11 +9,13 @@ lookup meets the same cache.
 
 from __future__ import annotations
 
+import signal
 import socket
 import time
 
 import pytest
 
+import ferrylib
 from dnslib import FakeDns
 from ferrylib import REP, echo_roundtrip, run_ferry, socks_connect
 from opslib import metrics_addr, scrape, wait_until
@@ -197,3 +199,23 @@ def test_a_refusing_server_is_reported(ferry):
     s.close()
     assert r.rep != 0
     f.wait_log(r"dns: no server answered for c\.test \((refused or unreachable|timed out)")
+
+
+def test_an_ipv6_server(ferry, dns, echo_server):
+    if not ferrylib.HAVE_IPV6:
+        pytest.skip("no IPv6 loopback (::1) on this host")
+    d = dns(host="::1", records={"six.test": ["127.0.0.1"]})
+    f = start(ferry, {"servers": d.server})
+    connect_echo(f, "six.test", echo_server)
+    assert d.count("A", "six.test") == 1
+
+
+def test_a_reload_that_changes_dns_says_it_needs_a_restart(ferry, dns, echo_server):
+    d = dns(records={"echo.test": ["127.0.0.1"]})
+    f = start(ferry, {"servers": d.server})
+    text = f.config_path.read_text()
+    f.config_path.write_text(text.replace("[dns]\n", "[dns]\ncache_size = 7\n"))
+    off = f.log_offset()
+    f.send_signal(signal.SIGHUP)
+    f.wait_log(r"reload: \[dns\] changed; applies after a restart", start=off)
+    connect_echo(f, "echo.test", echo_server)  # the running resolver carries on

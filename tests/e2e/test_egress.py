@@ -99,8 +99,10 @@ def test_device_lo(ferry, tcp_server):
 
 def test_a_source_of_the_other_family_skips_the_address(ferry, dual):
     port, dns = dual
-    f = start(ferry, dns, listen="127.0.0.1:0 source=127.0.0.2")
+    f = start(ferry, dns, {"log_level": "debug", "ip_preference": "ipv6-first"},
+              listen="127.0.0.1:0 source=127.0.0.2")
     assert dial(f, "dual.test", port)["addr"] == f"127.0.0.1:{port}"  # ::1 skipped
+    f.wait_log(rf"skipping \[::1\]:{port}: the source 127\.0\.0\.2 is of the other family")
     e = dial(f, "v6.test", port, expect=REP["network-unreachable"])
     assert e["end"] == "source-family-mismatch", e
 
