@@ -154,6 +154,25 @@ static uint32_t cache_slots(uint32_t n)
     return s;
 }
 
+/* A cache of slots for cache_size answers (none for 0) in place of r's. */
+static int cache_resize(struct resolver *r, uint32_t cache_size)
+{
+    uint32_t slots = cache_size ? cache_slots(cache_size) : 0;
+    if ((r->cache ? r->cache_mask + 1 : 0) == slots)
+        return 0;
+    struct dns_cache_entry **cache = NULL;
+    if (slots && !(cache = calloc(slots, sizeof(*cache))))
+        return -ENOMEM;
+    if (r->cache) {
+        for (size_t i = 0; i <= r->cache_mask; i++)
+            free(r->cache[i]);
+        free(r->cache);
+    }
+    r->cache = cache;
+    r->cache_mask = slots ? slots - 1 : 0;
+    return 0;
+}
+
 /* The c-ares channel for o; 0 or -errno. */
 static int channel_open(struct resolver *r, const struct resolver_opts *o)
 {
@@ -213,14 +232,10 @@ int resolver_init(struct resolver *r, struct loop *l, const struct resolver_opts
     r->unanswered = o->unanswered;
     r->unanswered_arg = o->unanswered_arg;
     timer_init(&r->timer, resolver_on_timer);
-    if (o->cache_size) {
-        uint32_t slots = cache_slots(o->cache_size);
-        r->cache = calloc(slots, sizeof(*r->cache));
-        if (!r->cache)
-            return -ENOMEM;
-        r->cache_mask = slots - 1;
-    }
-    int rc = channel_open(r, o);
+    int rc = cache_resize(r, o->cache_size);
+    if (rc)
+        return rc;
+    rc = channel_open(r, o);
     if (rc) {
         free(r->cache);
         r->cache = NULL;
@@ -232,6 +247,17 @@ int resolver_init(struct resolver *r, struct loop *l, const struct resolver_opts
     }
     r->hosts = dns_hosts_ref(o->hosts);
     return 0;
+}
+
+int resolver_update(struct resolver *r, const struct resolver_opts *o)
+{
+    r->min_ttl_ms = o->min_ttl_ms;
+    r->max_ttl_ms = o->max_ttl_ms;
+    if (r->hosts != o->hosts) {
+        dns_hosts_unref(r->hosts);
+        r->hosts = dns_hosts_ref(o->hosts);
+    }
+    return cache_resize(r, o->cache_size);
 }
 
 void resolver_fini(struct resolver *r)

@@ -93,6 +93,12 @@ void resolver_opts_default(struct resolver_opts *o);
 /* Set up r on loop l with o (NULL: the defaults). Returns 0, -ENOMEM, or
  * -EINVAL when c-ares refuses o->servers. */
 int resolver_init(struct resolver *r, struct loop *l, const struct resolver_opts *o);
+/* Apply what a reload may change: the hosts table, min_ttl and max_ttl
+ * (answers cached already keep their expiry), and cache_size (a new size
+ * empties the cache). servers, timeout, tries and hosts_system stay as
+ * resolver_init() set them. Returns 0, or -ENOMEM with the cache as it
+ * was (the rest applied). */
+int resolver_update(struct resolver *r, const struct resolver_opts *o);
 /* Pending queries end with DNS_FAILED callbacks... unless cancelled. */
 void resolver_fini(struct resolver *r);
 

@@ -210,12 +210,36 @@ def test_an_ipv6_server(ferry, dns, echo_server):
     assert d.count("A", "six.test") == 1
 
 
-def test_a_reload_that_changes_dns_says_it_needs_a_restart(ferry, dns, echo_server):
+def test_a_reload_rereads_the_hosts_file(ferry, dns, echo_server, tmp_path):
+    d = dns(records={})
+    hosts = tmp_path / "hosts"
+    hosts.write_text("127.0.0.1 a.test\n")
+    f = start(ferry, {"servers": d.server, "hosts": str(hosts), "cache_size": "16"})
+    connect_echo(f, "a.test", echo_server)
+    hosts.write_text("127.0.0.1 b.test\n")
+    off = f.log_offset()
+    f.send_signal(signal.SIGHUP)
+    f.wait_log(r"reload: configuration applied", start=off)
+    assert "applies after a restart" not in f.log_text()[off:]
+
+    def b_resolves():  # the worker applies the reload on its own loop, soon
+        s, r = socks_connect(f.addr, "b.test", echo_server.port, expect=None)
+        s.close()
+        return r.rep == 0
+
+    wait_until(b_resolves, 10, "b.test from the hosts file read again")
+    s, _ = socks_connect(f.addr, "a.test", echo_server.port, expect=REP["host-unreachable"])
+    s.close()
+    assert d.count("A", "a.test") == 1  # asked DNS now, never before
+
+
+def test_a_reload_that_changes_servers_says_it_needs_a_restart(ferry, dns, echo_server):
     d = dns(records={"echo.test": ["127.0.0.1"]})
     f = start(ferry, {"servers": d.server})
     text = f.config_path.read_text()
-    f.config_path.write_text(text.replace("[dns]\n", "[dns]\ncache_size = 7\n"))
+    f.config_path.write_text(text.replace(f"servers = {d.server}", "servers = 192.0.2.1"))
     off = f.log_offset()
     f.send_signal(signal.SIGHUP)
-    f.wait_log(r"reload: \[dns\] changed; applies after a restart", start=off)
+    f.wait_log(r"reload: dns\.servers, dns\.timeout, dns\.tries, or whether dns\.hosts is set, "
+               r"changed; they apply after a restart", start=off)
     connect_echo(f, "echo.test", echo_server)  # the running resolver carries on
