@@ -16,6 +16,7 @@ import pytest
 import ferrylib
 from dnslib import FakeDns
 from ferrylib import REP, EchoServer, echo_roundtrip, run_ferry, same_port_pair, socks_connect
+from httplib import HttpUpstream, exchange, request_bytes
 
 
 @pytest.fixture(scope="module")
@@ -163,3 +164,18 @@ def test_outbound_device_that_does_not_exist_is_a_config_error(tmp_path):
     r = run_ferry(["serve", "--check", "-c", str(cfg)])
     assert r.rc != 0, r.text
     assert f"{cfg}:2:" in r.err and "nosuchdev0" in r.err, r.text
+
+
+def test_http_pool_keeps_each_listeners_source(ferry, tcp_server):
+    """A pooled origin connection made from one listener's source is not
+    reused by a session of a listener that leaves from elsewhere."""
+    up = tcp_server(HttpUpstream)
+    f = start(ferry, None, listen="127.0.0.1:0, 127.0.0.1:0 source=127.0.0.2")
+    req = request_bytes("GET", f"http://127.0.0.1:{up.port}/small", [("Host", f"127.0.0.1:{up.port}")])
+    for proxy in (f.addrs[0], f.addrs[0], f.addrs[1], f.addrs[1]):
+        r, c = exchange(proxy, req)
+        c.close()
+        assert r.status == 200
+    hosts = [rec.peer[0] for rec in up.requests()]
+    assert hosts == ["127.0.0.1", "127.0.0.1", "127.0.0.2", "127.0.0.2"], hosts
+    assert up.connections() == 2  # one per way out, each reused once
