@@ -469,7 +469,7 @@ static int set_listen_option(struct loader *ld, struct config_listen *l, const c
         }
         l->proxy_protocol = ver;
     } else if (strncmp(word, "source=", 7) == 0) {
-        if (config_source_parse(word + 7, &l->source)) {
+        if (strchr(word + 7, '=') || config_source_parse(word + 7, &l->source)) {
             bad(ld, "listen", "source: '%s' is not an IP address (expected e.g. 192.0.2.7)",
                 word + 7);
             return -EINVAL;

@@ -136,6 +136,10 @@ static void test_listen_source(void **state)
     expect_load_fails(x, "listen = 127.0.0.1:0 source=[::1]\n", NULL, 1);
     expect_msg(x, 0, "%s:1: listen: source: '[::1]' is not an IP address (expected e.g. 192.0.2.7)",
                x->path);
+    expect_load_fails(x, "listen = 127.0.0.1:0 source=device=lo\n", NULL, 1);
+    expect_msg(x, 0,
+               "%s:1: listen: source: 'device=lo' is not an IP address (expected e.g. 192.0.2.7)",
+               x->path);
     expect_load_fails(x, "listen = 127.0.0.1:0 device=nosuchdev0\n", NULL, 1);
     expect_msg(x, 0, "%s:1: listen: device: 'nosuchdev0' is not a network interface of this host",
                x->path);
