@@ -243,3 +243,31 @@ def test_a_reload_that_changes_servers_says_it_needs_a_restart(ferry, dns, echo_
     f.wait_log(r"reload: dns\.servers, dns\.timeout, dns\.tries, or whether dns\.hosts is set, "
                r"changed; they apply after a restart", start=off)
     connect_echo(f, "echo.test", echo_server)  # the running resolver carries on
+
+
+def _system_hosts_name() -> str | None:
+    """A name /etc/hosts maps to 127.0.0.1 (not *.localhost), or None."""
+    try:
+        lines = open("/etc/hosts").read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        words = line.split("#", 1)[0].split()
+        if len(words) >= 2 and words[0] == "127.0.0.1":
+            for name in words[1:]:
+                if not name.lower().rstrip(".").endswith("localhost"):
+                    return name
+    return None
+
+
+def test_the_system_hosts_file_by_default_and_not_with_none(ferry, dns, echo_server):
+    name = _system_hosts_name()
+    if not name:
+        pytest.skip("/etc/hosts maps no name but localhost to 127.0.0.1")
+    d = dns(records={name: ["127.0.0.1"]})
+    f = start(ferry, {"servers": d.server})
+    connect_echo(f, name, echo_server)
+    assert d.count("A", name) == 0  # c-ares read /etc/hosts, as before [dns]
+    g = start(ferry, {"servers": d.server, "hosts": "none"})
+    connect_echo(g, name, echo_server)
+    assert d.count("A", name) == 1
