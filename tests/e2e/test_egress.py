@@ -179,3 +179,16 @@ def test_http_pool_keeps_each_listeners_source(ferry, tcp_server):
     hosts = [rec.peer[0] for rec in up.requests()]
     assert hosts == ["127.0.0.1", "127.0.0.1", "127.0.0.2", "127.0.0.2"], hosts
     assert up.connections() == 2  # one per way out, each reused once
+
+
+def test_the_connection_to_a_parent_leaves_from_the_outbounds_source(ferry, tcp_server):
+    srv = tcp_server(EchoServer, "127.0.0.1")
+    parent = ferry(config={"workers": "1", "access_log": "yes"})
+    front = ferry(config={"workers": "1", "outbound": "up", "listen": "127.0.0.1:0 source=127.0.0.2"},
+                  listens=(),
+                  extra=f"[outbound up]\nurl = socks5://127.0.0.1:{parent.port}\nsource = 127.0.0.6\n")
+    s, _ = socks_connect(front.addr, "127.0.0.1", srv.port)
+    with s:
+        echo_roundtrip(s, b"through the parent")
+    parent.wait_log(r"access id=\d+ client=127\.0\.0\.6:\d+ .*cmd=connect")
+    assert [h for h, _ in srv.peers] == ["127.0.0.1"]  # the parent's own way out
