@@ -7,7 +7,8 @@
  * even share of what is left of connect_timeout. The connected socket is
  * the session's c->up. It owns the session's timer only in states RESOLVE
  * and CONNECT, answers nothing to the client itself (conn_connected,
- * conn_fail) and must not learn any front protocol.
+ * outbound_fail: a pool may try its next member; conn_fail for a denial)
+ * and must not learn any front protocol.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -62,8 +63,8 @@ static void direct_next(struct conn *c, int last_err)
     if (now >= c->deadline)
         last_err = -ETIMEDOUT;
     c->err = last_err;
-    conn_fail(c, errmap_connect(last_err),
-              last_err == -ETIMEDOUT ? "connect-timeout" : "connect-failed");
+    outbound_fail(c, errmap_connect(last_err),
+                  last_err == -ETIMEDOUT ? "connect-timeout" : "connect-failed");
 }
 
 static void direct_check(struct conn *c, uint32_t events)
@@ -160,7 +161,7 @@ static void direct_on_dns(void *arg, int status, const struct dns_answer *ans)
         stat_add(&c->w->stats.dns_failures, 1);
         log_debug("conn %llu: resolve %s: %s", (unsigned long long)c->id, c->dst_name,
                   dns_status_str(status));
-        conn_fail(c, errmap_dns(status), "resolve-failed");
+        outbound_fail(c, errmap_dns(status), "resolve-failed");
         return;
     }
     direct_begin(c, ans);
@@ -203,7 +204,7 @@ static void direct_dial(struct conn *c, const char *name, const struct addr *ip,
 static void direct_timeout(struct conn *c)
 {
     if (c->state == CONN_ST_RESOLVE)
-        conn_fail(c, OUT_TIMEOUT, "connect-timeout");
+        outbound_fail(c, OUT_TIMEOUT, "connect-timeout");
     else
         direct_next(c, -ETIMEDOUT);
 }
