@@ -5,9 +5,9 @@
  * struct metrics_state (a figure the scrape could not read is left out,
  * family and all), the same inputs give the same text byte for byte, and a
  * rule label that is not UTF-8 (a file name may hold any byte) becomes '?'
- * instead of breaking the scrape; each outbound's health and counters.
- * And the text buffer the endpoint answers
- * with: printf-style appends that grow it, raw appends of any length.
+ * instead of breaking the scrape; each outbound's health and counters
+ * are rendered. And the text buffer the endpoint answers with:
+ * printf-style appends that grow it, raw appends of any length.
  */
 #include "harness.h"
 
