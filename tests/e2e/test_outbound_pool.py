@@ -251,3 +251,25 @@ def test_reload_while_checks_run(ferry, echo_server, blackhole):
     f.wait_log(r"outbound a \(member of pool p\): down: health check", timeout=10, start=off)
     assert session(f, echo_server.addr) == "b"
     assert f.alive()
+
+
+def test_parent_refusing_credentials_is_failed_over(ferry, tmp_path, echo_server):
+    """A parent that refuses ferry's credentials will refuse every session
+    until they are fixed: the pool marks it down (one warning) and the
+    session goes on through the next member."""
+    (tmp_path / "users.txt").write_text("alice:plain:good-pw\n")
+    pa = free_port()
+    ferry(listens=(f"127.0.0.1:{pa}",), auth={"userlist": str(tmp_path / "users.txt")})
+    pb = free_port()
+    parent(ferry, pb)
+    f = ferry(
+        config={"outbound": "p"},
+        extra=pool_conf({"a": f"socks5://alice:bad-pw@127.0.0.1:{pa}", "b": f"socks5://127.0.0.1:{pb}"}),
+    )
+    assert session(f, echo_server.addr) == "b"
+    f.wait_log(r"outbound a \(member of pool p\): down: a session's connect failed: "
+               r"parent-auth-failed; skipping it for 5s")
+    assert session(f, echo_server.addr) == "b"  # skipped now: b at once
+    exp = scrape(metrics_addr(f))
+    assert exp.get("ferry_outbound_failures_total", outbound="a") == 1
+    assert exp.get("ferry_outbound_up", outbound="a") == 0
