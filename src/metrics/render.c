@@ -346,7 +346,13 @@ static void render_outbounds(struct mtext *t, const struct metrics_source *src,
          "Dials through the outbound that reached their destination."},
         {"ferry_outbound_active", "gauge", "Sessions the outbound carries now."},
     };
+    bool measured = false; /* a family without samples is left out */
+    for (uint32_t i = 0; i < cfg->noutbounds; i++)
+        measured |= cfg->outbounds[i].kind != OUTBOUND_KIND_POOL &&
+                    atomic_load_explicit(&cfg->ob_health[i].latency_us, memory_order_relaxed);
     for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
+        if (f == 1 && !measured)
+            continue;
         family(t, fam[f].name, fam[f].type, fam[f].help);
         for (uint32_t i = 0; i < cfg->noutbounds; i++) {
             const struct config_outbound *o = &cfg->outbounds[i];

@@ -27,7 +27,7 @@ import time
 import pytest
 
 from ferrylib import echo_roundtrip, expect_failure, open_client, handshake, request, socks_connect
-from opslib import free_port, metrics_addr, scrape
+from opslib import free_port, metrics_addr, scrape, validate_exposition
 
 REP_GENERAL, REP_NOT_ALLOWED = 0x01, 0x02
 
@@ -97,6 +97,7 @@ def test_failover_kill_and_come_back(ferry, echo_server):
     assert exp.get("ferry_outbound_sessions_total", outbound="p") >= 2
     assert exp.get("ferry_outbound_latency_seconds", outbound="a") > 0
     assert exp.find("ferry_outbound_up", outbound="reject") == []
+    assert not validate_exposition(exp.text)
 
     a.stop()
     # Whether a check or a session finds it first, every session succeeds.
@@ -168,6 +169,7 @@ def test_least_connections(ferry, echo_server):
     assert sorted(via_of(f, n) for n in names) == ["a", "a", "b", "b"]
     wait_metric(maddr, "ferry_outbound_active", 0, outbound="a")
     wait_metric(maddr, "ferry_outbound_active", 0, outbound="p")
+    assert not validate_exposition(scrape(maddr).text)
 
 
 def test_direct_members_and_all_down(ferry, echo_server):

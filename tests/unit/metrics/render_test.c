@@ -157,11 +157,14 @@ static void test_outbounds(void **state)
         stat_add(&row[2 * OB_STATS + OB_STAT_ACTIVE], 1);
         stat_add(&row[3 * OB_STATS + OB_STAT_FAILURES], 1);
     }
+    struct metrics_state st = {0};
+    char *text = render(c, &st);
+    expect_no(text, "ferry_outbound_latency_seconds"); /* no family without samples */
+    free(text);
     atomic_store(&c->ob_health[2].up, 0);
     atomic_store(&c->ob_health[3].failures, 4);
     atomic_store(&c->ob_health[3].latency_us, 1500);
-    struct metrics_state st = {0};
-    char *text = render(c, &st);
+    text = render(c, &st);
     expect_line(text, "ferry_outbound_up{outbound=\"direct\"} 1");
     expect_line(text, "ferry_outbound_up{outbound=\"a\"} 0");
     expect_line(text, "ferry_outbound_up{outbound=\"p\"} 1");
