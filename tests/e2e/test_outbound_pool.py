@@ -23,10 +23,19 @@ import re
 import signal
 import socket
 import time
+import urllib.request
 
 import pytest
 
-from ferrylib import echo_roundtrip, expect_failure, open_client, handshake, request, socks_connect
+from ferrylib import (
+    echo_roundtrip,
+    expect_failure,
+    handshake,
+    open_client,
+    request,
+    socks_connect,
+    unused_refused_port,
+)
 from opslib import free_port, metrics_addr, scrape, validate_exposition
 
 REP_GENERAL, REP_NOT_ALLOWED = 0x01, 0x02
@@ -172,17 +181,31 @@ def test_least_connections(ferry, echo_server):
     assert not validate_exposition(scrape(maddr).text)
 
 
-def test_direct_members_and_all_down(ferry, echo_server):
-    """Direct members carry sessions; a pool whose parents are all gone
-    tries each (both logged down) and answers a general failure."""
+def test_direct_members_and_all_down(ferry, echo_server, http_server):
+    """Direct members carry sessions (SOCKS and HTTP alike); their health
+    check connects to the target, and when it fails for all of them the
+    members are tried anyway. A pool whose parents are all gone tries each
+    (both logged down) and answers a general failure."""
+    holder, dead = unused_refused_port()
     f = ferry(
         config={"outbound": "p"},
-        extra=pool_conf({"d1": None, "d2": None}, pool="members = d1, d2\n"),
+        extra=pool_conf({"d1": None, "d2": None},
+                        pool=f"members = d1, d2\nhealth_check = 200ms\nhealth_target = 127.0.0.1:{dead}\n"),
     )
+    for m in ("d1", "d2"):
+        f.wait_log(rf"outbound {m} \(member of pool p\): down: health check to 127\.0\.0\.1 port {dead}: "
+                   r"cannot connect: ECONNREFUSED; skipping it for 5s")
     assert session(f, echo_server.addr) == "d1"
+    url = http_server.url("small.txt")
+    with urllib.request.build_opener(
+        urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{f.port}"})
+    ).open(url, timeout=10) as r:
+        assert r.read() == b"hello from ferry's e2e tests\n" * 37
     exp = scrape(metrics_addr(f))
-    assert exp.get("ferry_outbound_sessions_total", outbound="d1") == 1
+    assert exp.get("ferry_outbound_sessions_total", outbound="d1") == 2
+    f.wait_log(r"outbound d1 \(member of pool p\): up: a session connected through it")
     assert exp.get("ferry_outbound_up", outbound="direct") == 1
+    holder.close()
 
     pa, pb = free_port(), free_port()  # nobody listens
     g = ferry(
