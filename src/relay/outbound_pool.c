@@ -264,9 +264,14 @@ static void pool_try(struct conn *c, uint32_t start)
     if (p->strategy == OUTBOUND_LEAST_CONN)
         for (unsigned i = 0; i < p->nmembers; i++)
             active[i] = outbound_stat_sum(cfg, p->members[i], OB_STAT_ACTIVE);
-    int k = outbound_pool_pick(p, cfg->ob_health, active, c->ob_tried, now, start);
+    int k;
+    /* A member this build cannot carry (an https parent without TLS) is
+     * passed over like one that failed. */
+    while ((k = outbound_pool_pick(p, cfg->ob_health, active, c->ob_tried, now, start)) >= 0 &&
+           !outbound_ops_for(&cfg->outbounds[p->members[k]]))
+        c->ob_tried |= (uint16_t)(1u << k);
     if (k < 0) {
-        conn_fail(c, OUT_FAILED, "pool-empty");
+        conn_fail(c, OUT_FAILED, "outbound-unavailable");
         return;
     }
     uint16_t m = p->members[k];

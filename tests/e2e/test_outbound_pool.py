@@ -298,3 +298,16 @@ def test_parent_refusing_credentials_is_failed_over(ferry, tmp_path, echo_server
     exp = scrape(metrics_addr(f))
     assert exp.get("ferry_outbound_failures_total", outbound="a") == 1
     assert exp.get("ferry_outbound_up", outbound="a") == 0
+
+
+def test_member_that_cannot_carry_is_passed_over(ferry, echo_server):
+    """An https member nothing answers (or that this build cannot carry
+    yet) is passed over: the session goes through the next member."""
+    pb = free_port()
+    parent(ferry, pb)
+    f = ferry(
+        config={"outbound": "p"},
+        extra=pool_conf({"s": f"https://127.0.0.1:{free_port()}", "b": f"socks5://127.0.0.1:{pb}"},
+                        pool="members = s, b\n"),
+    )
+    assert session(f, echo_server.addr) == "b"
