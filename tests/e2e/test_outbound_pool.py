@@ -311,3 +311,16 @@ def test_member_that_cannot_carry_is_passed_over(ferry, echo_server):
                         pool="members = s, b\n"),
     )
     assert session(f, echo_server.addr) == "b"
+
+
+def test_silent_member_leaves_time_for_the_next(ferry, echo_server, blackhole):
+    """A member that never answers gets its share of the pool's connect
+    budget, not all of it: the session still reaches the next member."""
+    pb = free_port()
+    parent(ferry, pb)
+    f = ferry(
+        config={"outbound": "p", "connect_timeout": "2s"},
+        extra=pool_conf({"a": f"socks5://127.0.0.1:{blackhole}", "b": f"socks5://127.0.0.1:{pb}"}),
+    )
+    assert session(f, echo_server.addr) == "b"
+    f.wait_log(r"outbound a \(member of pool p\): down: a session's connect failed: parent-timeout")
