@@ -1077,6 +1077,20 @@ static int config_alloc_rule_hits(struct config *c)
     return 0;
 }
 
+/* The outbounds' per-worker counters, rows padded as rule_hits's. */
+static int config_alloc_ob_stats(struct config *c)
+{
+    size_t per_line = CACHELINE / sizeof(stat_t);
+    size_t stride = ((size_t)c->noutbounds * OB_STATS + per_line - 1) / per_line * per_line;
+    size_t bytes = stride * c->workers * sizeof(stat_t);
+    c->ob_stats = aligned_alloc(CACHELINE, bytes);
+    if (!c->ob_stats)
+        return -ENOMEM;
+    memset(c->ob_stats, 0, bytes);
+    c->ob_stride = (uint32_t)stride;
+    return 0;
+}
+
 uint32_t config_rule_count(const struct config *c)
 {
     return c->acl ? c->acl->n : 0;
@@ -1529,6 +1543,8 @@ int config_load(const struct config_cli *cli, struct config **out, struct msglis
     validate(c, &ld, errs); /* every problem at once, not one per attempt */
     if (c->acl && errs->n == nerr0 && config_alloc_rule_hits(c) < 0)
         msglist_push(errs, "%s: out of memory for the rule counters", cli->path);
+    if (c->noutbounds && errs->n == nerr0 && config_alloc_ob_stats(c) < 0)
+        msglist_push(errs, "%s: out of memory for the outbound counters", cli->path);
 
     if (errs->n != nerr0) {
         /* Warnings still matter when there are errors: say them too. */
@@ -1600,6 +1616,7 @@ static void config_destroy(struct config *c)
         outbound_fini(&c->outbounds[i]);
     free(c->outbounds);
     free(c->ob_health);
+    free(c->ob_stats);
     free(c);
 }
 

@@ -158,6 +158,11 @@ struct config {
     struct config_outbound *outbounds;
     struct outbound_health *ob_health;
     uint32_t noutbounds;
+    /* Per outbound, per worker: worker w counts outbound i in
+     * ob_stats[w * ob_stride + i * OB_STATS + OB_STAT_*] (its own cache
+     * lines), like rule_hits; counts start again at a reload. */
+    stat_t *ob_stats;
+    uint32_t ob_stride;
     uint16_t default_outbound; /* "outbound = NAME": sessions no rule sends elsewhere */
     uint8_t ip_preference;     /* enum ip_preference of direct dials */
     struct acl *acl;           /* compiled rules, NULL when there are none */

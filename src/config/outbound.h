@@ -80,10 +80,15 @@ struct outbound_health {
     _Atomic uint64_t down_until_ms; /* monotonic ms; skipped by pools until then */
     _Atomic uint32_t up;            /* 1 while healthy (the last check or connect passed) */
     _Atomic uint32_t fails_in_row;  /* consecutive failures, for the back-off */
-    _Atomic uint64_t failures;      /* connects or checks that failed, ever */
+    _Atomic uint64_t failures;      /* health checks that failed (failed dials: ob_stats) */
     _Atomic uint64_t latency_us;    /* of the last successful connect or check */
-    _Atomic uint32_t active;        /* sessions through it now (least-connections) */
+    _Atomic uint32_t turn;          /* a round-robin pool's next member */
 };
+
+/* The per-worker counters of each outbound (config.ob_stats): dials that
+ * reached the destination through it, sessions it carries now (a gauge:
+ * least-connections sums it over workers), dials through it that failed. */
+enum { OB_STAT_SESSIONS, OB_STAT_ACTIVE, OB_STAT_FAILURES, OB_STATS };
 
 struct config_outbound {
     char name[OUTBOUND_NAME_MAX];

@@ -20,6 +20,8 @@ const struct outbound_ops *outbound_ops_for(const struct config_outbound *o)
     case OUTBOUND_KIND_SOCKS4:
     case OUTBOUND_KIND_HTTP:
         return &outbound_parent;
+    case OUTBOUND_KIND_POOL:
+        return &outbound_pool;
     default:
         return NULL;
     }
@@ -27,7 +29,8 @@ const struct outbound_ops *outbound_ops_for(const struct config_outbound *o)
 
 void outbound_fail(struct conn *c, enum outcome o, const char *why)
 {
-    conn_fail(c, o, why);
+    if (!outbound_pool_failover(c, o, why))
+        conn_fail(c, o, why);
 }
 
 /* ---- reject: a rule's "via reject" ---------------------------------------- */

@@ -7,7 +7,8 @@
  * even share of what is left of connect_timeout. The connected socket is
  * the session's c->up. It owns the session's timer only in states RESOLVE
  * and CONNECT, answers nothing to the client itself (conn_connected,
- * conn_fail) and must not learn any front protocol.
+ * outbound_fail: a pool may try its next member; conn_fail for a denial)
+ * and must not learn any front protocol.
  *
  * Where bytes leave: the addresses of a name are ordered (or filtered) by
  * ip_preference before the rules judge them, and each connect binds to the
@@ -124,11 +125,11 @@ static void direct_next(struct conn *c, int last_err)
         last_err = -ETIMEDOUT;
     c->err = last_err;
     if (last_err == -EAFNOSUPPORT && from) {
-        conn_fail(c, OUT_NET_UNREACHABLE, "source-family-mismatch");
+        outbound_fail(c, OUT_NET_UNREACHABLE, "source-family-mismatch");
         return;
     }
-    conn_fail(c, errmap_connect(last_err),
-              last_err == -ETIMEDOUT ? "connect-timeout" : "connect-failed");
+    outbound_fail(c, errmap_connect(last_err),
+                  last_err == -ETIMEDOUT ? "connect-timeout" : "connect-failed");
 }
 
 static void direct_check(struct conn *c, uint32_t events)
@@ -288,7 +289,7 @@ static void direct_on_dns(void *arg, int status, const struct dns_answer *ans)
         stat_add(&c->w->stats.dns_failures, 1);
         log_debug("conn %llu: resolve %s: %s", (unsigned long long)c->id, c->dst_name,
                   dns_status_str(status));
-        conn_fail(c, errmap_dns(status), "resolve-failed");
+        outbound_fail(c, errmap_dns(status), "resolve-failed");
         return;
     }
     direct_begin(c, ans);
@@ -331,7 +332,7 @@ static void direct_dial(struct conn *c, const char *name, const struct addr *ip,
 static void direct_timeout(struct conn *c)
 {
     if (c->state == CONN_ST_RESOLVE) /* the resolver may still be trying: say which wait ran out */
-        conn_fail(c, OUT_TIMEOUT, "resolve-timeout");
+        outbound_fail(c, OUT_TIMEOUT, "resolve-timeout");
     else
         direct_next(c, -ETIMEDOUT);
 }
