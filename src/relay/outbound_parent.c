@@ -88,15 +88,26 @@ static void pd_release(struct conn *c)
 }
 
 /* Fail the dial with o; what is the log's sentence about the parent (NULL:
- * no log line beyond the access log's). warn: the operator should look
- * (credentials, a parent that speaks nonsense), else debug. */
+ * no log line beyond the access log's). warn: the operator should look (a
+ * parent down, refusing our credentials, speaking nonsense), else debug.
+ * A parent that is down fails every session: one warning per second per
+ * worker says how many more there were. */
 static void pd_fail(struct conn *c, enum outcome o, const char *why, const char *what, bool warn)
 {
+    static _Thread_local uint64_t last_ms, suppressed;
     const struct config_outbound *ob = pd_ob(c);
-    enum log_level lvl = warn ? LOG_WARN : LOG_DEBUG;
-    if (what && ob && log_enabled(lvl))
-        log_write(lvl, "conn %llu: outbound %s: parent %s port %u: %s", (unsigned long long)c->id,
-                  ob->name, ob->host, ob->port, what);
+    uint64_t now = loop_now(&c->w->loop);
+    if (what && ob && warn && last_ms && now - last_ms < 1000) {
+        suppressed++;
+    } else if (what && ob && log_enabled(warn ? LOG_WARN : LOG_DEBUG)) {
+        log_write(warn ? LOG_WARN : LOG_DEBUG, "conn %llu: outbound %s: parent %s port %u: %s%s",
+                  (unsigned long long)c->id, ob->name, ob->host, ob->port, what,
+                  warn && suppressed ? " (and other failures in the last second)" : "");
+        if (warn) {
+            last_ms = now;
+            suppressed = 0;
+        }
+    }
     pd_release(c);
     outbound_fail(c, o, why);
 }
