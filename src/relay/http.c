@@ -545,6 +545,7 @@ static void http_forward_parent(struct conn *c, const char *host, uint16_t port,
 static void http_forward_to(struct conn *c, const char *host, uint16_t port)
 {
     struct http_state *h = c->http;
+    h->to_parent = false; /* until this request's connection says otherwise */
     snprintf(h->key, sizeof(h->key), "%s:%u", host, port);
     free(c->dst_name);
     c->dst_name = strdup(host);
@@ -991,6 +992,9 @@ static void http_exchange_done(struct conn *c)
         pool_put(c);
     else
         conn_close_fd(&c->up);
+    /* The dial is over: what its row held (a parent's handshake state)
+     * goes, since the next request may leave by another row. */
+    c->out->close(c);
     buf_put(&c->w->bufs, h->resp.in);
     buf_put(&c->w->bufs, h->resp.out);
     buf_put(&c->w->bufs, h->req.out);
@@ -998,6 +1002,7 @@ static void http_exchange_done(struct conn *c)
     h->resp.pass = h->req.pass = 0;
     h->resp.eof = false;
     h->resp_head = false;
+    h->to_parent = false;
     h->kind = HTTP_NONE;
     c->reply = OUT_NONE;
     c->target = (struct addr){0};

@@ -283,6 +283,34 @@ def test_recording_parent_wire_and_framing(ferry):
         parent.stop()
 
 
+def test_parent_and_direct_on_one_client_connection(ferry):
+    """Requests of one client connection that rules send different ways
+    (direct to a keep-alive origin, through the parent) each go their own
+    way on their own pooled connection: the origin is never sent a
+    request in absolute form, the parent always is."""
+    origin = RecordingParent(ok_reply(b"from the origin\n"))
+    parent = RecordingParent(ok_reply())
+    try:
+        front = start_front(ferry, f"http://127.0.0.1:{parent.addr[1]}",
+                            config={"outbound": "direct"},
+                            extra="[rules]\nallow to *.viaparent.test via up\nallow\n")
+        conn = http.client.HTTPConnection(*front.addr, timeout=IO)
+        direct = f"http://127.0.0.1:{origin.addr[1]}/ok"
+        for url in (direct, "http://a.viaparent.test/ok", direct, "http://b.viaparent.test/ok",
+                    direct):
+            status, _, body = get(conn, url)
+            want = b"from the origin\n" if url == direct else b"from the parent\n"
+            assert (status, body) == (200, want), url
+        conn.close()
+        assert [h.split(b"\r\n")[0] for _, h in origin.heads] == [b"GET /ok HTTP/1.1"] * 3
+        assert [h.split(b"\r\n")[0] for _, h in parent.heads] == [
+            b"GET http://a.viaparent.test/ok HTTP/1.1", b"GET http://b.viaparent.test/ok HTTP/1.1"]
+        assert (origin.nconn, parent.nconn) == (1, 1)
+    finally:
+        origin.stop()
+        parent.stop()
+
+
 def test_socks_parent_plain_http_is_a_tunnel(ferry, http_server):
     """Through a SOCKS parent a plain request is a CONNECT to the origin
     and goes in origin form; such tunnels are not pooled (each request a
