@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from ferrylib import ThreadedServer
+from ferrylib import ThreadedServer, unused_refused_port
 
 IO = 30.0  # seconds for a 10 MiB response through two proxies on a loaded ASan build
 
@@ -238,6 +238,7 @@ def test_recording_parent_wire_and_framing(ferry):
     answers = {
         b"/ok": ok_reply(),
         b"/forbidden": b"HTTP/1.1 403 Forbidden\r\nContent-Length: 9\r\n\r\nforbidden",
+        b"/gateway": b"HTTP/1.1 504 Gateway Timeout\r\nContent-Length: 7\r\n\r\ntoo-old",
         b"/doubt": b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nhi",
         b"/smuggle": b"HTTP/1.1 200 OK\r\nConnection: content-length\r\nContent-Length: 2\r\n\r\nhi",
     }
@@ -254,8 +255,10 @@ def test_recording_parent_wire_and_framing(ferry):
         assert get(conn, "http://origin.test:8080/ok", headers)[0] == 200
         status, _, body = get(conn, "http://origin.test:8080/forbidden")
         assert (status, body) == (403, b"forbidden")
+        status, _, body = get(conn, "http://origin.test:8080/gateway")
+        assert (status, body) == (504, b"too-old")  # the parent's, not a timeout of ferry's
         assert get(conn, "http://other.test/ok")[0] == 200
-        assert parent.nconn == 1, "three requests, two origins: one parent connection"
+        assert parent.nconn == 1, "four requests, two origins: one parent connection"
         _, head = parent.heads[0]
         lines = head.split(b"\r\n")
         assert lines[0] == b"GET http://origin.test:8080/ok HTTP/1.1"
@@ -263,7 +266,7 @@ def test_recording_parent_wire_and_framing(ferry):
         assert fields.count(b"proxy-authorization") == 1 and b"proxy-connection" not in fields
         assert b"Proxy-Authorization: Basic Y2Fyb2w6cGE6c3M=" in lines  # carol:pa:ss
         assert b"Host: origin.test:8080" in lines
-        assert parent.heads[2][1].startswith(b"GET http://other.test/ok HTTP/1.1\r\n")
+        assert parent.heads[3][1].startswith(b"GET http://other.test/ok HTTP/1.1\r\n")
 
         # A doubt: forwarded, then the connection is not kept.
         status, _, body = get(conn, "http://origin.test/doubt")
@@ -425,6 +428,12 @@ def test_squid_parent(ferry, http_server, squid):
     for name in names:
         status, _, body = get(conn, http_server.url(name))
         assert status == 200 and hashlib.sha256(body).hexdigest() == http_server.files[name]
+    # The destination refused at Squid: Squid's own answer passes through
+    # (not ferry's 502: the parent answered).
+    holder, refused = unused_refused_port()
+    with holder:
+        status, headers, _ = get(conn, f"http://127.0.0.1:{refused}/")
+    assert status == 503 and "squid" in headers.get("Server", "").lower(), (status, headers)
     conn.close()
     want = re.escape(f"http://127.0.0.1:{http_server.port}/")
     seen = []
