@@ -554,9 +554,12 @@ static void http_forward_to(struct conn *c, const char *host, uint16_t port)
      * resolve) may pick another, and then the session dials. */
     int32_t rule;
     uint16_t ob = conn_cfg(c)->default_outbound;
-    if (policy_eval(c, 0, host, NULL, port, &rule) == POLICY_ALLOW)
+    bool allowed = policy_eval(c, 0, host, NULL, port, &rule) == POLICY_ALLOW;
+    if (allowed)
         ob = conn_via(c, rule);
-    if (conn_cfg(c)->outbounds[ob].kind == OUTBOUND_KIND_HTTP) {
+    /* Only a request its name's rule allows may take a pooled parent
+     * connection; any other goes to the dial, which judges it. */
+    if (allowed && conn_cfg(c)->outbounds[ob].kind == OUTBOUND_KIND_HTTP) {
         http_forward_parent(c, host, port, ob);
         return;
     }

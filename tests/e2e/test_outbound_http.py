@@ -314,6 +314,28 @@ def test_parent_and_direct_on_one_client_connection(ferry):
         parent.stop()
 
 
+def test_range_rule_first_parent_still_told_the_name(ferry):
+    """With a range rule first the name is resolved here to be judged; the
+    request still goes to the parent with the name the client wrote (its
+    Host cannot be an address instead), and a name in a denied range never
+    reaches the parent."""
+    parent = RecordingParent(ok_reply())
+    try:
+        front = start_front(ferry, f"http://127.0.0.1:{parent.addr[1]}",
+                            extra="[rules]\ndeny to 127.0.0.2/32\nallow via up\n")
+        conn = http.client.HTTPConnection(*front.addr, timeout=IO)
+        assert get(conn, "http://localhost:8080/ok")[0] == 200
+        status, _, _ = get(conn, "http://127.0.0.2/ok")
+        assert status == 403
+        conn.close()
+        assert [h.split(b"\r\n")[0] for _, h in parent.heads] == [
+            b"GET http://localhost:8080/ok HTTP/1.1"]
+        assert b"Host: localhost:8080" in parent.heads[0][1].split(b"\r\n")
+        front.wait_log(r"access [^\n]*dst=localhost:8080 [^\n]*reply=200 [^\n]*via=up")
+    finally:
+        parent.stop()
+
+
 def test_socks_parent_plain_http_is_a_tunnel(ferry, http_server):
     """Through a SOCKS parent a plain request is a CONNECT to the origin
     and goes in origin form; such tunnels are not pooled (each request a
