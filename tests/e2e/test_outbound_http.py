@@ -282,6 +282,12 @@ def test_recording_parent_wire_and_framing(ferry):
         conn.close()
         assert parent.nconn == 3
         front.wait_log(r"access [^\n]*reply=502 end=bad-response[^\n]*via=up")
+        # A request whose Connection names a framing field: 400 here, and
+        # the parent never sees it.
+        conn = http.client.HTTPConnection(*front.addr, timeout=IO)
+        status, _, _ = get(conn, "http://origin.test/ok", {"Connection": "content-length"})
+        conn.close()
+        assert status == 400 and len(parent.heads) == 8, parent.heads
     finally:
         parent.stop()
 
