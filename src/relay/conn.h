@@ -149,6 +149,8 @@ struct conn {
     bool authed;             /* user was verified (not SOCKS4's USERID) */
     bool ip_tracked;         /* counted in the per-address table */
     bool dialed;             /* conn_dial() chose an outbound (c->ob), for the access log */
+    bool proxy_form;         /* a plain HTTP request: an HTTP parent takes it as a proxy
+                              * (outbound_proxy_form), dialled without CONNECT */
     uint64_t id;
     uint64_t t_start;     /* loop ms at accept (or at the start of an HTTP request) */
     uint64_t t_start_us;  /* the same in microseconds, for the handshake histogram */

@@ -27,6 +27,13 @@ const struct outbound_ops *outbound_ops_for(const struct config_outbound *o)
     }
 }
 
+bool outbound_proxy_form(const struct conn *c)
+{
+    const struct config *cfg = conn_cfg(c);
+    return c->proxy_form && c->ob < cfg->noutbounds &&
+           cfg->outbounds[c->ob].kind == OUTBOUND_KIND_HTTP;
+}
+
 void outbound_fail(struct conn *c, enum outcome o, const char *why)
 {
     if (!outbound_pool_failover(c, o, why))

@@ -59,6 +59,13 @@ extern const struct outbound_ops outbound_parent;
 /* outbound_pool.c: members tried by strategy, failing over. */
 extern const struct outbound_ops outbound_pool;
 
+/* Does the session's request go to its outbound as to a proxy: a plain
+ * HTTP request (c->proxy_form, set by the HTTP front) whose outbound
+ * (c->ob) is an HTTP parent? Then the parent row connects without a
+ * CONNECT handshake and the front sends the request in absolute form
+ * (RFC 9112 3.2.2). Every other outbound tunnels as for any session. */
+bool outbound_proxy_form(const struct conn *c);
+
 /* The row that carries sessions for a configured outbound; NULL for a
  * kind this build cannot carry. */
 const struct outbound_ops *outbound_ops_for(const struct config_outbound *o);

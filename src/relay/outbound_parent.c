@@ -221,6 +221,13 @@ static void pd_handshake(struct conn *c)
 {
     struct parent_dial *pd = c->ob_priv;
     const struct config_outbound *o = pd_ob(c);
+    /* A plain HTTP request to an HTTP parent: no tunnel, the parent takes
+     * the request itself (the HTTP front writes it in absolute form). */
+    if (outbound_proxy_form(c)) {
+        pd->phase = PD_DONE;
+        conn_connected(c);
+        return;
+    }
     pd->phase = PD_HANDSHAKE;
     loop_timer_arm_at(&c->w->loop, &c->timer, c->deadline);
     int rc = parent_init(&pd->hs, pd_proto(o->kind), PARENT_CMD_CONNECT, o->user, o->pass,
