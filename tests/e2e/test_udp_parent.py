@@ -327,13 +327,14 @@ def test_echo_integrity_through_dante(ferry, udp_server, dante):
 
 def test_domain_destination_through_ferry_parent(ferry, udp_server):
     e = udp_server()
-    parent = ferry(raw_config=udp_config(), listens=["127.0.0.1:0"])
+    parent = ferry(raw_config=udp_config(extra=METRICS), listens=["127.0.0.1:0"])
     f = child(ferry, f"socks5h://127.0.0.1:{parent.port}")
     with UdpAssoc(f.addr) as a:
         for size in (1, 1400, MAX_DATAGRAM - 7 - len("localhost")):
             p = payload(f"name-{size}-", size)
             m = a.echo(("localhost", e.port), p)
             assert (m.atyp, m.host, m.port) == (ATYP_V4, "127.0.0.1", e.port)
+    wait_until(lambda: relayed(parent, "up") == 3, 5, "the parent to relay the three")
 
 
 @pytest.mark.parametrize("scheme", ["socks5h", "socks5"])
@@ -394,7 +395,7 @@ def test_outbound_that_cannot_carry_udp(ferry, udp_server):
 
 def test_destinations_limit_counts_names_sent_to_the_parent(ferry, udp_server):
     e1, e2, e3 = udp_server(), udp_server(), udp_server()
-    parent = ferry(raw_config=udp_config(), listens=["127.0.0.1:0"])
+    parent = ferry(raw_config=udp_config(extra=METRICS), listens=["127.0.0.1:0"])
     f = child(ferry, f"socks5h://127.0.0.1:{parent.port}", udp={"destinations": 2})
     with UdpAssoc(f.addr) as a:
         a.echo(("localhost", e1.port), b"one")
@@ -406,6 +407,7 @@ def test_destinations_limit_counts_names_sent_to_the_parent(ferry, udp_server):
         assert drops(f, "destinations") == before + 2
         a.echo(("localhost", e1.port), b"one again")  # the known ones still go
     assert e3.count() == 0
+    wait_until(lambda: relayed(parent, "up") == 3, 5, "the parent to relay the three")
 
 
 # ---- the parent goes away ----------------------------------------------------------
