@@ -54,7 +54,8 @@ enum up_phase {
 /* A datagram waiting for its parent's association, header written. */
 struct up_pkt {
     struct up_pkt *next;
-    uint32_t len;
+    uint32_t len;  /* header and payload */
+    uint16_t hlen; /* header */
     uint8_t data[];
 };
 
@@ -271,6 +272,7 @@ void udp_parent_send(struct udp_parent *p, const char *name, const struct addr *
     }
     k->next = NULL;
     k->len = (uint32_t)(h + len);
+    k->hlen = (uint16_t)h;
     memcpy(k->data, hdr, h);
     memcpy(k->data + h, data, len);
     if (p->tail)
@@ -282,18 +284,14 @@ void udp_parent_send(struct udp_parent *p, const char *name, const struct addr *
     a->queued++;
 }
 
-/* The parent is ready: what waited goes now (the payload is what follows
- * its header). */
+/* The parent is ready: what waited goes now. */
 static void flush_held(struct udp_parent *p)
 {
     struct udp_assoc *a = p->a;
     while (p->head) {
         struct up_pkt *k = p->head;
         p->head = k->next;
-        struct socks5_addr dst;
-        ssize_t h = socks5_parse_udp(k->data, k->len, &dst);
-        if (h > 0)
-            send_now(p, k->data, (size_t)h, k->data + h, k->len - (size_t)h);
+        send_now(p, k->data, k->hlen, k->data + k->hlen, k->len - k->hlen);
         free(k);
         p->held--;
         a->queued--;

@@ -390,6 +390,17 @@ def test_outbound_that_cannot_carry_udp(ferry, udp_server):
     f.wait_log(r"UDP can only go through a SOCKS5 parent")
 
 
+def test_pool_lends_its_first_socks5_member(ferry, udp_server):
+    e = udp_server()
+    parent = ferry(raw_config=udp_config(extra=METRICS), listens=["127.0.0.1:0"])
+    pools = (f"[outbound web]\nurl = http://127.0.0.1:9\n"
+             f"[outbound pool]\nmembers = web, up\n")
+    f = child(ferry, f"socks5h://127.0.0.1:{parent.port}", top={"outbound": "pool"}, extra=pools)
+    with UdpAssoc(f.addr) as a:
+        a.echo(e.addr, b"through the pool")
+    wait_until(lambda: relayed(parent, "up") == 1, 5, "the parent to relay it")
+
+
 # ---- limits ----------------------------------------------------------------------
 
 
