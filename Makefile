@@ -28,7 +28,8 @@ FUZZ_SECONDS ?= 5
 
 BUILD_PKGS := gcc make pkg-config libsodium-dev libc-ares-dev libinih-dev
 TEST_PKGS  := libcmocka-dev python3-pytest python3-socks python3-h11 curl haproxy iproute2 \
-              universal-ctags dante-server
+              dante-server tinyproxy squid-openssl \
+              universal-ctags
 LINT_PKGS  := clang-format cppcheck groff-base universal-ctags
 
 PKGS_LIBS  := libsodium libcares inih

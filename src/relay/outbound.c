@@ -16,6 +16,10 @@ const struct outbound_ops *outbound_ops_for(const struct config_outbound *o)
         return &outbound_direct;
     case OUTBOUND_KIND_REJECT:
         return &outbound_reject;
+    case OUTBOUND_KIND_SOCKS5:
+    case OUTBOUND_KIND_SOCKS4:
+    case OUTBOUND_KIND_HTTP:
+        return &outbound_parent;
     default:
         return NULL;
     }

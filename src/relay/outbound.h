@@ -52,6 +52,8 @@ struct outbound_ops {
 
 extern const struct outbound_ops outbound_direct;
 extern const struct outbound_ops outbound_reject;
+/* A parent proxy: SOCKS5, SOCKS4a, HTTP CONNECT (outbound_parent.c). */
+extern const struct outbound_ops outbound_parent;
 
 /* The row that carries sessions for a configured outbound; NULL for a
  * kind this build cannot carry. */
