@@ -446,6 +446,28 @@ def test_parent_going_away_ends_the_association(ferry, udp_server):
     assert f.alive()
 
 
+def test_silent_parent_queue_bound_and_timeout(ferry):
+    """A parent that accepts the connection and never answers: datagrams
+    wait within udp.queue (the rest are dropped and counted), then
+    connect_timeout ends the association and drops what waited."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # never accepted: the handshake gets no answer
+    try:
+        f = child(ferry, f"socks5://127.0.0.1:{silent.getsockname()[1]}",
+                  top={"connect_timeout": "1s"}, udp={"queue": 8})
+        q0, p0 = drops(f, "queue"), drops(f, "parent")
+        with UdpAssoc(f.addr) as a:
+            for i in range(20):
+                a.send(("127.0.0.1", 5), b"waiting %d" % i)
+            wait_until(lambda: drops(f, "queue") == q0 + 12, 5, "12 queue drops")
+            read_until_close(a.ctl, timeout=10)
+        assert drops(f, "parent") == p0 + 8
+        f.wait_log(r"no answer within connect_timeout; the association ends")
+    finally:
+        silent.close()
+
+
 def test_parent_closing_or_refusing(ferry, recording_parent):
     rp = recording_parent()
     f = child(ferry, f"socks5://127.0.0.1:{rp.port}")
