@@ -97,22 +97,30 @@ static void socks_connected(struct conn *c)
  * its way out (the allowing rule's via, else the default outbound). A
  * name judged alone that only its address can judge is resolved first;
  * but without rules, a parent that resolves names is told the name, as
- * for CONNECT (conn_dial): the protected ranges are this host's. */
+ * for CONNECT (conn_dial): the protected ranges are this host's. A rule's
+ * hit is counted once per destination: for a name judged alone, only when
+ * the name is not resolved here (denied, or to a parent that resolves). */
 static enum udp_verdict socks_udp_route(void *arg, const char *name, const struct addr *ip,
                                         uint16_t port, uint16_t *ob)
 {
     struct conn *c = arg;
     const struct config *cfg = conn_cfg(c);
-    enum policy_verdict v = policy_dest(c, 0, name, ip, port);
+    int32_t rule;
+    enum policy_verdict v = policy_eval(c, 0, name, ip, port, &rule);
     if (v == POLICY_NEED_IP) {
         if (cfg->acl || !cfg->outbounds[cfg->default_outbound].remote_dns)
             return UDP_NEED_IP;
         *ob = cfg->default_outbound;
         return UDP_ALLOW;
     }
+    uint16_t via = v == POLICY_ALLOW ? conn_via(c, rule) : cfg->default_outbound;
+    const struct config_outbound *o = &cfg->outbounds[via];
+    if (ip || v != POLICY_ALLOW || o->remote_dns || o->kind == OUTBOUND_KIND_POOL ||
+        o->kind == OUTBOUND_KIND_REJECT)
+        policy_note(c, v, rule);
     if (v != POLICY_ALLOW)
         return UDP_DENY;
-    *ob = c->ob_rule; /* policy_note: the allowing rule's way out */
+    *ob = via;
     return UDP_ALLOW;
 }
 

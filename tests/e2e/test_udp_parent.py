@@ -364,16 +364,20 @@ def test_header_for_the_parent_and_credentials(ferry, recording_parent, scheme):
 
 
 def test_rule_via_sends_one_destination_through_the_parent(ferry, udp_server):
-    e_parent, e_direct = udp_server(), udp_server()
+    e_parent, e_direct, e_name = udp_server(), udp_server(), udp_server()
     parent = ferry(raw_config=udp_config(extra=METRICS), listens=["127.0.0.1:0"])
     f = child(ferry, f"socks5://127.0.0.1:{parent.port}", top={"outbound": "direct"},
               rules=f"allow to 127.0.0.1 port {e_parent.port} via up\nallow to *\n")
     with UdpAssoc(f.addr) as a:
         a.echo(e_parent.addr, b"via the parent")
         a.echo(e_direct.addr, b"straight")
+        a.echo(("localhost", e_name.port), b"by name, straight")
         mine = udp_ports_of(f.proc.pid)
         assert e_direct.source_of(b"straight")[1] in mine
+        assert e_name.source_of(b"by name, straight")[1] in mine
         assert e_parent.source_of(b"via the parent")[1] not in mine
+    # One rule hit per destination, the name's included.
+    assert scrape(metrics_addr(f)).total("ferry_rule_hits_total") == 3
     wait_until(lambda: relayed(parent, "up") == 1, 5, "the parent to relay one datagram")
     # The two arrived from different sockets: the parent's and the child's.
     assert e_parent.source_of(b"via the parent") != e_direct.source_of(b"straight")
