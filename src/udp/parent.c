@@ -67,7 +67,9 @@ struct udp_parent {
     uint8_t phase;                   /* enum up_phase */
     struct io ctl;                   /* the control connection */
     struct io udp;                   /* connected to the parent's relay */
-    struct addr peer;                /* the parent's address we connected to */
+    struct dns_answer peers;         /* the parent's addresses, tried in turn */
+    uint8_t next_peer;
+    struct addr peer; /* the one connecting or connected to */
     struct dns_req *q;
     struct timer timer; /* connect_timeout, until UP_READY */
     struct task end;    /* tells the owner, out of any handler */
@@ -446,32 +448,41 @@ static void hs_pump(struct udp_parent *p)
     }
 }
 
-/* TCP is up: open the UDP socket on the control connection's local
- * address and ask the parent to relay for it. */
+static void ctl_connect_next(struct udp_parent *p, int err);
+
+/* The UDP socket datagrams go to the parent from: on the control
+ * connection's local address, any port (*local: where it is bound). */
+static int udp_open(struct udp_parent *p, struct addr *local)
+{
+    struct sockaddr_storage ss;
+    if (sock_local_addr(p->ctl.fd, local) < 0)
+        return -1;
+    local->port = 0;
+    socklen_t sl = addr_to_sockaddr(local, &ss);
+    int fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || sock_local_addr(fd, local) < 0 ||
+        loop_io_add(&p->a->w->loop, &p->udp, fd, EPOLLIN) < 0) {
+        close(fd);
+        return -1;
+    }
+    return 0;
+}
+
+/* TCP is up (or failed: the next address is tried): open the UDP socket
+ * and ask the parent to relay for it. */
 static void hs_start(struct udp_parent *p)
 {
-    struct udp_assoc *a = p->a;
-    struct addr local;
-    struct sockaddr_storage ss;
     int err = sock_error(p->ctl.fd);
     if (err) {
-        char what[96];
-        snprintf(what, sizeof(what), "cannot connect: %s", strerror(-err));
-        parent_end(p, "parent-unreachable", what);
+        ctl_connect_next(p, err);
         return;
     }
-    if (sock_local_addr(p->ctl.fd, &local) < 0)
-        goto fail;
-    local.port = 0;
-    int fd = socket(local.family == AF_INET6 ? AF_INET6 : AF_INET,
-                    SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        goto fail;
-    socklen_t sl = addr_to_sockaddr(&local, &ss);
-    if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || sock_local_addr(fd, &local) < 0 ||
-        loop_io_add(&a->w->loop, &p->udp, fd, EPOLLIN) < 0) {
-        close(fd);
-        goto fail;
+    struct addr local;
+    if (udp_open(p, &local) < 0) {
+        parent_end(p, "udp-socket", "cannot open a UDP socket for the parent");
+        return;
     }
     p->phase = UP_HANDSHAKE;
     if (parent_init(&p->hs, PARENT_SOCKS5, PARENT_CMD_UDP_ASSOCIATE, p->o->user, p->o->pass, NULL,
@@ -480,9 +491,6 @@ static void hs_start(struct udp_parent *p)
         return;
     }
     hs_pump(p);
-    return;
-fail:
-    parent_end(p, "udp-socket", "cannot open a UDP socket for the parent");
 }
 
 /* The control connection: the handshake, then only its end matters
@@ -544,20 +552,26 @@ static int ctl_socket(const struct config_outbound *o, const struct addr *to)
     return fd;
 }
 
-static void ctl_connect(struct udp_parent *p, const struct addr *to)
+static void ctl_connect_next(struct udp_parent *p, int err)
 {
-    p->peer = *to;
-    p->peer.port = p->o->port;
-    int fd = ctl_socket(p->o, &p->peer);
-    if (fd < 0 || loop_io_add(&p->a->w->loop, &p->ctl, fd, EPOLLOUT | EPOLLRDHUP) < 0) {
-        char what[96];
-        snprintf(what, sizeof(what), "cannot connect: %s", strerror(fd < 0 ? -fd : ENOMEM));
-        if (fd >= 0)
+    struct loop *l = &p->a->w->loop;
+    close_io(l, &p->ctl);
+    while (p->next_peer < p->peers.n) {
+        p->peer = p->peers.a[p->next_peer++];
+        p->peer.port = p->o->port;
+        int fd = ctl_socket(p->o, &p->peer);
+        if (fd >= 0 && (err = loop_io_add(l, &p->ctl, fd, EPOLLOUT | EPOLLRDHUP)) < 0)
             close(fd);
-        parent_end(p, "parent-unreachable", what);
-        return;
+        else if (fd < 0)
+            err = fd;
+        else {
+            p->phase = UP_CONNECT;
+            return;
+        }
     }
-    p->phase = UP_CONNECT;
+    char what[96];
+    snprintf(what, sizeof(what), "cannot connect: %s", strerror(err < 0 ? -err : EHOSTUNREACH));
+    parent_end(p, "parent-unreachable", what);
 }
 
 static void on_parent_dns(void *arg, int status, const struct dns_answer *ans)
@@ -568,7 +582,9 @@ static void on_parent_dns(void *arg, int status, const struct dns_answer *ans)
         parent_end(p, "parent-unresolved", "the parent's name did not resolve");
         return;
     }
-    ctl_connect(p, &ans->a[0]);
+    p->peers = *ans;
+    p->next_peer = 0;
+    ctl_connect_next(p, -EHOSTUNREACH);
 }
 
 static void on_timeout(struct timer *t)
@@ -585,9 +601,9 @@ static void parent_open(struct udp_parent *p)
     uint32_t budget =
         p->o->connect_timeout_ms ? p->o->connect_timeout_ms : a->conf->connect_timeout_ms;
     loop_timer_arm(&w->loop, &p->timer, budget ? budget : 10000);
-    struct addr to;
-    if (addr_parse_ip(p->o->host, p->o->port, &to) == 0) {
-        ctl_connect(p, &to);
+    if (addr_parse_ip(p->o->host, p->o->port, &p->peers.a[0]) == 0) {
+        p->peers.n = 1;
+        ctl_connect_next(p, -EHOSTUNREACH);
         return;
     }
     int status;

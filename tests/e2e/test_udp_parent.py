@@ -328,7 +328,9 @@ def test_echo_integrity_through_dante(ferry, udp_server, dante):
 def test_domain_destination_through_ferry_parent(ferry, udp_server):
     e = udp_server()
     parent = ferry(raw_config=udp_config(extra=METRICS), listens=["127.0.0.1:0"])
-    f = child(ferry, f"socks5h://127.0.0.1:{parent.port}")
+    # The parent by name too: its addresses are tried in turn (localhost
+    # may be ::1 first; the parent listens on 127.0.0.1 only).
+    f = child(ferry, f"socks5h://localhost:{parent.port}")
     with UdpAssoc(f.addr) as a:
         for size in (1, 1400, MAX_DATAGRAM - 7 - len("localhost")):
             p = payload(f"name-{size}-", size)
