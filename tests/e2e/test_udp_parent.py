@@ -26,7 +26,7 @@ import time
 
 import pytest
 
-from ferrylib import ATYP_DOMAIN, ATYP_V4, read_until_close
+from ferrylib import ATYP_DOMAIN, ATYP_V4, ATYP_V6, HAVE_IPV6, read_until_close
 from opslib import free_port, metrics_addr, scrape, wait_until
 from udplib import REPLY_TIMEOUT, UdpAssoc, UdpEcho, encode_udp, parse_udp, payload, udp_config
 
@@ -339,6 +339,20 @@ def test_domain_destination_through_ferry_parent(ferry, udp_server):
     wait_until(lambda: relayed(parent, "up") == 3, 5, "the parent to relay the three")
 
 
+@pytest.mark.skipif(not HAVE_IPV6, reason="no IPv6 loopback (::1) on this host")
+def test_ipv6_client_and_destination(ferry, udp_server):
+    e6 = udp_server("::1")
+    parent = ferry(raw_config=udp_config(), listens=["127.0.0.1:0"])
+    f = ferry(raw_config=udp_config(None, {"outbound": "up"},
+                                    f"[outbound up]\nurl = socks5h://127.0.0.1:{parent.port}\n"),
+              listens=["[::1]:0"])
+    with UdpAssoc(f.addr) as a:
+        for size in (1, MAX_DATAGRAM - 22):
+            m = a.echo(e6.addr, payload(f"v6-{size}-", size))
+            assert (m.atyp, m.host, m.port) == (ATYP_V6, "::1", e6.port)
+            assert len(m.raw) == 22 + size
+
+
 @pytest.mark.parametrize("scheme", ["socks5h", "socks5"])
 def test_header_for_the_parent_and_credentials(ferry, recording_parent, scheme):
     rp = recording_parent(auth=("udpuser", "pa:ss"))
@@ -470,6 +484,12 @@ def test_silent_parent_queue_bound_and_timeout(ferry):
             read_until_close(a.ctl, timeout=10)
         assert drops(f, "parent") == p0 + 8
         f.wait_log(r"no answer within connect_timeout; the association ends")
+        # A client that leaves while its parent association opens.
+        with UdpAssoc(f.addr) as a:
+            a.send(("127.0.0.1", 5), b"and gone")
+            wait_until(lambda: drops(f, "queue") == q0 + 12, 5, "nothing more dropped")
+        time.sleep(0.2)
+        assert f.alive()
     finally:
         silent.close()
 
