@@ -441,6 +441,23 @@ def test_destinations_limit_counts_names_sent_to_the_parent(ferry, udp_server):
     wait_until(lambda: relayed(parent, "up") == 3, 5, "the parent to relay the three")
 
 
+def test_idle_names_sent_to_the_parent_are_forgotten(ferry, udp_server):
+    e1, e2 = udp_server(), udp_server()
+    parent = ferry(raw_config=udp_config(), listens=["127.0.0.1:0"])
+    f = child(ferry, f"socks5h://127.0.0.1:{parent.port}", udp={"destinations": 1, "idle": "1s"})
+    with UdpAssoc(f.addr) as a:
+        a.echo(("localhost", e1.port), b"first")
+        a.send(("localhost", e2.port), b"no room yet")
+        a.expect_nothing()
+        # Once the first is idle for udp.idle, its place is free again.
+        deadline = time.monotonic() + 10
+        while not e2.saw(b"later") and time.monotonic() < deadline:
+            a.send(("localhost", e2.port), b"later")
+            time.sleep(0.3)
+        assert e2.saw(b"later")
+        assert not e2.saw(b"no room yet")
+
+
 # ---- the parent goes away ----------------------------------------------------------
 
 
