@@ -348,8 +348,12 @@ static void on_udp(struct io *io, uint32_t events)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
-            break; /* empty, or an ICMP error of an earlier datagram */
-        if ((size_t)n > sizeof(buf) || !p->a->port_fixed) {
+            break;               /* empty, or an ICMP error of an earlier datagram */
+        if (!p->a->port_fixed) { /* cannot be: the client sent first */
+            stat_add(&p->a->w->stats.udp_drop_unknown, 1);
+            continue;
+        }
+        if ((size_t)n > sizeof(buf)) {
             stat_add(&p->a->w->stats.udp_drop_size, 1);
             continue;
         }
