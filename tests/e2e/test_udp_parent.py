@@ -524,4 +524,10 @@ def test_parent_closing_or_refusing(ferry, recording_parent):
         a.send(("127.0.0.1", 5), b"refused")
         read_until_close(a.ctl, timeout=10)
     g.wait_log(r"outbound up \(parent 127\.0\.0\.1 port \d+\): .*; the association ends")
-    assert f.alive() and g.alive()
+    strict = recording_parent(auth=("udpuser", "right"))
+    h = child(ferry, f"socks5://udpuser:wrong@127.0.0.1:{strict.port}")
+    with UdpAssoc(h.addr) as a:
+        a.send(("127.0.0.1", 5), b"bad credentials")
+        read_until_close(a.ctl, timeout=10)
+    h.wait_log(r"outbound up \(parent .*\): .*credentials.*; the association ends")
+    assert f.alive() and g.alive() and h.alive()
