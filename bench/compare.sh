@@ -10,8 +10,9 @@
 # updates the tracked report). Groups: the TCP scenarios through
 # SOCKS5 (throughput, handshakes, requests, connections), UDP ASSOCIATE (udp),
 # SOCKS5 authentication costs of a self-hosted ferry (auth) and the HTTP
-# proxy path (http). Everything it starts is stopped on exit, by PID,
-# failure included.
+# proxy path (http), and the cost of a hop (hop: direct, one and two ferries
+# in a row, Dante, ferry -> Dante, Dante -> Dante). Everything it starts is
+# stopped on exit, by PID, failure included.
 #
 #   bench/compare.sh [--quick] [--rounds N] [--only GROUP[,GROUP]]
 #                    [--targets T[,T]] [--out FILE] [--results FILE] [--keep]
@@ -51,9 +52,16 @@ Options:
                        http      the HTTP proxy path (CONNECT and absolute-
                                  form requests, CONNECT handshakes): ferry
                                  beside tinyproxy and Squid
+                       hop       the cost of a hop: throughput (8 streams)
+                                 and handshakes through no proxy, one ferry,
+                                 two ferries in a row (`ferry bench --chain`
+                                 1 and 2), Dante, ferry -> Dante and
+                                 Dante -> Dante
   --targets LIST     targets, comma separated: direct, ferry, dante,
-                     microsocks, ss-libev, haproxy, tinyproxy, squid
-                     (default all; each group runs those that apply)
+                     microsocks, ss-libev, haproxy, tinyproxy, squid, and
+                     for the hop group ferry-ferry, ferry-dante,
+                     dante-dante (default all; each group runs those that
+                     apply)
   --out FILE         the report (default build/bench/benchmarks.md; the chart
                      and the raw .jsonl go next to it); --out docs/benchmarks.md
                      replaces the tracked report
@@ -142,8 +150,11 @@ if [ -n "$RESULTS" ] && [[ $RESULTS != /* ]]; then RESULTS=$ORIG_PWD/$RESULTS; f
 [[ "$DURATION" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "compare.sh: --duration: not a number: $DURATION" >&2; exit 2; }
 [[ "$SETTLE" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "compare.sh: --settle: not a number: $SETTLE" >&2; exit 2; }
 
-ALL_SCENARIOS=(throughput handshakes requests connections udp auth http)
-ALL_TARGETS=(direct ferry dante microsocks ss-libev haproxy tinyproxy squid)
+ALL_SCENARIOS=(throughput handshakes requests connections udp auth http hop)
+ALL_TARGETS=(direct ferry dante microsocks ss-libev haproxy tinyproxy squid ferry-ferry ferry-dante dante-dante)
+# The hop group: ferries in a row that `ferry bench --chain N` starts itself
+# (the one-hop row too, so both rows are measured the same way).
+declare -A CHAIN=([ferry]=1 [ferry-ferry]=2)
 SCENARIOS=("${ALL_SCENARIOS[@]}")
 if [ -n "$ONLY" ]; then
     IFS=, read -r -a only <<<"$ONLY"
@@ -393,6 +404,59 @@ start_dante() {
     NOTE[dante]="\`danted -f danted.conf\` (bench/peers/danted.conf), its own process model (mother + forked negotiate/request/io children); CONNECT and UDP ASSOCIATE (\`udpassociate\` + \`udpreply\` rules); \`log: error\` (the handshakes scenario's abortive closes count as errors, so one line per session there)"
 }
 
+# A Dante on a free port; NEXT: the port of a SOCKS5 server it sends every
+# CONNECT to (bench/peers/danted-route.conf), or empty. Sets DPORT, LAST_PID.
+DPORT=""
+start_danted() { # start_danted NAME [NEXT_PORT]
+    local name=$1 next=${2:-}
+    DPORT=$(free_port)
+    fill bench/peers/danted.conf "$TMPD/$name.conf" PORT="$DPORT" LOGFILE="$TMPD/$name.log"
+    if [ -n "$next" ]; then
+        fill bench/peers/danted-route.conf "$TMPD/$name.route" NEXT_PORT="$next"
+        cat "$TMPD/$name.route" >>"$TMPD/$name.conf"
+    fi
+    start_bg "$TMPD/$name.out" danted -f "$TMPD/$name.conf" -p "$TMPD/$name.pid"
+}
+
+# ferry -> Dante: a ferry whose every session goes on through a Dante of its
+# own (the hop group); the CPU of both.
+start_ferry_dante() {
+    local port dpid
+    command -v danted >/dev/null || { STATUS[ferry-dante]="did not start: danted not installed (dante-server)"; return 0; }
+    start_danted danted-fd
+    dpid=$LAST_PID
+    check_up ferry-dante "$DPORT" "$dpid" "$TMPD/danted-fd.log" || return 0
+    port=$(free_port)
+    printf 'listen = 127.0.0.1:%s\noutbound = next\n[outbound next]\nurl = socks5://127.0.0.1:%s\n' \
+        "$port" "$DPORT" >"$TMPD/ferry-dante.conf"
+    start_bg "$TMPD/ferry-dante.log" "$FERRY" serve -c "$TMPD/ferry-dante.conf"
+    if ! check_up ferry-dante "$port" "$LAST_PID" "$TMPD/ferry-dante.log"; then
+        stop_pid "$dpid"
+        return 0
+    fi
+    ADDR[ferry-dante]=127.0.0.1:$port PIDS[ferry-dante]=$LAST_PID,$dpid ROOTS[ferry-dante]=$LAST_PID,$dpid
+    MODE[ferry-dante]=proxy CPUSRC[ferry-dante]=bench LOGF[ferry-dante]="$TMPD/ferry-dante.log $TMPD/danted-fd.log"
+    NOTE[ferry-dante]="\`ferry serve\` with \`outbound = next\` and \`[outbound next] url = socks5://127.0.0.1:PORT\` -> \`danted\` (bench/peers/danted.conf); CPU of both"
+}
+
+# Dante -> Dante: the front Dante sends every CONNECT on through a second
+# one (bench/peers/danted-route.conf); the CPU of both.
+start_dante_dante() {
+    local bpid bport
+    command -v danted >/dev/null || { STATUS[dante-dante]="did not start: danted not installed (dante-server)"; return 0; }
+    start_danted danted-dd2
+    bpid=$LAST_PID bport=$DPORT
+    check_up dante-dante "$bport" "$bpid" "$TMPD/danted-dd2.log" || return 0
+    start_danted danted-dd1 "$bport"
+    if ! check_up dante-dante "$DPORT" "$LAST_PID" "$TMPD/danted-dd1.log"; then
+        stop_pid "$bpid"
+        return 0
+    fi
+    ADDR[dante-dante]=127.0.0.1:$DPORT PIDS[dante-dante]=$LAST_PID,$bpid ROOTS[dante-dante]=$LAST_PID,$bpid
+    MODE[dante-dante]=proxy CPUSRC[dante-dante]=bench LOGF[dante-dante]="$TMPD/danted-dd1.log $TMPD/danted-dd2.log"
+    NOTE[dante-dante]="\`danted\` (bench/peers/danted.conf plus a \`route\` to the next, bench/peers/danted-route.conf) -> \`danted\` (bench/peers/danted.conf); CPU of both"
+}
+
 start_microsocks() {
     local port
     command -v microsocks >/dev/null || { STATUS[microsocks]="did not start: microsocks not installed"; return 0; }
@@ -494,6 +558,7 @@ SOCKS_TCP=direct,ferry,dante,microsocks,ss-libev,haproxy
 SOCKS_PROXIES=direct,ferry,dante,microsocks,ss-libev
 UDP_TARGETS=direct,ferry,dante,ss-libev # microsocks has no UDP ASSOCIATE
 HTTP_TARGETS=ferry,tinyproxy,squid
+HOP_TARGETS=direct,ferry,ferry-ferry,dante,ferry-dante,dante-dante
 VARIANTS=()
 for s in "${SCENARIOS[@]}"; do
     case $s in
@@ -526,6 +591,10 @@ for s in "${SCENARIOS[@]}"; do
         [[ " ${SCENARIOS[*]} " == *" handshakes "* ]] ||
             VARIANTS+=("http-handshakes-socks|handshakes|--concurrency 32|direct,ferry|proxy")
         VARIANTS+=("http-handshakes-connect|handshakes|--concurrency 32 --http-proxy connect|$HTTP_TARGETS|proxy") ;;
+    # "hop": the ferries of CHAIN self-hosted with --chain N, the others
+    # through their own instance.
+    hop) VARIANTS+=("hop-throughput-8|throughput|--connections 8 --payload 64k|$HOP_TARGETS|hop"
+        "hop-handshakes|handshakes|--concurrency 32|$HOP_TARGETS|hop") ;;
     esac
 done
 
@@ -535,7 +604,11 @@ for v in "${VARIANTS[@]}"; do
     IFS='|' read -r _ _ _ vt vhow <<<"$v"
     for t in ${vt//,/ }; do
         [[ " ${TARGETS[*]} " == *" $t "* ]] || continue
-        if [ "$vhow" = self ]; then USED_SELF[$t]=1; else USED_PROXY[$t]=1; fi
+        if [ "$vhow" = self ] || { [ "$vhow" = hop ] && [ -n "${CHAIN[$t]:-}" ]; }; then
+            USED_SELF[$t]=1
+        else
+            USED_PROXY[$t]=1
+        fi
     done
 done
 USED_TARGETS=()
@@ -549,7 +622,7 @@ done
 NEEDED_PKGS=()
 for t in "${USED_TARGETS[@]}"; do
     case $t in
-    dante) NEEDED_PKGS+=(dante-server) ;;
+    dante | ferry-dante | dante-dante) NEEDED_PKGS+=(dante-server) ;;
     microsocks) NEEDED_PKGS+=(microsocks) ;;
     ss-libev) NEEDED_PKGS+=(shadowsocks-libev) ;;
     haproxy) NEEDED_PKGS+=(haproxy) ;;
@@ -558,6 +631,8 @@ for t in "${USED_TARGETS[@]}"; do
     esac
 done
 NEEDED_PKGS+=(gnuplot-nox)
+# Once each (three targets of the hop group need Dante).
+mapfile -t NEEDED_PKGS < <(printf '%s\n' "${NEEDED_PKGS[@]}" | awk '!seen[$0]++')
 
 if [ "$DRY_RUN" = 1 ]; then
     missing=()
@@ -576,7 +651,9 @@ if [ "$DRY_RUN" = 1 ]; then
         IFS='|' read -r vname scen vopts vtargets vhow <<<"$v"
         for t in "${USED_TARGETS[@]}"; do
             [[ ",$vtargets," == *",$t,"* ]] || continue
-            echo "run: $vname $t: ferry bench $scen --runs 1 --json --allow-failures --duration $DURATION --warmup $WARMUP${vopts:+ $vopts} ($vhow)"
+            chain=""
+            [ "$vhow" = hop ] && [ -n "${CHAIN[$t]:-}" ] && chain=" --chain ${CHAIN[$t]}"
+            echo "run: $vname $t: ferry bench $scen --runs 1 --json --allow-failures --duration $DURATION --warmup $WARMUP${vopts:+ $vopts}$chain ($vhow)"
         done
     done
     echo "report: $OUT"
@@ -630,6 +707,8 @@ start_target() {
     haproxy) start_haproxy ;;
     tinyproxy) start_tinyproxy ;;
     squid) start_squid ;;
+    ferry-dante) start_ferry_dante ;;
+    dante-dante) start_dante_dante ;;
     esac
 }
 
@@ -639,14 +718,17 @@ for t in "${USED_TARGETS[@]}"; do
         STATUS[direct]=ok MODE[direct]=direct CPUSRC[direct]=none NOTE[direct]="no proxy: the bench connects to its targets"
     elif [ -n "${USED_PROXY[$t]:-}" ]; then
         start_target "$t"
-    else # ferry for the auth group only: the bench starts its own
+    elif [ -n "${CHAIN[$t]:-}" ] && [ "${CHAIN[$t]}" -gt 1 ]; then # the hop group's chains
         STATUS[$t]=ok MODE[$t]=self CPUSRC[$t]=bench
-        NOTE[$t]="self-hosted by \`ferry bench\` (auth group only)"
+        NOTE[$t]="self-hosted by \`ferry bench --chain ${CHAIN[$t]}\`: ${CHAIN[$t]} ferries in a row (default configuration, each but the last with \`outbound = next\` to the next as its SOCKS5 parent); CPU of all"
+    else # ferry for the auth and hop groups only: the bench starts its own
+        STATUS[$t]=ok MODE[$t]=self CPUSRC[$t]=bench
+        NOTE[$t]="self-hosted by \`ferry bench\` (auth and hop groups only)"
     fi
     if [ "${STATUS[$t]}" = ok ]; then log "$t: ${ADDR[$t]:-${MODE[$t]}} pid ${PIDS[$t]:--}"; fi
 done
 if [ -n "${USED_SELF[ferry]:-}" ] && [ -n "${USED_PROXY[ferry]:-}" ]; then
-    NOTE[ferry]+="; the auth group runs a ferry child of \`ferry bench\` instead (same binary and defaults, plus a userlist)"
+    NOTE[ferry]+="; the auth and hop groups run a ferry child of \`ferry bench\` instead (same binary and defaults; plus a userlist for auth, \`--chain 1\` for hop)"
 fi
 
 OUTDIR=$(dirname "$OUT")
@@ -757,7 +839,9 @@ for ((round = 1; round <= ROUNDS; round++)); do
         for t in "${order[@]}"; do
             [[ ",$vtargets," == *",$t,"* ]] || continue
             [ "${STATUS[$t]}" = ok ] || continue
-            if [ "$vhow" = self ]; then mode=self; else mode=${MODE[$t]}; fi
+            chain=""
+            if [ "$vhow" = hop ] && [ -n "${CHAIN[$t]:-}" ]; then chain=${CHAIN[$t]}; fi
+            if [ "$vhow" = self ] || [ -n "$chain" ]; then mode=self; else mode=${MODE[$t]}; fi
             err=""
             if [ "$mode" != direct ] && [ "$mode" != self ] && ! alive "$t"; then
                 revive "$t" "before round $round, $vname" || err="the proxy is no longer running: ${STATUS[$t]}"
@@ -771,7 +855,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
             args=(--runs 1 --json --allow-failures --duration "$DURATION" --warmup "$WARMUP")
             case $mode in
             direct) args+=(--direct) ;;
-            self) args+=(--ferry "$FERRY") ;;
+            self) args+=(--ferry "$FERRY" ${chain:+--chain "$chain"}) ;;
             proxy | http) args+=(--proxy "${ADDR[$t]}" --proxy-pid "${PIDS[$t]}") ;;
             relay) args+=(--relay "${ADDR[$t]}" --target-port "$ECHO_PORT" --proxy-pid "${PIDS[$t]}") ;;
             esac

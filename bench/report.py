@@ -35,7 +35,10 @@ import subprocess
 import sys
 import tempfile
 
-TARGETS = ["direct", "ferry", "dante", "microsocks", "ss-libev", "haproxy", "tinyproxy", "squid"]
+# The chains of the hop group: in its section only, not in the summary.
+HOP_TARGETS = ["ferry-ferry", "ferry-dante", "dante-dante"]
+TARGETS = ["direct", "ferry", "dante", "microsocks", "ss-libev", "haproxy", "tinyproxy",
+           "squid"] + HOP_TARGETS
 LABELS = {
     "direct": "direct (no proxy)",
     "ferry": "ferry",
@@ -45,6 +48,9 @@ LABELS = {
     "haproxy": "HAProxy (TCP relay)",
     "tinyproxy": "tinyproxy",
     "squid": "Squid",
+    "ferry-ferry": "ferry → ferry",
+    "ferry-dante": "ferry → Dante",
+    "dante-dante": "Dante → Dante",
 }
 PACKAGES = {
     "dante": "dante-server",
@@ -64,6 +70,9 @@ SHORT = {
     "haproxy": "HAProxy\\n(relay)",
     "tinyproxy": "tinyproxy",
     "squid": "Squid",
+    "ferry-ferry": "ferry\\n→ ferry",
+    "ferry-dante": "ferry\\n→ Dante",
+    "dante-dante": "Dante\\n→ Dante",
 }
 COLORS = {
     "direct": "#888888",
@@ -74,6 +83,9 @@ COLORS = {
     "haproxy": "#f59f00",
     "tinyproxy": "#0ca678",
     "squid": "#5c7cfa",
+    "ferry-ferry": "#f08c00",
+    "ferry-dante": "#e8590c",
+    "dante-dante": "#1864ab",
 }
 
 # Every variant compare.sh may run. kind decides the table and the figures;
@@ -130,12 +142,22 @@ V = {
     "http-handshakes-connect": dict(kind="handshakes", metric="setups", unit="setups/s",
                                     title="HTTP CONNECT", summary="HTTP proxy: CONNECT handshakes",
                                     chart=True),
+    "hop-throughput-8": dict(kind="throughput", metric="total", unit="MiB/s",
+                             title="throughput, 8 streams", summary=None, chart=False),
+    "hop-handshakes": dict(kind="handshakes", metric="setups", unit="setups/s",
+                           title="handshakes", summary=None, chart=False),
 }
 SOCKS_TCP_VARIANTS = ["throughput-1", "throughput-8", "handshakes", "requests", "connections"]
 UDP_VARIANTS = ["udp-1x1200", "udp-16x1200", "udp-1x8192", "udp-16x8192", "udp-blast", "udp-blast-nogro"]
 AUTH_VARIANTS = ["auth-none", "auth-plain", "auth-argon2", "auth-argon2-nocache", "auth-plain-nocache"]
 HTTP_REQ_VARIANTS = ["http-requests-socks", "http-requests-connect", "http-requests-absolute"]
 HTTP_HS_VARIANTS = ["http-handshakes-socks", "http-handshakes-connect"]
+HOP_VARIANTS = ["hop-throughput-8", "hop-handshakes"]
+# The hop section's rows: (target, hops, the one-hop row it is compared with).
+HOP_ROWS = [("direct", 0, None), ("ferry", 1, "ferry"), ("ferry-ferry", 2, "ferry"),
+            ("dante", 1, "dante"), ("ferry-dante", 2, "dante"), ("dante-dante", 2, "dante")]
+HOP_TARGET_THROUGHPUT = 0.8  # issue 15: one more ferry hop keeps >= 0.8x of one ferry's MiB/s
+HOP_TARGET_SETUPS = 0.6  # and >= 0.6x of its setups/s (a hop adds a connect round trip)
 # Rows a table of each kind lists (when the target took part in the run).
 ROWS_SOCKS_TCP = ["direct", "ferry", "dante", "microsocks", "ss-libev", "haproxy"]
 ROWS_UDP = ["direct", "ferry", "dante", "microsocks", "ss-libev", "haproxy"]
@@ -809,11 +831,12 @@ class Report:
         return out
 
     def summary(self):
-        header = ["scenario"] + [LABELS[t] for t in self.targets]
+        cols = [t for t in self.targets if t not in HOP_TARGETS]
+        header = ["scenario"] + [LABELS[t] for t in cols]
         rows = []
         for row in self.summary_rows():
             title, cells = row[0], row[1]
-            rows.append([title] + [cells.get(t, "n/a") for t in self.targets])
+            rows.append([title] + [cells.get(t, "n/a") for t in cols])
         return md_table(header, rows)
 
     def chart_panels(self):
@@ -1247,6 +1270,91 @@ class Report:
 
     # -- explanations --------------------------------------------------------
 
+    def hop_cell(self, v, t, ref):
+        """(headline text, ratio to the one-hop row ref, value) of target t."""
+        why = self.status(v, t)
+        if why:
+            return ("n/a" if why.startswith("n/a") else "— " + why), "", None
+        h = self.headline(v, t)
+        text = self.headline_cell(v, t)
+        if ref is None:
+            return text, "", h
+        if t == ref:
+            return text, "1.00×", h
+        r = self.headline(v, ref)
+        return text, (ratio(h, r) if r else "–"), h
+
+    def section_hop(self, L):
+        vs = [v for v in HOP_VARIANTS if self.has(v)]
+        if not vs:
+            return
+        L.append("## The cost of a hop")
+        L.append("")
+        L.append(
+            "The same load through no proxy, one proxy and two proxies in a row. **ferry** and "
+            "**ferry → ferry** are ferries that `ferry bench --chain 1` and `--chain 2` start "
+            "themselves (default configuration; the first of two has `outbound = next` with "
+            "`[outbound next] url = socks5://127.0.0.1:PORT` of the second, an IP address, so no "
+            "name is resolved on the way). **ferry → Dante** is a ferry sending every session on "
+            "through a Dante of its own, **Dante → Dante** a Dante doing the same with Dante's "
+            "server chaining (`route`, bench/peers/danted-route.conf). Every two-hop row is "
+            "compared with the one-hop row that ends the same way (ferry → ferry with ferry; "
+            "ferry → Dante and Dante → Dante with Dante). Proxy CPU is that of every process of "
+            "the chain. "
+            + " ".join(f"{V[v]['title'].capitalize()}: {self.cmd(v)}." for v in vs)
+            + " (`--chain N` added for the ferry rows; `--proxy ADDR --proxy-pid PID,PID` for the others.)"
+        )
+        L.append("")
+        header = ["path", "hops"]
+        for v in vs:
+            header += [f"{V[v]['title']} ({V[v]['unit']})", "× one hop"]
+        header += ["proxy CPU " + ("s/GiB" if v == "hop-throughput-8" else "s per 1000 setups") for v in vs]
+        header += ["integrity and failures"]
+        rows = []
+        for t, hops, ref in HOP_ROWS:
+            if t not in self.targets:
+                continue
+            # The bench's own word where it started the ferries (params.chain).
+            said = {c.runs[0].get("params", {}).get("chain") for v in vs
+                    for c in [self.cell(v, t)] if c and c.runs} - {None}
+            if said and said != {hops}:
+                row = [LABELS[t], f"**{', '.join(str(x) for x in sorted(said))} (bench) ≠ {hops}**"]
+            else:
+                row = [LABELS[t], str(hops)]
+            issues = []
+            for v in vs:
+                text, r, _ = self.hop_cell(v, t, ref)
+                row += [text, r]
+                if self.ok(v, t):
+                    iss = self.issues(v, t)
+                    if iss != "ok":
+                        issues.append(f"{V[v]['title']}: {iss}")
+            row += [self.cpu(v, t) if self.ok(v, t) else "–" for v in vs]
+            row.append("; ".join(issues) or ("ok" if any(self.ok(v, t) for v in vs) else "–"))
+            rows.append(row)
+        L.append(md_table(header, rows))
+        L.append("")
+        self.bench_notes(L, [(v, t) for v in vs for t, _, _ in HOP_ROWS],
+                         label=lambda v, t: f"{LABELS[t]}, {V[v]['title']}")
+        verdict = []
+        for v, goal, what in (("hop-throughput-8", HOP_TARGET_THROUGHPUT, "MiB/s at 8 streams"),
+                              ("hop-handshakes", HOP_TARGET_SETUPS, "setups/s")):
+            one, two = (self.headline(v, t) if self.ok(v, t) else None for t in ("ferry", "ferry-ferry"))
+            if one and two is not None:
+                verdict.append(f"{two / one:.2f}× of one ferry's {what} (target ≥ {goal}×: "
+                               f"{'met' if two / one >= goal else '**not met**'})")
+        if verdict:
+            L.append("**One more ferry hop** keeps " + " and ".join(verdict) + ".")
+            L.append("")
+        front = []
+        for v in vs:
+            fd, dd = (self.headline(v, t) if self.ok(v, t) else None for t in ("ferry-dante", "dante-dante"))
+            if fd is not None and dd:
+                front.append(f"{fd / dd:.2f}× the {V[v]['title']} of Dante in front")
+        if front:
+            L.append("**ferry in front of Dante** gives " + " and ".join(front) + ".")
+            L.append("")
+
     def explain(self, v):
         """Known behaviour of peers that the figures alone do not explain."""
         out = []
@@ -1425,14 +1533,16 @@ class Report:
         self.section_udp(L)
         self.section_auth(L)
         self.section_http(L)
+        self.section_hop(L)
 
         L.append("## Reproduce")
         L.append("")
         L.append("```sh")
-        L.append("bench/compare.sh --build-head    # 3 interleaved rounds of every group, committed HEAD: 17-22 min here")
+        L.append("bench/compare.sh --build-head    # 3 interleaved rounds of every group, committed HEAD: 22-27 min here")
         L.append("bench/compare.sh --quick         # 1 round, short windows, no --settle waits: about 3 min, a check only")
-        L.append("bench/compare.sh --only udp,auth,http            # groups: socks (= throughput,handshakes,requests,connections), udp, auth, http")
+        L.append("bench/compare.sh --only udp,auth,http            # groups: socks (= throughput,handshakes,requests,connections), udp, auth, http, hop")
         L.append("bench/compare.sh --only handshakes --targets ferry,dante --rounds 5")
+        L.append("bench/compare.sh --only hop --build-head    # the cost of a hop: 3 interleaved rounds, about 5 min")
         L.append("make bench-compare BENCH_ARGS=--quick")
         L.append("bench/compare.sh --targets ferry --dry-run   # what it would install, run and write")
         L.append("```")

@@ -14,7 +14,8 @@
  *
  * One bench process holds the targets (TCP echo, HTTP, UDP echo) on one
  * thread, the load on --threads generator threads, and, when self-hosted,
- * a ferry child process on an ephemeral loopback port.
+ * a ferry child process on an ephemeral loopback port (with --chain N, N
+ * of them in a row, each the SOCKS5 parent of the one before).
  */
 #ifndef FERRY_BENCH_BENCH_H
 #define FERRY_BENCH_BENCH_H
@@ -31,7 +32,7 @@
 #include "util/addr.h"
 
 enum bench_mode {
-    BENCH_SELF,   /* a ferry child started by the bench */
+    BENCH_SELF,   /* a ferry child (--chain: children) started by the bench */
     BENCH_PROXY,  /* --proxy ADDR: any SOCKS5 (or, with --http-proxy, HTTP) proxy */
     BENCH_DIRECT, /* --direct: no proxy, the machine's limit */
     BENCH_RELAY,  /* --relay ADDR: a plain TCP relay to the echo target (no SOCKS) */
@@ -44,6 +45,7 @@ struct bench_opts {
     pid_t proxy_pids[8]; /* --proxy-pid PID[,PID...] */
     unsigned nproxy_pids;
     const char *ferry;         /* binary for self-hosting */
+    unsigned chain;            /* --chain: self-hosted ferries in a row, 1..BENCH_MAX_CHAIN */
     const char *proxy_set[64]; /* --proxy-set K=V as given (argv strings) */
     unsigned nproxy_set;
     unsigned proxy_workers; /* 0 = ferry's default */
@@ -73,6 +75,10 @@ struct bench_opts {
     int argv_total;
 };
 
+/* --chain: at most this many self-hosted ferries in a row (each is a
+ * process whose CPU is sampled: struct bench's pids[]). */
+#define BENCH_MAX_CHAIN 8
+
 /* A named figure of one run. */
 struct metric {
     const char *name;
@@ -94,8 +100,11 @@ struct result {
     char shortfall[384]; /* what the run missed of its parameters (see result_shortfall) */
     bool nothing;        /* nothing at all could be set up: fails even with --allow-failures */
     unsigned mem_src;    /* MEM_SRC_* of the memory figures, 0 if none */
-    pid_t proxy_pid;     /* self-hosted: the ferry child this run measured */
-    struct addr proxy;   /* and where it listened */
+    struct {
+        pid_t pid;          /* self-hosted: a ferry child this run measured */
+        struct addr addr;   /* and where it listened */
+    } hop[BENCH_MAX_CHAIN]; /* hop[0]: the one the clients talk to */
+    unsigned nhops;         /* self-hosted: --chain; 0 otherwise */
 };
 
 /* ---- what a run records (result.c) ---- */
@@ -255,11 +264,11 @@ bool proc_sample(pid_t pid, struct proc_sample *out);
 struct bench {
     struct bench_opts o;
     struct targets *t;
-    struct route route;        /* dst = echo 0 */
-    pid_t pids[8];             /* the proxy's processes (ss-local + ss-server, say) */
-    unsigned npids;            /* 0: CPU and memory unknown */
-    _Atomic bool fail_claimed; /* a thread is writing fail_msg */
-    _Atomic bool failed;       /* fail_msg is written: the run has failed */
+    struct route route;          /* dst = echo 0 */
+    pid_t pids[BENCH_MAX_CHAIN]; /* the proxy's processes (ss-local + ss-server, a chain) */
+    unsigned npids;              /* 0: CPU and memory unknown */
+    _Atomic bool fail_claimed;   /* a thread is writing fail_msg */
+    _Atomic bool failed;         /* fail_msg is written: the run has failed */
     char fail_msg[256];
     _Atomic bool setup_claimed; /* a thread is writing setup_fail */
     _Atomic bool setup_noted;   /* setup_fail is written */

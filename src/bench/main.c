@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bench/main.c: `ferry bench SCENARIO [options]`, the driver. It has the
- * command line read (options.c), sets up what is measured (a ferry child,
- * --proxy, --relay or --direct, and the targets), runs the scenario R
+ * command line read (options.c), sets up what is measured (a ferry child
+ * or --chain N of them in a row, --proxy, --relay or --direct, and the
+ * targets), runs the scenario R
  * times, has each run judged (result.c) and the runs reported (report.c),
  * and stops what it started.
  *
@@ -30,42 +31,77 @@
 #define BENCH_USER "bench"
 #define BENCH_PASS "benchpass"
 
-/* The self-hosted ferry: its configuration, kept to start it again. */
+/* The self-hosted ferries: o->chain of them in a row (hop 0 is the one the
+ * clients talk to; the last dials the targets), and their configuration,
+ * kept to start them again. */
 struct self_host {
-    struct child child;
-    bool running;
-    const char *extra; /* --proxy-set lines (struct bench_cli) */
+    struct child hop[BENCH_MAX_CHAIN];
+    unsigned running;  /* how many of hop[] run: hop[n - running ..] */
+    const char *extra; /* --proxy-set lines (struct bench_cli), for every hop */
     char userlist[FCRYPTO_PWHASH_MAX + 64];
     char auth_extra[64];
 };
 
+static int self_stop(struct bench *b, struct self_host *sh);
+
+/* Start the chain from its end: each ferry but the last needs the address
+ * of the next, known once that one listens. Only the first authenticates
+ * the clients (--auth): the hops behind it take whatever it sends on. */
 static int self_start(struct bench *b, struct self_host *sh)
 {
     const struct bench_opts *o = &b->o;
-    int rc = child_start(&sh->child, o->ferry, o->proxy_workers, sh->extra,
-                         sh->userlist[0] ? sh->userlist : NULL, sh->auth_extra);
-    if (rc) {
-        fprintf(stderr, "ferry bench: cannot start %s: %s\n", o->ferry, strerror(-rc));
-        child_stop(&sh->child); /* its temporary directory */
-        return rc;
+    unsigned n = o->chain;
+    for (unsigned k = 0; k < n; k++) {
+        unsigned i = n - 1 - k;
+        struct child_conf cc = {
+            .workers = o->proxy_workers,
+            .extra = sh->extra,
+            .next = i + 1 < n ? &sh->hop[i + 1].addr : NULL,
+            .userlist = i == 0 && sh->userlist[0] ? sh->userlist : NULL,
+            .auth_extra = sh->auth_extra,
+        };
+        int rc = child_start(&sh->hop[i], o->ferry, &cc);
+        if (rc) {
+            if (n > 1)
+                fprintf(stderr, "ferry bench: cannot start %s (ferry %u of a chain of %u): %s\n",
+                        o->ferry, i + 1, n, strerror(-rc));
+            else
+                fprintf(stderr, "ferry bench: cannot start %s: %s\n", o->ferry, strerror(-rc));
+            child_stop(&sh->hop[i]); /* its temporary directory */
+            self_stop(b, sh);
+            return rc;
+        }
+        sh->running++;
+        b->pids[i] = sh->hop[i].pid;
     }
-    sh->running = true;
-    b->route.via = sh->child.addr;
-    b->pids[0] = sh->child.pid;
-    b->npids = 1;
+    b->route.via = sh->hop[0].addr;
+    b->npids = n;
     return 0;
 }
 
-/* Stop it; a non-zero exit status is a failure of the run it served. */
+/* Stop them, the first first (no new sessions while the hops behind it
+ * go); a non-zero exit status of any is a failure of the run they served. */
 static int self_stop(struct bench *b, struct self_host *sh)
 {
-    if (!sh->running)
-        return 0;
-    sh->running = false;
+    unsigned n = b->o.chain, bad = 0;
+    int first_status = 0;
+    for (unsigned i = n - sh->running; i < n; i++) {
+        int st = child_stop(&sh->hop[i]);
+        if (st != 0 && !bad) {
+            bad = i + 1;
+            first_status = st;
+        }
+    }
+    sh->running = 0;
     b->npids = 0;
-    int st = child_stop(&sh->child);
-    if (st != 0) {
-        fprintf(stderr, "ferry bench: the self-hosted ferry exited with status %d\n", st);
+    if (bad && n > 1) {
+        fprintf(stderr,
+                "ferry bench: self-hosted ferry %u of the chain of %u exited with status %d\n", bad,
+                n, first_status);
+        return -ECHILD;
+    }
+    if (bad) {
+        fprintf(stderr, "ferry bench: the self-hosted ferry exited with status %d\n", first_status);
         return -ECHILD;
     }
     return 0;
@@ -140,6 +176,16 @@ static int prepare_process(const struct bench_opts *o, const struct bench_scenar
     return 0;
 }
 
+/* "N ferries in a row (self-hosted): pid P at ADDR -> pid P at ADDR ...". */
+static void chain_words(const struct self_host *sh, unsigned n, char *out, size_t cap)
+{
+    char a[ADDR_STRLEN];
+    int len = snprintf(out, cap, "%u ferries in a row (self-hosted):", n);
+    for (unsigned i = 0; i < n && len > 0 && (size_t)len < cap; i++)
+        len += snprintf(out + len, cap - (size_t)len, "%s pid %d at %s", i ? " ->" : "",
+                        (int)sh->hop[i].pid, addr_format(&sh->hop[i].addr, a, sizeof(a)));
+}
+
 /* Start the self-hosted ferry, with a userlist for --auth; target := it in
  * words. Returns 0, or 1 (told on stderr). */
 static int self_setup(struct bench *b, struct self_host *sh, bool restart, char *target, size_t cap)
@@ -162,11 +208,16 @@ static int self_setup(struct bench *b, struct self_host *sh, bool restart, char 
         snprintf(sh->auth_extra, sizeof(sh->auth_extra), "cachettl = %d", o->auth_cachettl_s);
     if (self_start(b, sh))
         return 1;
-    if (restart && o->runs > 1)
+    if (restart && o->runs > 1 && o->chain > 1)
+        snprintf(target, cap, "%u ferries in a row (self-hosted, fresh ones for each run)",
+                 o->chain);
+    else if (restart && o->runs > 1)
         snprintf(target, cap, "ferry (self-hosted, a fresh one for each run)");
+    else if (o->chain == 1)
+        snprintf(target, cap, "ferry (self-hosted, pid %d) at %s", (int)sh->hop[0].pid,
+                 addr_format(&sh->hop[0].addr, a, sizeof(a)));
     else
-        snprintf(target, cap, "ferry (self-hosted, pid %d) at %s", (int)sh->child.pid,
-                 addr_format(&sh->child.addr, a, sizeof(a)));
+        chain_words(sh, o->chain, target, cap);
     return 0;
 }
 
@@ -191,7 +242,8 @@ static int route_setup(struct bench *b, struct self_host *sh, bool restart, char
     case BENCH_PROXY:
     case BENCH_RELAY:
         b->route.via = o->proxy;
-        memcpy(b->pids, o->proxy_pids, sizeof(b->pids));
+        _Static_assert(sizeof(b->pids) >= sizeof(o->proxy_pids), "--proxy-pid fits in pids");
+        memcpy(b->pids, o->proxy_pids, sizeof(o->proxy_pids));
         b->npids = o->nproxy_pids;
         snprintf(target, cap, "%s at %s%s", o->mode == BENCH_PROXY ? "proxy" : "relay",
                  addr_format(&o->proxy, a, sizeof(a)), b->npids ? "" : " (no --proxy-pid: no CPU)");
@@ -224,9 +276,10 @@ static int run_all(struct bench *b, struct self_host *sh, const struct bench_sce
         if (o->progress)
             fprintf(stderr, "\r\033[Krun %u/%u %s\n", done + 1, o->runs, o->scenario);
         struct result *r = &runs[done++];
-        if (o->mode == BENCH_SELF) {
-            r->proxy_pid = sh->child.pid;
-            r->proxy = sh->child.addr;
+        for (unsigned i = 0; o->mode == BENCH_SELF && i < o->chain; i++) {
+            r->hop[i].pid = sh->hop[i].pid;
+            r->hop[i].addr = sh->hop[i].addr;
+            r->nhops = o->chain;
         }
         bench_fail_reset(b);
         rc = sc->run(b, r);
@@ -272,7 +325,7 @@ int bench_main(int argc, char **argv)
      * from cold; a second run on the same process would find its pools
      * warm and understate it. So each gets a fresh ferry. */
     bool restart = o->mode == BENCH_SELF && (sc->flags & SCF_COLD);
-    char target[256];
+    char target[512];
     st = route_setup(&b, &sh, restart, target, sizeof(target));
     if (!st)
         st = run_all(&b, &sh, sc, restart, target);

@@ -108,8 +108,12 @@ static const char usage_options[] =
 
 static const char usage_options2[] =
     "  --ferry PATH         ferry binary to self-host (default: this one)\n"
+    "  --chain N            self-host N ferries in a row (default 1; 1..8): the clients\n"
+    "                       talk to the first, each sends every session on to the next\n"
+    "                       (its SOCKS5 parent), the last dials the targets; proxy CPU and\n"
+    "                       memory are those of all N; not with --proxy, --relay, --direct\n"
     "  --proxy-workers N    workers of the self-hosted ferry (default: its own; 1..256)\n"
-    "  --proxy-set K=V      extra config line for the self-hosted ferry (repeatable)\n"
+    "  --proxy-set K=V      extra config line for each self-hosted ferry (repeatable)\n"
     "  --target-port P      fixed port for the echo target (default: any free port)\n"
     "  --no-spread          do not spread client source addresses over 127.0.0.0/8\n"
     "  --auth MODE          none (default), plain or argon2: authenticate with RFC 1929 as\n"
@@ -491,6 +495,16 @@ static const struct optdef optdefs[] = {
      .rg = RG_ZERO_OFF},
     {.name = "--threads", ARG, .set = set_count, FIELD(F_UNSIGNED, threads), RANGE(1, 64, "")},
     {.name = "--ferry", ARG, .set = set_string, FIELD(F_STR, ferry)},
+    /* Each hop is a process the bench starts, samples and stops. 0 (a
+     * struct filled by hand) is the default, one ferry. */
+    {.name = "--chain",
+     ARG,
+     .set = set_count,
+     FIELD(F_UNSIGNED, chain),
+     .pmin = 1,
+     .pmax = BENCH_MAX_CHAIN,
+     RANGE(1, BENCH_MAX_CHAIN, "ferries"),
+     .rg = RG_ZERO_DEFAULT},
     {.name = "--proxy-workers",
      ARG,
      .set = set_count,
@@ -536,6 +550,7 @@ static const struct bench_opts base_defaults = {
     .spread_src = true,
     .echo_gro = true,
     .ferry = "/proc/self/exe",
+    .chain = 1,
     .auth = "none",
     .nrules = 1000,
     .auth_cachettl_s = -1,
@@ -639,6 +654,10 @@ static int check_combination(const struct bench_opts *o, const struct bench_cli 
                            "scenario");
     if (o->http_proxy == HTTP_PROXY_ABSOLUTE && !(sc->flags & SCF_HTTP_ABSOLUTE))
         return usage_error("--http-proxy absolute only makes sense for requests");
+    if (o->chain > 1 && ((sc->flags & SCF_NO_PROXY) || o->mode != BENCH_SELF))
+        return usage_error("--chain starts its own ferries: not with --proxy, --relay, "
+                           "--direct or the rules scenario (to measure a chain of your own, "
+                           "point --proxy at its first proxy)");
     if ((sc->flags & SCF_UDP) && o->mode == BENCH_RELAY)
         return usage_error("udp needs a SOCKS5 proxy (or --direct), not a TCP relay");
     char msg[160];

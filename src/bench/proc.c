@@ -192,8 +192,61 @@ static void spawn_init(posix_spawn_file_actions_t *fa, posix_spawnattr_t *at)
     posix_spawnattr_setflags(at, POSIX_SPAWN_SETSIGMASK);
 }
 
-int child_start(struct child *c, const char *ferry, unsigned workers, const char *extra,
-                const char *userlist, const char *auth_extra)
+int child_conf_format(char *buf, size_t cap, const struct child_conf *cc)
+{
+    char a[ADDR_STRLEN];
+    size_t len = 0;
+    int n;
+#define PUT(...)                                         \
+    do {                                                 \
+        n = snprintf(buf + len, cap - len, __VA_ARGS__); \
+        if (n < 0 || (size_t)n >= cap - len)             \
+            return -1;                                   \
+        len += (size_t)n;                                \
+    } while (0)
+    if (cap == 0)
+        return -1;
+    buf[0] = '\0';
+    PUT("# written by ferry bench\nlisten = 127.0.0.1:0\n");
+    if (cc->workers)
+        PUT("workers = %u\n", cc->workers);
+    if (cc->next)
+        PUT("outbound = %s\n", CHILD_NEXT_OUTBOUND);
+    if (cc->extra && *cc->extra)
+        PUT("%s%s", cc->extra, cc->extra[strlen(cc->extra) - 1] == '\n' ? "" : "\n");
+    if (cc->next)
+        PUT("[outbound %s]\nurl = socks5://%s\n", CHILD_NEXT_OUTBOUND,
+            addr_format(cc->next, a, sizeof(a)));
+    if (cc->userlist)
+        PUT("[auth]\nuserlist = users\n%s%s", cc->auth_extra ? cc->auth_extra : "",
+            cc->auth_extra && *cc->auth_extra ? "\n" : "");
+#undef PUT
+    return (int)len;
+}
+
+/* DIR/ferry.conf (and DIR/users) for cc. Returns 0 or -errno. */
+static int child_write_conf(const struct child *c, const struct child_conf *cc, const char *conf)
+{
+    static char text[8192]; /* the bench's main thread only */
+    if (child_conf_format(text, sizeof(text), cc) < 0)
+        return -E2BIG;
+    if (cc->userlist) {
+        char up[128];
+        snprintf(up, sizeof(up), "%s/users", c->dir);
+        FILE *u = fopen(up, "we");
+        if (!u)
+            return -errno;
+        fprintf(u, "%s\n", cc->userlist);
+        fclose(u);
+    }
+    FILE *f = fopen(conf, "we");
+    if (!f)
+        return -errno;
+    fputs(text, f);
+    return fclose(f) ? -EIO : 0;
+}
+
+int child_start(struct child *c, const char *ferry, const struct child_conf *cc)
 {
     memset(c, 0, sizeof(*c));
     snprintf(c->dir, sizeof(c->dir), "/tmp/ferry-bench-XXXXXX");
@@ -202,27 +255,9 @@ int child_start(struct child *c, const char *ferry, unsigned workers, const char
     char conf[128], log[128];
     snprintf(conf, sizeof(conf), "%s/ferry.conf", c->dir);
     snprintf(log, sizeof(log), "%s/ferry.log", c->dir);
-    FILE *f = fopen(conf, "we");
-    if (!f)
-        return -errno;
-    fprintf(f, "# written by ferry bench\nlisten = 127.0.0.1:0\n");
-    if (workers)
-        fprintf(f, "workers = %u\n", workers);
-    if (extra && *extra)
-        fprintf(f, "%s\n", extra);
-    if (userlist) {
-        char up[128];
-        snprintf(up, sizeof(up), "%s/users", c->dir);
-        FILE *u = fopen(up, "we");
-        if (!u) {
-            fclose(f);
-            return -errno;
-        }
-        fprintf(u, "%s\n", userlist);
-        fclose(u);
-        fprintf(f, "[auth]\nuserlist = users\n%s\n", auth_extra ? auth_extra : "");
-    }
-    fclose(f);
+    int wrc = child_write_conf(c, cc, conf);
+    if (wrc)
+        return wrc;
 
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;

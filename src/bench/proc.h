@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * proc.h: the self-hosted proxy: a ferry child on an ephemeral loopback
- * port, started and stopped by the bench.
+ * port, started and stopped by the bench, and the configuration it is
+ * given. A chain (--chain N) is N such children, each but the last sending
+ * every session on to the next one as its SOCKS5 parent.
  */
 #ifndef FERRY_BENCH_PROC_H
 #define FERRY_BENCH_PROC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -17,12 +20,33 @@ struct child {
     char dir[64];     /* temporary directory for its config and log */
 };
 
-/* Start `ferry serve -c DIR/ferry.conf` with listen = 127.0.0.1:0, workers
- * (0 = its default), extra top-level config lines, and when userlist is
- * given, an [auth] section using it (with auth_extra lines); wait until it
- * listens. */
-int child_start(struct child *c, const char *ferry, unsigned workers, const char *extra,
-                const char *userlist, const char *auth_extra);
+/* What a self-hosted ferry's configuration says beyond listen =
+ * 127.0.0.1:0. */
+struct child_conf {
+    unsigned workers;        /* 0: its default */
+    const char *extra;       /* top-level lines ("K = V\n" each; --proxy-set), or NULL */
+    const struct addr *next; /* the next ferry of a chain, or NULL: the way out is direct */
+    const char *userlist;    /* the users file's line, or NULL: no [auth] section */
+    const char *auth_extra;  /* more [auth] lines (with userlist), or NULL */
+};
+
+/* The name of the outbound a ferry of a chain sends its sessions through. */
+#define CHILD_NEXT_OUTBOUND "next"
+
+/* The text of ferry.conf for cc into buf (cap bytes, always terminated):
+ * listen = 127.0.0.1:0, the workers, the extra lines; with a next hop,
+ * `outbound = next` and an [outbound next] section whose url is
+ * socks5://ADDR of the next ferry (an IP address: no name is resolved
+ * along the chain); with a userlist, an [auth] section naming the file
+ * "users" beside the config. Top-level keys come before every section.
+ * Returns the length, or -1 when it does not fit. Pure: no I/O. */
+int child_conf_format(char *buf, size_t cap, const struct child_conf *cc);
+
+/* Start `ferry serve -c DIR/ferry.conf` with the configuration cc says
+ * (child_conf_format; the users file holds cc->userlist); wait until it
+ * listens. Returns 0, or -errno (the log of a ferry that exited at start
+ * is copied to stderr). On failure c->dir may still need child_stop(). */
+int child_start(struct child *c, const char *ferry, const struct child_conf *cc);
 /* SIGTERM, wait (bounded), SIGKILL if needed; remove the directory.
  * Returns the exit status, or -1. */
 int child_stop(struct child *c);

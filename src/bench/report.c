@@ -196,6 +196,8 @@ void bench_report_header(const struct bench *b, const char *target)
         printf(", auth %s", o->auth);
     if (o->http_proxy)
         printf(", http proxy %s", http_proxy_name(o->http_proxy));
+    if (self && o->chain > 1)
+        printf(", chain %u", o->chain);
     for (unsigned i = 0; i < o->nproxy_set && self; i++)
         printf(", %s", o->proxy_set[i]);
     if (o->allow_failures)
@@ -253,7 +255,8 @@ static void json_params(const struct bench_opts *o, const struct bench_scenario 
     if (sc->shows & SCP_RULES)
         printf(",\"rules\":%u", o->nrules);
     if (fi) {
-        printf(",\"ferry\":"); /* resolved: the default is /proc/self/exe */
+        printf(",\"chain\":%u", o->chain); /* ferries in a row, the bench's own */
+        printf(",\"ferry\":");             /* resolved: the default is /proc/self/exe */
         print_json_string(fi->path);
         printf(",\"proxy_set\":[");
         for (unsigned i = 0; i < o->nproxy_set; i++) {
@@ -346,9 +349,15 @@ static void report_json(const struct bench *b, const struct bench_scenario *sc, 
         printf(",\"proxy_instances\":[");
         for (unsigned r = 0; r < nruns; r++) {
             printf("%s{\"run\":%u,\"pid\":%d,\"addr\":", r ? "," : "", r + 1,
-                   (int)runs[r].proxy_pid);
-            print_json_string(addr_format(&runs[r].proxy, a, sizeof(a)));
-            putchar('}');
+                   (int)runs[r].hop[0].pid);
+            print_json_string(addr_format(&runs[r].hop[0].addr, a, sizeof(a)));
+            printf(",\"chain\":[");
+            for (unsigned i = 0; i < runs[r].nhops; i++) {
+                printf("%s{\"pid\":%d,\"addr\":", i ? "," : "", (int)runs[r].hop[i].pid);
+                print_json_string(addr_format(&runs[r].hop[i].addr, a, sizeof(a)));
+                putchar('}');
+            }
+            printf("]}");
         }
         putchar(']');
     }
@@ -380,10 +389,15 @@ static void report_table(const struct bench *b, bool self, const struct result *
                mem_src == MEM_SRC_PSS   ? "Pss (proportional set size, shared pages split)"
                : mem_src == MEM_SRC_RSS ? "RSS (Pss not available; shared pages counted whole)"
                                         : "Pss for some processes, RSS for others");
-    if (self && nruns > 1 && (runs[0].proxy_pid != runs[nruns - 1].proxy_pid))
-        for (unsigned r = 0; r < nruns; r++)
-            printf("  run %u: ferry pid %d at %s\n", r + 1, (int)runs[r].proxy_pid,
-                   addr_format(&runs[r].proxy, a, sizeof(a)));
+    if (self && nruns > 1 && (runs[0].hop[0].pid != runs[nruns - 1].hop[0].pid))
+        for (unsigned r = 0; r < nruns; r++) {
+            printf("  run %u: ferry pid %d at %s", r + 1, (int)runs[r].hop[0].pid,
+                   addr_format(&runs[r].hop[0].addr, a, sizeof(a)));
+            for (unsigned i = 1; i < runs[r].nhops; i++)
+                printf(" -> pid %d at %s", (int)runs[r].hop[i].pid,
+                       addr_format(&runs[r].hop[i].addr, a, sizeof(a)));
+            putchar('\n');
+        }
     for (unsigned r = 0; r < nruns; r++)
         if (runs[r].note[0])
             printf("  note (run %u): %s\n", r + 1, runs[r].note);

@@ -165,8 +165,9 @@ int outbound_ip_preference_parse(const char *text, uint8_t *out);
 const char *outbound_ip_preference_name(uint8_t p);
 
 /* egress.c: "ADDR" (an IP address to bind before connecting) or
- * "device=NAME" (SO_BINDTODEVICE) into out, which keeps what it held of
- * the other. 0 or -EINVAL. */
+ * "device=NAME" (SO_BINDTODEVICE; CAP_NET_RAW before Linux 5.7) into out,
+ * which keeps what it held of the other. 0, -EINVAL (not an address, not
+ * an interface name), or -ENODEV (no such interface on this host now). */
 int config_source_parse(const char *text, struct outbound_source *out);
 
 /* "socks5", "http", ... for logs. */

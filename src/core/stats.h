@@ -66,6 +66,7 @@ struct worker_stats {
     stat_t dns_queries;
     stat_t dns_cache_hits;
     stat_t dns_failures;
+    stat_t dns_unanswered;               /* lookups no DNS server answered (timed out or refused) */
     stat_t splice_bytes;                 /* the share of payload moved by splice() */
     stat_t unknown_protocol;             /* first byte not a protocol the listener speaks */
     stat_t denied;                       /* destinations refused by rules or protected ranges */

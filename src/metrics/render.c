@@ -339,6 +339,9 @@ static void render_dns_http(struct mtext *t, const uint64_t *s)
             FIELD(s, dns_cache_hits));
     counter(t, "ferry_dns_failures_total", "Lookups that found no usable address.",
             FIELD(s, dns_failures));
+    counter(t, "ferry_dns_unanswered_total",
+            "Lookups no DNS server answered (every try timed out or was refused).",
+            FIELD(s, dns_unanswered));
 
     counter(t, "ferry_http_error_responses_total", "Error responses of the HTTP proxy.",
             FIELD(s, http_errors));

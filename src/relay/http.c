@@ -141,6 +141,21 @@ void http_pool_fini(struct worker *w)
     w->http = NULL;
 }
 
+/* The pool key of an upstream connection to the current "host:port" that
+ * left by outbound ob: a listener's source= (or device=) is another way
+ * out for the outbounds without a source of their own, so a connection
+ * made from it is never handed to a session of another listener. */
+static void pool_key(const struct conn *c, uint16_t ob, char *key, size_t len)
+{
+    const struct config *cfg = conn_cfg(c);
+    const struct outbound_source *ls = &cfg->listen[c->listen_index].source;
+    const struct outbound_source *os = &cfg->outbounds[ob].source;
+    if ((ls->addr.family || ls->device[0]) && !os->addr.family && !os->device[0])
+        snprintf(key, len, "%s@%u/%u", c->http->key, ob, c->listen_index);
+    else
+        snprintf(key, len, "%s@%u", c->http->key, ob);
+}
+
 /* Give the session's upstream connection to the pool (or close it). */
 static void pool_put(struct conn *c)
 {
@@ -154,8 +169,8 @@ static void pool_put(struct conn *c)
     loop_io_del(&w->loop, &c->up);
     /* Only a connection straight to the origin is kept; its key names the
      * outbound it left by (a source address makes it another way out). */
-    char key[UPSTREAM_KEY_MAX + 8];
-    snprintf(key, sizeof(key), "%s@%u", c->http->key, c->ob);
+    char key[UPSTREAM_KEY_MAX + 12];
+    pool_key(c, c->ob, key, sizeof(key));
     if (!max || !w->http || conn_cfg(c)->outbounds[c->ob].kind != OUTBOUND_KIND_DIRECT ||
         strlen(key) >= UPSTREAM_KEY_MAX) {
         close(fd);
@@ -492,8 +507,8 @@ static void http_forward_to(struct conn *c, const char *host, uint16_t port)
     uint16_t ob = conn_cfg(c)->default_outbound;
     if (policy_eval(c, 0, host, NULL, port, &rule) == POLICY_ALLOW)
         ob = conn_via(c, rule);
-    char key[UPSTREAM_KEY_MAX + 8];
-    snprintf(key, sizeof(key), "%s@%u", h->key, ob);
+    char key[UPSTREAM_KEY_MAX + 12];
+    pool_key(c, ob, key, sizeof(key));
     struct addr peer;
     int fd = strlen(key) < UPSTREAM_KEY_MAX ? upstream_pool_take(c->w->http, key, &peer) : -1;
     if (fd >= 0 && policy_dest(c, 0, host, &peer, port) != POLICY_ALLOW) {

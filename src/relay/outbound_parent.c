@@ -248,9 +248,18 @@ static void pd_connect_next(struct conn *c, int last_err)
     struct worker *w = c->w;
     conn_close_fd(&c->up);
     uint64_t now = loop_now(&w->loop);
+    /* Where bytes leave: the outbound's source, else the listener's. */
+    const struct config *cfg = conn_cfg(c);
+    const struct outbound_source *src = &cfg->outbounds[c->ob].source;
+    if (!src->addr.family && !src->device[0])
+        src = &cfg->listen[c->listen_index].source;
     while (pd->next_peer < pd->peers.n && now < c->deadline) {
         const struct addr *a = &pd->peers.a[pd->next_peer++];
-        int fd = sock_connect(a);
+        if (src->addr.family && src->addr.family != a->family) {
+            last_err = -EAFNOSUPPORT; /* the source is of the other family */
+            continue;
+        }
+        int fd = sock_connect_from(a, src->addr.family ? &src->addr : NULL, src->device, NULL);
         if (fd < 0) {
             last_err = fd;
             continue;

@@ -131,7 +131,9 @@ struct worker {
     struct buf_pool bufs;
     struct pipe_pool pipes;
     struct resolver dns;
-    struct list sessions; /* the session layer's objects */
+    uint64_t dns_warned_ms;  /* when a dead DNS server was last reported */
+    uint32_t dns_unreported; /* ... and lookups unanswered since */
+    struct list sessions;    /* the session layer's objects */
     uint32_t nsessions;
     struct conn *free_sessions; /* session freelist, owned by relay/ */
     uint32_t nfree_sessions;

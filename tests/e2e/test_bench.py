@@ -10,6 +10,7 @@ run fail, not produce a figure.
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -177,6 +178,11 @@ def test_refused_proxy_is_reported_not_hidden():
     (["throughput", "--payload", "huge"], "invalid value"),
     (["throughput", "--relay", "127.0.0.1:1"], "--target-port"),
     (["throughput", "--proxy", "not-an-address"], "invalid value"),
+    (["throughput", "--chain", "0"], "--chain must be 1..8 (got '0')"),
+    (["throughput", "--chain", "9"], "--chain must be 1..8 (got '9')"),
+    (["throughput", "--chain", "2", "--proxy", "127.0.0.1:1080"], "--chain starts its own ferries"),
+    (["throughput", "--chain", "2", "--direct"], "--chain starts its own ferries"),
+    (["rules", "--chain", "2"], "--chain starts its own ferries"),
 ])
 def test_bad_invocations(args, needle):
     proc = bench(*args, timeout=30)
@@ -370,6 +376,116 @@ def test_other_scenarios_keep_one_proxy_across_runs():
     assert proc.returncode == 0, proc.stderr
     inst = json_line(proc)["proxy_instances"]
     assert len(inst) == 2 and inst[0]["pid"] == inst[1]["pid"]
+
+
+# ---- --chain: ferries in a row -------------------------------------------------
+
+
+def gone(pid):
+    """The process pid has exited and been reaped (the bench waits for its
+    children): no /proc entry, or one that is no longer a ferry."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"ferry" not in f.read()
+    except OSError:
+        return True
+
+
+def test_chain_starts_each_ferry_and_stops_them():
+    # Three ferries, each the parent of the one before: three processes on
+    # three ports, the first the one the clients talk to, all stopped at
+    # the end; their configurations are checked in tests/unit/bench/chain_test.c.
+    proc = bench("handshakes", "--chain", "3", "--concurrency", "2", *SHORT)
+    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
+    r = json_line(proc)
+    assert r["ok"] is True
+    assert r["params"]["chain"] == 3
+    assert r["target"].startswith("3 ferries in a row (self-hosted): pid ")
+    (inst,) = r["proxy_instances"]
+    hops = inst["chain"]
+    assert len(hops) == 3
+    assert len({h["pid"] for h in hops}) == 3 and len({h["addr"] for h in hops}) == 3
+    assert (hops[0]["pid"], hops[0]["addr"]) == (inst["pid"], inst["addr"])
+    assert all(h["addr"].startswith("127.0.0.1:") for h in hops)
+    assert all(gone(h["pid"]) for h in hops)
+    assert metric(r, "setups") > 0
+    assert metric(r, "failed_socks") == 0 and metric(r, "failed_data") == 0
+    # The CPU of all three is the proxy's.
+    assert metric(r, "proxy_cpu_per_1k") > 0
+
+
+def test_chain_of_two_moves_bytes_intact():
+    # One hop more than today's single ferry: every byte still checked.
+    r = bench_json("throughput", "--chain", "2", "--connections", "2", "--payload", "16k",
+                   "--duration", "1")
+    assert r["params"]["chain"] == 2
+    assert len(r["proxy_instances"][0]["chain"]) == 2
+    assert metric(r, "up") > 0 and metric(r, "down") > 0
+    assert metric(r, "streams") == 2
+    assert metric(r, "corrupt_streams") == 0
+    assert metric(r, "broken_streams") == 0
+
+
+def test_chain_one_is_the_single_ferry():
+    r = bench_json("handshakes", "--concurrency", "2")
+    assert r["params"]["chain"] == 1
+    (inst,) = r["proxy_instances"]
+    assert inst["chain"] == [{"pid": inst["pid"], "addr": inst["addr"]}]
+    assert r["target"].startswith("ferry (self-hosted, pid ")
+
+
+def test_chain_restarted_whole_for_each_connections_run():
+    proc = bench("connections", "--chain", "2", "--connections", "20", "--concurrency", "8",
+                 "--runs", "2", "--duration", "0.3", "--json", timeout=120)
+    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
+    r = json_line(proc)
+    assert "2 ferries in a row (self-hosted, fresh ones for each run)" == r["target"]
+    pids = [h["pid"] for i in r["proxy_instances"] for h in i["chain"]]
+    assert len(pids) == 4 and len(set(pids)) == 4, r["proxy_instances"]
+    assert metric(r, "healthy") == 20
+
+
+def test_chain_ferry_that_cannot_start_is_named_and_cleaned_up():
+    # A config line every ferry refuses: the last of the chain (started
+    # first) exits at start; the bench says which ferry, stops nothing it
+    # did not start, and leaves no temporary directory behind.
+    proc = bench("handshakes", "--chain", "2", "--proxy-set", "bogus_key=1", *SHORT, timeout=60)
+    assert proc.returncode == 1, f"{proc.stdout}\n{proc.stderr}"
+    assert "bogus_key: unknown key" in proc.stderr
+    assert "(ferry 2 of a chain of 2)" in proc.stderr
+    dirs = re.findall(r"(/tmp/ferry-bench-\w+)/ferry\.conf", proc.stderr)
+    assert dirs and not any(os.path.exists(d) for d in dirs)
+
+
+def test_chain_header_in_table_mode():
+    proc = bench("handshakes", "--chain", "2", "--concurrency", "2", "--runs", "1",
+                 "--duration", "0.3", "--warmup", "0.1")
+    assert proc.returncode == 0, proc.stderr
+    head = proc.stdout.splitlines()
+    assert head[0].startswith("ferry bench handshakes: 2 ferries in a row (self-hosted): pid ")
+    assert " -> pid " in head[0]
+    assert head[1].endswith(", chain 2")
+
+
+def test_external_proxy_that_is_a_chain(ferry):
+    # --proxy needs nothing new for a chain: it talks to the first proxy,
+    # and the CPU of every process listed with --proxy-pid is summed.
+    last = ferry()
+    first = ferry(config={"outbound": "next"},
+                  extra=f"[outbound next]\nurl = socks5://127.0.0.1:{last.port}\n")
+    pids = f"{first.proc.pid},{last.proc.pid}"
+    r = bench_json("throughput", "--proxy", f"127.0.0.1:{first.port}", "--proxy-pid", pids,
+                   "--connections", "2", "--payload", "16k")
+    assert metric(r, "corrupt_streams") == 0 and metric(r, "broken_streams") == 0
+    assert metric(r, "up") > 0 and metric(r, "proxy_cpu_per_gib") > 0
+    assert r["params"]["proxy_pids"] == [first.proc.pid, last.proc.pid]
+    assert "chain" not in r["params"]  # the bench started no ferry
+    r = bench_json("handshakes", "--proxy", f"127.0.0.1:{first.port}", "--proxy-pid", pids,
+                   "--concurrency", "2")
+    assert metric(r, "setups") > 0 and metric(r, "failed_socks") == 0
+    # The sessions went through both: the first sent them to its parent.
+    assert any(e.get("via") == "next" for e in first.access_entries())
+    assert any(e.get("client", "").startswith("127.0.0.1:") for e in last.access_entries())
 
 
 # ---- a proxy that corrupts data ----------------------------------------------
@@ -656,6 +772,92 @@ def test_report_converts_decimal_units(tmp_path):
     start = next(i for i, l in enumerate(lines) if "16 clients × 1200 B" in l and l.startswith("#"))
     row = next(l for l in lines[start:] if l.startswith("| ferry |"))  # that table's ferry row
     assert f"{want:.1f}" in row.split("|")[3], (want, row)
+
+
+def hop_results(path):
+    """A results file of the hop group alone, with round figures: (MiB/s at
+    8 streams, setups/s) per target."""
+    targets = "direct,ferry,ferry-ferry,dante,ferry-dante,dante-dante"
+    figures = {"direct": (2000, 20000), "ferry": (1000, 10000), "ferry-ferry": (850, 5000),
+               "dante": (800, 6000), "ferry-dante": (600, 4500), "dante-dante": (500, 3000)}
+    variants = [["hop-throughput-8", "throughput", "--connections 8 --payload 64k", targets, "hop"],
+                ["hop-handshakes", "handshakes", "--concurrency 32", targets, "hop"]]
+    lines = [{"meta": {"params": {"rounds": 1, "duration_s": 5, "warmup_s": 1, "groups": ["hop"],
+                                  "variants": variants}}}]
+    for t in figures:
+        lines.append({"peer": {"target": t, "status": "ok", "how": t,
+                               "mode": "direct" if t == "direct" else "proxy",
+                               "cpu_source": "none" if t == "direct" else "bench"}})
+
+    def m(v, unit=""):
+        return {"median": v, "min": v, "max": v, "unit": unit, "runs": [v]}
+
+    for t, (mib, setups) in figures.items():
+        runs = (("hop-throughput-8", "throughput",
+                 {"total": m(mib, "MiB/s"), "up": m(mib / 2, "MiB/s"), "down": m(mib / 2, "MiB/s"),
+                  "streams": m(8), "corrupt_streams": m(0), "broken_streams": m(0),
+                  "proxy_cpu_per_gib": m(0.5, "s/GiB")}),
+                ("hop-handshakes", "handshakes",
+                 {"setups": m(setups, "1/s"), "latency_p50": m(1, "ms"), "latency_p95": m(2, "ms"),
+                  "latency_p99": m(3, "ms"), "failed_socket": m(0), "failed_socks": m(0),
+                  "failed_data": m(0), "proxy_cpu_per_1k": m(0.1, "s/1000")}))
+        chain = {"ferry": 1, "ferry-ferry": 2}.get(t)
+        for variant, scenario, metrics in runs:
+            params = {"chain": chain} if chain else {}
+            lines.append({"scenario": scenario, "ok": True, "params": params, "metrics": metrics,
+                          "notes": [], "compare": {"round": 1, "variant": variant, "target": t,
+                                                   "cpu_source": "bench"}})
+    path.write_text("".join(json.dumps(l) + "\n" for l in lines))
+
+
+def test_report_renders_the_cost_of_a_hop(tmp_path):
+    """The hop group (compare.sh --only hop): each two-hop row against the
+    one-hop row that ends the same way, the issue's targets for one more
+    ferry hop said met or not, and the chains kept out of the summary."""
+    src, out = tmp_path / "r.jsonl", tmp_path / "r.md"
+    hop_results(src)
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "report.py"), "render",
+                           str(src), "--out", str(out)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    md = out.read_text()
+    lines = md.splitlines()
+    start = lines.index("## The cost of a hop")
+    rows = {l.split("|")[1].strip(): [c.strip() for c in l.split("|")[2:-1]]
+            for l in lines[start:] if l.startswith("| ") and not l.startswith("| path")}
+    assert list(rows) == ["direct (no proxy)", "ferry", "ferry → ferry", "Dante", "ferry → Dante",
+                          "Dante → Dante"]
+    assert rows["ferry → ferry"][0] == "2" and rows["ferry"][0] == "1"
+    assert rows["ferry → ferry"][2] == "0.85×" and rows["ferry → ferry"][4] == "0.50×"
+    assert rows["Dante → Dante"][2] == "0.62×" and rows["ferry → Dante"][4] == "0.75×"
+    assert rows["ferry"][2] == "1.00×" and rows["direct (no proxy)"][2] == ""
+    assert ("0.85× of one ferry's MiB/s at 8 streams (target ≥ 0.8×: met) and 0.50× of one "
+            "ferry's setups/s (target ≥ 0.6×: **not met**)") in md
+    assert "1.20× the throughput, 8 streams of Dante in front" in md
+    summary = md[md.index("## Summary"):md.index("## Machine")]
+    assert "→" not in summary
+    # A row whose bench started another number of ferries says so.
+    src.write_text(src.read_text().replace('"chain": 2', '"chain": 1'))
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "report.py"), "render",
+                           str(src), "--out", str(out)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "| ferry → ferry | **1 (bench) ≠ 2** |" in out.read_text()
+
+
+def test_compare_hop_group_runs_chains():
+    """compare.sh --only hop: the ferry rows are `ferry bench --chain 1`
+    and `--chain 2`, the Dante chains are started by the script, and Dante
+    is installed once."""
+    info, out = compare_dry_run("--only", "hop")
+    assert info["groups"] == "hop"
+    assert info["targets"] == "direct ferry dante ferry-ferry ferry-dante dante-dante"
+    assert info["packages needed"].split() == ["dante-server", "gnuplot-nox"]
+    runs = [l for l in out.splitlines() if l.startswith("run: hop-")]
+    assert len(runs) == 12
+    for l in runs:
+        t = l.split()[2].rstrip(":")
+        assert ("--chain 2" in l) == (t == "ferry-ferry"), l
+        assert ("--chain 1" in l) == (t == "ferry"), l
+        assert l.endswith("(hop)")
 
 
 def test_report_help_exits_0():
