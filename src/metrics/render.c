@@ -475,6 +475,7 @@ static void render_udp(struct mtext *t, const struct metrics_source *src, const 
         {"dns", offsetof(struct worker_stats, udp_drop_dns)},
         {"send", offsetof(struct worker_stats, udp_drop_send)},
         {"bandwidth", offsetof(struct worker_stats, udp_drop_bandwidth)},
+        {"parent", offsetof(struct worker_stats, udp_drop_parent)},
     };
     for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++) {
         snprintf(l, sizeof(l), "reason=\"%s\"", drops[i].reason);
