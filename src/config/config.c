@@ -27,6 +27,8 @@
 
 #include "acl/rules.h"
 #include "auth/userlist.h"
+#include "dns/hosts.h"
+#include "dns/resolver.h"
 #include "util/compiler.h"
 #include "util/file.h"
 #include "util/parse.h"
@@ -42,7 +44,7 @@ struct loader {
     int line;     /* line being handled */
     char *text;   /* the whole file */
     char *next;   /* next unread line in text */
-    int seen[64]; /* line a key was first set on (by key index), 0 = unset */
+    int seen[96]; /* line a key was first set on (by key index), 0 = unset */
     bool listen_from_file;
     bool workers_auto;
     bool max_conn_auto;
@@ -454,6 +456,48 @@ static int set_via(struct loader *ld, const struct key *k, const char *v)
     return 0;
 }
 
+/* One option of a listen address ("protocols=http"); 0 or -EINVAL. */
+static int set_listen_option(struct loader *ld, struct config_listen *l, const char *word)
+{
+    uint8_t mask;
+    if (strncmp(word, "proxy_protocol=", 15) == 0) {
+        const char *pv = word + 15;
+        uint8_t ver = strcmp(pv, "v1") == 0 ? 1 : strcmp(pv, "v2") == 0 ? 2 : 0;
+        if (!ver) {
+            bad(ld, "listen", "'%s' is not a PROXY protocol version (expected v1 or v2)", pv);
+            return -EINVAL;
+        }
+        l->proxy_protocol = ver;
+    } else if (strncmp(word, "source=", 7) == 0) {
+        if (strchr(word + 7, '=') || config_source_parse(word + 7, &l->source)) {
+            bad(ld, "listen", "source: '%s' is not an IP address (expected e.g. 192.0.2.7)",
+                word + 7);
+            return -EINVAL;
+        }
+    } else if (strncmp(word, "device=", 7) == 0) {
+        int rc = config_source_parse(word, &l->source);
+        if (rc) {
+            bad(ld, "listen", "device: '%s' %s", word + 7,
+                rc == -ENODEV ? "is not a network interface of this host"
+                              : "is not an interface name");
+            return -EINVAL;
+        }
+    } else if (strncmp(word, "protocols=", 10) != 0) {
+        bad(ld, "listen",
+            "unknown option '%s' (known: protocols=socks5+socks4+http, proxy_protocol=v1|v2, "
+            "source=ADDR, device=NAME)",
+            word);
+        return -EINVAL;
+    } else if (config_parse_protocols(word + 10, &mask)) {
+        bad(ld, "listen", "'%s' is not a protocol list (socks5, socks4, http joined by +)",
+            word + 10);
+        return -EINVAL;
+    } else {
+        l->protocols = mask;
+    }
+    return 0;
+}
+
 /* "listen" may be given several times and each value may hold several
  * addresses separated by commas or spaces. A word with '=' is an option of
  * the address before it: "listen = 127.0.0.1:8080 protocols=http". The
@@ -479,33 +523,11 @@ static int set_listen(struct loader *ld, const struct key *k, const char *v)
             memcpy(word, p, n);
             word[n] = '\0';
             if (strchr(word, '=')) {
-                uint8_t mask;
                 if (ld->c->nlisten == 0) {
                     bad(ld, "listen", "option '%s' before any address", word);
                     rc = -EINVAL;
-                } else if (strncmp(word, "proxy_protocol=", 15) == 0) {
-                    const char *pv = word + 15;
-                    uint8_t ver = strcmp(pv, "v1") == 0 ? 1 : strcmp(pv, "v2") == 0 ? 2 : 0;
-                    if (!ver) {
-                        bad(ld, "listen",
-                            "'%s' is not a PROXY protocol version (expected v1 or v2)", pv);
-                        rc = -EINVAL;
-                    } else {
-                        ld->c->listen[ld->c->nlisten - 1].proxy_protocol = ver;
-                    }
-                } else if (strncmp(word, "protocols=", 10) != 0) {
-                    bad(ld, "listen",
-                        "unknown option '%s' (known: protocols=socks5+socks4+http, "
-                        "proxy_protocol=v1|v2)",
-                        word);
+                } else if (set_listen_option(ld, &ld->c->listen[ld->c->nlisten - 1], word)) {
                     rc = -EINVAL;
-                } else if (config_parse_protocols(word + 10, &mask)) {
-                    bad(ld, "listen",
-                        "'%s' is not a protocol list (socks5, socks4, http joined by +)",
-                        word + 10);
-                    rc = -EINVAL;
-                } else {
-                    ld->c->listen[ld->c->nlisten - 1].protocols = mask;
                 }
             } else if (add_listen(ld->c, ld->errs, word, origin)) {
                 rc = -EINVAL;
@@ -519,6 +541,75 @@ static int set_listen(struct loader *ld, const struct key *k, const char *v)
         rc = -EINVAL;
     }
     return rc;
+}
+
+/* [dns] servers: addresses with optional ports (53), separated by commas
+ * or spaces, kept as the "ip:port,[ip6]:port" list c-ares takes. */
+static int set_dns_servers(struct loader *ld, const struct key *k, const char *v)
+{
+    char csv[DNS_MAX_SERVERS * (ADDR_STRLEN + 1)] = "", word[128];
+    size_t used = 0, n = 0;
+    for (const char *p = v + strspn(v, ", \t"); *p; p += strspn(p, ", \t")) {
+        size_t len = strcspn(p, ", \t");
+        struct addr a;
+        snprintf(word, sizeof(word), "%.*s", (int)len, p);
+        p += len;
+        if (len >= sizeof(word) || addr_parse(word, 53, &a) || a.port == 0) {
+            bad(ld, k->name, "'%s' is not a server address (expected %s)", word, k->expect);
+            return -EINVAL;
+        }
+        if (++n > DNS_MAX_SERVERS) {
+            bad(ld, k->name, "more than %d servers", DNS_MAX_SERVERS);
+            return -EINVAL;
+        }
+        char f[ADDR_STRLEN];
+        used += (size_t)snprintf(csv + used, sizeof(csv) - used, "%s%s", n > 1 ? "," : "",
+                                 addr_format(&a, f, sizeof(f)));
+    }
+    if (n == 0) {
+        bad(ld, k->name, "no server given (expected %s)", k->expect);
+        return -EINVAL;
+    }
+    free(ld->c->dns.servers);
+    ld->c->dns.servers = strdup(csv);
+    return ld->c->dns.servers ? 0 : -ENOMEM;
+}
+
+/* [dns] hosts: "none", or a hosts file read now (relative to the config
+ * file's directory); a file that cannot be read is an error. */
+static int set_dns_hosts(struct loader *ld, const struct key *k, const char *v)
+{
+    struct config_dns *d = &ld->c->dns;
+    d->hosts = strdup(v);
+    d->hosts_line = ld->line;
+    if (!d->hosts)
+        return -ENOMEM;
+    if (strcmp(v, "none") == 0)
+        return 0;
+    if (!*v) {
+        bad(ld, k->name, "empty (expected %s)", k->expect);
+        return -EINVAL;
+    }
+    char path[4096];
+    const char *slash = strrchr(ld->file, '/');
+    if (v[0] != '/' && slash)
+        snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - ld->file), ld->file, v);
+    else
+        snprintf(path, sizeof(path), "%s", v);
+    int rc = dns_hosts_load(path, &d->hosts_table);
+    if (rc)
+        bad(ld, k->name, "cannot read %s: %s", path,
+            rc == -EFBIG ? "larger than 64 MiB" : strerror(-rc));
+    return rc;
+}
+
+static int set_ip_preference(struct loader *ld, const struct key *k, const char *v)
+{
+    if (outbound_ip_preference_parse(v, &ld->c->ip_preference)) {
+        bad(ld, k->name, "'%s' is not an IP preference (expected %s)", v, k->expect);
+        return -EINVAL;
+    }
+    return 0;
 }
 
 #define OFF(f) offsetof(struct config, f)
@@ -620,11 +711,24 @@ static const struct key keys[] = {
     {"udp.ports", set_port_range, 0, 0, 0, "LOW-HIGH", false},
     {"udp.gso", set_bool, OFF(udp.gso), 0, 0, "yes or no", false},
     {"udp.gro", set_bool, OFF(udp.gro), 0, 0, "yes or no", false},
+    /* [dns] */
+    {"dns.servers", set_dns_servers, 0, 0, 0,
+     "addresses with optional ports, e.g. 1.1.1.1, [2606:4700::1111]:53, 127.0.0.1:5353", false},
+    {"dns.cache_size", set_u32, OFF(dns.cache_size), 0, DNS_CACHE_MAX,
+     "answers kept per worker, 0..1048576; 0 disables the cache", false},
+    {"dns.min_ttl", set_duration, OFF(dns.min_ttl_ms), 0, DAY_MS, "a duration up to 24h", false},
+    {"dns.max_ttl", set_duration, OFF(dns.max_ttl_ms), 0, DAY_MS, "a duration up to 24h", false},
+    {"dns.timeout", set_duration, OFF(dns.timeout_ms), 100, 60000, "a duration from 100ms to 60s",
+     false},
+    {"dns.tries", set_u32, OFF(dns.tries), 1, 10, "1..10", false},
+    {"dns.hosts", set_dns_hosts, 0, 0, 0, "a hosts file, or none", false},
+    {"ip_preference", set_ip_preference, 0, 0, 0, "any, ipv4, ipv6, ipv4-first or ipv6-first",
+     false},
 };
-_Static_assert(ARRAY_LEN(keys) <= 64, "loader.seen is too small");
+_Static_assert(ARRAY_LEN(keys) <= 96, "loader.seen is too small");
 
 /* Sections a file may contain; keys in them are named "section.key". */
-static const char *const sections[] = {"auth", "udp", "http", "rules", "limits", "metrics"};
+static const char *const sections[] = {"auth", "udp", "http", "rules", "limits", "metrics", "dns"};
 
 /* Edit distance, for "did you mean" on unknown keys. */
 static size_t edit_distance(const char *a, const char *b)
@@ -851,9 +955,7 @@ static bool check_line(struct loader *ld, const char *line)
         }
         bad(ld, NULL,
             "unknown section [%.*s] (known: [auth], [udp], [http], [rules], [limits], [metrics], "
-            "[outbound NAME]; "
-            "other keys "
-            "go at the top)",
+            "[dns], [outbound NAME]; other keys go at the top)",
             (int)(end - p - 1), p + 1);
         return false;
     }
@@ -951,6 +1053,13 @@ static void set_defaults(struct config *c)
     c->rules_default = ACL_ALLOW;
     c->limits.burst = 20;
     c->limits.ip_table = 65536;
+    struct resolver_opts dns;
+    resolver_opts_default(&dns);
+    c->dns.cache_size = dns.cache_size;
+    c->dns.min_ttl_ms = dns.min_ttl_ms;
+    c->dns.max_ttl_ms = dns.max_ttl_ms;
+    c->dns.timeout_ms = dns.timeout_ms;
+    c->dns.tries = dns.tries;
 }
 
 /* One row per worker, padded to whole cache lines so workers never share
@@ -965,6 +1074,20 @@ static int config_alloc_rule_hits(struct config *c)
         return -ENOMEM;
     memset(c->rule_hits, 0, bytes);
     c->rule_stride = (uint32_t)stride;
+    return 0;
+}
+
+/* The outbounds' per-worker counters, rows padded as rule_hits's. */
+static int config_alloc_ob_stats(struct config *c)
+{
+    size_t per_line = CACHELINE / sizeof(stat_t);
+    size_t stride = ((size_t)c->noutbounds * OB_STATS + per_line - 1) / per_line * per_line;
+    size_t bytes = stride * c->workers * sizeof(stat_t);
+    c->ob_stats = aligned_alloc(CACHELINE, bytes);
+    if (!c->ob_stats)
+        return -ENOMEM;
+    memset(c->ob_stats, 0, bytes);
+    c->ob_stride = (uint32_t)stride;
     return 0;
 }
 
@@ -1185,6 +1308,14 @@ static void check_open_proxy(const struct config *c, const struct loader *ld,
 static void validate(struct config *c, const struct loader *ld, struct msglist *errs)
 {
     char where[4200];
+    /* A min_ttl above the default max_ttl raises it; above one set, it is
+     * an error. */
+    if (c->dns.min_ttl_ms > c->dns.max_ttl_ms && !key_line(ld, "dns.max_ttl"))
+        c->dns.max_ttl_ms = c->dns.min_ttl_ms;
+    if (c->dns.min_ttl_ms > c->dns.max_ttl_ms)
+        msglist_push(errs, "%s: dns.min_ttl: longer than dns.max_ttl (%u ms > %u ms)",
+                     key_origin(ld, "dns.min_ttl", where, sizeof(where)), c->dns.min_ttl_ms,
+                     c->dns.max_ttl_ms);
     const struct config_listen *pub = NULL;
     /* Without authentication or closed rules, any listener reachable from
      * another host makes an open proxy: demand that it be said out loud. */
@@ -1412,6 +1543,8 @@ int config_load(const struct config_cli *cli, struct config **out, struct msglis
     validate(c, &ld, errs); /* every problem at once, not one per attempt */
     if (c->acl && errs->n == nerr0 && config_alloc_rule_hits(c) < 0)
         msglist_push(errs, "%s: out of memory for the rule counters", cli->path);
+    if (c->noutbounds && errs->n == nerr0 && config_alloc_ob_stats(c) < 0)
+        msglist_push(errs, "%s: out of memory for the outbound counters", cli->path);
 
     if (errs->n != nerr0) {
         /* Warnings still matter when there are errors: say them too. */
@@ -1476,10 +1609,14 @@ static void config_destroy(struct config *c)
     free(c->rules_file);
     free(c->local_addrs);
     acl_free(c->acl);
+    free(c->dns.servers);
+    free(c->dns.hosts);
+    dns_hosts_unref(c->dns.hosts_table);
     for (uint32_t i = 0; i < c->noutbounds; i++)
         outbound_fini(&c->outbounds[i]);
     free(c->outbounds);
     free(c->ob_health);
+    free(c->ob_stats);
     free(c);
 }
 

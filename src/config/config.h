@@ -108,6 +108,21 @@ struct config_limits {
     uint64_t bw_conn;  /* bytes per second, both directions, per connection */
 };
 
+struct dns_hosts;
+
+/* [dns]: the resolver each worker uses for direct dials (dns/resolver.h). */
+struct config_dns {
+    char *servers;       /* "ip:port,[ip6]:port" for c-ares; NULL: resolv.conf's */
+    uint32_t cache_size; /* answers kept per worker; 0: no cache */
+    uint32_t min_ttl_ms; /* an answer (negative ones too) is kept at least... */
+    uint32_t max_ttl_ms; /* ... and at most this long */
+    uint32_t timeout_ms; /* per try and server */
+    uint32_t tries;      /* tries per server */
+    char *hosts;         /* hosts = as written; NULL: the system's hosts file as c-ares reads it */
+    int hosts_line;      /* its line in the file */
+    struct dns_hosts *hosts_table; /* hosts = PATH, loaded; NULL otherwise */
+};
+
 struct acl;
 struct acl_cidr;
 
@@ -137,11 +152,17 @@ struct config {
     struct config_udp udp;
     struct config_http http;
     struct config_limits limits;
+    struct config_dns dns;
     /* Outbounds: [0] "direct", [1] "reject", then the file's [outbound NAME]
      * sections in order (outbound.h); health[i] is outbounds[i]'s. */
     struct config_outbound *outbounds;
     struct outbound_health *ob_health;
     uint32_t noutbounds;
+    /* Per outbound, per worker: worker w counts outbound i in
+     * ob_stats[w * ob_stride + i * OB_STATS + OB_STAT_*] (its own cache
+     * lines), like rule_hits; counts start again at a reload. */
+    stat_t *ob_stats;
+    uint32_t ob_stride;
     uint16_t default_outbound; /* "outbound = NAME": sessions no rule sends elsewhere */
     uint8_t ip_preference;     /* enum ip_preference of direct dials */
     struct acl *acl;           /* compiled rules, NULL when there are none */

@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * egress.c: how an operator says where bytes leave this host: a source
- * address or device, and which address family a name's addresses are
- * tried in (outbound.h).
+ * address or device (source = / device = in [outbound NAME], source= /
+ * device= on a listen line), and which address family a name's addresses
+ * are tried in (ip_preference, outbound.h). Parsing only: the relay orders
+ * addresses and binds sockets.
  */
 #include <errno.h>
 #include <net/if.h>
 #include <string.h>
+#include <strings.h>
 
 #include "config/outbound.h"
+#include "util/compiler.h"
 
 int config_source_parse(const char *text, struct outbound_source *out)
 {
@@ -17,22 +21,32 @@ int config_source_parse(const char *text, struct outbound_source *out)
         size_t n = strlen(d);
         if (n == 0 || n >= sizeof(out->device) || n >= IF_NAMESIZE || strpbrk(d, "/ \t:"))
             return -EINVAL;
+        /* A typo is better caught at load than as a failed connect. */
+        if (if_nametoindex(d) == 0)
+            return -ENODEV;
         memcpy(out->device, d, n + 1);
         return 0;
     }
     struct addr a;
     if (addr_parse_ip(text, 0, &a))
         return -EINVAL;
+    addr_unmap(&a);
     out->addr = a;
     return 0;
 }
 
-static const char *const pref_names[] = {"any", "ipv4", "ipv6", "ipv4-first", "ipv6-first"};
+static const char *const pref_names[] = {
+    [IP_PREF_ANY] = "any",
+    [IP_PREF_IPV4] = "ipv4",
+    [IP_PREF_IPV6] = "ipv6",
+    [IP_PREF_IPV4_FIRST] = "ipv4-first",
+    [IP_PREF_IPV6_FIRST] = "ipv6-first",
+};
 
 int outbound_ip_preference_parse(const char *text, uint8_t *out)
 {
-    for (uint8_t i = 0; i < sizeof(pref_names) / sizeof(pref_names[0]); i++) {
-        if (!strcmp(text, pref_names[i])) {
+    for (uint8_t i = 0; i < ARRAY_LEN(pref_names); i++) {
+        if (!strcasecmp(text, pref_names[i])) {
             *out = i;
             return 0;
         }
@@ -42,5 +56,5 @@ int outbound_ip_preference_parse(const char *text, uint8_t *out)
 
 const char *outbound_ip_preference_name(uint8_t p)
 {
-    return p < sizeof(pref_names) / sizeof(pref_names[0]) ? pref_names[p] : "?";
+    return p < ARRAY_LEN(pref_names) ? pref_names[p] : "?";
 }

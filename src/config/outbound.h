@@ -82,10 +82,15 @@ struct outbound_health {
     _Atomic uint64_t down_until_ms; /* monotonic ms; skipped by pools until then */
     _Atomic uint32_t up;            /* 1 while healthy (the last check or connect passed) */
     _Atomic uint32_t fails_in_row;  /* consecutive failures, for the back-off */
-    _Atomic uint64_t failures;      /* connects or checks that failed, ever */
+    _Atomic uint64_t failures;      /* health checks that failed (failed dials: ob_stats) */
     _Atomic uint64_t latency_us;    /* of the last successful connect or check */
-    _Atomic uint32_t active;        /* sessions through it now (least-connections) */
+    _Atomic uint32_t turn;          /* a round-robin pool's next member */
 };
+
+/* The per-worker counters of each outbound (config.ob_stats): dials that
+ * reached the destination through it, sessions it carries now (a gauge:
+ * least-connections sums it over workers), dials through it that failed. */
+enum { OB_STAT_SESSIONS, OB_STAT_ACTIVE, OB_STAT_FAILURES, OB_STATS };
 
 struct config_outbound {
     char name[OUTBOUND_NAME_MAX];
@@ -168,8 +173,9 @@ int outbound_ip_preference_parse(const char *text, uint8_t *out);
 const char *outbound_ip_preference_name(uint8_t p);
 
 /* egress.c: "ADDR" (an IP address to bind before connecting) or
- * "device=NAME" (SO_BINDTODEVICE) into out, which keeps what it held of
- * the other. 0 or -EINVAL. */
+ * "device=NAME" (SO_BINDTODEVICE; CAP_NET_RAW before Linux 5.7) into out,
+ * which keeps what it held of the other. 0, -EINVAL (not an address, not
+ * an interface name), or -ENODEV (no such interface on this host now). */
 int config_source_parse(const char *text, struct outbound_source *out);
 
 /* "socks5", "http", ... for logs. */

@@ -158,15 +158,56 @@ int sock_accept(int lfd, struct addr *peer)
 
 int sock_connect(const struct addr *a)
 {
+    return sock_connect_from(a, NULL, NULL, NULL);
+}
+
+/* SO_BINDTODEVICE and/or bind(src, port 0) on fd; 0 or -errno with *step
+ * naming the call that failed. */
+static int bind_source(int fd, const struct addr *src, const char *device, const char **step)
+{
+    if (device && *device &&
+        setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, device, (socklen_t)strlen(device)) < 0) {
+        *step = "SO_BINDTODEVICE";
+        return -errno;
+    }
+    if (!src || !src->family)
+        return 0;
+    struct addr s = *src;
+    s.port = 0;
+    struct sockaddr_storage ss;
+    socklen_t len = addr_to_sockaddr(&s, &ss);
+    /* The port is picked at connect(), by the 4-tuple, not at bind() from
+     * the ephemeral range alone: many sessions may share one source. */
+    (void)set_int_opt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, 1);
+    if (!len || bind(fd, (struct sockaddr *)&ss, len) < 0) {
+        *step = "bind";
+        return len ? -errno : -EAFNOSUPPORT;
+    }
+    return 0;
+}
+
+int sock_connect_from(const struct addr *a, const struct addr *src, const char *device,
+                      const char **failed)
+{
+    const char *step_buf = NULL, **step = failed ? failed : &step_buf;
+    *step = "socket";
     struct sockaddr_storage ss;
     socklen_t len = addr_to_sockaddr(a, &ss);
     if (!len)
         return -EAFNOSUPPORT;
+    if (src && src->family && src->family != a->family)
+        return -EAFNOSUPPORT;
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
     if (fd < 0)
         return -errno;
+    int rc = bind_source(fd, src, device, step);
+    if (rc) {
+        close(fd);
+        return rc;
+    }
+    *step = "connect";
     if (connect(fd, (struct sockaddr *)&ss, len) < 0 && errno != EINPROGRESS) {
-        int rc = -errno;
+        rc = -errno;
         close(fd);
         return rc;
     }

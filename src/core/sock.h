@@ -31,6 +31,14 @@ int sock_accept(int lfd, struct addr *peer);
 /* Start a nonblocking connect; the fd is returned while the connect is
  * still in progress (wait for EPOLLOUT, then sock_error()). */
 int sock_connect(const struct addr *a);
+/* The same from a source: SO_BINDTODEVICE to device when it is non-NULL
+ * and not empty (CAP_NET_RAW before Linux 5.7), then bind to src (port 0, with
+ * IP_BIND_ADDRESS_NO_PORT) when it is non-NULL with a family. A src of
+ * another family than a is -EAFNOSUPPORT. On failure *failed (when
+ * non-NULL) names the call that failed: "socket", "SO_BINDTODEVICE",
+ * "bind" or "connect". */
+int sock_connect_from(const struct addr *a, const struct addr *src, const char *device,
+                      const char **failed);
 /* The pending error of a socket (SO_ERROR) as -errno, or 0. */
 int sock_error(int fd);
 int sock_local_addr(int fd, struct addr *out);

@@ -66,6 +66,7 @@ struct worker_stats {
     stat_t dns_queries;
     stat_t dns_cache_hits;
     stat_t dns_failures;
+    stat_t dns_unanswered;               /* lookups no DNS server answered (timed out or refused) */
     stat_t splice_bytes;                 /* the share of payload moved by splice() */
     stat_t unknown_protocol;             /* first byte not a protocol the listener speaks */
     stat_t denied;                       /* destinations refused by rules or protected ranges */
@@ -90,6 +91,7 @@ struct worker_stats {
     stat_t udp_drop_send;                /* the kernel refused (buffer full, unreachable) */
     stat_t udp_bytes_in, udp_bytes_out;  /* datagram payload (SOCKS header excluded) */
     stat_t udp_drop_bandwidth;           /* over limits.bandwidth_user or _connection */
+    stat_t udp_drop_parent;              /* its way out cannot carry UDP, or the parent failed */
     stat_t sessions[SP_COUNT][OC_COUNT]; /* ended, by protocol and outcome */
     stat_t active_proto[SP_COUNT];       /* open now, by protocol */
     stat_t hs_buckets[SP_COUNT][STATS_HS_BUCKETS]; /* not cumulative; summed at scrape */

@@ -18,9 +18,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "dns/hosts.h"
 #include "util/compiler.h"
-
-#define DNS_NEGATIVE_TTL_S 5
 
 struct dns_sock {
     struct dns_sock *next;
@@ -137,21 +136,52 @@ static void sock_state_cb(void *data, ares_socket_t fd, int readable, int writab
     (void)loop_io_add(r->l, &spare->io, fd, ev);
 }
 
-int resolver_init(struct resolver *r, struct loop *l)
+void resolver_opts_default(struct resolver_opts *o)
 {
-    memset(r, 0, sizeof(*r));
-    r->l = l;
-    r->max_ttl_s = 300;
-    timer_init(&r->timer, resolver_on_timer);
-    r->cache = calloc(DNS_CACHE_SIZE, sizeof(*r->cache));
-    if (!r->cache)
+    memset(o, 0, sizeof(*o));
+    o->cache_size = DNS_CACHE_SIZE;
+    o->max_ttl_ms = 300 * 1000;
+    o->timeout_ms = 2000;
+    o->tries = 2; /* a second try only when a server does not answer */
+    o->hosts_system = true;
+}
+
+static uint32_t cache_slots(uint32_t n)
+{
+    uint32_t s = 1;
+    while (s < n && s < DNS_CACHE_MAX)
+        s <<= 1;
+    return s;
+}
+
+/* A cache of slots for cache_size answers (none for 0) in place of r's. */
+static int cache_resize(struct resolver *r, uint32_t cache_size)
+{
+    uint32_t slots = cache_size ? cache_slots(cache_size) : 0;
+    if ((r->cache ? r->cache_mask + 1 : 0) == slots)
+        return 0;
+    struct dns_cache_entry **cache = NULL;
+    if (slots && !(cache = calloc(slots, sizeof(*cache))))
         return -ENOMEM;
+    if (r->cache) {
+        for (size_t i = 0; i <= r->cache_mask; i++)
+            free(r->cache[i]);
+        free(r->cache);
+    }
+    r->cache = cache;
+    r->cache_mask = slots ? slots - 1 : 0;
+    return 0;
+}
+
+/* The c-ares channel for o; 0 or -errno. */
+static int channel_open(struct resolver *r, const struct resolver_opts *o)
+{
     struct ares_options opts;
     memset(&opts, 0, sizeof(opts));
     opts.sock_state_cb = sock_state_cb;
     opts.sock_state_cb_data = r;
-    opts.timeout = 2000; /* ms per try, with ARES_OPT_TIMEOUTMS */
-    opts.tries = 2;      /* a second try only when a server does not answer */
+    opts.timeout = (int)o->timeout_ms; /* ms per try, with ARES_OPT_TIMEOUTMS */
+    opts.tries = (int)o->tries;
     /* A client names a host as it is (a fully-qualified name): the search
      * list of this host's resolv.conf is not for it. Applied, it doubled
      * the queries for every name that does not resolve (A and AAAA for
@@ -163,17 +193,71 @@ int resolver_init(struct resolver *r, struct loop *l)
      * search list, given here, keeps resolv.conf's from being read. */
     opts.domains = NULL;
     opts.ndomains = 0;
+    int mask = ARES_OPT_SOCK_STATE_CB | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_FLAGS |
+               ARES_OPT_DOMAINS;
+    /* Without the system's hosts file ([dns] hosts = PATH or none), c-ares
+     * asks DNS only ("b"); otherwise its own "lookups" stay (resolv.conf,
+     * nsswitch.conf or host.conf; "fb": /etc/hosts, then DNS). */
+    static char dns_only[] = "b";
+    if (!o->hosts_system) {
+        opts.lookups = dns_only;
+        mask |= ARES_OPT_LOOKUPS;
+    }
     ares_channel ch;
-    int rc = ares_init_options(&ch, &opts,
-                               ARES_OPT_SOCK_STATE_CB | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES |
-                                   ARES_OPT_FLAGS | ARES_OPT_DOMAINS);
-    if (rc != ARES_SUCCESS) {
-        free(r->cache);
-        r->cache = NULL;
+    int rc = ares_init_options(&ch, &opts, mask);
+    if (rc != ARES_SUCCESS)
         return rc == ARES_ENOMEM ? -ENOMEM : -EIO;
+    if (o->servers && *o->servers) {
+        rc = ares_set_servers_ports_csv(ch, o->servers);
+        if (rc != ARES_SUCCESS) {
+            ares_destroy(ch);
+            return rc == ARES_ENOMEM ? -ENOMEM : -EINVAL;
+        }
     }
     r->channel = ch;
     return 0;
+}
+
+int resolver_init(struct resolver *r, struct loop *l, const struct resolver_opts *o)
+{
+    struct resolver_opts defaults;
+    if (!o) {
+        resolver_opts_default(&defaults);
+        o = &defaults;
+    }
+    memset(r, 0, sizeof(*r));
+    r->l = l;
+    r->min_ttl_ms = o->min_ttl_ms;
+    r->max_ttl_ms = o->max_ttl_ms;
+    r->unanswered = o->unanswered;
+    r->unanswered_arg = o->unanswered_arg;
+    timer_init(&r->timer, resolver_on_timer);
+    int rc = cache_resize(r, o->cache_size);
+    if (rc)
+        return rc;
+    rc = channel_open(r, o);
+    if (rc) {
+        free(r->cache);
+        r->cache = NULL;
+        return rc;
+    }
+    if (o->servers && *o->servers && !(r->servers = strdup(o->servers))) {
+        resolver_fini(r);
+        return -ENOMEM;
+    }
+    r->hosts = dns_hosts_ref(o->hosts);
+    return 0;
+}
+
+int resolver_update(struct resolver *r, const struct resolver_opts *o)
+{
+    r->min_ttl_ms = o->min_ttl_ms;
+    r->max_ttl_ms = o->max_ttl_ms;
+    if (r->hosts != o->hosts) {
+        dns_hosts_unref(r->hosts);
+        r->hosts = dns_hosts_ref(o->hosts);
+    }
+    return cache_resize(r, o->cache_size);
 }
 
 void resolver_fini(struct resolver *r)
@@ -189,11 +273,15 @@ void resolver_fini(struct resolver *r)
         free(s);
     }
     if (r->cache) {
-        for (size_t i = 0; i < DNS_CACHE_SIZE; i++)
+        for (size_t i = 0; i <= r->cache_mask; i++)
             free(r->cache[i]);
         free(r->cache);
         r->cache = NULL;
     }
+    dns_hosts_unref(r->hosts);
+    r->hosts = NULL;
+    free(r->servers);
+    r->servers = NULL;
 }
 
 /* Lower-case copy without one trailing dot; false if it does not fit. */
@@ -236,7 +324,9 @@ static void answer_set_port(struct dns_answer *a, uint16_t port)
 
 static bool cache_get(struct resolver *r, const char *key, int *status, struct dns_answer *ans)
 {
-    struct dns_cache_entry *e = r->cache[fnv1a(key) & (DNS_CACHE_SIZE - 1)];
+    if (!r->cache)
+        return false;
+    struct dns_cache_entry *e = r->cache[fnv1a(key) & r->cache_mask];
     if (!e || strcmp(e->name, key) != 0 || e->expires_ms <= loop_now(r->l))
         return false;
     *status = e->status;
@@ -244,15 +334,19 @@ static bool cache_get(struct resolver *r, const char *key, int *status, struct d
     return true;
 }
 
+/* Keep an answer for its TTL (seconds) clamped to [min_ttl, max_ttl]. */
 static void cache_put(struct resolver *r, const char *key, int status, const struct dns_answer *ans,
                       uint32_t ttl_s)
 {
-    if (ttl_s == 0)
+    uint64_t ttl_ms = (uint64_t)ttl_s * 1000;
+    if (ttl_ms < r->min_ttl_ms)
+        ttl_ms = r->min_ttl_ms;
+    if (ttl_ms > r->max_ttl_ms)
+        ttl_ms = r->max_ttl_ms;
+    if (ttl_ms == 0 || !r->cache)
         return;
-    if (ttl_s > r->max_ttl_s)
-        ttl_s = r->max_ttl_s;
     size_t len = strlen(key);
-    struct dns_cache_entry **slot = &r->cache[fnv1a(key) & (DNS_CACHE_SIZE - 1)];
+    struct dns_cache_entry **slot = &r->cache[fnv1a(key) & r->cache_mask];
     struct dns_cache_entry *e = *slot;
     if (!e || strlen(e->name) < len) {
         free(e);
@@ -266,7 +360,7 @@ static void cache_put(struct resolver *r, const char *key, int status, const str
     e->status = status;
     e->ans = *ans;
     answer_set_port(&e->ans, 0);
-    e->expires_ms = loop_now(r->l) + (uint64_t)ttl_s * 1000;
+    e->expires_ms = loop_now(r->l) + ttl_ms;
 }
 
 static bool special_name(const char *key, int *status, struct dns_answer *ans)
@@ -296,6 +390,11 @@ bool resolver_lookup_now(struct resolver *r, const char *name, uint16_t port, in
         return true;
     }
     if (special_name(key, status, ans)) {
+        answer_set_port(ans, port);
+        return true;
+    }
+    if (dns_hosts_lookup(r->hosts, key, ans)) { /* before DNS, like /etc/hosts */
+        *status = DNS_OK;
         answer_set_port(ans, port);
         return true;
     }
@@ -374,6 +473,11 @@ static void on_ares_result(void *arg, int st, int timeouts, struct ares_addrinfo
     }
     if (q->status != DNS_OK)
         r->stats.failures++;
+    if (st == ARES_ETIMEOUT || st == ARES_ECONNREFUSED) { /* no server answered */
+        r->stats.unanswered++;
+        if (r->unanswered)
+            r->unanswered(r->unanswered_arg, q->name, q->status);
+    }
     char key[256];
     if (normalize(q->name, key, sizeof(key))) {
         if (q->status == DNS_OK)

@@ -290,6 +290,99 @@ static void render_rules(struct mtext *t, const struct metrics_source *src,
     }
 }
 
+/* Outbound ob's per-worker column col, summed (config.h's ob_stats). */
+static uint64_t ob_sum(const struct config *cfg, unsigned nw, uint32_t ob, unsigned col)
+{
+    uint64_t v = 0;
+    for (unsigned w = 0; w < nw; w++)
+        v += stat_get(&cfg->ob_stats[(size_t)w * cfg->ob_stride + (size_t)ob * OB_STATS + col]);
+    return v;
+}
+
+/* A pool is up while one of its members is. */
+static bool ob_up(const struct config *cfg, uint32_t i)
+{
+    const struct config_outbound *o = &cfg->outbounds[i];
+    if (o->kind != OUTBOUND_KIND_POOL)
+        return atomic_load_explicit(&cfg->ob_health[i].up, memory_order_relaxed) != 0;
+    for (unsigned k = 0; k < o->nmembers; k++)
+        if (atomic_load_explicit(&cfg->ob_health[o->members[k]].up, memory_order_relaxed))
+            return true;
+    return false;
+}
+
+/* One sample per outbound ("reject" carries nothing and is left out). */
+static void ob_sample(struct mtext *t, const char *name, const char *name_value, uint64_t v,
+                      double f, bool is_f)
+{
+    mtext_printf(t, "%s{outbound=\"", name);
+    mt_label_value(t, name_value);
+    if (is_f)
+        mtext_printf(t, "\"} %.6f\n", f);
+    else
+        mtext_printf(t, "\"} %llu\n", (unsigned long long)v);
+}
+
+/* Each configured outbound (and direct): health, what it carries, how
+ * often dials through it failed. Counts start again at a reload. */
+static void render_outbounds(struct mtext *t, const struct metrics_source *src,
+                             const struct config *cfg)
+{
+    if (!cfg || !cfg->ob_health || !cfg->ob_stats)
+        return;
+    unsigned nw = src->nworkers < cfg->workers ? src->nworkers : cfg->workers;
+    static const struct {
+        const char *name, *type, *help;
+    } fam[] = {
+        {"ferry_outbound_up", "gauge",
+         "1 while the outbound is up (its last connect or health check passed; a pool: one "
+         "member is), 0 while it is down."},
+        {"ferry_outbound_latency_seconds", "gauge",
+         "How long the last successful connect or health check through the outbound took "
+         "(parents and pool members; present once measured), seconds."},
+        {"ferry_outbound_failures_total", "counter",
+         "Dials through the outbound that failed, and its failed health checks."},
+        {"ferry_outbound_sessions_total", "counter",
+         "Dials through the outbound that reached their destination."},
+        {"ferry_outbound_active", "gauge", "Sessions the outbound carries now."},
+    };
+    bool measured = false; /* a family without samples is left out */
+    for (uint32_t i = 0; i < cfg->noutbounds; i++)
+        measured |= cfg->outbounds[i].kind != OUTBOUND_KIND_POOL &&
+                    atomic_load_explicit(&cfg->ob_health[i].latency_us, memory_order_relaxed);
+    for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
+        if (f == 1 && !measured)
+            continue;
+        family(t, fam[f].name, fam[f].type, fam[f].help);
+        for (uint32_t i = 0; i < cfg->noutbounds; i++) {
+            const struct config_outbound *o = &cfg->outbounds[i];
+            const struct outbound_health *h = &cfg->ob_health[i];
+            if (o->kind == OUTBOUND_KIND_REJECT)
+                continue;
+            uint64_t lat = atomic_load_explicit(&h->latency_us, memory_order_relaxed);
+            switch (f) {
+            case 0:
+                ob_sample(t, fam[f].name, o->name, ob_up(cfg, i), 0, false);
+                break;
+            case 1:
+                if (lat && o->kind != OUTBOUND_KIND_POOL)
+                    ob_sample(t, fam[f].name, o->name, 0, (double)lat / 1e6, true);
+                break;
+            case 2:
+                ob_sample(t, fam[f].name, o->name,
+                          ob_sum(cfg, nw, i, OB_STAT_FAILURES) +
+                              atomic_load_explicit(&h->failures, memory_order_relaxed),
+                          0, false);
+                break;
+            default:
+                ob_sample(t, fam[f].name, o->name,
+                          ob_sum(cfg, nw, i, f == 3 ? OB_STAT_SESSIONS : OB_STAT_ACTIVE), 0, false);
+                break;
+            }
+        }
+    }
+}
+
 /* The relay, and what refused destinations or protocols. */
 static void render_relay(struct mtext *t, const uint64_t *s)
 {
@@ -339,6 +432,9 @@ static void render_dns_http(struct mtext *t, const uint64_t *s)
             FIELD(s, dns_cache_hits));
     counter(t, "ferry_dns_failures_total", "Lookups that found no usable address.",
             FIELD(s, dns_failures));
+    counter(t, "ferry_dns_unanswered_total",
+            "Lookups no DNS server answered (every try timed out or was refused).",
+            FIELD(s, dns_unanswered));
 
     counter(t, "ferry_http_error_responses_total", "Error responses of the HTTP proxy.",
             FIELD(s, http_errors));
@@ -379,6 +475,7 @@ static void render_udp(struct mtext *t, const struct metrics_source *src, const 
         {"dns", offsetof(struct worker_stats, udp_drop_dns)},
         {"send", offsetof(struct worker_stats, udp_drop_send)},
         {"bandwidth", offsetof(struct worker_stats, udp_drop_bandwidth)},
+        {"parent", offsetof(struct worker_stats, udp_drop_parent)},
     };
     for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++) {
         snprintf(l, sizeof(l), "reason=\"%s\"", drops[i].reason);
@@ -429,6 +526,7 @@ void metrics_render(struct mtext *t, const struct metrics_source *src, const str
     render_dns_http(t, s);
     render_udp(t, src, s);
     render_rules(t, src, cfg);
+    render_outbounds(t, src, cfg);
     render_state(t, st);
     render_workers(t, src);
     render_process(t, st);

@@ -951,6 +951,42 @@ ssize_t http1_rewrite_request(const struct http1_msg *m, size_t path_off, const 
     return out_done(&o);
 }
 
+/* May b appear in the authority of an absolute-form target as the proxy
+ * writes it (RFC 3986 3.2; no userinfo: http1_parse_absolute refuses it)? */
+static bool authority_byte(uint8_t b)
+{
+    return b > 0x20 && b < 0x7f && b != '/' && b != '?' && b != '#' && b != '@';
+}
+
+ssize_t http1_proxy_form(const uint8_t *head, size_t len, const char *authority, size_t alen,
+                         const char *pauth, size_t plen, uint8_t *out, size_t cap)
+{
+    const uint8_t *sp = memchr(head, ' ', len);
+    const uint8_t *eol = memchr(head, '\n', len);
+    if (!sp || !eol || sp >= eol || sp == head || (size_t)(sp - head) + 1 >= len || sp[1] != '/' ||
+        alen == 0)
+        return HTTP1_E_BAD;
+    for (size_t i = 0; i < alen; i++)
+        if (!authority_byte((uint8_t)authority[i]))
+            return HTTP1_E_BAD;
+    for (size_t i = 0; pauth && i < plen; i++)
+        if ((uint8_t)pauth[i] < 0x20 || (uint8_t)pauth[i] > 0x7e)
+            return HTTP1_E_BAD;
+    struct out o = {out, 0, cap, true};
+    size_t line = (size_t)(eol - head) + 1;
+    out_add(&o, head, (size_t)(sp - head) + 1);
+    out_str(&o, "http://");
+    out_add(&o, authority, alen);
+    out_add(&o, sp + 1, line - (size_t)(sp - head) - 1);
+    if (pauth) {
+        out_str(&o, "Proxy-Authorization: ");
+        out_add(&o, pauth, plen);
+        out_str(&o, "\r\n");
+    }
+    out_add(&o, head + line, len - line);
+    return out_done(&o);
+}
+
 ssize_t http1_rewrite_response(const struct http1_msg *m, const char *via, bool switching,
                                bool keepalive, uint8_t *out, size_t cap)
 {

@@ -176,6 +176,22 @@ ssize_t http1_rewrite_request(const struct http1_msg *m, size_t path_off, const 
 ssize_t http1_rewrite_response(const struct http1_msg *m, const char *via, bool switching,
                                bool keepalive, uint8_t *out, size_t cap);
 
+/* http1_proxy_form: a request head written by http1_rewrite_request
+ *   (origin form) made into the absolute form a proxy takes (RFC 9112
+ *   3.2.2), for a parent proxy: "METHOD http://AUTHORITY/path HTTP/1.x",
+ *   then, when pauth is not NULL, "Proxy-Authorization: PAUTH" (the
+ *   parent's credentials: hop-by-hop, so never the client's, which the
+ *   rewrite dropped), then the rest of the head byte for byte. The
+ *   authority is that of the client's target (the Host field's value: a
+ *   proxy derives Host from the target) and must hold no byte a target
+ *   cannot carry there (space, control, '/', '?', '#', '@'); pauth only
+ *   visible ASCII and spaces. Written into out (at most cap bytes).
+ *   Returns the head's length, HTTP1_E_TOO_LARGE when it does not fit, or
+ *   HTTP1_E_BAD for a head that is not in origin form or a bad authority
+ *   or pauth. */
+ssize_t http1_proxy_form(const uint8_t *head, size_t len, const char *authority, size_t alen,
+                         const char *pauth, size_t plen, uint8_t *out, size_t cap);
+
 /* The status an error maps to. */
 int http1_error_status(int err);
 const char *http1_reason(int status);

@@ -182,6 +182,7 @@ void conn_close(struct conn *c, const char *why)
     loop_timer_stop(&w->loop, &c->timer);
     conn_close_fd(&c->cli);
     c->out->close(c);
+    outbound_released(c);
     conn_close_fd(&c->up);
     relay_release(c);
     free(c->bind);
@@ -399,6 +400,7 @@ void conn_route(struct conn *c, uint16_t ob, const char *name, const struct addr
 {
     const struct config_outbound *o = &conn_cfg(c)->outbounds[ob];
     c->ob = ob;
+    c->ob_t0_us = clock_us();
     c->out = outbound_ops_for(o);
     if (!c->out) {
         c->out = &outbound_direct; /* something to close with */
@@ -457,6 +459,7 @@ void conn_dial(struct conn *c, const char *name, const struct addr *ip, uint16_t
 
 void conn_connected(struct conn *c)
 {
+    outbound_carried(c);
     c->front->connected(c);
 }
 

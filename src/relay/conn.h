@@ -28,6 +28,7 @@
 #ifndef FERRY_RELAY_CONN_H
 #define FERRY_RELAY_CONN_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/loop.h"
@@ -124,6 +125,14 @@ struct conn {
     uint16_t ob_rule; /* ... the one a rule chose (a pool, or the same) */
     uint8_t ob_tries; /* pool members tried for this dial */
     int err;          /* errno behind an error close, for the access log */
+
+    bool ob_name;          /* a pool dials dst_name (else target) to each member */
+    uint16_t ob_tried;     /* a pool's members tried for this dial, bits by position */
+    uint16_t ob_held;      /* 1 + the outbound counted active for this session; 0: none */
+    uint16_t ob_held_pool; /* 1 + the pool it came through; 0: none */
+    uint64_t ob_deadline;  /* a pool: the end of the whole connect budget */
+    uint64_t ob_t0_us;     /* when the dial through c->ob began (clock_us) */
+
     struct timer timer;
     struct task task;   /* continue pumping after yielding */
     struct release rel; /* the late free after conn_close() */
@@ -145,10 +154,12 @@ struct conn {
     bool authed;             /* user was verified (not SOCKS4's USERID) */
     bool ip_tracked;         /* counted in the per-address table */
     bool dialed;             /* conn_dial() chose an outbound (c->ob), for the access log */
+    bool proxy_form;         /* a plain HTTP request: an HTTP parent takes it as a proxy
+                              * (outbound_proxy_form), dialled without CONNECT */
     uint64_t id;
     uint64_t t_start;     /* loop ms at accept (or at the start of an HTTP request) */
     uint64_t t_start_us;  /* the same in microseconds, for the handshake histogram */
-    uint64_t deadline;    /* end of the connect budget */
+    uint64_t deadline;    /* end of the connect budget (of this attempt, in a pool) */
     uint64_t last_active; /* loop ms of the last byte moved */
     uint32_t discarded;   /* bytes read and dropped while lingering */
     const char *why;      /* why it ended, for the access log */

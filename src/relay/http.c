@@ -7,7 +7,10 @@
  *                          response comes back, and the client connection
  *                          waits for its next request (HTTP/1.1 keep-alive;
  *                          HTTP/1.0 clients are closed); idle upstream
- *                          connections wait in a per-worker pool
+ *                          connections wait in a per-worker pool. Through
+ *                          an HTTP parent the request goes to the parent
+ *                          in absolute form instead (http_parent.c), and
+ *                          the parent's 407 is our 502
  *
  * Heads are parsed whole by proto/http1.c and rewritten there
  * (http1_rewrite_request/_response: hop-by-hop fields dropped, Host set
@@ -50,6 +53,7 @@
 #include "proto/http1.h"
 #include "relay/errmap.h"
 #include "relay/front.h"
+#include "relay/http_parent.h"
 #include "relay/outbound.h"
 #include "relay/session.h"
 #include "relay/upstream_pool.h"
@@ -68,6 +72,9 @@
 #define HTTP_BW_POLL_MS 50
 
 enum http_kind { HTTP_NONE, HTTP_CONNECT, HTTP_FORWARD };
+
+/* http_response_head(): the parent proxy answered 407 (not forwarded). */
+#define HTTP_PARENT_407 1
 
 /* One direction of an exchange: bytes read from the source; a prefix of
  * `pass` of them is body already judged to belong to the message; `out`
@@ -90,6 +97,7 @@ struct http_state {
     bool reused;    /* this upstream came from the pool */
     bool retried;
     bool doubt;     /* a message of this exchange had doubtful framing: no pooling */
+    bool to_parent; /* the upstream is an HTTP parent taking the request in absolute form */
     uint8_t empty;  /* empty lines skipped before this request line */
     bool closing;   /* failed after a response went out: flush it, then close */
     bool authed;    /* this request's credentials were verified */
@@ -101,6 +109,8 @@ struct http_state {
     int status;
     char method[24];            /* the request in progress, until its access-log line */
     char key[UPSTREAM_KEY_MAX]; /* "host:port" of the current upstream */
+    char authority[300];        /* the request's authority as the client wrote it */
+    uint16_t alen;
     struct hflow req, resp;
     char *head_copy; /* the rewritten request head, for a retry on a stale pooled connection */
     uint32_t head_copy_len;
@@ -142,6 +152,21 @@ void http_pool_fini(struct worker *w)
     w->http = NULL;
 }
 
+/* The pool key of an upstream connection to the current "host:port" that
+ * left by outbound ob: a listener's source= (or device=) is another way
+ * out for the outbounds without a source of their own, so a connection
+ * made from it is never handed to a session of another listener. */
+static void pool_key(const struct conn *c, uint16_t ob, char *key, size_t len)
+{
+    const struct config *cfg = conn_cfg(c);
+    const struct outbound_source *ls = &cfg->listen[c->listen_index].source;
+    const struct outbound_source *os = &cfg->outbounds[ob].source;
+    if ((ls->addr.family || ls->device[0]) && !os->addr.family && !os->device[0])
+        snprintf(key, len, "%s@%u/%u", c->http->key, ob, c->listen_index);
+    else
+        snprintf(key, len, "%s@%u", c->http->key, ob);
+}
+
 /* Give the session's upstream connection to the pool (or close it). */
 static void pool_put(struct conn *c)
 {
@@ -153,12 +178,18 @@ static void pool_put(struct conn *c)
     if (max && !w->http)
         w->http = upstream_pool_new(&w->loop, pool_idle_ms, w);
     loop_io_del(&w->loop, &c->up);
-    /* Only a connection straight to the origin is kept; its key names the
-     * outbound it left by (a source address makes it another way out). */
-    char key[UPSTREAM_KEY_MAX + 8];
-    snprintf(key, sizeof(key), "%s@%u", c->http->key, c->ob);
-    if (!max || !w->http || conn_cfg(c)->outbounds[c->ob].kind != OUTBOUND_KIND_DIRECT ||
-        strlen(key) >= UPSTREAM_KEY_MAX) {
+    /* A connection straight to the origin is kept under a key that names
+     * the outbound it left by (a source address makes it another way
+     * out); one to an HTTP parent taking requests in absolute form, under
+     * the parent's key (requests to any origin share it). A tunnel
+     * through any other parent is not kept: its key would have to name
+     * both ends, and the pool checks the peer's address against the rules,
+     * which would be the parent's. */
+    char key[UPSTREAM_KEY_MAX + 12];
+    pool_key(c, c->ob, key, sizeof(key));
+    bool direct = conn_cfg(c)->outbounds[c->ob].kind == OUTBOUND_KIND_DIRECT;
+    bool parent = c->http->to_parent && http_parent_key(conn_cfg(c), c->ob, key, sizeof(key)) == 0;
+    if (!max || !w->http || !(direct || parent) || strlen(key) >= UPSTREAM_KEY_MAX) {
         close(fd);
         return;
     }
@@ -460,6 +491,12 @@ static int http_head_target(struct conn *c, const struct http1_msg *m, size_t he
     }
     const char *auth_start = m->target + 7;
     size_t alen = (size_t)(m->target + path_off - auth_start);
+    if (alen >= sizeof(h->authority)) {
+        http_error(c, OUT_BAD_REQUEST, 400, "ferry: malformed request", "bad-request");
+        return -1;
+    }
+    memcpy(h->authority, auth_start, alen);
+    h->alen = (uint16_t)alen;
     if (build_request_head(c, m, path_off, auth_start, alen)) {
         http_error(c, OUT_BAD_REQUEST, 431, "ferry: request header fields too large",
                    "bad-request");
@@ -478,11 +515,52 @@ static void http_dial(struct conn *c, const char *host, uint16_t port)
     conn_dial(c, is_ip ? NULL : host, &ip, port);
 }
 
+/* The request head goes to an HTTP parent (c->ob): put it in absolute form
+ * (http_parent.c). False when it could not be (answered: 502). */
+static bool http_to_parent(struct conn *c)
+{
+    struct http_state *h = c->http;
+    int rc = http_parent_head(c, &h->req.out, out_cap(c), h->authority, h->alen);
+    if (rc) {
+        c->err = rc;
+        http_error(c, OUT_FAILED, 502, "ferry: the request cannot be sent to the parent proxy",
+                   "parent-request");
+        return false;
+    }
+    h->to_parent = true;
+    return true;
+}
+
+/* A plain request the name's rule sends through the HTTP parent ob: to an
+ * idle connection to that parent when the pool has one, else dialled (the
+ * address's rule may still choose another way, after a resolve). */
+static void http_forward_parent(struct conn *c, const char *host, uint16_t port, uint16_t ob)
+{
+    struct http_state *h = c->http;
+    int fd = http_parent_take(c, host, port, ob);
+    if (fd >= 0) {
+        if (loop_io_add(&c->w->loop, &c->up, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET) == 0) {
+            stat_add(&c->w->stats.http_pool_hits, 1);
+            h->reused = true;
+            if (!http_to_parent(c))
+                return;
+            conn_succeeded(c);
+            c->up_ev = SIDE_WR;
+            http_fwd_start(c);
+            return;
+        }
+        close(fd);
+    }
+    h->reused = false;
+    http_dial(c, host, port);
+}
+
 /* A forwarded request goes to an idle connection to the same place when
  * the pool has one (that saves a connect), else to a new one. */
 static void http_forward_to(struct conn *c, const char *host, uint16_t port)
 {
     struct http_state *h = c->http;
+    h->to_parent = false; /* until this request's connection says otherwise */
     snprintf(h->key, sizeof(h->key), "%s:%u", host, port);
     free(c->dst_name);
     c->dst_name = strdup(host);
@@ -491,10 +569,17 @@ static void http_forward_to(struct conn *c, const char *host, uint16_t port)
      * resolve) may pick another, and then the session dials. */
     int32_t rule;
     uint16_t ob = conn_cfg(c)->default_outbound;
-    if (policy_eval(c, 0, host, NULL, port, &rule) == POLICY_ALLOW)
+    bool allowed = policy_eval(c, 0, host, NULL, port, &rule) == POLICY_ALLOW;
+    if (allowed)
         ob = conn_via(c, rule);
-    char key[UPSTREAM_KEY_MAX + 8];
-    snprintf(key, sizeof(key), "%s@%u", h->key, ob);
+    /* Only a request its name's rule allows may take a pooled parent
+     * connection; any other goes to the dial, which judges it. */
+    if (allowed && conn_cfg(c)->outbounds[ob].kind == OUTBOUND_KIND_HTTP) {
+        http_forward_parent(c, host, port, ob);
+        return;
+    }
+    char key[UPSTREAM_KEY_MAX + 12];
+    pool_key(c, ob, key, sizeof(key));
     struct addr peer;
     int fd = strlen(key) < UPSTREAM_KEY_MAX ? upstream_pool_take(c->w->http, key, &peer) : -1;
     if (fd >= 0 && policy_dest(c, 0, host, &peer, port) != POLICY_ALLOW) {
@@ -544,6 +629,7 @@ static void http_request_head(struct conn *c, size_t headlen)
     if (kind < 0)
         return; /* answered, or waiting for an authentication verdict */
     c->http->kind = (uint8_t)kind;
+    c->proxy_form = kind == HTTP_FORWARD; /* an HTTP parent takes it as a proxy */
     if (kind == HTTP_CONNECT) {
         c->cmd = CONN_CMD_CONNECT;
         http_dial(c, host, port);
@@ -691,6 +777,12 @@ static void http_connected(struct conn *c)
         conn_relay_start(c);
         return;
     }
+    /* The exchange reads and writes c->up itself, through the row's stream
+     * calls when it carries a byte stream of its own (hflow_send(),
+     * hflow_read(): an HTTPS parent's TLS). */
+    h->to_parent = false;
+    if (outbound_proxy_form(c) && !http_to_parent(c))
+        return;
     conn_succeeded(c);
     c->up_ev = SIDE_WR;
     http_fwd_start(c);
@@ -868,6 +960,10 @@ static int http_response_head(struct conn *c, size_t headlen)
         free(m);
         return rc;
     }
+    if (h->to_parent && m->status == 407) {
+        free(m);
+        return HTTP_PARENT_407; /* the parent's own credentials: not the client's business */
+    }
     bool informational = m->status >= 100 && m->status < 200 && m->status != 101;
     bool switching = m->status == 101 && h->websocket;
     if (m->status == 101 && !h->websocket) {
@@ -932,6 +1028,9 @@ static void http_exchange_done(struct conn *c)
         pool_put(c);
     else
         conn_close_fd(&c->up);
+    /* The dial is over: what its row held (a parent's handshake state)
+     * goes, since the next request may leave by another row. */
+    c->out->close(c);
     buf_put(&c->w->bufs, h->resp.in);
     buf_put(&c->w->bufs, h->resp.out);
     buf_put(&c->w->bufs, h->req.out);
@@ -939,6 +1038,7 @@ static void http_exchange_done(struct conn *c)
     h->resp.pass = h->req.pass = 0;
     h->resp.eof = false;
     h->resp_head = false;
+    h->to_parent = false;
     h->kind = HTTP_NONE;
     c->reply = OUT_NONE;
     c->target = (struct addr){0};
@@ -1189,7 +1289,14 @@ static enum fwd_step http_fwd_response(struct conn *c, struct fwd_round *r)
     } else if (h->resp.in && buf_len(h->resp.in) && !h->resp_head) {
         ssize_t end = http1_head_end(buf_head(h->resp.in), buf_len(h->resp.in),
                                      conn_cfg(c)->http.max_header, &h->scanned);
-        if (end < 0 || (end > 0 && http_response_head(c, (size_t)end) < 0)) {
+        int hrc = end > 0 ? http_response_head(c, (size_t)end) : 0;
+        if (hrc == HTTP_PARENT_407) {
+            http_parent_refused_log(c);
+            http_error(c, OUT_FAILED, 502, "ferry: the parent proxy refused ferry's credentials",
+                       "parent-auth-failed");
+            return FWD_END;
+        }
+        if (end < 0 || hrc < 0) {
             c->err = 0;
             http_error(c, OUT_FAILED, 502, "ferry: the destination sent a malformed response",
                        "bad-response");

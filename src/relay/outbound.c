@@ -22,14 +22,24 @@ const struct outbound_ops *outbound_ops_for(const struct config_outbound *o)
         return &outbound_parent;
     case OUTBOUND_KIND_HTTPS:
         return &outbound_https;
+    case OUTBOUND_KIND_POOL:
+        return &outbound_pool;
     default:
         return NULL;
     }
 }
 
+bool outbound_proxy_form(const struct conn *c)
+{
+    const struct config *cfg = conn_cfg(c);
+    return c->proxy_form && c->ob < cfg->noutbounds &&
+           cfg->outbounds[c->ob].kind == OUTBOUND_KIND_HTTP;
+}
+
 void outbound_fail(struct conn *c, enum outcome o, const char *why)
 {
-    conn_fail(c, o, why);
+    if (!outbound_pool_failover(c, o, why))
+        conn_fail(c, o, why);
 }
 
 /* ---- reject: a rule's "via reject" ---------------------------------------- */

@@ -26,6 +26,8 @@
 #include "util/addr.h"
 
 struct conn;
+struct config;
+struct worker;
 
 /* One kind of outbound. Every hook runs on the session's worker thread. */
 struct outbound_ops {
@@ -74,6 +76,15 @@ extern const struct outbound_ops outbound_parent;
 /* The same through TLS 1.3: an HTTPS parent (outbound_parent.c,
  * outbound_https.c). */
 extern const struct outbound_ops outbound_https;
+/* outbound_pool.c: members tried by strategy, failing over. */
+extern const struct outbound_ops outbound_pool;
+
+/* Does the session's request go to its outbound as to a proxy: a plain
+ * HTTP request (c->proxy_form, set by the HTTP front) whose outbound
+ * (c->ob) is an HTTP parent? Then the parent row connects without a
+ * CONNECT handshake and the front sends the request in absolute form
+ * (RFC 9112 3.2.2). Every other outbound tunnels as for any session. */
+bool outbound_proxy_form(const struct conn *c);
 
 /* The row that carries sessions for a configured outbound; NULL for a
  * kind this build cannot carry. */
@@ -83,5 +94,56 @@ const struct outbound_ops *outbound_ops_for(const struct config_outbound *o);
  * it held for this attempt): a pool tries its next member within the
  * connect budget; otherwise the session fails (conn_fail()). */
 void outbound_fail(struct conn *c, enum outcome o, const char *why);
+
+/* ---- pools and health (outbound_pool.c, outbound_check.c) ---------------- */
+
+/* Which member of pool (a position in pool->members) a dial tries next,
+ * or -1 when every member is in tried (bits by position). A member is up
+ * when health[member].down_until_ms <= now_ms. failover: the first member
+ * up; round-robin: the first up from position start on, cyclically;
+ * least-connections: the member up with the fewest active[position]
+ * sessions, ties to the first from start. When no untried member is up,
+ * the first untried one in order (a pool tries members in their back-off
+ * rather than refuse). Pure: reads health, nothing else. */
+int outbound_pool_pick(const struct config_outbound *pool, const struct outbound_health *health,
+                       const uint64_t *active, uint16_t tried, uint64_t now_ms, uint32_t start);
+
+/* outbound_fail()'s pool part: count the failure, mark the outbound down
+ * when the failure was its own (its parent unreachable, silent, garbled,
+ * refusing our credentials), and when c's dial goes through a pool, time
+ * is left and a member untried, give back the attempt and dial the next
+ * member: true. false: the session fails (the caller answers). */
+bool outbound_pool_failover(struct conn *c, enum outcome o, const char *why);
+
+/* Health of outbound ob of cfg (any thread; atomics). Down: skipped by
+ * pools until now_ms + the back-off (the pool's backoff, pool < 0: the
+ * outbound's own; doubled for each failure in a row, at most 60 s or the
+ * backoff when longer), logged at warn with reason on the change. Up:
+ * back in, latency_us recorded (0: not), logged at info on the change,
+ * how saying what passed. pool: the pool it serves, for the log; -1. */
+void outbound_mark_down(const struct config *cfg, uint16_t ob, int pool, uint64_t now_ms,
+                        const char *reason);
+void outbound_mark_up(const struct config *cfg, uint16_t ob, int pool, uint64_t latency_us,
+                      const char *how);
+
+/* c reached its destination through c->ob (conn_connected): counted as
+ * carried and active (with its pool), the outbound's health updated. */
+void outbound_carried(struct conn *c);
+/* c no longer counts as active through what it was carried by (at close;
+ * once: it forgets). */
+void outbound_released(struct conn *c);
+/* Outbound ob's column col (OB_STAT_*) summed over cfg's workers. */
+uint64_t outbound_stat_sum(const struct config *cfg, uint16_t ob, unsigned col);
+
+/* Health checks (outbound_check.c): every pool with health_check, each
+ * member every interval: a real CONNECT through it to health_target
+ * within the member's connect budget; the result marks it up or down.
+ * They run on w's loop only (worker 0), hold a reference on cfg, and stop
+ * with outbound_checks_stop() (on w's thread, or after its loop ended),
+ * which frees them after the loop's current batch. NULL: no pool checks,
+ * or no memory (logged). */
+struct ob_checks;
+struct ob_checks *outbound_checks_start(struct worker *w, struct config *cfg);
+void outbound_checks_stop(struct ob_checks *ck);
 
 #endif

@@ -238,6 +238,13 @@ static void pd_handshake(struct conn *c)
 {
     struct parent_dial *pd = c->ob_priv;
     const struct config_outbound *o = pd_ob(c);
+    /* A plain HTTP request to an HTTP parent: no tunnel, the parent takes
+     * the request itself (the HTTP front writes it in absolute form). */
+    if (outbound_proxy_form(c)) {
+        pd->phase = PD_DONE;
+        conn_connected(c);
+        return;
+    }
     pd->phase = PD_HANDSHAKE;
     loop_timer_arm_at(&c->w->loop, &c->timer, c->deadline);
     int rc = parent_init(&pd->hs, pd_proto(o->kind), PARENT_CMD_CONNECT, o->user, o->pass,
@@ -288,9 +295,18 @@ static void pd_connect_next(struct conn *c, int last_err)
     struct worker *w = c->w;
     conn_close_fd(&c->up);
     uint64_t now = loop_now(&w->loop);
+    /* Where bytes leave: the outbound's source, else the listener's. */
+    const struct config *cfg = conn_cfg(c);
+    const struct outbound_source *src = &cfg->outbounds[c->ob].source;
+    if (!src->addr.family && !src->device[0])
+        src = &cfg->listen[c->listen_index].source;
     while (pd->next_peer < pd->peers.n && now < c->deadline) {
         const struct addr *a = &pd->peers.a[pd->next_peer++];
-        int fd = sock_connect(a);
+        if (src->addr.family && src->addr.family != a->family) {
+            last_err = -EAFNOSUPPORT; /* the source is of the other family */
+            continue;
+        }
+        int fd = sock_connect_from(a, src->addr.family ? &src->addr : NULL, src->device, NULL);
         if (fd < 0) {
             last_err = fd;
             continue;

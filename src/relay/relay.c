@@ -60,6 +60,8 @@ static void relay_abort_all(struct worker *w)
 
 static void relay_worker_fini(struct worker *w)
 {
+    outbound_checks_stop(w->ob_checks);
+    w->ob_checks = NULL;
     udp_worker_fini(w);
     http_pool_fini(w);
     if (w->auth) {
@@ -70,10 +72,17 @@ static void relay_worker_fini(struct worker *w)
     conn_freelist_fini(w);
 }
 
-/* Authentication turned on (at start or by a reload): give this worker
- * its credential cache and result port, once the pool exists. */
+/* A configuration came (at start or by a reload): the health checks
+ * follow it, and when authentication is on, give this worker its
+ * credential cache and result port, once the pool exists. */
 static void relay_config_changed(struct worker *w)
 {
+    /* The pools' health checks run on worker 0 only, for the newest
+     * configuration: those of the one before stop (its health is its own). */
+    if (w->id == 0) {
+        outbound_checks_stop(w->ob_checks);
+        w->ob_checks = outbound_checks_start(w, w->cur->cfg);
+    }
     const struct config *cfg = w->cur->cfg;
     struct auth *a = atomic_load(&w->sh->auth);
     if (w->auth || !a || !config_auth_enabled(cfg))

@@ -93,11 +93,41 @@ static void socks_connected(struct conn *c)
 
 /* ---- UDP ASSOCIATE ----------------------------------------------------- */
 
-/* Each new destination of an association meets the rules. */
-static bool socks_udp_allow(void *arg, const char *name, const struct addr *ip)
+/* Each new destination of an association meets the rules, which choose
+ * its way out (the allowing rule's via, else the default outbound). A
+ * name judged alone that only its address can judge is resolved first;
+ * but without rules, a parent that resolves names is told the name, as
+ * for CONNECT (conn_dial): the protected ranges are this host's. A rule's
+ * hit is counted once per destination: for a name judged alone, only when
+ * the name is not resolved here (denied, or to a parent that resolves). */
+static enum udp_verdict socks_udp_route(void *arg, const char *name, const struct addr *ip,
+                                        uint16_t port, uint16_t *ob)
 {
     struct conn *c = arg;
-    return policy_dest(c, 0, name, ip, ip->port) == POLICY_ALLOW;
+    const struct config *cfg = conn_cfg(c);
+    int32_t rule;
+    enum policy_verdict v = policy_eval(c, 0, name, ip, port, &rule);
+    if (v == POLICY_NEED_IP) {
+        if (cfg->acl || !cfg->outbounds[cfg->default_outbound].remote_dns)
+            return UDP_NEED_IP;
+        *ob = cfg->default_outbound;
+        return UDP_ALLOW;
+    }
+    uint16_t via = v == POLICY_ALLOW ? conn_via(c, rule) : cfg->default_outbound;
+    const struct config_outbound *o = &cfg->outbounds[via];
+    if (ip || v != POLICY_ALLOW || o->remote_dns || o->kind == OUTBOUND_KIND_POOL ||
+        o->kind == OUTBOUND_KIND_REJECT)
+        policy_note(c, v, rule);
+    if (v != POLICY_ALLOW)
+        return UDP_DENY;
+    *ob = via;
+    return UDP_ALLOW;
+}
+
+/* The association's parent went away: so does the association. */
+static void socks_udp_end(void *arg, const char *why)
+{
+    conn_close(arg, why);
 }
 
 static void socks_udp_activity(void *arg)
@@ -129,8 +159,9 @@ static void socks_udp(struct conn *c)
         conn_fail(c, OUT_FAILED, "udp-socket");
         return;
     }
-    int rc = udp_assoc_open(w, &conn_cfg(c)->udp, c->listen_index, &c->client, &local, &bnd,
-                            socks_udp_activity, socks_udp_allow, c, &c->udp);
+    const struct udp_owner own = {socks_udp_activity, socks_udp_route, socks_udp_end, c};
+    int rc =
+        udp_assoc_open(w, conn_cfg(c), c->listen_index, &c->client, &local, &bnd, &own, &c->udp);
     if (rc) {
         c->err = rc == -ENOMEM ? rc : 0;
         conn_fail(c, OUT_FAILED, rc == UDP_OPEN_LIMIT ? "udp-associations-limit" : "udp-socket");

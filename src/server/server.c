@@ -313,6 +313,13 @@ static void warn_restart_needed(const struct config *old, const struct config *n
          old->auth.cache_size != nc->auth.cache_size))
         log_warn("reload: auth.workers, auth.queue or auth.cache_size changed; they apply after "
                  "a restart");
+    /* The rest of [dns] (hosts = PATH re-read, cache_size, min_ttl,
+     * max_ttl) applies at once: resolver_update(). */
+    const struct config_dns *od = &old->dns, *nd = &nc->dns;
+    if (!str_equal(od->servers, nd->servers) || od->timeout_ms != nd->timeout_ms ||
+        od->tries != nd->tries || (od->hosts == NULL) != (nd->hosts == NULL))
+        log_warn("reload: dns.servers, dns.timeout, dns.tries, or whether dns.hosts is set, "
+                 "changed; they apply after a restart");
 }
 
 static void reload_failed(struct server *s, struct config *nc)

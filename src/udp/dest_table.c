@@ -141,6 +141,7 @@ struct udp_dest *udp_dests_add(struct udp_dests *t, const struct addr *d, uint64
     struct udp_dest *x = &t->v[i];
     x->a = *d;
     x->last_ms = now;
+    x->via = NULL;
     dest_link(t, i);
     return x;
 }

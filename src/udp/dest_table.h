@@ -24,9 +24,12 @@
 
 #define UDP_DEST_MIN 4 /* first allocation of the destination array */
 
+struct udp_parent;
+
 struct udp_dest {
     struct addr a;
-    uint64_t last_ms; /* the owner's clock when it was last used */
+    uint64_t last_ms;       /* the owner's clock when it was last used */
+    struct udp_parent *via; /* the owner's: NULL when added */
 };
 
 /* Destinations: a dense array (the sweep compacts it) and an index of
@@ -81,6 +84,7 @@ struct udp_name {
     struct dns_req *q; /* while resolving */
     struct addr addr;  /* port 0 */
     struct udp_pkt *head, *tail;
+    struct udp_parent *via; /* parent.c's names: the parent it goes through */
     char name[];
 };
 

@@ -44,7 +44,9 @@
 #include "dns/resolver.h"
 #include "log/log.h"
 #include "proto/socks5.h"
+#include "udp/assoc.h"
 #include "udp/dest_table.h"
+#include "udp/parent.h"
 #include "util/compiler.h"
 #include "util/list.h"
 
@@ -83,47 +85,6 @@ struct udp_worker {
 
 _Static_assert(UDP_OUT <= UDP_GSO_BATCH, "one staged batch is coalesced at once");
 _Static_assert(UDP_OUT <= UDP_GSO_SEGS, "a merged run is split into one batch");
-
-/* The association's sockets (udp_assoc.gso_max). */
-enum { UDP_SOCK_CLIENT, UDP_SOCK_OUT4, UDP_SOCK_OUT6, UDP_SOCKS };
-
-/* A datagram waiting for its destination name to resolve. */
-struct udp_pkt {
-    struct udp_pkt *next;
-    uint16_t port;
-    uint16_t len;
-    uint8_t data[];
-};
-
-struct udp_assoc {
-    struct worker *w;
-    const struct config_udp *cfg; /* the control session's; outlives us */
-    unsigned listen_index;
-    struct io cio;        /* client-facing */
-    struct io out4, out6; /* outgoing, per family, opened on first use */
-    struct addr client;
-    bool port_fixed;
-    /* Per socket, the largest datagram merged into one UDP_SEGMENT message
-     * (UDP_GSO_MAXBYTES until the route refuses; 0: merging is off). */
-    uint16_t gso_max[UDP_SOCKS];
-    struct udp_dests dests; /* the destinations the client sent to */
-    struct udp_names names; /* the names it sent to */
-    uint32_t queued;        /* datagrams waiting for a name, in all of names */
-    struct timer sweep;
-    struct release rel; /* freed after the batch that closed it */
-    uint64_t up, down;
-    void (*on_activity)(void *arg);
-    bool (*allow)(void *arg, const char *name, const struct addr *ip);
-    uint32_t (*bw_allow)(void *arg, uint32_t want);
-    void (*bw_spend)(void *arg, uint32_t n);
-    void *arg;
-};
-
-/* What a batch may still move under the bandwidth limits, and what it did. */
-struct udp_budget {
-    uint64_t left; /* UINT64_MAX: no limit */
-    uint64_t spent;
-};
 
 static struct udp_worker *udp_worker_get(struct worker *w)
 {
@@ -219,26 +180,27 @@ static size_t in_count(struct udp_worker *uw, int i, size_t *seg)
     return *seg < len ? (len + *seg - 1) / *seg : 1;
 }
 
-static void activity(struct udp_assoc *a)
+void udp_activity(struct udp_assoc *a)
 {
-    if (a->on_activity)
-        a->on_activity(a->arg);
+    if (a->own.on_activity)
+        a->own.on_activity(a->own.arg);
 }
 
 /* ---- bandwidth ------------------------------------------------------------- */
 
 /* Ask once per batch for at most want bytes (an upper bound of what the
  * batch carries). */
-static struct udp_budget budget_start(struct udp_assoc *a, uint64_t want)
+struct udp_budget udp_budget_start(struct udp_assoc *a, uint64_t want)
 {
     struct udp_budget b = {UINT64_MAX, 0};
     if (a->bw_allow)
-        b.left = want ? a->bw_allow(a->arg, want > UINT32_MAX ? UINT32_MAX : (uint32_t)want) : 0;
+        b.left =
+            want ? a->bw_allow(a->own.arg, want > UINT32_MAX ? UINT32_MAX : (uint32_t)want) : 0;
     return b;
 }
 
 /* Does a payload of len bytes fit what is left? Counts the drop if not. */
-static bool budget_fits(struct udp_assoc *a, const struct udp_budget *b, size_t len)
+bool udp_budget_fits(struct udp_assoc *a, const struct udp_budget *b, size_t len)
 {
     if (len <= b->left)
         return true;
@@ -246,22 +208,25 @@ static bool budget_fits(struct udp_assoc *a, const struct udp_budget *b, size_t 
     return false;
 }
 
-static void budget_take(struct udp_budget *b, size_t len)
+void udp_budget_take(struct udp_budget *b, size_t len)
 {
     b->left -= len;
     b->spent += len;
 }
 
-static void budget_end(struct udp_assoc *a, const struct udp_budget *b)
+void udp_budget_end(struct udp_assoc *a, const struct udp_budget *b)
 {
     if (a->bw_spend && b->spent)
-        a->bw_spend(a->arg, b->spent > UINT32_MAX ? UINT32_MAX : (uint32_t)b->spent);
+        a->bw_spend(a->own.arg, b->spent > UINT32_MAX ? UINT32_MAX : (uint32_t)b->spent);
 }
 
 /* ---- destinations ------------------------------------------------------ */
 
 /* The destination d (what the client named: name, or NULL) as used at
- * now: known, or added when the rules allow it and the table has room. */
+ * now: known, or added when the rules allow it and the table has room.
+ * Its via is the parent association datagrams to it go through (NULL:
+ * straight from our own sockets). Names sent to parents as names count
+ * against udp.destinations too (npnames). */
 static struct udp_dest *dest_get(struct udp_assoc *a, const struct addr *d, uint64_t now,
                                  const char *name)
 {
@@ -270,12 +235,23 @@ static struct udp_dest *dest_get(struct udp_assoc *a, const struct addr *d, uint
         x->last_ms = now;
         return x;
     }
-    if (a->allow && !a->allow(a->arg, name, d)) {
+    uint16_t ob = a->conf->default_outbound;
+    if (a->own.route && a->own.route(a->own.arg, name, d, d->port, &ob) != UDP_ALLOW) {
         stat_add(&a->w->stats.udp_drop_denied, 1);
         return NULL;
     }
-    x = udp_dests_add(&a->dests, d, now, a->cfg->destinations);
-    if (!x)
+    uint32_t limit = a->cfg->destinations - MIN(a->npnames, a->cfg->destinations);
+    if (a->dests.n >= limit) {
+        stat_add(&a->w->stats.udp_drop_dest_limit, 1);
+        return NULL;
+    }
+    struct udp_parent *via = NULL;
+    if (!udp_parent_direct(a, ob) && !(via = udp_parent_get(a, ob)))
+        return NULL; /* counted there */
+    x = udp_dests_add(&a->dests, d, now, limit);
+    if (x)
+        x->via = via;
+    else
         stat_add(&a->w->stats.udp_drop_dest_limit, 1);
     return x;
 }
@@ -477,7 +453,7 @@ static void up_flush(struct udp_assoc *a, struct up_batch *b, int f)
 static void up_send(struct udp_assoc *a, struct up_batch *b)
 {
     struct worker_stats *st = &a->w->stats;
-    budget_end(a, &b->bw);
+    udp_budget_end(a, &b->bw);
     up_flush(a, b, 0);
     up_flush(a, b, 1);
     if (b->sent.n) {
@@ -494,15 +470,21 @@ static void up_send(struct udp_assoc *a, struct up_batch *b)
 static void up_stage(struct udp_assoc *a, struct up_batch *b, const struct addr *d,
                      const char *name, uint8_t *data, size_t len, uint64_t now)
 {
-    if (!budget_fits(a, &b->bw, len))
+    if (!udp_budget_fits(a, &b->bw, len))
         return;
-    if (!dest_get(a, d, now, name))
+    struct udp_dest *x = dest_get(a, d, now, name);
+    if (!x)
         return;
+    if (x->via) {
+        udp_budget_take(&b->bw, len);
+        udp_parent_send(x->via, NULL, d, d->port, data, len);
+        return;
+    }
     if (out_fd(a, d->family) < 0) {
         stat_add(&a->w->stats.udp_drop_send, 1);
         return;
     }
-    budget_take(&b->bw, len);
+    udp_budget_take(&b->bw, len);
     int f = fam_index(d->family);
     if (b->n[f] == UDP_OUT) /* a coalesced run filled the batch */
         up_flush(a, b, f);
@@ -566,7 +548,7 @@ static void name_flush(struct udp_name *nm, uint64_t now)
         unsigned k = 0;
         for (struct udp_pkt *p = nm->head; p && k < UDP_BATCH; p = p->next, k++)
             want += p->len;
-        struct up_batch b = {.bw = budget_start(a, want)};
+        struct up_batch b = {.bw = udp_budget_start(a, want)};
         struct udp_pkt *p = nm->head;
         for (unsigned i = 0; i < k; i++, p = p->next) {
             struct addr d = nm->addr;
@@ -592,7 +574,7 @@ static void on_name(void *arg, int status, const struct dns_answer *ans)
     nm->q = NULL;
     name_settle(nm, status, ans, now);
     name_flush(nm, now);
-    activity(a);
+    udp_activity(a);
 }
 
 /* Hold a datagram until its name's lookup answers (bounded by udp.queue). */
@@ -694,6 +676,9 @@ static bool up_datagram(struct udp_assoc *a, struct up_batch *b, const struct ad
     const char *name = NULL;
     if (!socks5_addr_to_addr(&dst, &d) &&
         addr_parse_ip(dst.u.domain, dst.port, &d) != 0) { /* a literal IP is an address */
+        if (a->parents_possible &&
+            udp_parent_name(a, &b->bw, dst.u.domain, dst.port, p + h, len - (size_t)h, now))
+            return true;
         if (!name_addr(a, dst.u.domain, dst.port, p + h, len - (size_t)h, now, &d))
             return true;
         name = dst.u.domain;
@@ -722,7 +707,7 @@ static void on_client(struct io *io, uint32_t events)
             uint64_t want = 0;
             for (int i = 0; i < n; i++)
                 want += uw->in[i].msg_len; /* headers included: an upper bound */
-            b.bw = budget_start(a, want);
+            b.bw = udp_budget_start(a, want);
         }
         for (int i = 0; i < n; i++) {
             uint8_t *p = uw->bufs + (size_t)i * UDP_BUF;
@@ -751,7 +736,7 @@ static void on_client(struct io *io, uint32_t events)
             break;
     }
     if (moved)
-        activity(a);
+        udp_activity(a);
 }
 
 /* ---- destinations -> client ------------------------------------------ */
@@ -817,9 +802,9 @@ static bool down_run(struct udp_assoc *a, struct down_batch *b, struct udp_budge
             stat_add(&st->udp_drop_size, 1);
             continue;
         }
-        if (!budget_fits(a, bw, n))
+        if (!udp_budget_fits(a, bw, n))
             continue;
-        budget_take(bw, n);
+        udp_budget_take(bw, n);
         if (b->k == UDP_OUT) {
             down_flush(a, b);
             used = 0;
@@ -855,7 +840,7 @@ static void from_dests(struct udp_assoc *a, struct io *io)
             uint64_t want = 0;
             for (int i = 0; i < n; i++)
                 want += uw->in[i].msg_len;
-            bw = budget_start(a, want);
+            bw = udp_budget_start(a, want);
         }
         struct down_batch b = {.k = 0};
         for (int i = 0; i < n; i++) {
@@ -866,7 +851,7 @@ static void from_dests(struct udp_assoc *a, struct io *io)
             struct addr from;
             addr_from_sockaddr(&from, (struct sockaddr *)&uw->in_name[i]);
             struct udp_dest *d = a->port_fixed ? udp_dests_find_host(&a->dests, &from) : NULL;
-            if (!d) {
+            if (!d || d->via) { /* sent to through a parent: not from here */
                 stat_add(&st->udp_drop_unknown, count);
                 continue;
             }
@@ -886,22 +871,22 @@ static void from_dests(struct udp_assoc *a, struct io *io)
                 stat_add(&st->udp_drop_size, 1);
                 continue;
             }
-            if (!budget_fits(a, &bw, len))
+            if (!udp_budget_fits(a, &bw, len))
                 continue;
-            budget_take(&bw, len);
+            udp_budget_take(&bw, len);
             d->last_ms = now;
             uint8_t *p = payload - h;
             socks5_write_udp_header(p, h, &from);
             down_stage(a, &b, &cname, clen, p, h, len);
             moved = true;
         }
-        budget_end(a, &bw);
+        udp_budget_end(a, &bw);
         down_flush(a, &b);
         if (n < UDP_BATCH)
             break;
     }
     if (moved)
-        activity(a);
+        udp_activity(a);
 }
 
 static void on_out4(struct io *io, uint32_t events)
@@ -926,6 +911,7 @@ static void on_sweep(struct timer *t)
     uint64_t now = loop_now(&a->w->loop);
     udp_dests_sweep(&a->dests, now, a->cfg->idle_ms);
     udp_names_expire(&a->names, now, name_drop);
+    udp_parent_sweep(a, now);
     loop_timer_arm(&a->w->loop, &a->sweep, MAX(250u, a->cfg->idle_ms / 4));
 }
 
@@ -966,12 +952,11 @@ static int bind_client_socket(struct udp_assoc *a, const struct addr *local, str
     return fd;
 }
 
-int udp_assoc_open(struct worker *w, const struct config_udp *cfg, unsigned listen_index,
+int udp_assoc_open(struct worker *w, const struct config *conf, unsigned listen_index,
                    const struct addr *client, const struct addr *local, struct addr *bnd,
-                   void (*on_activity)(void *arg),
-                   bool (*allow)(void *arg, const char *name, const struct addr *ip), void *arg,
-                   struct udp_assoc **out)
+                   const struct udp_owner *owner, struct udp_assoc **out)
 {
+    const struct config_udp *cfg = &conf->udp;
     _Atomic uint32_t *count = &w->sh->udp_assocs[listen_index % CONFIG_MAX_LISTEN];
     if (atomic_fetch_add(count, 1) >= cfg->associations) {
         atomic_fetch_sub(count, 1);
@@ -985,6 +970,7 @@ int udp_assoc_open(struct worker *w, const struct config_udp *cfg, unsigned list
         return -ENOMEM;
     }
     a->w = w;
+    a->conf = conf;
     a->cfg = cfg;
     a->listen_index = listen_index;
     a->client = *client;
@@ -994,9 +980,9 @@ int udp_assoc_open(struct worker *w, const struct config_udp *cfg, unsigned list
     udp_names_init(&a->names, seed);
     for (unsigned i = 0; i < UDP_SOCKS; i++)
         a->gso_max[i] = cfg->gso && gso_supported() ? UDP_GSO_MAXBYTES : 0;
-    a->on_activity = on_activity;
-    a->allow = allow;
-    a->arg = arg;
+    a->own = *owner;
+    a->parents_possible = udp_parent_possible(conf);
+    udp_names_init(&a->pnames, seed ^ 0x5bd1e995u);
     io_init(&a->cio, on_client);
     io_init(&a->out4, on_out4);
     io_init(&a->out6, on_out6);
@@ -1051,6 +1037,7 @@ void udp_assoc_close(struct udp_assoc *a, uint64_t *bytes_up, uint64_t *bytes_do
     close_io(l, &a->cio);
     close_io(l, &a->out4);
     close_io(l, &a->out6);
+    udp_parent_close_all(a);
     udp_names_fini(&a->names, name_drop);
     udp_dests_fini(&a->dests);
     atomic_fetch_sub(&a->w->sh->udp_assocs[a->listen_index % CONFIG_MAX_LISTEN], 1);

@@ -13,6 +13,11 @@
  * any port of a host the client has sent to (TFTP-style) and wrapped with
  * the header of the address they came from; datagrams over
  * udp.max_datagram (header included) are dropped both ways.
+ *
+ * A destination whose rule names a SOCKS5 parent (via) goes through an
+ * association ferry opens with that parent (parent.h), one per parent,
+ * opened on the first datagram for it; the association ends when one of
+ * them does.
  */
 #ifndef FERRY_UDP_UDP_H
 #define FERRY_UDP_UDP_H
@@ -24,7 +29,7 @@
 #include "worker/worker.h"
 
 struct udp_assoc;
-struct config_udp;
+struct config;
 
 /* Why an association could not be opened. */
 enum udp_open_err {
@@ -32,17 +37,39 @@ enum udp_open_err {
     UDP_OPEN_SOCKET = -2, /* socket/bind failed (ports range exhausted, fds) */
 };
 
+/* What the rules say about a destination of an association. */
+enum udp_verdict {
+    UDP_DENY,    /* dropped, counted as denied */
+    UDP_ALLOW,   /* *ob is the way out */
+    UDP_NEED_IP, /* only its address can tell: resolve the name first */
+};
+
+/* The owner's side of an association (copied at open).
+ *
+ * on_activity(arg) is called (at most once per batch) when datagrams
+ * move, so the owner can track idleness. route(arg, name or NULL, ip or
+ * NULL, port, &ob) judges each new destination with the rules: a name
+ * alone (ip NULL, only when a rule can send datagrams to a parent), an
+ * address, or both (a name resolved here); UDP_ALLOW sets *ob to an index
+ * into the config's outbounds (direct, a SOCKS5 parent, ...). on_end(arg,
+ * why) says the association cannot go on (its parent went away): the
+ * owner closes it (udp_assoc_close), from inside the call or later. */
+struct udp_owner {
+    void (*on_activity)(void *arg);
+    enum udp_verdict (*route)(void *arg, const char *name, const struct addr *ip, uint16_t port,
+                              uint16_t *ob);
+    void (*on_end)(void *arg, const char *why);
+    void *arg;
+};
+
 /* Open an association for a client at `client` (IP; port ignored) that
- * reached the proxy on `local` (the control connection's local address).
- * Fills *bnd with the address to put in the reply. Returns 0, a
- * udp_open_err, or -ENOMEM. on_activity(arg) is called (at most once per
- * batch) when datagrams move, so the owner can track idleness; allow(arg,
- * name or NULL, address) judges each new destination (rules). */
-int udp_assoc_open(struct worker *w, const struct config_udp *cfg, unsigned listen_index,
+ * reached the proxy on `local` (the control connection's local address),
+ * under cfg (its [udp] limits and outbounds; it must outlive the
+ * association). Fills *bnd with the address to put in the reply. Returns
+ * 0, a udp_open_err, or -ENOMEM. */
+int udp_assoc_open(struct worker *w, const struct config *cfg, unsigned listen_index,
                    const struct addr *client, const struct addr *local, struct addr *bnd,
-                   void (*on_activity)(void *arg),
-                   bool (*allow)(void *arg, const char *name, const struct addr *ip), void *arg,
-                   struct udp_assoc **out);
+                   const struct udp_owner *owner, struct udp_assoc **out);
 /* Police the association's datagrams against bandwidth limits (both
  * directions draw from one budget). Once per batch, allow(arg, want) says
  * how many of at most want payload bytes may move now; a datagram whose

@@ -8,6 +8,7 @@
 #include "worker/worker.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -321,6 +322,62 @@ static void worker_apply_listeners(struct worker *w, struct listen_set *ls)
     loop_release(&w->loop, &ls->rel, listen_set_release);
 }
 
+#define DNS_REPORT_MS 10000 /* a dead DNS server is reported at most this often */
+
+/* A lookup no DNS server answered: counted, and said in the log at most
+ * once per DNS_REPORT_MS per worker (with how many more there were). */
+static void on_dns_unanswered(void *arg, const char *name, int status)
+{
+    struct worker *w = arg;
+    stat_add(&w->stats.dns_unanswered, 1);
+    uint64_t now = loop_now(&w->loop);
+    if (w->dns_warned_ms && now - w->dns_warned_ms < DNS_REPORT_MS) {
+        w->dns_unreported++;
+        return;
+    }
+    char more[64] = "";
+    if (w->dns_unreported)
+        snprintf(more, sizeof(more), "; %u more since the last report", w->dns_unreported);
+    log_warn("worker %u: dns: no server answered for %s (%s; servers: %s)%s", w->id, name,
+             status == DNS_TIMEOUT ? "timed out" : "refused or unreachable",
+             w->dns.servers ? w->dns.servers : "resolv.conf's", more);
+    w->dns_warned_ms = now;
+    w->dns_unreported = 0;
+}
+
+/* The resolver options [dns] of cfg says. */
+static void worker_resolver_opts(struct worker *w, const struct config *cfg,
+                                 struct resolver_opts *o)
+{
+    resolver_opts_default(o);
+    o->servers = cfg->dns.servers;
+    o->cache_size = cfg->dns.cache_size;
+    o->min_ttl_ms = cfg->dns.min_ttl_ms;
+    o->max_ttl_ms = cfg->dns.max_ttl_ms;
+    o->timeout_ms = cfg->dns.timeout_ms;
+    o->tries = cfg->dns.tries;
+    o->hosts_system = cfg->dns.hosts == NULL;
+    o->hosts = cfg->dns.hosts_table;
+    o->unanswered = on_dns_unanswered;
+    o->unanswered_arg = w;
+}
+
+static int worker_resolver_init(struct worker *w, const struct config *cfg)
+{
+    struct resolver_opts o;
+    worker_resolver_opts(w, cfg, &o);
+    return resolver_init(&w->dns, &w->loop, &o);
+}
+
+/* A reload: what of [dns] may change at once (resolver_update()). */
+static void worker_resolver_update(struct worker *w, const struct config *cfg)
+{
+    struct resolver_opts o;
+    worker_resolver_opts(w, cfg, &o);
+    if (resolver_update(&w->dns, &o) < 0)
+        log_error("worker %u: out of memory for dns.cache_size; the cache keeps its size", w->id);
+}
+
 static void on_command(struct io *io, uint32_t events)
 {
     (void)events;
@@ -337,8 +394,10 @@ static void on_command(struct io *io, uint32_t events)
         if (cfg && worker_cfg_set(w, cfg) < 0) {
             log_error("worker %u: out of memory applying the new configuration", w->id);
             config_unref(cfg);
-        } else if (cfg && w->ops->config_changed) {
-            w->ops->config_changed(w);
+        } else if (cfg) {
+            worker_resolver_update(w, cfg);
+            if (w->ops->config_changed)
+                w->ops->config_changed(w);
         }
         if (ls)
             worker_apply_listeners(w, ls);
@@ -387,7 +446,7 @@ int worker_init(struct worker *w, unsigned id, struct shared *sh, const struct w
         goto out_cfg;
     buf_pool_init(&w->bufs, cfg->buffer_size, BUF_POOL_MAX_FREE);
     pipe_pool_init(&w->pipes, cfg->pipe_size, PIPE_POOL_MAX_FREE);
-    rc = resolver_init(&w->dns, &w->loop);
+    rc = worker_resolver_init(w, cfg);
     if (rc)
         goto out_loop;
     int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

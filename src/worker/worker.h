@@ -36,6 +36,7 @@ struct auth_worker;
 struct conn;
 struct upstream_pool;
 struct udp_worker;
+struct ob_checks;
 
 enum worker_cmd {
     WORKER_CMD_DRAIN = 1u << 0,  /* stop accepting; exit once no session is left */
@@ -120,6 +121,7 @@ struct worker {
     struct list cfgs;                     /* generations still in use */
     struct auth_worker *auth;             /* auth/, or NULL */
     struct udp_worker *udp;               /* udp/, or NULL until needed */
+    struct ob_checks *ob_checks;          /* relay/'s pool health checks (worker 0), or NULL */
     struct upstream_pool *http;           /* relay/'s HTTP upstream pool, or NULL until needed */
     struct listener *listeners;
     size_t nlisteners;
@@ -131,7 +133,9 @@ struct worker {
     struct buf_pool bufs;
     struct pipe_pool pipes;
     struct resolver dns;
-    struct list sessions; /* the session layer's objects */
+    uint64_t dns_warned_ms;  /* when a dead DNS server was last reported */
+    uint32_t dns_unreported; /* ... and lookups unanswered since */
+    struct list sessions;    /* the session layer's objects */
     uint32_t nsessions;
     struct conn *free_sessions; /* session freelist, owned by relay/ */
     uint32_t nfree_sessions;

@@ -256,7 +256,8 @@ ACCESS_LINE = re.compile(
     r"access id=(?P<id>\d+) client=(?P<client>\S+) user=(?P<user>\S+) cmd=(?P<cmd>\S+) "
     r"dst=(?P<dst>\S+) "
     r"addr=(?P<addr>\S+) up=(?P<up>\d+) down=(?P<down>\d+) ms=(?P<ms>\d+) "
-    r"reply=(?P<reply>\S+) end=(?P<end>\S+)(?: err=(?P<err>E[A-Z0-9]+))?$",
+    r"reply=(?P<reply>\S+) end=(?P<end>\S+)(?: err=(?P<err>E[A-Z0-9]+))?"
+    r"(?: rule=(?P<rule>\S+))?(?: via=(?P<via>\S+))?$",
     re.M,
 )
 
@@ -308,7 +309,10 @@ def test_access_log_lines(ferry, echo_server):
     assert e3 == {**e3, "cmd": "connect", "dst": f"127.0.0.1:{port}", "addr": f"127.0.0.1:{port}",
                   "up": "0", "down": "0", "reply": "connection-refused", "end": "connect-failed",
                   "err": "ECONNREFUSED"}
-    assert e4 == {**e4, "dst": "-", "addr": "-", "up": "0", "down": "0", "reply": "-", "end": "unknown-protocol"}
+    assert e4 == {**e4, "dst": "-", "addr": "-", "up": "0", "down": "0", "reply": "-", "end": "unknown-protocol",
+                  "via": None}
+    # The outbound that carried each session that was dialled.
+    assert [e["via"] for e in (e1, e2, e3)] == ["direct"] * 3
     assert all(e["user"] == "-" for e in (e1, e2, e3, e4))  # no authentication configured
     ids = [int(e["id"]) for e in (e1, e2, e3, e4)]
     assert len(set(ids)) == 4 and all(i > 0 for i in ids), ids

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * http1_rewrite_fuzz.c: libFuzzer harness for the head rewrite of
- * proto/http1 (http1_rewrite_request, http1_rewrite_response).
+ * proto/http1 (http1_rewrite_request, http1_rewrite_response) and of the
+ * absolute form for a parent proxy (http1_proxy_form).
  *
  * The input's first byte chooses the flags (upgrade or switching,
  * keepalive), the Via pseudonym and the cap; the rest is a message. Each
@@ -15,7 +16,11 @@
  *     version, status and framing (Content-Length, chunked), an origin-form
  *     target, exactly one Host (the authority), no hop-by-hop field but the
  *     ones the proxy adds, and a Via that ends in the proxy's own entry;
- *   - a final response the client may not reuse says Connection: close.
+ *   - a final response the client may not reuse says Connection: close;
+ *   - a rewritten request put in proxy form (the keepalive bit: with the
+ *     parent's credentials) fits its cap as above and parses again with an
+ *     absolute target of the same authority and path, the same Host and
+ *     framing, and exactly the parent's Proxy-Authorization (or none).
  * Any violation traps. Linked with only src/proto, util/addr and util/parse.
  */
 #include <stdbool.h>
@@ -98,6 +103,63 @@ static ssize_t rewrite(const struct http1_msg *m, bool request, size_t path_off,
     return n;
 }
 
+/* The rewritten request (origin form, out/n) in proxy form: the contract
+ * of http1_proxy_form. */
+static void check_proxy_form(const uint8_t *out, size_t n, const struct http1_msg *orig,
+                             const char *auth, size_t alen, bool with_cred, size_t capsel,
+                             struct http1_msg *re)
+{
+    static const char cred[] = "Basic cGFyZW50OnB3";
+    const char *pa = with_cred ? cred : NULL;
+    size_t plen = with_cred ? sizeof(cred) - 1 : 0;
+    size_t big = n + alen + plen + 64;
+    uint8_t *pf = malloc(big);
+    CHECK(pf != NULL);
+    ssize_t k = http1_proxy_form(out, n, auth, alen, pa, plen, pf, big);
+    CHECK(k > 0 && (size_t)k <= big);
+    size_t m = (size_t)k;
+    CHECK(m == n + 7 + alen + (with_cred ? 23 + plen : 0));
+    for (size_t cap = m - 1; cap <= m; cap++) {
+        uint8_t *again = malloc(cap);
+        CHECK(again != NULL);
+        ssize_t r = http1_proxy_form(out, n, auth, alen, pa, plen, again, cap);
+        CHECK(r == (cap == m ? k : HTTP1_E_TOO_LARGE));
+        if (r > 0)
+            CHECK(memcmp(again, pf, m) == 0);
+        free(again);
+    }
+    size_t cap = capsel * m / 15;
+    uint8_t *again = malloc(cap ? cap : 1);
+    CHECK(again != NULL);
+    CHECK(http1_proxy_form(out, n, auth, alen, pa, plen, again, cap) ==
+          (cap >= m ? k : HTTP1_E_TOO_LARGE));
+    free(again);
+    size_t scanned = 0;
+    CHECK(http1_head_end(pf, m, m, &scanned) == (ssize_t)m);
+    int rc = http1_parse_request(pf, m, 1 << 20, re);
+    if (rc == HTTP1_E_TOO_LARGE && orig->nh + 4 > HTTP1_MAX_HEADERS) {
+        free(pf);
+        return;
+    }
+    CHECK(rc == 0);
+    CHECK(re->mlen == orig->mlen && memcmp(re->method, orig->method, orig->mlen) == 0);
+    CHECK(re->minor == orig->minor && re->has_cl == orig->has_cl && re->chunked == orig->chunked);
+    char host[256];
+    uint16_t port;
+    size_t path_off;
+    CHECK(http1_parse_absolute(re->target, re->tlen, host, sizeof(host), &port, &path_off) == 0);
+    CHECK(path_off == 7 + alen && memcmp(re->target + 7, auth, alen) == 0);
+    CHECK(re->target[path_off] == '/');
+    CHECK(re->nhost == 1 && re->nproxy_auth == (with_cred ? 1 : 0));
+    const struct http1_header *h = http1_find(re, "host");
+    CHECK(h && h->vlen == alen && memcmp(h->value, auth, alen) == 0);
+    if (with_cred) {
+        const struct http1_header *p = http1_find(re, "proxy-authorization");
+        CHECK(p && p->vlen == plen && memcmp(p->value, cred, plen) == 0);
+    }
+    free(pf);
+}
+
 static void fuzz_one(const uint8_t *head, size_t len, bool request, uint8_t ctl,
                      struct http1_msg *m, struct http1_msg *re)
 {
@@ -150,6 +212,7 @@ static void fuzz_one(const uint8_t *head, size_t len, bool request, uint8_t ctl,
         CHECK(h && h->vlen == alen && memcmp(h->value, auth, alen) == 0);
         if (flag)
             CHECK(says_upgrade(re));
+        check_proxy_form(out, (size_t)n, m, auth, alen, keepalive, (size_t)(ctl >> 4), re);
     } else if (rc2 == 0) {
         CHECK(re->status == m->status && memcmp(out, "HTTP/1.1 ", 9) == 0);
         CHECK(re->rlen == m->rlen);

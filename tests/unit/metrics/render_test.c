@@ -5,8 +5,9 @@
  * struct metrics_state (a figure the scrape could not read is left out,
  * family and all), the same inputs give the same text byte for byte, and a
  * rule label that is not UTF-8 (a file name may hold any byte) becomes '?'
- * instead of breaking the scrape. And the text buffer the endpoint answers
- * with: printf-style appends that grow it, raw appends of any length.
+ * instead of breaking the scrape; each outbound's health and counters
+ * are rendered. And the text buffer the endpoint answers with:
+ * printf-style appends that grow it, raw appends of any length.
  */
 #include "harness.h"
 
@@ -130,6 +131,60 @@ static void test_label_not_utf8(void **state)
     assert_int_equal(rmdir(dir), 0);
 }
 
+/* Each outbound but reject: up (a pool while one member is), latency once
+ * measured, failures (dials and checks), sessions and active summed over
+ * the workers. */
+static void test_outbounds(void **state)
+{
+    (void)state;
+    char dir[HARNESS_PATH_MAX], path[HARNESS_PATH_MAX];
+    harness_mkdtemp(dir, sizeof(dir));
+    harness_path(path, sizeof(path), dir, "ob.conf");
+    harness_write_file(path, "workers = 3\n[outbound a]\nurl = socks5://127.0.0.1:1\n"
+                             "[outbound b]\nurl = http://127.0.0.1:2\n"
+                             "[outbound p]\nmembers = a, b\n");
+    struct config_cli cli;
+    memset(&cli, 0, sizeof(cli));
+    cli.path = path;
+    struct msglist errs = {0};
+    struct config *c = NULL;
+    assert_int_equal(config_load(&cli, &c, &errs), 0);
+    msglist_fini(&errs);
+    assert_int_equal(c->noutbounds, 5); /* direct, reject, a, b, p */
+    for (unsigned w = 0; w < 3; w++) {
+        stat_t *row = &c->ob_stats[(size_t)w * c->ob_stride];
+        stat_add(&row[2 * OB_STATS + OB_STAT_SESSIONS], 2);
+        stat_add(&row[2 * OB_STATS + OB_STAT_ACTIVE], 1);
+        stat_add(&row[3 * OB_STATS + OB_STAT_FAILURES], 1);
+    }
+    struct metrics_state st = {0};
+    char *text = render(c, &st);
+    expect_no(text, "ferry_outbound_latency_seconds"); /* no family without samples */
+    free(text);
+    atomic_store(&c->ob_health[2].up, 0);
+    atomic_store(&c->ob_health[3].failures, 4);
+    atomic_store(&c->ob_health[3].latency_us, 1500);
+    text = render(c, &st);
+    expect_line(text, "ferry_outbound_up{outbound=\"direct\"} 1");
+    expect_line(text, "ferry_outbound_up{outbound=\"a\"} 0");
+    expect_line(text, "ferry_outbound_up{outbound=\"p\"} 1");
+    expect_line(text, "ferry_outbound_sessions_total{outbound=\"a\"} 6");
+    expect_line(text, "ferry_outbound_active{outbound=\"a\"} 3");
+    expect_line(text, "ferry_outbound_failures_total{outbound=\"b\"} 7");
+    expect_line(text, "ferry_outbound_latency_seconds{outbound=\"b\"} 0.001500");
+    expect_line(text, "# TYPE ferry_outbound_failures_total counter");
+    expect_no(text, "outbound=\"reject\"");
+    expect_no(text, "ferry_outbound_latency_seconds{outbound=\"a\"}");
+    atomic_store(&c->ob_health[3].up, 0);
+    free(text);
+    text = render(c, &st);
+    expect_line(text, "ferry_outbound_up{outbound=\"p\"} 0");
+    free(text);
+    config_free(c);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 static void test_text_buffer(void **state)
 {
     (void)state;
@@ -166,6 +221,7 @@ int main(void)
         T(test_unknown_process_figures_are_left_out),
         T(test_same_inputs_same_text),
         T(test_label_not_utf8),
+        T(test_outbounds),
         T(test_text_buffer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -281,6 +281,117 @@ static void test_response_fields(void **state)
                 "Via: 1.1 up, 1.1 ferry\r\n\r\n");
 }
 
+/* ---- to a parent proxy: absolute form ------------------------------------ */
+
+/* The request rewritten (origin form), then put in the form a parent
+ * proxy takes, with pauth (NULL: none); the result as a string. The cap:
+ * exact fit, one byte short. */
+static char *proxy_form(const char *text, const char *pauth)
+{
+    char *origin = rewrite_req(text, "ferry", false);
+    struct parsed *p = parse(text, true);
+    char host[256];
+    uint16_t port;
+    size_t path_off;
+    assert_int_equal(
+        http1_parse_absolute(p->m.target, p->m.tlen, host, sizeof(host), &port, &path_off), 0);
+    const char *auth = p->m.target + 7;
+    size_t alen = path_off - 7, olen = strlen(origin), plen = pauth ? strlen(pauth) : 0;
+    size_t cap = olen + alen + plen + 64;
+    uint8_t *out = malloc(cap);
+    assert_non_null(out);
+    ssize_t n = http1_proxy_form((const uint8_t *)origin, olen, auth, alen, pauth, plen, out, cap);
+    assert_true(n > 0 && (size_t)n < cap);
+    uint8_t *exact = malloc((size_t)n), *shy = malloc((size_t)n - 1);
+    assert_non_null(exact);
+    assert_non_null(shy);
+    assert_int_equal(
+        http1_proxy_form((const uint8_t *)origin, olen, auth, alen, pauth, plen, exact, (size_t)n),
+        n);
+    assert_memory_equal(exact, out, (size_t)n);
+    assert_int_equal(http1_proxy_form((const uint8_t *)origin, olen, auth, alen, pauth, plen, shy,
+                                      (size_t)n - 1),
+                     HTTP1_E_TOO_LARGE);
+    free(exact);
+    free(shy);
+    char *s = malloc((size_t)n + 1);
+    assert_non_null(s);
+    memcpy(s, out, (size_t)n);
+    s[n] = '\0';
+    free(out);
+    free(origin);
+    parsed_free(p);
+    return s;
+}
+
+static void expect_proxy(const char *in, const char *pauth, const char *want)
+{
+    char *got = proxy_form(in, pauth);
+    assert_string_equal(got, want);
+    free(got);
+}
+
+static void test_proxy_form_absolute(void **state)
+{
+    (void)state;
+    /* The target goes back to absolute form with the client's authority;
+     * Host stays the authority; the rest as the rewrite made it. */
+    expect_proxy("GET http://example.com:8080/a?b HTTP/1.1\r\nHost: x\r\nAccept: */*\r\n\r\n", NULL,
+                 "GET http://example.com:8080/a?b HTTP/1.1\r\nHost: example.com:8080\r\n"
+                 "Accept: */*\r\nVia: 1.1 ferry\r\n\r\n");
+    expect_proxy("HEAD http://[::1] HTTP/1.0\r\n\r\n", NULL,
+                 "HEAD http://[::1]/ HTTP/1.0\r\nHost: [::1]\r\nVia: 1.0 ferry\r\n\r\n");
+    expect_proxy("GET http://example.com?q HTTP/1.1\r\n\r\n", NULL,
+                 "GET http://example.com/?q HTTP/1.1\r\nHost: example.com\r\n"
+                 "Via: 1.1 ferry\r\n\r\n");
+}
+
+static void test_proxy_form_credentials(void **state)
+{
+    (void)state;
+    /* The parent's credentials are added; the client's own
+     * Proxy-Authorization (for ferry) never goes on, with or without. */
+    expect_proxy("POST http://h/p HTTP/1.1\r\nProxy-Authorization: Basic Y2xpZW50OnNlY3JldA==\r\n"
+                 "Content-Length: 2\r\n\r\n",
+                 "Basic cGFyZW50OnB3",
+                 "POST http://h/p HTTP/1.1\r\nProxy-Authorization: Basic cGFyZW50OnB3\r\n"
+                 "Host: h\r\nContent-Length: 2\r\nVia: 1.1 ferry\r\n\r\n");
+    expect_proxy("GET http://h/ HTTP/1.1\r\nProxy-Authorization: Basic Y2xpZW50OnNlY3JldA==\r\n"
+                 "Proxy-Connection: keep-alive\r\n\r\n",
+                 NULL, "GET http://h/ HTTP/1.1\r\nHost: h\r\nVia: 1.1 ferry\r\n\r\n");
+}
+
+static void test_proxy_form_refusals(void **state)
+{
+    (void)state;
+    static const char origin[] = "GET / HTTP/1.1\r\nHost: h\r\n\r\n";
+    const uint8_t *o = (const uint8_t *)origin;
+    size_t olen = sizeof(origin) - 1;
+    uint8_t out[256];
+    /* Not origin form, or no request line. */
+    static const char abs[] = "GET http://h/ HTTP/1.1\r\n\r\n";
+    assert_int_equal(
+        http1_proxy_form((const uint8_t *)abs, sizeof(abs) - 1, "h", 1, NULL, 0, out, sizeof(out)),
+        HTTP1_E_BAD);
+    assert_int_equal(http1_proxy_form((const uint8_t *)"GET", 3, "h", 1, NULL, 0, out, sizeof(out)),
+                     HTTP1_E_BAD);
+    /* An authority a target cannot carry: empty, userinfo, a path, space,
+     * a line break. */
+    assert_int_equal(http1_proxy_form(o, olen, "", 0, NULL, 0, out, sizeof(out)), HTTP1_E_BAD);
+    assert_int_equal(http1_proxy_form(o, olen, "u@h", 3, NULL, 0, out, sizeof(out)), HTTP1_E_BAD);
+    assert_int_equal(http1_proxy_form(o, olen, "h/x", 3, NULL, 0, out, sizeof(out)), HTTP1_E_BAD);
+    assert_int_equal(http1_proxy_form(o, olen, "h x", 3, NULL, 0, out, sizeof(out)), HTTP1_E_BAD);
+    assert_int_equal(http1_proxy_form(o, olen, "h\r\nX", 4, NULL, 0, out, sizeof(out)),
+                     HTTP1_E_BAD);
+    /* Credentials that would end the field early. */
+    assert_int_equal(http1_proxy_form(o, olen, "h", 1, "Basic a\r\nX: y", 13, out, sizeof(out)),
+                     HTTP1_E_BAD);
+    assert_int_equal(http1_proxy_form(o, olen, "h", 1, "Basic a\0", 8, out, sizeof(out)),
+                     HTTP1_E_BAD);
+    /* The good one fits. */
+    assert_true(http1_proxy_form(o, olen, "h", 1, "Basic YTpi", 10, out, sizeof(out)) > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -294,6 +405,9 @@ int main(void)
         cmocka_unit_test(test_response_basic),
         cmocka_unit_test(test_response_connection),
         cmocka_unit_test(test_response_fields),
+        cmocka_unit_test(test_proxy_form_absolute),
+        cmocka_unit_test(test_proxy_form_credentials),
+        cmocka_unit_test(test_proxy_form_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * assoc.h: the inside of a UDP association, shared by the rooms of udp/
+ * only (udp.c: the direct relay; parent.c: the way through a SOCKS5
+ * parent). Nothing outside udp/ includes it: the owner sees udp.h.
+ *
+ * What lives here is what both sides of an association touch: its
+ * sockets and client, its limits and counters, the bandwidth budget of a
+ * batch and the owner's callbacks. Nothing here sends, receives or
+ * allocates by itself.
+ */
+#ifndef FERRY_UDP_ASSOC_H
+#define FERRY_UDP_ASSOC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/loop.h"
+#include "udp/dest_table.h"
+#include "udp/udp.h"
+#include "util/addr.h"
+#include "util/list.h"
+
+/* The association's sockets (udp_assoc.gso_max). */
+enum { UDP_SOCK_CLIENT, UDP_SOCK_OUT4, UDP_SOCK_OUT6, UDP_SOCKS };
+
+/* A datagram waiting for its destination name to resolve. */
+struct udp_pkt {
+    struct udp_pkt *next;
+    uint16_t port;
+    uint16_t len;
+    uint8_t data[];
+};
+
+struct udp_parent;
+
+struct udp_assoc {
+    struct worker *w;
+    const struct config *conf;    /* the control session's; outlives us */
+    const struct config_udp *cfg; /* &conf->udp */
+    unsigned listen_index;
+    struct io cio;        /* client-facing */
+    struct io out4, out6; /* outgoing, per family, opened on first use */
+    struct addr client;
+    bool port_fixed;
+    /* Per socket, the largest datagram merged into one UDP_SEGMENT message
+     * (UDP_GSO_MAXBYTES until the route refuses; 0: merging is off). */
+    uint16_t gso_max[UDP_SOCKS];
+    struct udp_dests dests; /* the destinations the client sent to */
+    struct udp_names names; /* the names it sent to */
+    uint32_t queued;        /* datagrams held (names resolving, parents opening) */
+    struct timer sweep;
+    struct release rel; /* freed after the batch that closed it */
+    uint64_t up, down;
+    struct udp_owner own;
+    uint32_t (*bw_allow)(void *arg, uint32_t want);
+    void (*bw_spend)(void *arg, uint32_t n);
+    /* parent.c: names sent to parents that resolve them ("PORT NAME"), and
+     * the parent associations (NULL, and no name judged before it is
+     * resolved, when no rule can send a datagram to a parent). */
+    bool parents_possible;
+    struct udp_names pnames;
+    uint32_t npnames; /* of pnames, those that are destinations (via a parent) */
+    struct udp_parent *parents;
+};
+
+/* What a batch may still move under the bandwidth limits, and what it did. */
+struct udp_budget {
+    uint64_t left; /* UINT64_MAX: no limit */
+    uint64_t spent;
+};
+
+/* Tell the owner datagrams moved. */
+void udp_activity(struct udp_assoc *a);
+/* Ask once per batch for at most want bytes (an upper bound of what the
+ * batch carries). */
+struct udp_budget udp_budget_start(struct udp_assoc *a, uint64_t want);
+/* Does a payload of len bytes fit what is left? Counts the drop if not. */
+bool udp_budget_fits(struct udp_assoc *a, const struct udp_budget *b, size_t len);
+/* len bytes of the budget are used. */
+void udp_budget_take(struct udp_budget *b, size_t len);
+/* Tell the owner what the batch spent. */
+void udp_budget_end(struct udp_assoc *a, const struct udp_budget *b);
+
+#endif
