@@ -32,7 +32,6 @@ from ferrylib import (
     request,
     socks_connect,
 )
-from test_relay import _digest, echo_session
 
 MiB = 1024 * 1024
 STUNNEL = shutil.which("stunnel4") or shutil.which("stunnel")
@@ -146,11 +145,53 @@ def https_ferry(ferry, chain, host: str = "127.0.0.1", **keys):
                  extra=f"[outbound secure]\nurl = https://{host}:{chain['stunnel'].port}\n{lines}")
 
 
+def exchange_10mib(proxy, target, seed: int, size: int, timeout: float):
+    """size pseudo-random bytes to an echo through the chain while reading
+    them back; the client's EOF only once all came back. (stunnel4 ends the
+    whole connection at a close_notify while the other way still has bytes
+    in flight, as TLS 1.2 asked: a TLS 1.3 half-close mid-stream would lose
+    them there. Half-close is tested below, with the reply after the EOF.)
+    Returns (sha256 sent, sha256 received, bytes received, how it ended)."""
+    s, _ = socks_connect(proxy, *target, timeout=timeout)
+    with s:
+        s.settimeout(timeout)
+        sent_h, errs = hashlib.sha256(), []
+
+        def sender():
+            try:
+                rnd = random.Random(seed)
+                left = size
+                while left:
+                    block = rnd.randbytes(min(65536, left))
+                    sent_h.update(block)
+                    s.sendall(block)
+                    left -= len(block)
+            except Exception as e:  # reported below
+                errs.append(e)
+
+        import threading
+        t = threading.Thread(target=sender, daemon=True)
+        t.start()
+        got_h, got = hashlib.sha256(), 0
+        deadline = time.monotonic() + timeout
+        while got < size and time.monotonic() < deadline:
+            data = s.recv(256 * 1024)
+            if not data:
+                break
+            got += len(data)
+            got_h.update(data)
+        t.join(max(0.1, deadline - time.monotonic()))
+        assert not t.is_alive() and not errs, errs
+        s.shutdown(socket.SHUT_WR)
+        rest, how = read_until_close(s, timeout=20)
+        return sent_h.hexdigest(), got_h.hexdigest(), got + len(rest), how
+
+
 def test_pinned_10mib_each_way(ferry, chain, echo_server):
     f = https_ferry(ferry, chain, pin=chain["pin"])
     size = 10 * MiB
-    sent, got, n = echo_session(f.addr, echo_server.addr, seed=15, size=size, timeout=120)
-    assert n == size and sent == got == _digest(15, size)
+    sent, got, n, how = exchange_10mib(f.addr, echo_server.addr, seed=15, size=size, timeout=120)
+    assert n == size and sent == got and how == "eof"
     entry = None
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -238,11 +279,11 @@ def test_wrong_pin_fails_clearly(ferry, chain, echo_server):
 
 def test_ca_file_verifies_and_a_wrong_ca_fails(ferry, chain, echo_server):
     good = https_ferry(ferry, chain, ca_file=chain["cert"])  # self-signed: its own CA
-    sent, got, n = echo_session(good.addr, echo_server.addr, seed=4, size=256 * 1024, timeout=30)
+    sent, got, n, _ = exchange_10mib(good.addr, echo_server.addr, seed=4, size=256 * 1024, timeout=30)
     assert n == 256 * 1024 and sent == got
     # the name is checked too: "localhost" is in the certificate
     by_name = https_ferry(ferry, chain, host="localhost", ca_file=chain["cert"])
-    sent, got, n = echo_session(by_name.addr, echo_server.addr, seed=5, size=1024, timeout=30)
+    sent, got, n, _ = exchange_10mib(by_name.addr, echo_server.addr, seed=5, size=1024, timeout=30)
     assert n == 1024 and sent == got
 
     bad = https_ferry(ferry, chain, ca_file=chain["stranger"])
@@ -344,3 +385,26 @@ def test_http_connect_with_pipelined_bytes_through_tls(ferry, chain, echo_server
         c.shutdown(socket.SHUT_WR)
         back, how = read_until_close(c, timeout=30)
     assert how == "eof" and back == b"early bytes" + payload
+
+
+def test_pool_health_check_through_tls(ferry, chain, echo_server):
+    """A pool's health check of an HTTPS member verifies it as sessions do
+    and CONNECTs through it: a member with the wrong pin is down (the log
+    says why), one with the right pin stays up and carries the sessions."""
+    from ferrylib import echo_roundtrip
+
+    wrong = "sha256//" + base64.b64encode(hashlib.sha256(b"another key").digest()).decode()
+    port = chain["stunnel"].port
+    f = ferry(config={"outbound": "p"},
+              extra=f"[outbound bad]\nurl = https://127.0.0.1:{port}\npin = {wrong}\n"
+                    f"[outbound good]\nurl = https://127.0.0.1:{port}\npin = {chain['pin']}\n"
+                    "[outbound p]\nmembers = bad, good\nhealth_check = 300ms\n"
+                    f"health_target = 127.0.0.1:{echo_server.port}\n")
+    f.wait_log(r"outbound bad \(member of pool p\): down: health check to 127\.0\.0\.1 port \d+: "
+               r"certificate pin mismatch: got ", timeout=15)
+    for _ in range(3):
+        s, _ = socks_connect(f.addr, "127.0.0.1", echo_server.port, timeout=20)
+        with s:
+            echo_roundtrip(s, b"through the member that is up")
+    time.sleep(1.0)  # a few more checks of the good member
+    assert "outbound good (member of pool p): down" not in f.log_text()
