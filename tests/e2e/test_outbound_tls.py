@@ -147,10 +147,12 @@ def https_ferry(ferry, chain, host: str = "127.0.0.1", **keys):
 
 def exchange_10mib(proxy, target, seed: int, size: int, timeout: float):
     """size pseudo-random bytes to an echo through the chain while reading
-    them back; the client's EOF only once all came back. (stunnel4 ends the
-    whole connection at a close_notify while the other way still has bytes
-    in flight, as TLS 1.2 asked: a TLS 1.3 half-close mid-stream would lose
-    them there. Half-close is tested below, with the reply after the EOF.)
+    them back; the client's EOF only once all came back. (stunnel4 5.68,
+    once it has passed our close_notify on as a shutdown, takes the POLLHUP
+    of its plain socket for the end of the data and closes with bytes still
+    unread there (its debug log: "Read socket closed (HUP)"): an EOF while
+    the echo is in flight loses its tail at stunnel. Half-close is tested
+    below, with the reply after the EOF.)
     Returns (sha256 sent, sha256 received, bytes received, how it ended)."""
     s, _ = socks_connect(proxy, *target, timeout=timeout)
     with s:
