@@ -424,7 +424,10 @@ int outbound_set_key(struct config_outbound *o, const char *key, const char *v, 
     if (!strcmp(key, "source") || !strcmp(key, "device")) {
         char text[80];
         snprintf(text, sizeof(text), "%s%s", key[0] == 'd' ? "device=" : "", v);
-        if (config_source_parse(text, &o->source))
+        int rc = config_source_parse(text, &o->source);
+        if (rc == -ENODEV)
+            return ERR("'%s': no such network device on this host", v);
+        if (rc)
             return ERR("'%s' is not %s", v,
                        key[0] == 'd' ? "a network device name" : "an IP address");
         return 0;
@@ -592,12 +595,21 @@ void outbound_list_finish(struct outbound_list *l, const char *file, struct msgl
         }
     }
     for (uint32_t i = 2; i < l->n; i++) {
+        struct config_outbound *o = &l->v[i];
         size_t before = errs->n;
-        check_section(&l->v[i], errs);
-        free(l->v[i].members_text);
-        l->v[i].members_text = NULL;
+        check_section(o, errs);
+        free(o->members_text);
+        o->members_text = NULL;
+        /* A pool whose members all resolve names themselves does too: a
+         * session through it is judged by the name, as through them. */
+        if (o->kind == OUTBOUND_KIND_POOL) {
+            bool all = o->nmembers > 0;
+            for (uint8_t k = 0; k < o->nmembers; k++)
+                all = all && l->v[o->members[k]].remote_dns;
+            o->remote_dns = all;
+        }
         char err[320];
-        if (errs->n == before && outbound_tls_load(&l->v[i], err, sizeof(err)) < 0)
-            msglist_push(errs, "%s: %s", l->v[i].origin, err);
+        if (errs->n == before && outbound_tls_load(o, err, sizeof(err)) < 0)
+            msglist_push(errs, "%s: %s", o->origin, err);
     }
 }

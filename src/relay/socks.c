@@ -351,8 +351,15 @@ static void socks_bind_on_dns(void *arg, int status, const struct dns_answer *an
  * (via NAME) cannot be honoured, and says so rather than bind here. */
 static bool socks_bind_here(struct conn *c)
 {
-    const struct config_outbound *o = &conn_cfg(c)->outbounds[c->ob_rule];
-    if (o->kind == OUTBOUND_KIND_DIRECT)
+    const struct config *cfg = conn_cfg(c);
+    const struct config_outbound *o = &cfg->outbounds[c->ob_rule];
+    bool here = o->kind == OUTBOUND_KIND_DIRECT;
+    if (o->kind == OUTBOUND_KIND_POOL) { /* a pool of direct members binds here too */
+        here = true;
+        for (uint8_t i = 0; i < o->nmembers; i++)
+            here = here && cfg->outbounds[o->members[i]].kind == OUTBOUND_KIND_DIRECT;
+    }
+    if (here)
         return true;
     if (o->kind == OUTBOUND_KIND_REJECT) {
         conn_fail(c, OUT_DENIED, "rejected");

@@ -146,6 +146,18 @@ def test_bind_via_parent_is_refused(ferry):
                    r"parent proxy is not supported; refused")
 
 
+def test_bind_via_pool_of_direct_members_binds_here(ferry):
+    front = ferry(config={"bind": "yes"},
+                  extra="[outbound here]\nmembers = direct\n[rules]\nallow cmd bind via here\nallow\n")
+    s = open_client(front.addr)
+    with s:
+        s.sendall(b"\x05\x01\x00")
+        assert s.recv(2) == b"\x05\x00"
+        s.sendall(b"\x05\x02\x00\x01\x7f\x00\x00\x01\x00\x50")
+        rep = s.recv(10)
+        assert rep[1] == 0x00, rep  # the first BIND reply: listening here
+
+
 def test_check_names_unknown_outbounds_and_cycles(tmp_path):
     conf = tmp_path / "f.conf"
     conf.write_text("outbound = nowhere\n"

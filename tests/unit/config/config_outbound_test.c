@@ -140,7 +140,8 @@ static void test_pools(void **state)
                    "[outbound b]\nurl = http://127.0.0.1:2\n"
                    "[outbound inner]\nmembers = b, direct\n"
                    "[outbound p]\nmembers = a, inner, b\nstrategy = round-robin\n"
-                   "health_check = 2s\nhealth_target = 127.0.0.1:80\nbackoff = 500ms\n",
+                   "health_check = 2s\nhealth_target = 127.0.0.1:80\nbackoff = 500ms\n"
+                   "[outbound names]\nmembers = b\n",
                    NULL);
     const struct config *c = x->c;
     const struct config_outbound *p = ob(c, "p");
@@ -155,6 +156,9 @@ static void test_pools(void **state)
     assert_string_equal(c->outbounds[p->members[0]].name, "a");
     assert_string_equal(c->outbounds[p->members[1]].name, "b");
     assert_string_equal(c->outbounds[p->members[2]].name, "direct");
+    /* A pool resolves names remotely when every member does. */
+    assert_false(p->remote_dns);
+    assert_true(ob(c, "names")->remote_dns);
 }
 
 static void test_pool_errors(void **state)
