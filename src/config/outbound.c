@@ -36,6 +36,7 @@ void outbound_fini(struct config_outbound *o)
     free(o->ca_file);
     free(o->members_text);
     o->user = o->pass = o->ca_file = o->members_text = NULL;
+    outbound_tls_fini(o);
 }
 
 /* ---- url ------------------------------------------------------------------ */
@@ -595,6 +596,7 @@ void outbound_list_finish(struct outbound_list *l, const char *file, struct msgl
     }
     for (uint32_t i = 2; i < l->n; i++) {
         struct config_outbound *o = &l->v[i];
+        size_t before = errs->n;
         check_section(o, errs);
         free(o->members_text);
         o->members_text = NULL;
@@ -606,5 +608,8 @@ void outbound_list_finish(struct outbound_list *l, const char *file, struct msgl
                 all = all && l->v[o->members[k]].remote_dns;
             o->remote_dns = all;
         }
+        char err[320];
+        if (errs->n == before && outbound_tls_load(o, err, sizeof(err)) < 0)
+            msglist_push(errs, "%s: %s", o->origin, err);
     }
 }

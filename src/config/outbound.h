@@ -35,6 +35,8 @@
 #include "util/addr.h"
 #include "util/msglist.h"
 
+struct tls_ctx;
+
 enum outbound_kind {
     OUTBOUND_KIND_DIRECT, /* dial the destination from this host */
     OUTBOUND_KIND_REJECT, /* refuse (a rule's "via reject") */
@@ -106,6 +108,7 @@ struct config_outbound {
     bool has_pin;
     uint8_t pin[32];
     char *ca_file;
+    struct tls_ctx *tls; /* HTTPS: the client context made from them at load (tls/tls.h) */
     /* A pool: members by index into config.outbounds, in order. */
     uint16_t members[OUTBOUND_MAX_MEMBERS];
     uint8_t nmembers;
@@ -177,6 +180,13 @@ int config_source_parse(const char *text, struct outbound_source *out);
 
 /* "socks5", "http", ... for logs. */
 const char *outbound_kind_name(uint8_t kind);
+
+/* HTTPS (other kinds: nothing to do): make o->tls from pin or ca_file (or
+ * the system's CAs), TLS 1.3 only, ALPN http/1.1 (outbound_tls.c). 0, or
+ * -EINVAL with a sentence in err (a ca_file that cannot be read). */
+int outbound_tls_load(struct config_outbound *o, char *err, size_t errlen);
+/* Drop o->tls (sessions made from it keep their reference). */
+void outbound_tls_fini(struct config_outbound *o);
 
 /* Give back what o holds (user, pass, ca_file). */
 void outbound_fini(struct config_outbound *o);

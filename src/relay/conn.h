@@ -63,9 +63,10 @@ enum {
 
 /* One direction of the relay: bytes read from src waiting to go to dst. */
 enum {
-    HALF_EOF = 1u << 0,    /* src has given EOF */
-    HALF_SHUT = 1u << 1,   /* dst has been shut for writing */
-    HALF_SPLICE = 1u << 2, /* move this direction with splice() */
+    HALF_EOF = 1u << 0,       /* src has given EOF */
+    HALF_SHUT = 1u << 1,      /* dst has been shut for writing */
+    HALF_SPLICE = 1u << 2,    /* move this direction with splice() */
+    HALF_SHUT_WAIT = 1u << 3, /* a stream's end (close_notify) waits for c->up */
 };
 
 /* What the client asked for (c->cmd), numbered as SOCKS5's commands
@@ -90,6 +91,7 @@ struct limits_user;
 struct conn_bw;
 struct front_ops;
 struct outbound_ops;
+struct tls;
 
 struct half {
     struct buf *buf;        /* bytes in user space, or NULL */
@@ -99,6 +101,8 @@ struct half {
                              * ferry's own replies, nor what a lingering close discards) */
     uint64_t counted;       /* ... of which already added to the worker's counters */
     uint8_t flags;
+    uint8_t up_wait; /* a stream outbound (outbound.h): the SIDE_* bit of c->up this
+                      * direction's read or write of c->up waits for; 0: its own */
 };
 
 struct conn {
@@ -137,6 +141,7 @@ struct conn {
     char *dst_name;          /* the name the client asked for; NULL for IP requests */
     struct conn_addrs *ans;  /* addresses to try, while connecting */
     void *ob_priv;           /* the outbound's own state while dialling (a parent's handshake) */
+    struct tls *tls;         /* an HTTPS parent's TLS session over c->up (outbound_https.c) */
     struct bind_peers *bind; /* BIND by name: the hosts that may connect back */
     struct dns_req *dns;     /* pending lookup */
     struct auth_job *auth;   /* pending verification */

@@ -777,13 +777,9 @@ static void http_connected(struct conn *c)
         conn_relay_start(c);
         return;
     }
-    /* The exchange reads and writes c->up itself: a row that carries a
-     * byte stream of its own (not a plain socket) cannot take it. */
-    if (!c->out->splice) {
-        http_error(c, OUT_FAILED, 502, "ferry: plain HTTP cannot go through this outbound",
-                   "outbound-unsupported");
-        return;
-    }
+    /* The exchange reads and writes c->up itself, through the row's stream
+     * calls when it carries a byte stream of its own (hflow_send(),
+     * hflow_read(): an HTTPS parent's TLS). */
     h->to_parent = false;
     if (outbound_proxy_form(c) && !http_to_parent(c))
         return;
@@ -794,23 +790,37 @@ static void http_connected(struct conn *c)
 
 /* ---- forwarding -------------------------------------------------------------- */
 
+/* One send to fd, or -errno; -EAGAIN with *want, the readiness it waits
+ * for. c->up of a stream outbound (an HTTPS parent's TLS, outbound.h) is
+ * written through the outbound's call. */
+static ssize_t hflow_send(struct conn *c, int fd, const uint8_t *p, size_t len, uint8_t *want)
+{
+    if (fd == c->up.fd && c->out->write)
+        return c->out->write(c, p, len, want);
+    *want = SIDE_WR;
+    ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    return n < 0 ? -errno : n;
+}
+
 /* Send out, then the cleared body bytes of in, to fd; add what went to
  * *total (the session's count, heads included) and the body bytes to
  * *count. Returns 0 when all went, 1 when fd is full, or -errno. */
-static int hflow_flush(struct hflow *f, int fd, uint8_t *ev, uint64_t *count, uint64_t *total)
+static int hflow_flush(struct conn *c, struct hflow *f, int fd, uint8_t *ev, uint64_t *count,
+                       uint64_t *total)
 {
+    uint8_t want;
     while (f->out && buf_len(f->out)) {
         if (!(*ev & SIDE_WR))
             return 1;
-        ssize_t n = send(fd, buf_head(f->out), buf_len(f->out), MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t n = hflow_send(c, fd, buf_head(f->out), buf_len(f->out), &want);
         if (n < 0) {
-            if (errno == EAGAIN) {
-                *ev &= (uint8_t)~SIDE_WR;
+            if (n == -EAGAIN) {
+                *ev &= (uint8_t)~want;
                 return 1;
             }
-            if (errno == EINTR)
+            if (n == -EINTR)
                 continue;
-            return -errno;
+            return (int)n;
         }
         buf_consume(f->out, (uint32_t)n);
         *total += (uint64_t)n;
@@ -818,15 +828,15 @@ static int hflow_flush(struct hflow *f, int fd, uint8_t *ev, uint64_t *count, ui
     while (f->pass) {
         if (!(*ev & SIDE_WR))
             return 1;
-        ssize_t n = send(fd, buf_head(f->in), f->pass, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t n = hflow_send(c, fd, buf_head(f->in), f->pass, &want);
         if (n < 0) {
-            if (errno == EAGAIN) {
-                *ev &= (uint8_t)~SIDE_WR;
+            if (n == -EAGAIN) {
+                *ev &= (uint8_t)~want;
                 return 1;
             }
-            if (errno == EINTR)
+            if (n == -EINTR)
                 continue;
-            return -errno;
+            return (int)n;
         }
         buf_consume(f->in, (uint32_t)n);
         f->pass -= (uint32_t)n;
@@ -842,7 +852,10 @@ static int hflow_flush(struct hflow *f, int fd, uint8_t *ev, uint64_t *count, ui
 static ssize_t hflow_read(struct conn *c, struct hflow *f, int fd, uint8_t *ev, uint32_t cap,
                           bool *paused)
 {
-    if (!(*ev & SIDE_RD) || f->eof)
+    /* c->up of a stream outbound: read through its call, and bytes it
+     * holds decrypted count as readable (epoll will not say so again). */
+    bool stream = fd == c->up.fd && c->out->read;
+    if ((!(*ev & SIDE_RD) && !(stream && c->out->pending && c->out->pending(c))) || f->eof)
         return 0;
     if (!f->in && !(f->in = buf_get_cap(&c->w->bufs, cap)))
         return -ENOMEM;
@@ -862,11 +875,16 @@ static ssize_t hflow_read(struct conn *c, struct hflow *f, int fd, uint8_t *ev, 
     if (allow < room)
         room = allow;
     for (;;) {
-        ssize_t n = recv(fd, buf_tail(f->in), room, 0);
+        uint8_t want = SIDE_RD;
+        ssize_t n = stream ? c->out->read(c, buf_tail(f->in), room, &want)
+                           : recv(fd, buf_tail(f->in), room, 0);
+        if (n < 0 && !stream)
+            n = -errno;
         if (n > 0) {
             policy_bw_spend(c, (uint32_t)n);
             f->in->end += (uint32_t)n;
-            if ((uint32_t)n < room && !(*ev & SIDE_RDHUP))
+            /* A short read empties a socket, not TLS (a record at a time). */
+            if ((uint32_t)n < room && !(*ev & SIDE_RDHUP) && !stream)
                 *ev &= (uint8_t)~SIDE_RD;
             return n;
         }
@@ -874,12 +892,12 @@ static ssize_t hflow_read(struct conn *c, struct hflow *f, int fd, uint8_t *ev, 
             f->eof = true;
             return 0;
         }
-        if (errno == EAGAIN) {
-            *ev &= (uint8_t)~SIDE_RD;
+        if (n == -EAGAIN) {
+            *ev &= (uint8_t)~want;
             return 0;
         }
-        if (errno != EINTR)
-            return -errno;
+        if (n != -EINTR)
+            return n;
     }
 }
 
@@ -904,7 +922,7 @@ static void http_abort_flush(struct conn *c)
 {
     struct http_state *h = c->http;
     uint64_t before = c->u2c.bytes;
-    int rc = hflow_flush(&h->resp, c->cli.fd, &c->cli_ev, &h->resp_bytes, &c->u2c.bytes);
+    int rc = hflow_flush(c, &h->resp, c->cli.fd, &c->cli_ev, &h->resp_bytes, &c->u2c.bytes);
     if (rc < 0)
         conn_close(c, c->why); /* the client is gone too: the first error is the one logged */
     else if (rc == 0)
@@ -1158,7 +1176,7 @@ static enum fwd_step http_fwd_request(struct conn *c, struct fwd_round *r)
 {
     struct http_state *h = c->http;
     uint32_t pending = hflow_pending(&h->req);
-    int rc = hflow_flush(&h->req, c->up.fd, &c->up_ev, &h->req_bytes, &c->c2u.bytes);
+    int rc = hflow_flush(c, &h->req, c->up.fd, &c->up_ev, &h->req_bytes, &c->c2u.bytes);
     r->origin |= rc >= 0 && hflow_pending(&h->req) != pending; /* the origin takes bytes */
     r->up_full = rc == 1;
     if (rc < 0) {
@@ -1251,7 +1269,7 @@ static enum fwd_step http_fwd_read_response(struct conn *c, struct fwd_round *r)
 static enum fwd_step http_fwd_response(struct conn *c, struct fwd_round *r)
 {
     struct http_state *h = c->http;
-    int rc = hflow_flush(&h->resp, c->cli.fd, &c->cli_ev, &h->resp_bytes, &c->u2c.bytes);
+    int rc = hflow_flush(c, &h->resp, c->cli.fd, &c->cli_ev, &h->resp_bytes, &c->u2c.bytes);
     if (rc < 0) {
         conn_close_err(c, "client-error", rc);
         return FWD_END;

@@ -20,6 +20,8 @@ const struct outbound_ops *outbound_ops_for(const struct config_outbound *o)
     case OUTBOUND_KIND_SOCKS4:
     case OUTBOUND_KIND_HTTP:
         return &outbound_parent;
+    case OUTBOUND_KIND_HTTPS:
+        return &outbound_https;
     case OUTBOUND_KIND_POOL:
         return &outbound_pool;
     default:

@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "config/outbound.h"
 #include "relay/errmap.h"
@@ -50,12 +51,31 @@ struct outbound_ops {
     /* The session ends (or lingers): give back what a dial holds. c->up is
      * the core's to close. */
     void (*close)(struct conn *c);
+
+    /* A byte stream over c->up (splice false), as the relay's pump
+     * (pump.c) carries it; NULL: recv(), send() and shutdown(SHUT_WR) on the
+     * socket itself. read returns bytes, 0 at the stream's clean end (EOF),
+     * or -errno; write returns the bytes taken or -errno; shutdown_wr ends
+     * the sending side (an EOF to the far end) and returns 0 or -errno. On
+     * -EAGAIN each sets *want to SIDE_RD or SIDE_WR (conn.h): the readiness
+     * of c->up it waits for, which need not be its own direction's (TLS
+     * reads may have to write and writes to read). A write that returned
+     * -EAGAIN is offered the same bytes again. pending: bytes the stream
+     * holds in user space that read would return with no new readiness of
+     * c->up (edge-triggered epoll will not announce them); NULL: none. */
+    ssize_t (*read)(struct conn *c, void *p, size_t len, uint8_t *want);
+    ssize_t (*write)(struct conn *c, const void *p, size_t len, uint8_t *want);
+    int (*shutdown_wr)(struct conn *c, uint8_t *want);
+    bool (*pending)(const struct conn *c);
 };
 
 extern const struct outbound_ops outbound_direct;
 extern const struct outbound_ops outbound_reject;
 /* A parent proxy: SOCKS5, SOCKS4a, HTTP CONNECT (outbound_parent.c). */
 extern const struct outbound_ops outbound_parent;
+/* The same through TLS 1.3: an HTTPS parent (outbound_parent.c,
+ * outbound_https.c). */
+extern const struct outbound_ops outbound_https;
 /* outbound_pool.c: members tried by strategy, failing over. */
 extern const struct outbound_ops outbound_pool;
 

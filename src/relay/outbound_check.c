@@ -6,8 +6,9 @@
  * member's connect budget: a direct member connects to the target; a
  * SOCKS5, SOCKS4a or HTTP parent is connected to and asked, by the same
  * handshake machine sessions use (proto/parent), to CONNECT to the target
- * (a name goes to the parent as a name); an HTTPS parent is, for now,
- * checked by a TCP connect to it. The result marks the member up or down
+ * (a name goes to the parent as a name); an HTTPS parent the same after
+ * a TLS handshake that verifies it (tls/, the member's context: a wrong
+ * pin or CA fails the check). The result marks the member up or down
  * (outbound_pool.c), with the same log lines as sessions.
  *
  * The checks of one configuration run on one loop (worker 0's) and hold a
@@ -31,12 +32,14 @@
 #include "proto/parent.h"
 #include "relay/errmap.h"
 #include "relay/outbound.h"
+#include "tls/tls.h"
 #include "worker/worker.h"
 
 enum probe_phase {
     PR_IDLE,      /* waiting for the next interval */
     PR_RESOLVE,   /* the address to connect to (the target, or the parent) */
     PR_CONNECT,   /* TCP */
+    PR_TLS,       /* an HTTPS parent: the TLS handshake */
     PR_HANDSHAKE, /* a parent's CONNECT to the target */
 };
 
@@ -51,6 +54,7 @@ struct probe {
     uint64_t started_ms; /* loop ms, for the next interval */
     uint64_t t0_us;
     struct parent_hs hs;
+    struct tls *tls; /* an HTTPS parent's, during a check */
 };
 
 struct ob_checks {
@@ -77,6 +81,8 @@ static void probe_release(struct probe *p)
     struct loop *l = &p->ck->w->loop;
     resolver_cancel(p->dns);
     p->dns = NULL;
+    tls_free(p->tls);
+    p->tls = NULL;
     if (p->io.fd >= 0) {
         int fd = p->io.fd;
         loop_io_del(l, &p->io);
@@ -117,37 +123,59 @@ static void probe_fail(struct probe *p, const char *fmt, ...)
     probe_end(p);
 }
 
+/* Send to the parent (through TLS for an HTTPS one): bytes or -errno. */
+static ssize_t probe_send(struct probe *p, const uint8_t *b, size_t n)
+{
+    uint8_t want;
+    if (p->tls)
+        return tls_write(p->tls, b, n, &want);
+    ssize_t k = send(p->io.fd, b, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    return k < 0 ? -errno : k;
+}
+
+/* Receive (peek: leave the bytes) from the parent: bytes, 0 at EOF, -errno. */
+static ssize_t probe_recv(struct probe *p, uint8_t *b, size_t n, bool peek)
+{
+    uint8_t want;
+    if (p->tls)
+        return peek ? tls_peek(p->tls, b, n, &want) : tls_read(p->tls, b, n, &want);
+    ssize_t k = recv(p->io.fd, b, n, (peek ? MSG_PEEK : 0) | MSG_DONTWAIT);
+    return k < 0 ? -errno : k;
+}
+
 /* A parent's handshake, until it needs the socket again, is done or has
  * failed. Bytes past the parent's reply are left unread: the socket
- * closes. */
+ * closes. Every call tries until EAGAIN, so TLS's turned-around waits
+ * (a read that must write) need no bookkeeping here. */
 static void probe_pump(struct probe *p)
 {
-    int fd = p->io.fd;
     for (;;) {
         const uint8_t *out;
         size_t n = parent_pending(&p->hs, &out);
         if (n) {
-            ssize_t k = send(fd, out, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-            if (k < 0 && errno == EAGAIN)
+            ssize_t k = probe_send(p, out, n);
+            if (k == -EAGAIN)
                 return;
             if (k < 0) {
-                probe_fail(p, "send: %s", errmap_name(-errno));
+                probe_fail(p, "send: %s", p->tls ? tls_error(p->tls) : errmap_name((int)k));
                 return;
             }
             parent_sent(&p->hs, (size_t)k);
             continue;
         }
         uint8_t in[512];
-        ssize_t got = recv(fd, in, sizeof(in), MSG_PEEK | MSG_DONTWAIT);
-        if (got < 0 && errno == EAGAIN)
+        ssize_t got = probe_recv(p, in, sizeof(in), true);
+        if (got == -EAGAIN)
             return;
         if (got <= 0) {
             probe_fail(p, "%s during the parent's handshake",
-                       got ? errmap_name(-errno) : "connection closed");
+                       !got     ? "connection closed"
+                       : p->tls ? tls_error(p->tls)
+                                : errmap_name((int)got));
             return;
         }
         size_t used = parent_feed(&p->hs, in, (size_t)got);
-        if (used && recv(fd, in, used, MSG_DONTWAIT) != (ssize_t)used) {
+        if (used && probe_recv(p, in, used, false) != (ssize_t)used) {
             probe_fail(p, "%s", "recv failed");
             return;
         }
@@ -175,19 +203,45 @@ static enum parent_proto probe_proto(uint8_t kind)
     return PARENT_SOCKS5;
 }
 
-/* TCP is up: a direct member (and, for now, an HTTPS parent) has passed;
- * a parent is asked to CONNECT to the target. */
+static void probe_ask(struct probe *p);
+
+/* An HTTPS parent: the TLS handshake (the parent verified), then its
+ * CONNECT as for any parent. */
+static void probe_tls(struct probe *p)
+{
+    uint8_t want;
+    int rc = tls_handshake(p->tls, &want);
+    if (rc == 0)
+        probe_ask(p);
+    else if (rc != -EAGAIN)
+        probe_fail(p, "%s", tls_error(p->tls));
+}
+
+/* TCP is up: a direct member has passed; a parent is asked to CONNECT to
+ * the target (an HTTPS one once TLS is up). */
 static void probe_connected(struct probe *p)
 {
-    const struct config_outbound *m = probe_member(p), *pool = probe_pool(p);
+    const struct config_outbound *m = probe_member(p);
     if (m->kind == OUTBOUND_KIND_DIRECT) {
         probe_ok(p, "its health check passed");
         return;
     }
     if (m->kind == OUTBOUND_KIND_HTTPS) {
-        probe_ok(p, "its health check (a TCP connect to the https parent) passed");
+        p->tls = m->tls ? tls_client_new(m->tls, p->io.fd, m->host) : NULL;
+        if (!p->tls) {
+            probe_fail(p, "%s", "cannot start TLS");
+            return;
+        }
+        p->phase = PR_TLS;
+        probe_tls(p);
         return;
     }
+    probe_ask(p);
+}
+
+static void probe_ask(struct probe *p)
+{
+    const struct config_outbound *m = probe_member(p), *pool = probe_pool(p);
     struct addr ip;
     memset(&ip, 0, sizeof(ip));
     bool literal = addr_parse_ip(pool->health_host, pool->health_port, &ip) == 0;
@@ -206,6 +260,10 @@ static void probe_on_io(struct io *io, uint32_t events)
     struct probe *p = container_of(io, struct probe, io);
     if (p->phase == PR_HANDSHAKE) {
         probe_pump(p);
+        return;
+    }
+    if (p->phase == PR_TLS) {
+        probe_tls(p);
         return;
     }
     if (p->phase != PR_CONNECT || !(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))

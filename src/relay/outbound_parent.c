@@ -31,12 +31,14 @@
 #include "proto/parent.h"
 #include "relay/errmap.h"
 #include "relay/outbound.h"
+#include "relay/outbound_https.h"
 #include "relay/session.h"
 
 enum pd_phase {
     PD_RESOLVE_DST,    /* plain socks5: the destination name, here */
     PD_RESOLVE_PARENT, /* the parent's host name */
     PD_CONNECT,        /* TCP to one of the parent's addresses */
+    PD_TLS,            /* an HTTPS parent: the TLS handshake (outbound_https.c) */
     PD_HANDSHAKE,      /* the parent's handshake (proto/parent) */
     PD_DONE,           /* c->up carries the destination's stream */
 };
@@ -59,20 +61,33 @@ static const struct config_outbound *pd_ob(const struct conn *c)
 
 /* ---- I/O with the parent: the one place a TLS layer would take ---------- */
 
-/* Send to the parent: bytes sent, or -errno (-EAGAIN: would block). */
-static ssize_t parent_io_send(struct conn *c, const uint8_t *p, size_t len)
+/* Send to the parent: bytes sent, or -errno (-EAGAIN: would block, *want
+ * the readiness of c->up it waits for: TLS may have to read to write). */
+static ssize_t parent_io_send(struct conn *c, const uint8_t *p, size_t len, uint8_t *want)
 {
+    if (c->tls)
+        return https_write(c, p, len, want);
     ssize_t n = send(c->up.fd, p, len, MSG_NOSIGNAL);
+    *want = SIDE_WR;
     return n < 0 ? -errno : n;
 }
 
 /* Receive from the parent: with peek, look without taking (what the
  * handshake does not consume stays for the relay). Bytes, 0 at EOF, or
- * -errno (-EAGAIN: nothing now). */
-static ssize_t parent_io_recv(struct conn *c, uint8_t *p, size_t len, bool peek)
+ * -errno (-EAGAIN: nothing now, *want as for parent_io_send()). */
+static ssize_t parent_io_recv(struct conn *c, uint8_t *p, size_t len, bool peek, uint8_t *want)
 {
+    if (c->tls)
+        return peek ? https_peek(c, p, len, want) : https_read(c, p, len, want);
     ssize_t n = recv(c->up.fd, p, len, peek ? MSG_PEEK : 0);
+    *want = SIDE_RD;
     return n < 0 ? -errno : n;
+}
+
+/* Bytes TLS holds decrypted that epoll will not announce again. */
+static bool parent_io_pending(const struct conn *c)
+{
+    return c->tls && https_pending(c);
 }
 
 /* ---- failure ------------------------------------------------------------ */
@@ -82,6 +97,7 @@ static void pd_release(struct conn *c)
 {
     resolver_cancel(c->dns);
     c->dns = NULL;
+    https_close(c);
     conn_close_fd(&c->up);
     free(c->ob_priv);
     c->ob_priv = NULL;
@@ -167,9 +183,10 @@ static void pd_pump(struct conn *c)
         if (n) {
             if (!(c->up_ev & SIDE_WR))
                 return;
-            ssize_t k = parent_io_send(c, out, n);
+            uint8_t want = SIDE_WR;
+            ssize_t k = parent_io_send(c, out, n, &want);
             if (k == -EAGAIN) {
-                c->up_ev &= (uint8_t)~SIDE_WR;
+                c->up_ev &= (uint8_t)~want;
                 return;
             }
             if (k < 0) {
@@ -180,12 +197,12 @@ static void pd_pump(struct conn *c)
             parent_sent(&pd->hs, (size_t)k);
             continue;
         }
-        if (!(c->up_ev & SIDE_RD))
+        if (!(c->up_ev & SIDE_RD) && !parent_io_pending(c))
             return;
-        uint8_t in[1024];
-        ssize_t got = parent_io_recv(c, in, sizeof(in), true);
+        uint8_t in[1024], want = SIDE_RD;
+        ssize_t got = parent_io_recv(c, in, sizeof(in), true, &want);
         if (got == -EAGAIN) {
-            c->up_ev &= (uint8_t)~SIDE_RD;
+            c->up_ev &= (uint8_t)~want;
             return;
         }
         if (got <= 0) {
@@ -198,7 +215,7 @@ static void pd_pump(struct conn *c)
         }
         size_t used = parent_feed(&pd->hs, in, (size_t)got);
         /* Take what the handshake consumed; the rest is the relay's. */
-        if (used && parent_io_recv(c, in, used, false) != (ssize_t)used) {
+        if (used && parent_io_recv(c, in, used, false, &want) != (ssize_t)used) {
             pd_fail(c, OUT_FAILED, "parent-error", "recv failed", false);
             return;
         }
@@ -243,6 +260,29 @@ static void pd_handshake(struct conn *c)
         return;
     }
     pd_pump(c);
+}
+
+/* ---- TLS under the handshake (an HTTPS parent) -------------------------- */
+
+static void pd_tls(struct conn *c)
+{
+    const char *why = NULL;
+    int rc = https_handshake(c, &why);
+    if (rc == 1)
+        pd_handshake(c);
+    else if (rc < 0) /* a parent not to be trusted, or no TLS: the operator should look */
+        pd_fail(c, OUT_FAILED, why, https_error(c), true);
+}
+
+static void pd_tls_start(struct conn *c)
+{
+    struct parent_dial *pd = c->ob_priv;
+    if (https_start(c, pd_ob(c)) < 0) {
+        pd_fail(c, OUT_FAILED, "no-memory", "cannot start TLS", false);
+        return;
+    }
+    pd->phase = PD_TLS;
+    pd_tls(c);
 }
 
 /* ---- reaching the parent ------------------------------------------------ */
@@ -394,6 +434,7 @@ static void pd_resolve_dst(struct conn *c)
 static void ob_parent_dial(struct conn *c, const char *name, const struct addr *ip, uint16_t port)
 {
     const struct config_outbound *o = pd_ob(c);
+    https_close(c); /* an HTTP session's previous request may have left one */
     free(c->ob_priv);
     struct parent_dial *pd = c->ob_priv = calloc(1, sizeof(*pd));
     if (!pd || !o) {
@@ -430,12 +471,19 @@ static void ob_parent_event(struct conn *c, uint32_t events)
         pd_pump(c);
         return;
     }
+    if (pd->phase == PD_TLS) {
+        pd_tls(c);
+        return;
+    }
     if (pd->phase != PD_CONNECT || !(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
         return;
     int err = (events & (EPOLLERR | EPOLLHUP)) ? sock_error(c->up.fd) : 0;
     if (err == 0 && !(events & (EPOLLERR | EPOLLHUP))) {
         sock_set_nodelay(c->up.fd);
-        pd_handshake(c);
+        if (pd_ob(c)->kind == OUTBOUND_KIND_HTTPS)
+            pd_tls_start(c);
+        else
+            pd_handshake(c);
         return;
     }
     if (err == 0)
@@ -461,6 +509,10 @@ static void ob_parent_timeout(struct conn *c)
     case PD_CONNECT:
         pd_connect_next(c, -ETIMEDOUT);
         break;
+    case PD_TLS:
+        pd_fail(c, OUT_TIMEOUT, "parent-timeout", "no TLS handshake within the connect budget",
+                true);
+        break;
     case PD_HANDSHAKE:
         pd_fail(c, OUT_TIMEOUT, "parent-timeout", "no answer within the connect budget", true);
         break;
@@ -479,6 +531,7 @@ static int ob_parent_bnd(const struct conn *c, struct addr *out)
 
 static void ob_parent_close(struct conn *c)
 {
+    https_close(c);
     resolver_cancel(c->dns);
     c->dns = NULL;
     free(c->ob_priv);
@@ -493,4 +546,21 @@ const struct outbound_ops outbound_parent = {
     .timeout = ob_parent_timeout,
     .bnd = ob_parent_bnd,
     .close = ob_parent_close,
+};
+
+/* An HTTPS parent: the same dial with TLS 1.3 under the HTTP CONNECT, and
+ * the relay through TLS: a byte stream the buffer pump carries
+ * (outbound_https.c). */
+const struct outbound_ops outbound_https = {
+    .name = "https",
+    .splice = false,
+    .dial = ob_parent_dial,
+    .event = ob_parent_event,
+    .timeout = ob_parent_timeout,
+    .bnd = ob_parent_bnd,
+    .close = ob_parent_close,
+    .read = https_read,
+    .write = https_write,
+    .shutdown_wr = https_shutdown_wr,
+    .pending = https_pending,
 };

@@ -152,9 +152,7 @@ static int pump_dir(struct conn *c, const struct dir *d)
 {
     struct worker *w = c->w;
     struct half *h = d->h;
-    /* splice() needs sockets on both sides; an outbound that is a stream
-     * of something else goes through buffers. */
-    enum splice_mode mode = c->out->splice ? c->wc->cfg->splice : SPLICE_NEVER;
+    enum splice_mode mode = c->wc->cfg->splice;
     uint32_t budget = PUMP_BUDGET;
 
     for (;;) {
@@ -219,8 +217,240 @@ static int pump_dir(struct conn *c, const struct dir *d)
     }
 }
 
+/* ---- a stream outbound (splice false: TLS) -------------------------------
+ *
+ * The same loop over buffers, with c->up read, written and half-closed
+ * through the outbound's calls (outbound.h). A call on c->up may wait for
+ * the other readiness than its own (TLS: a read that must write), so each
+ * direction remembers in up_wait which bit of c->up_ev its next call on
+ * c->up waits for, and clears only that bit when told to wait. Bytes the
+ * stream holds decrypted (pending) count as readable: epoll will not say
+ * so again. Short reads and writes prove nothing here (a TLS call moves
+ * one record): only -EAGAIN clears a bit. */
+
+struct sdir {
+    struct half *h;
+    ssize_t (*rd)(struct conn *c, void *p, size_t len, uint8_t *want);
+    ssize_t (*wr)(struct conn *c, const void *p, size_t len, uint8_t *want);
+    int (*shut)(struct conn *c, uint8_t *want);
+    bool (*pending)(const struct conn *c);
+    uint8_t *src_ev, *dst_ev;
+    uint8_t rd_bit, wr_bit; /* the readiness the next read / write waits for */
+    bool src_up;            /* src is c->up (else dst is) */
+    const char *read_err, *write_err;
+};
+
+static ssize_t pump_sock_result(ssize_t n, uint8_t bit, uint8_t *want)
+{
+    if (n >= 0)
+        return n;
+    if (errno == EAGAIN)
+        *want = bit;
+    return -errno;
+}
+
+static ssize_t pump_cli_read(struct conn *c, void *p, size_t len, uint8_t *want)
+{
+    return pump_sock_result(recv(c->cli.fd, p, len, 0), SIDE_RD, want);
+}
+
+static ssize_t pump_cli_write(struct conn *c, const void *p, size_t len, uint8_t *want)
+{
+    return pump_sock_result(send(c->cli.fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT), SIDE_WR, want);
+}
+
+static int pump_cli_shut(struct conn *c, uint8_t *want)
+{
+    (void)want;
+    /* The last direction to end needs no shutdown() (see pump_dir). */
+    if ((c->c2u.flags & HALF_SHUT) || shutdown(c->cli.fd, SHUT_WR) == 0 || errno == ENOTCONN)
+        return 0;
+    return -errno;
+}
+
+static ssize_t pump_up_read(struct conn *c, void *p, size_t len, uint8_t *want)
+{
+    return pump_sock_result(recv(c->up.fd, p, len, 0), SIDE_RD, want);
+}
+
+static ssize_t pump_up_write(struct conn *c, const void *p, size_t len, uint8_t *want)
+{
+    return pump_sock_result(send(c->up.fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT), SIDE_WR, want);
+}
+
+static int pump_up_shut(struct conn *c, uint8_t *want)
+{
+    (void)want;
+    return shutdown(c->up.fd, SHUT_WR) == 0 || errno == ENOTCONN ? 0 : -errno;
+}
+
+/* A call said -EAGAIN waiting for bit of ev: remember it for the next. */
+static void pump_stream_wait(uint8_t *ev, uint8_t *bit, uint8_t want)
+{
+    *ev &= (uint8_t)~want;
+    *bit = want;
+}
+
+/* Deliver the buffer. 1 when empty, 0 when dst must wait, or -errno. */
+static int pump_stream_flush(struct conn *c, struct sdir *d)
+{
+    struct half *h = d->h;
+    while (h->buf && buf_len(h->buf)) {
+        if (!(*d->dst_ev & d->wr_bit))
+            return 0;
+        uint8_t want = SIDE_WR;
+        ssize_t n = d->wr(c, buf_head(h->buf), buf_len(h->buf), &want);
+        if (n == -EAGAIN) {
+            pump_stream_wait(d->dst_ev, &d->wr_bit, want);
+            return 0;
+        }
+        if (n == -EINTR)
+            continue;
+        if (n < 0)
+            return pump_fail(c, d->write_err, (int)n);
+        d->wr_bit = SIDE_WR;
+        buf_consume(h->buf, (uint32_t)n);
+        h->bytes += (uint64_t)n;
+        c->last_active = loop_now(&c->w->loop);
+    }
+    return 1;
+}
+
+/* src's end has been read: pass it on (once, possibly after waiting). */
+static int pump_stream_eof(struct conn *c, struct sdir *d)
+{
+    struct half *h = d->h;
+    if (h->flags & HALF_SHUT)
+        return 0;
+    if ((h->flags & HALF_SHUT_WAIT) && !(*d->dst_ev & d->wr_bit))
+        return 0; /* an end that waits (a close_notify into a full socket) */
+    uint8_t want = SIDE_WR;
+    int rc = d->shut(c, &want);
+    const struct half *other = h == &c->c2u ? &c->u2c : &c->c2u;
+    /* When the other way is over too, the session closes next: an end
+     * that cannot go out now is not waited for. */
+    if (rc == -EAGAIN && !(other->flags & HALF_SHUT)) {
+        h->flags |= HALF_SHUT_WAIT;
+        pump_stream_wait(d->dst_ev, &d->wr_bit, want);
+        return 0;
+    }
+    if (rc < 0 && rc != -EAGAIN)
+        return pump_fail(c, d->write_err, rc);
+    h->flags |= HALF_SHUT;
+    return 0;
+}
+
+/* Read once into the buffer. Bytes, 0 (EOF or wait), or -errno. */
+static ssize_t pump_stream_read(struct conn *c, struct sdir *d, uint32_t max)
+{
+    struct buf *b = d->h->buf;
+    for (;;) {
+        uint32_t room = buf_room(b) < max ? buf_room(b) : max;
+        uint8_t want = SIDE_RD;
+        ssize_t n = d->rd(c, buf_tail(b), room, &want);
+        if (n > 0) {
+            b->end += (uint32_t)n;
+            d->rd_bit = SIDE_RD;
+            return n;
+        }
+        if (n == 0) {
+            d->h->flags |= HALF_EOF;
+            return 0;
+        }
+        if (n == -EAGAIN) {
+            pump_stream_wait(d->src_ev, &d->rd_bit, want);
+            return 0;
+        }
+        if (n != -EINTR)
+            return pump_fail(c, d->read_err, (int)n);
+    }
+}
+
+static bool pump_stream_readable(const struct conn *c, const struct sdir *d)
+{
+    return (*d->src_ev & d->rd_bit) || (d->src_up && d->pending && d->pending(c));
+}
+
+static int pump_stream_dir(struct conn *c, struct sdir *d)
+{
+    struct worker *w = c->w;
+    struct half *h = d->h;
+    uint32_t budget = PUMP_BUDGET;
+    for (;;) {
+        int rc = pump_stream_flush(c, d);
+        if (rc <= 0)
+            return rc;
+        if (h->buf) { /* nothing in flight: hold no memory while waiting */
+            buf_put(&w->bufs, h->buf);
+            h->buf = NULL;
+        }
+        if (h->flags & HALF_EOF)
+            return pump_stream_eof(c, d);
+        if (!pump_stream_readable(c, d))
+            return 0;
+        if (budget == 0) {
+            loop_defer(&w->loop, &c->task); /* fairness: resume after others */
+            return 0;
+        }
+        uint32_t allow = policy_bw_allow(c, SPLICE_CHUNK);
+        if (!allow)
+            return 0;
+        h->buf = buf_get(&w->bufs);
+        if (!h->buf)
+            return pump_fail(c, "no-memory", -ENOMEM);
+        ssize_t n = pump_stream_read(c, d, allow);
+        if (n < 0)
+            return (int)n;
+        if (n > 0) {
+            c->last_active = loop_now(&w->loop);
+            policy_bw_spend(c, (uint32_t)n);
+            budget = (uint32_t)n >= budget ? 0 : budget - (uint32_t)n;
+        }
+    }
+}
+
+static int pump_stream(struct conn *c)
+{
+    const struct outbound_ops *o = c->out;
+    /* up_wait holds what the direction's call on c->up waits for. */
+    struct sdir up = {.h = &c->c2u,
+                      .rd = pump_cli_read,
+                      .wr = o->write ? o->write : pump_up_write,
+                      .shut = o->shutdown_wr ? o->shutdown_wr : pump_up_shut,
+                      .src_ev = &c->cli_ev,
+                      .dst_ev = &c->up_ev,
+                      .rd_bit = SIDE_RD,
+                      .wr_bit = c->c2u.up_wait ? c->c2u.up_wait : SIDE_WR,
+                      .read_err = "client-error",
+                      .write_err = "upstream-error"};
+    struct sdir down = {.h = &c->u2c,
+                        .rd = o->read ? o->read : pump_up_read,
+                        .wr = pump_cli_write,
+                        .shut = pump_cli_shut,
+                        .pending = o->pending,
+                        .src_ev = &c->up_ev,
+                        .dst_ev = &c->cli_ev,
+                        .rd_bit = c->u2c.up_wait ? c->u2c.up_wait : SIDE_RD,
+                        .wr_bit = SIDE_WR,
+                        .src_up = true,
+                        .read_err = "upstream-error",
+                        .write_err = "client-error"};
+    int rc = pump_stream_dir(c, &up);
+    c->c2u.up_wait = up.wr_bit;
+    if (rc == 0) {
+        rc = pump_stream_dir(c, &down);
+        c->u2c.up_wait = down.rd_bit;
+    }
+    relay_count_bytes(c);
+    return rc;
+}
+
 int relay_pump(struct conn *c)
 {
+    /* splice() needs sockets on both sides; an outbound that is a stream
+     * of something else (TLS) goes through buffers and its own calls. */
+    if (!c->out->splice)
+        return pump_stream(c);
     const struct dir up = {&c->c2u,   c->cli.fd,      c->up.fd,        &c->cli_ev,
                            &c->up_ev, "client-error", "upstream-error"};
     const struct dir down = {&c->u2c,    c->up.fd,         c->cli.fd,     &c->up_ev,

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * outbound_tls.c: the TLS client context of an HTTPS outbound, made once
+ * when the configuration loads (so --check and a reload report a CA file
+ * that cannot be read, with the section's FILE:LINE) and shared by every
+ * worker's sessions through it (tls/: contexts are immutable and
+ * refcounted, so sessions outlive a reload). It reads files only through
+ * OpenSSL and decides nothing about sessions.
+ */
+#include <errno.h>
+#include <stdio.h>
+
+#include "config/outbound.h"
+#include "tls/tls.h"
+
+int outbound_tls_load(struct config_outbound *o, char *err, size_t errlen)
+{
+    if (o->kind != OUTBOUND_KIND_HTTPS || o->tls)
+        return 0;
+    /* ALPN "http/1.1": HTTP/1.1 CONNECT is what this parent is spoken
+     * (RFC 7301); h2 comes with the tunnel. */
+    struct tls_client_conf conf = {
+        .pin = o->has_pin ? o->pin : NULL,
+        .ca_file = o->has_pin ? NULL : o->ca_file,
+        .alpn = "http/1.1",
+    };
+    char why[TLS_ERROR_MAX];
+    o->tls = tls_client_ctx_new(&conf, why, sizeof(why));
+    if (!o->tls) {
+        snprintf(err, errlen, "outbound %s: %s", o->name, why);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+void outbound_tls_fini(struct config_outbound *o)
+{
+    tls_ctx_free(o->tls);
+    o->tls = NULL;
+}
