@@ -20,18 +20,13 @@ bounded.
 
 import hashlib
 import http.client
-import os
 import re
-import shutil
-import socket
-import subprocess
-import tempfile
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
+from daemonlib import daemon, free_port, need, shared_dir, wait_file
 from ferrylib import ThreadedServer, unused_refused_port
 
 IO = 30.0  # seconds for a 10 MiB response through two proxies on a loaded ASan build
@@ -55,60 +50,22 @@ def get(conn: http.client.HTTPConnection, url: str, headers: dict | None = None)
     return r.status, r.headers, r.read()
 
 
-def free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
-def wait_port(port: int, proc: subprocess.Popen, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"{proc.args[0]} exited with {proc.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise AssertionError(f"nothing listens on 127.0.0.1:{port} after {timeout}s")
 
 
-def stop_proc(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
 
 
-def need(binary: str) -> str:
-    path = shutil.which(binary) or (f"/usr/sbin/{binary}" if os.access(f"/usr/sbin/{binary}", os.X_OK) else None)
-    if not path:
-        pytest.skip(f"{binary} is not installed (see TEST_PKGS in the Makefile)")
-    return path
 
 
-def shared_dir(prefix: str) -> Path:
-    """A directory a daemon that drops privileges can still write to."""
-    d = Path(tempfile.mkdtemp(prefix=prefix))
-    d.chmod(0o777)
-    return d
 
 
-def wait_file(path: Path, pattern: str, timeout: float = 10.0) -> list[str]:
-    """Every match of pattern in path once there is one (bounded)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        text = path.read_text(errors="replace") if path.exists() else ""
-        found = re.findall(pattern, text)
-        if found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.1)
+
+
+
+
+
+
 
 
 class RecordingParent(ThreadedServer):
@@ -377,16 +334,8 @@ def tinyproxy():
         f'LogLevel Info\nLogFile "{d}/tinyproxy.log"\nPidFile "{d}/tinyproxy.pid"\n'
         f'BasicAuth tuser tpass\nFilter "{d}/filter"\nFilterType ere\n'
     )
-    out = open(d / "tinyproxy.out", "wb")
-    proc = subprocess.Popen([binary, "-d", "-c", str(d / "tinyproxy.conf")],
-                            stdin=subprocess.DEVNULL, stdout=out, stderr=out)
-    try:
-        wait_port(port, proc)
+    with daemon([binary, "-d", "-c", str(d / "tinyproxy.conf")], d, port, "tinyproxy"):
         yield port
-    finally:
-        stop_proc(proc)
-        out.close()
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_tinyproxy_parent(ferry, http_server, tinyproxy):
@@ -436,16 +385,8 @@ def squid():
         "shutdown_lifetime 1 seconds\n"
         "connect_timeout 5 seconds\n"
     )
-    out = open(d / "squid.out", "wb")
-    proc = subprocess.Popen([binary, "-N", "-f", str(d / "squid.conf")], stdin=subprocess.DEVNULL,
-                            stdout=out, stderr=out)
-    try:
-        wait_port(port, proc, timeout=30)
+    with daemon([binary, "-N", "-f", str(d / "squid.conf")], d, port, "squid", timeout=30):
         yield port, d / "access.log"
-    finally:
-        stop_proc(proc)
-        out.close()
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_squid_parent(ferry, http_server, squid):

@@ -18,15 +18,14 @@ TEST_PKGS). Squid starts once per module. Every wait is bounded.
 import hashlib
 import os
 import re
-import shutil
 import socket
 import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
+from daemonlib import daemon, free_port, need, shared_dir
 from ferrylib import (
     ServerHalfCloseServer,
     SinkThenReplyServer,
@@ -55,35 +54,13 @@ def start_front(ferry, url: str, name: str = "up", config: dict | None = None):
     return ferry(config=cfg, extra=outbound_section(url, name))
 
 
-def free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
-def wait_port(port: int, proc: subprocess.Popen | None = None, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"{proc.args[0]} exited with {proc.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise AssertionError(f"nothing listens on 127.0.0.1:{port} after {timeout}s")
 
 
-def stop_proc(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+
+
+
 
 
 def http_connect(proxy, host: str, port: int, timeout: float = 5.0):
@@ -337,7 +314,7 @@ def test_parent_unreachable(ferry, echo_server):
         s, status, _ = http_connect(front.addr, "127.0.0.1", echo_server.addr[1])
         s.close()
         assert status == 502
-        m = front.wait_log(r"outbound up: parent 127\.0\.0\.1 port \d+: cannot connect: ECONNREFUSED")
+        front.wait_log(r"outbound up: parent 127\.0\.0\.1 port \d+: cannot connect: ECONNREFUSED")
         front.wait_log(r"access .*end=parent-unreachable")
 
 
@@ -362,21 +339,10 @@ def test_parent_never_answers(ferry, echo_server):
 # ---- third-party parents -----------------------------------------------------------
 
 
-def need(binary: str) -> str:
-    path = shutil.which(binary) or (f"/usr/sbin/{binary}" if os.access(f"/usr/sbin/{binary}", os.X_OK) else None)
-    if not path:
-        pytest.skip(f"{binary} is not installed (see TEST_PKGS in the Makefile)")
-    return path
 
 
-def shared_dir(prefix: str) -> Path:
-    """A directory a daemon that drops privileges can still write its logs
-    to (pytest's tmp_path is private to the test's user)."""
-    import tempfile
 
-    d = Path(tempfile.mkdtemp(prefix=prefix))
-    d.chmod(0o777)
-    return d
+
 
 
 @pytest.fixture(scope="module")
@@ -396,16 +362,8 @@ def dante():
         "client pass { from: 127.0.0.0/8 to: 0.0.0.0/0 }\n"
         "socks pass { from: 127.0.0.0/8 to: 0.0.0.0/0 command: connect }\n"
     )
-    out = open(d / "danted.out", "wb")
-    proc = subprocess.Popen([binary, "-f", str(conf), "-p", str(d / "danted.pid"), "-N", "1"],
-                            stdin=subprocess.DEVNULL, stdout=out, stderr=out)
-    try:
-        wait_port(port, proc)
+    with daemon([binary, "-f", str(conf), "-p", str(d / "danted.pid"), "-N", "1"], d, port, "danted"):
         yield port
-    finally:
-        stop_proc(proc)
-        out.close()
-        shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -419,16 +377,8 @@ def tinyproxy():
         f"Port {port}\nListen 127.0.0.1\nTimeout 30\nMaxClients 64\nAllow 127.0.0.1\n"
         f'LogLevel Info\nLogFile "{d}/tinyproxy.log"\nPidFile "{d}/tinyproxy.pid"\n'
     )
-    out = open(d / "tinyproxy.out", "wb")
-    proc = subprocess.Popen([binary, "-d", "-c", str(conf)], stdin=subprocess.DEVNULL, stdout=out,
-                            stderr=out)
-    try:
-        wait_port(port, proc)
+    with daemon([binary, "-d", "-c", str(conf)], d, port, "tinyproxy"):
         yield port
-    finally:
-        stop_proc(proc)
-        out.close()
-        shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -452,16 +402,8 @@ def squid():
         "shutdown_lifetime 1 seconds\n"
         "connect_timeout 5 seconds\n"
     )
-    out = open(d / "squid.out", "wb")
-    proc = subprocess.Popen([binary, "-N", "-f", str(conf)], stdin=subprocess.DEVNULL, stdout=out,
-                            stderr=out)
-    try:
-        wait_port(port, proc, timeout=30)
+    with daemon([binary, "-N", "-f", str(conf)], d, port, "squid", timeout=30):
         yield port
-    finally:
-        stop_proc(proc)
-        out.close()
-        shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.mark.parametrize("scheme", ["socks5", "socks5h"])

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from opslib import free_port
 from ferrylib import (
     ServerHalfCloseServer,
     SinkThenReplyServer,
@@ -59,12 +60,6 @@ def pin_of(cert: Path) -> str:
     der = subprocess.run([OPENSSL, "pkey", "-pubin", "-outform", "der"], input=pub,
                          check=True, capture_output=True, timeout=30).stdout
     return "sha256//" + base64.b64encode(hashlib.sha256(der).digest()).decode()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Stunnel:
