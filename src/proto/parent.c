@@ -167,6 +167,13 @@ static int init_socks5(struct parent_hs *h, const char *user, const char *pass, 
         return -EINVAL;
     h->msg_end[MSG_REQUEST] = (uint16_t)(n + r);
     h->step = STEP_S5_METHOD;
+    /* Without credentials the only method offered is "none", so the
+     * request can follow the greeting in the same segment: one round trip
+     * and one write fewer per session. A parent that refuses (0xFF)
+     * closes, and never reads the request. */
+    h->pipelined = !h->has_auth;
+    if (h->pipelined)
+        h->msg_end[MSG_FIRST] = h->msg_end[MSG_AUTH] = h->msg_end[MSG_REQUEST];
     return 0;
 }
 
@@ -311,7 +318,10 @@ static void s5_method(struct parent_hs *h)
     if (h->in[0] != SOCKS5_VERSION) {
         bad_reply(h);
     } else if (h->in[1] == SOCKS5_METHOD_NONE) {
-        send_msg(h, MSG_REQUEST);
+        if (!h->pipelined)
+            send_msg(h, MSG_REQUEST);
+        else
+            h->in_len = 0; /* the request went with the greeting */
         h->step = STEP_S5_REPLY;
     } else if (h->in[1] == SOCKS5_METHOD_USERPASS && h->has_auth) {
         send_msg(h, MSG_AUTH);
@@ -530,6 +540,38 @@ size_t parent_feed(struct parent_hs *h, const uint8_t *p, size_t len)
             socks_byte(h, ch);
     }
     return used;
+}
+
+/* The shortest SOCKS5 reply: VER REP RSV ATYP=3 LEN=0 PORT. */
+#define S5_REPLY_MIN 7
+
+size_t parent_want(const struct parent_hs *h)
+{
+    const uint8_t *unused;
+    if (h->state != PARENT_MORE || parent_pending(h, &unused))
+        return 0;
+    size_t in = h->in_len;
+    switch (h->step) {
+    case STEP_S5_METHOD: /* a pipelined request's reply follows the method */
+        return 2 - in + (h->pipelined ? S5_REPLY_MIN : 0);
+    case STEP_S5_AUTH:
+        return 2 - in;
+    case STEP_S5_REPLY:
+        if (in < 4)
+            return S5_REPLY_MIN - in;
+        switch (h->in[3]) {
+        case SOCKS5_ATYP_IPV4:
+            return 10 - in;
+        case SOCKS5_ATYP_IPV6:
+            return 22 - in;
+        default: /* a name: its length byte, then the name and the port */
+            return in < 5 ? 1 : (size_t)(7 + h->in[4]) - in;
+        }
+    case STEP_S4_REPLY:
+        return SOCKS4_REPLY_LEN - in;
+    default: /* an HTTP head ends where it ends: the caller peeks */
+        return 0;
+    }
 }
 
 bool parent_bnd(const struct parent_hs *h, struct addr *out)

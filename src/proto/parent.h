@@ -78,6 +78,7 @@ struct parent_hs {
     uint8_t state; /* enum parent_state */
     uint8_t fail;  /* enum parent_fail, PARENT_FAIL_NONE unless FAILED */
     bool has_auth; /* credentials were given */
+    bool pipelined; /* SOCKS5 without credentials: the request went with the greeting */
     bool has_bnd;  /* bnd is set (a SOCKS reply with an IP BND) */
     /* The messages to send, back to back: [0, msg_end[0]) is the first
      * (SOCKS5 greeting, SOCKS4 request, HTTP request), then the RFC 1929
@@ -126,6 +127,13 @@ static inline enum parent_state parent_state(const struct parent_hs *h)
 
 /* The parent's BND address and port (SOCKS replies with an IPv4 or IPv6
  * BND, after DONE): true and *out set, else false. */
+/* How many bytes the parent is sure to send next as part of its replies
+ * (SOCKS: the lengths are in the protocol), so the caller may read that
+ * many and no more without taking a byte of the stream that follows; 0
+ * when it cannot tell (an HTTP head: peek instead), when something is
+ * pending to send, or when the handshake is over. Never more than what
+ * parent_feed() consumes. */
+size_t parent_want(const struct parent_hs *h);
 bool parent_bnd(const struct parent_hs *h, struct addr *out);
 
 /* "general", "bad-reply", "auth", ... for logs and tests. */

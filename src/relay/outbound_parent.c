@@ -33,6 +33,7 @@
 #include "relay/outbound.h"
 #include "relay/outbound_https.h"
 #include "relay/session.h"
+#include "util/compiler.h"
 
 enum pd_phase {
     PD_RESOLVE_DST,    /* plain socks5: the destination name, here */
@@ -199,8 +200,12 @@ static void pd_pump(struct conn *c)
         }
         if (!(c->up_ev & SIDE_RD) && !parent_io_pending(c))
             return;
+        /* SOCKS replies say their length: read that many and no more. An
+         * HTTP head does not: peek, and take what it used. */
         uint8_t in[1024], want = SIDE_RD;
-        ssize_t got = parent_io_recv(c, in, sizeof(in), true, &want);
+        size_t sure = parent_want(&pd->hs);
+        bool peek = sure == 0;
+        ssize_t got = parent_io_recv(c, in, peek ? sizeof(in) : MIN(sure, sizeof(in)), peek, &want);
         if (got == -EAGAIN) {
             c->up_ev &= (uint8_t)~want;
             return;
@@ -215,7 +220,7 @@ static void pd_pump(struct conn *c)
         }
         size_t used = parent_feed(&pd->hs, in, (size_t)got);
         /* Take what the handshake consumed; the rest is the relay's. */
-        if (used && parent_io_recv(c, in, used, false, &want) != (ssize_t)used) {
+        if (peek && used && parent_io_recv(c, in, used, false, &want) != (ssize_t)used) {
             pd_fail(c, OUT_FAILED, "parent-error", "recv failed", false);
             return;
         }

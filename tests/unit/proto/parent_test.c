@@ -92,11 +92,12 @@ static void test_socks5_noauth_ipv4(void **state)
         struct addr ip = v4("192.0.2.7");
         assert_int_equal(
             parent_init(&h, PARENT_SOCKS5, PARENT_CMD_CONNECT, NULL, NULL, NULL, &ip, 443), 0);
-        expect_send(&h, "\x05\x01\x00", 3);
-        feed_reply(&h, "\x05\x00", 2, chunks[c]);
-        assert_int_equal(parent_state(&h), PARENT_MORE);
-        expect_send(&h, "\x05\x01\x00\x01\xc0\x00\x02\x07\x01\xbb", 10);
-        feed_done(&h, "\x05\x00\x00\x01\x7f\x00\x00\x01\x12\x34", 10, chunks[c]);
+        /* Without credentials the request goes with the greeting. */
+        expect_send(&h, "\x05\x01\x00\x05\x01\x00\x01\xc0\x00\x02\x07\x01\xbb", 13);
+        assert_int_equal(parent_want(&h), 2 + 7);
+        /* The method's answer and the request's reply follow back to back. */
+        feed_done(&h, "\x05\x00\x05\x00\x00\x01\x7f\x00\x00\x01\x12\x34", 12, chunks[c]);
+        assert_int_equal(parent_want(&h), 0);
         struct addr bnd;
         assert_true(parent_bnd(&h, &bnd));
         assert_int_equal(bnd.family, AF_INET);
@@ -173,13 +174,11 @@ static void test_socks5_udp_associate_ipv6(void **state)
     assert_int_equal(addr_parse_ip("::1", 0, &ip6), 0);
     assert_int_equal(
         parent_init(&h, PARENT_SOCKS5, PARENT_CMD_UDP_ASSOCIATE, NULL, NULL, NULL, &ip6, 53), 0);
-    expect_send(&h, "\x05\x01\x00", 3);
-    feed_reply(&h, "\x05\x00", 2, 0);
-    uint8_t req[22] = {5, 3, 0, 4};
-    req[19] = 1;
-    req[21] = 53;
-    expect_send(&h, req, sizeof(req));
-    feed_done(&h, "\x05\x00\x00\x01\x7f\x00\x00\x01\x30\x39", 10, 0);
+    uint8_t req[3 + 22] = {5, 1, 0, 5, 3, 0, 4};
+    req[3 + 19] = 1;
+    req[3 + 21] = 53;
+    expect_send(&h, req, sizeof(req)); /* greeting and request at once */
+    feed_done(&h, "\x05\x00\x05\x00\x00\x01\x7f\x00\x00\x01\x30\x39", 12, 0);
 }
 
 static void test_socks5_auth_refused(void **state)
@@ -220,9 +219,42 @@ static void s5_to_reply(struct parent_hs *h)
     assert_int_equal(parent_init(h, PARENT_SOCKS5, PARENT_CMD_CONNECT, NULL, NULL, NULL, &ip, 1),
                      0);
     const uint8_t *p;
-    parent_sent(h, parent_pending(h, &p));
-    feed_reply(h, "\x05\x00", 2, 0);
-    parent_sent(h, parent_pending(h, &p));
+    parent_sent(h, parent_pending(h, &p)); /* greeting and request */
+    assert_int_equal(parent_feed(h, (const uint8_t *)"\x05\x00", 2), 2);
+    assert_int_equal(parent_pending(h, &p), 0);
+}
+
+/* parent_want() never asks for a byte past the end of a reply, whatever
+ * its address type, so a caller reading that many loses nothing of the
+ * stream after it. */
+static void test_want_stays_within_the_reply(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *reply;
+        size_t n;
+    } t[] = {
+        {"\x05\x00\x00\x01\x7f\x00\x00\x01\x00\x50", 10},
+        {"\x05\x00\x00\x04\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\x01\x00\x50", 22},
+        {"\x05\x00\x00\x03\x00\x00\x50", 7},
+        {"\x05\x00\x00\x03\x03" "abc" "\x00\x50", 10},
+        {"\x05\x05\x00\x01\0\0\0\0\0\0", 10},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        struct parent_hs h;
+        s5_to_reply(&h);
+        size_t at = 0;
+        while (parent_state(&h) == PARENT_MORE) {
+            size_t w = parent_want(&h);
+            assert_true(w > 0 && at + w <= t[i].n);
+            size_t used = parent_feed(&h, (const uint8_t *)t[i].reply + at, w);
+            /* all of it, unless the reply ended the handshake on the way
+             * (a failure is judged at its REP byte; an empty name is bad) */
+            assert_true(used == w || parent_state(&h) != PARENT_MORE);
+            at += used;
+        }
+        assert_true(at <= t[i].n);
+    }
 }
 
 static void test_socks5_rep_codes(void **state)
@@ -507,6 +539,7 @@ int main(void)
         cmocka_unit_test(test_socks5_auth_refused),
         cmocka_unit_test(test_socks5_no_acceptable),
         cmocka_unit_test(test_socks5_rep_codes),
+        cmocka_unit_test(test_want_stays_within_the_reply),
         cmocka_unit_test(test_socks5_malformed),
         cmocka_unit_test(test_socks4a_and_4),
         cmocka_unit_test(test_socks4_failures),
