@@ -74,12 +74,12 @@ enum parent_fail {
 struct parent_hs {
     uint8_t proto; /* enum parent_proto */
     uint8_t cmd;
-    uint8_t step;  /* where the machine is (parent.c) */
-    uint8_t state; /* enum parent_state */
-    uint8_t fail;  /* enum parent_fail, PARENT_FAIL_NONE unless FAILED */
-    bool has_auth; /* credentials were given */
+    uint8_t step;   /* where the machine is (parent.c) */
+    uint8_t state;  /* enum parent_state */
+    uint8_t fail;   /* enum parent_fail, PARENT_FAIL_NONE unless FAILED */
+    bool has_auth;  /* credentials were given */
     bool pipelined; /* SOCKS5 without credentials: the request went with the greeting */
-    bool has_bnd;  /* bnd is set (a SOCKS reply with an IP BND) */
+    bool has_bnd;   /* bnd is set (a SOCKS reply with an IP BND) */
     /* The messages to send, back to back: [0, msg_end[0]) is the first
      * (SOCKS5 greeting, SOCKS4 request, HTTP request), then the RFC 1929
      * request, then the SOCKS5 request. sent counts what went out. */

@@ -214,10 +214,30 @@ void conn_close_err(struct conn *c, const char *why, int err)
 /* The socket is fresh or idle, so a short reply nearly always goes out
  * whole; whatever does not is kept in the client-bound buffer and flushed by
  * the relay or the linger state. */
+void conn_hold_client(struct conn *c, const uint8_t *p, size_t len)
+{
+    memcpy(c->held, p, len);
+    c->nheld = (uint8_t)len;
+}
+
 int conn_send_client(struct conn *c, const uint8_t *p, size_t len)
 {
     struct half *h = &c->u2c;
     size_t sent = 0;
+    uint8_t joined[sizeof(c->held) + 300];
+    if (c->nheld && c->nheld + len <= sizeof(joined)) {
+        memcpy(joined, c->held, c->nheld);
+        memcpy(joined + c->nheld, p, len);
+        p = joined;
+        len += c->nheld;
+        c->nheld = 0;
+    } else if (c->nheld) {
+        uint8_t n = c->nheld;
+        c->nheld = 0;
+        int rc = conn_send_client(c, c->held, n);
+        if (rc)
+            return rc;
+    }
     if (!h->buf || buf_len(h->buf) == 0) {
         ssize_t n = send(c->cli.fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0 && errno != EAGAIN && errno != EINTR)

@@ -124,6 +124,8 @@ struct conn {
     uint16_t ob;      /* index in cfg->outbounds of the outbound carrying it */
     uint16_t ob_rule; /* ... the one a rule chose (a pool, or the same) */
     uint8_t ob_tries; /* pool members tried for this dial */
+    uint8_t nheld;    /* bytes in held */
+    uint8_t held[2];  /* a reply that goes out with the next (conn_hold_client) */
     int err;          /* errno behind an error close, for the access log */
 
     bool ob_name;          /* a pool dials dst_name (else target) to each member */

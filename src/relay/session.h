@@ -53,6 +53,10 @@ void conn_access_log(struct conn *c, const char *cmd, const char *reply);
 /* Send a short message to the client (a reply); what does not go out at
  * once is kept and flushed later. Returns 0 or -errno. */
 int conn_send_client(struct conn *c, const uint8_t *p, size_t len);
+/* Keep a short message (at most sizeof(c->held) bytes) to go out in
+ * front of the next conn_send_client(): a handshake step answered together
+ * with the one a pipelining client already sent. */
+void conn_hold_client(struct conn *c, const uint8_t *p, size_t len);
 /* After a failure reply: flush it, shut our side, drain, close. */
 void conn_linger(struct conn *c);
 /* Answer the client with the front's form of the failure o (errmap.h),

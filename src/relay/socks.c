@@ -537,6 +537,14 @@ static int hs_greeting(struct conn *c, struct buf *b)
     bool ok = socks5_offers(&g, want);
     uint8_t msg[2];
     socks5_write_method(msg, ok ? want : SOCKS5_METHOD_NO_ACCEPTABLE);
+    /* A client that sent its whole request with the greeting (a chained
+     * ferry does) gets the method choice with the reply, in one segment. */
+    struct socks5_request next;
+    if (ok && !auth && socks5_parse_request(buf_head(b), buf_len(b), &next) > 0) {
+        conn_hold_client(c, msg, sizeof(msg));
+        conn_set_state(c, CONN_ST_REQUEST);
+        return 1;
+    }
     int rc = conn_send_client(c, msg, sizeof(msg));
     if (rc) {
         conn_close_err(c, "client-error", rc);

@@ -149,6 +149,26 @@ def test_bnd_is_the_peer_the_target_saw(proxy, request, v6):
         assert echo.saw_peer(r.host, r.port), f"BND {r.host}:{r.port} not among {echo.peers[-5:]}"
 
 
+@pytest.mark.parametrize("refused", [False, True])
+def test_pipelined_greeting_and_request(proxy, echo_server, refused):
+    """A client that sends its request with the greeting (as a chained
+    ferry does) gets the method choice and the reply back to back, in
+    order, then its data relayed; a failure reply comes the same way."""
+    holder, port = ferrylib.unused_refused_port() if refused else (None, echo_server.port)
+    s = ferrylib.open_client(proxy.addr)
+    with s:
+        s.sendall(ferrylib.greeting() + request("127.0.0.1", port) + (b"" if refused else b"early"))
+        assert read_method(s) == 0
+        r = read_reply(s)
+        if refused:
+            assert r.rep == ferrylib.REP["connection-refused"]
+            holder.close()
+            return
+        assert r.rep == 0
+        assert ferrylib.recv_exact(s, 5) == b"early"
+        echo_roundtrip(s, b"after")
+
+
 def test_domain_ip_literal(proxy, echo_server):
     # a client may send an IP literal as ATYP 3
     s, r = socks_connect(proxy.addr, b"127.0.0.1", echo_server.port)

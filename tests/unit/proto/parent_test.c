@@ -237,7 +237,10 @@ static void test_want_stays_within_the_reply(void **state)
         {"\x05\x00\x00\x01\x7f\x00\x00\x01\x00\x50", 10},
         {"\x05\x00\x00\x04\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\x01\x00\x50", 22},
         {"\x05\x00\x00\x03\x00\x00\x50", 7},
-        {"\x05\x00\x00\x03\x03" "abc" "\x00\x50", 10},
+        {"\x05\x00\x00\x03\x03"
+         "abc"
+         "\x00\x50",
+         10},
         {"\x05\x05\x00\x01\0\0\0\0\0\0", 10},
     };
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
