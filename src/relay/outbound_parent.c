@@ -146,7 +146,7 @@ static void pd_fail_hs(struct conn *c)
         [PARENT_FAIL_NET_UNREACHABLE] = {OUT_NET_UNREACHABLE, "parent-net-unreachable"},
         [PARENT_FAIL_HOST_UNREACHABLE] = {OUT_HOST_UNREACHABLE, "parent-host-unreachable"},
         [PARENT_FAIL_REFUSED] = {OUT_REFUSED, "parent-refused"},
-        [PARENT_FAIL_TIMEOUT] = {OUT_TIMEOUT, "parent-timeout"},
+        [PARENT_FAIL_TIMEOUT] = {OUT_TIMEOUT, "parent-dest-timeout"}, /* its answer */
         [PARENT_FAIL_CMD_UNSUPPORTED] = {OUT_CMD_UNSUPPORTED, "parent-cmd-unsupported"},
         [PARENT_FAIL_ADDR_UNSUPPORTED] = {OUT_ADDR_UNSUPPORTED, "parent-addr-unsupported"},
     };

@@ -225,7 +225,7 @@ static enum fail_kind fail_kind(uint8_t kind, enum outcome o, const char *why)
     static const char *const answers[] = {
         "parent-refused", "parent-net-unreachable", "parent-host-unreachable",
         "parent-failed",  "parent-cmd-unsupported", "parent-addr-unsupported",
-        "parent-request",
+        "parent-request", "parent-dest-timeout",
     };
     if (o == OUT_DENIED || !why || !strcmp(why, "no-memory") || !strcmp(why, "resolve-failed"))
         return FAIL_STOP;

@@ -336,6 +336,38 @@ def test_parent_never_answers(ferry, echo_server):
         silent.stop()
 
 
+class TimeoutReplyServer(ThreadedServer):
+    """A SOCKS5 parent that answers every request with REP 6 (TTL
+    expired: the destination timed out)."""
+
+    def handle(self, c, peer):
+        c.settimeout(10)
+        try:
+            c.recv(3)  # greeting (the request may come with it, or after)
+            c.sendall(b"\x05\x00")
+            c.recv(512)
+            c.sendall(b"\x05\x06\x00\x01\x00\x00\x00\x00\x00\x00")
+        except OSError:
+            pass
+
+
+def test_parent_says_the_destination_timed_out(ferry, echo_server):
+    """The parent's own answer (REP 6) is 0x06 / end=parent-dest-timeout,
+    not the parent's silence: a pool does not mark such a member down."""
+    srv = TimeoutReplyServer("127.0.0.1")
+    try:
+        front = ferry(extra=f"[outbound up]\nurl = socks5://127.0.0.1:{srv.addr[1]}\n"
+                            "[outbound p]\nmembers = up\n",
+                      config={"outbound": "p"})
+        s, r = socks_connect(front.addr, "127.0.0.1", echo_server.addr[1], expect=None)
+        with s:
+            assert r.rep == 0x06, f"SOCKS reply {r.rep:#x}, expected 0x06"
+        front.wait_log(r"access .*end=parent-dest-timeout")
+        assert "down:" not in front.log_text()
+    finally:
+        srv.stop()
+
+
 # ---- third-party parents -----------------------------------------------------------
 
 
