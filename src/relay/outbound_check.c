@@ -280,9 +280,14 @@ static void probe_connect(struct probe *p, const struct addr *a)
 {
     struct addr to = *a;
     addr_unmap(&to);
-    int fd = sock_connect(&to);
+    /* From where the member's sessions leave, so the check sees what they
+     * would (a source address, a device). */
+    const struct outbound_source *src = &probe_member(p)->source;
+    const char *failed = NULL;
+    int fd = sock_connect_from(&to, src->addr.family ? &src->addr : NULL, src->device, &failed);
     if (fd < 0) {
-        probe_fail(p, "cannot connect: %s", errmap_name(fd));
+        probe_fail(p, "cannot connect%s%s%s: %s", failed ? " (" : "", failed ? failed : "",
+                   failed ? ")" : "", errmap_name(fd));
         return;
     }
     int rc = loop_io_add(&p->ck->w->loop, &p->io, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET);

@@ -324,3 +324,14 @@ def test_silent_member_leaves_time_for_the_next(ferry, echo_server, blackhole):
     )
     assert session(f, echo_server.addr) == "b"
     f.wait_log(r"outbound a \(member of pool p\): down: a session's connect failed: parent-timeout")
+
+
+def test_health_check_leaves_from_the_members_source(ferry, echo_server):
+    """A member's check connects from where its sessions leave (source)."""
+    ferry(config={"outbound": "p"},
+          extra=f"[outbound d]\nsource = 127.0.0.9\n[outbound p]\nmembers = d\n"
+                f"health_check = 200ms\nhealth_target = 127.0.0.1:{echo_server.addr[1]}\n")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not any(p[0] == "127.0.0.9" for p in list(echo_server.peers)):
+        time.sleep(0.05)
+    assert any(p[0] == "127.0.0.9" for p in list(echo_server.peers)), list(echo_server.peers)[-5:]
