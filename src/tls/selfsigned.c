@@ -302,6 +302,7 @@ struct staged {
 static int stage_file(int dirfd, struct staged *s, const char *p, size_t len, mode_t mode)
 {
     snprintf(s->tmp, sizeof(s->tmp), ".%s.%ld.tmp", s->name, (long)getpid());
+    unlinkat(dirfd, s->tmp, 0); /* a crashed run's leftover: no live process has our pid */
     int fd = openat(dirfd, s->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return -errno;
