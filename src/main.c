@@ -13,6 +13,7 @@
 #include "config/config.h"
 #include "log/log.h"
 #include "server/server.h"
+#include "tls/cert.h"
 #include "version.h"
 
 static const char usage_main[] =
@@ -23,6 +24,8 @@ static const char usage_main[] =
     "Commands:\n"
     "  serve      run the proxy (default: 127.0.0.1:1080, no config file needed)\n"
     "  passwd     print a userlist line for a user: ferry passwd NAME\n"
+    "  cert       make a self-signed certificate and key for a TLS listener and\n"
+    "             print its pin: ferry cert --out DIR\n"
     "  bench      measure a proxy (ferry itself by default): ferry bench --help\n"
     "  help       show help for a command: ferry help serve\n"
     "\n"
@@ -198,6 +201,11 @@ int main(int argc, char **argv)
             char *args[] = {argv[2], help, NULL};
             return passwd_main(2, args);
         }
+        if (strcmp(argv[2], "cert") == 0) {
+            static char help[] = "--help";
+            char *args[] = {argv[2], help, NULL};
+            return cert_main(2, args);
+        }
         if (strcmp(argv[2], "bench") == 0) {
             static char help[] = "--help";
             char *args[] = {argv[2], help, NULL};
@@ -212,6 +220,8 @@ int main(int argc, char **argv)
         return bench_main(argc - 1, argv + 1);
     if (strcmp(cmd, "passwd") == 0)
         return passwd_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "cert") == 0)
+        return cert_main(argc - 1, argv + 1);
     log_print(true, "ferry: unknown command '%s'\n\n%s", cmd, usage_main);
     return 2;
 }
