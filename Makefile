@@ -29,7 +29,7 @@ FUZZ_SECONDS ?= 5
 BUILD_PKGS := gcc make pkg-config libsodium-dev libc-ares-dev libinih-dev libssl-dev
 TEST_PKGS  := libcmocka-dev python3-pytest python3-socks python3-h11 curl haproxy iproute2 \
               dante-server tinyproxy squid-openssl \
-              universal-ctags stunnel4
+              universal-ctags stunnel4 openssl
 LINT_PKGS  := clang-format cppcheck groff-base universal-ctags
 
 PKGS_LIBS  := libsodium libcares inih libssl libcrypto
