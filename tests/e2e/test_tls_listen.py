@@ -144,6 +144,14 @@ def test_curl_https_proxy_get_and_connect(ferry, certs, http_server):
     url = http_server.url("big.bin")
     get = curl_fetch(f.port, url, "--proxy-cacert", str(cert))
     assert get.returncode == 0, get.stderr
+    # Keep-alive: two requests on one TLS connection to the proxy.
+    two = curl_fetch(f.port, http_server.url("small.txt"), "--proxy-cacert", str(cert),
+                     http_server.url("small.txt"))
+    assert two.returncode == 0 and two.stdout == (http_server.directory / "small.txt").read_bytes() * 2
+    assert b"Re-using existing connection" in subprocess.run(
+        [CURL, "-sv", "--proxy", f"https://localhost:{f.port}", "--proxy-cacert", str(cert),
+         "-o", "/dev/null", "-o", "/dev/null", http_server.url("small.txt"),
+         http_server.url("small.txt")], capture_output=True, timeout=60).stderr
     conn = curl_fetch(f.port, url, "-p", "--proxy-cacert", str(cert),
                       "--proxy-pinnedpubkey", pin_of(cert))
     assert conn.returncode == 0, conn.stderr
@@ -163,12 +171,14 @@ def test_wrong_ca_fails_on_the_client(ferry, certs, http_server):
 
 def test_alpn_http11_only(ferry, certs):
     cert, key = certs["a"]
-    f = tls_ferry(ferry, cert, key)
+    f = tls_ferry(ferry, cert, key, config={"log_level": "debug"})
     ctx = client_ctx(cert)
     ctx.set_alpn_protocols(["h2", "http/1.1"])
     with ctx.wrap_socket(socket.create_connection(f.addr, timeout=10), server_hostname="localhost") as s:
         assert s.selected_alpn_protocol() == "http/1.1"
         assert s.version() == "TLSv1.3"
+    # kTLS is asked for; without it (no CONFIG_TLS) the log says so once.
+    f.wait_log(r"tls: kTLS (carries the records|is not available)")
     ctx = client_ctx(cert)
     ctx.set_alpn_protocols(["h2"])
     with pytest.raises(ssl.SSLError, match="(?i)no.application.protocol"):
@@ -377,3 +387,60 @@ def test_ferry_to_ferry_over_tls(ferry, certs, echo_server):
             s.close()
             assert rep.rep == 0x01, rep
             front.wait_log(r"certificate pin mismatch")
+
+
+def test_udp_associate_over_a_tls_control_connection(ferry, certs):
+    """The control connection is TLS; the datagrams stay plain UDP."""
+    from udplib import UdpEcho, encode_udp, parse_udp
+    cert, key = certs["a"]
+    f = tls_ferry(ferry, cert, key)
+    echo = UdpEcho("127.0.0.1")
+    try:
+        with tls_connect(f.addr, cert) as ctl:
+            ctl.sendall(b"\x05\x01\x00\x05\x03\x00" + encode_addr("0.0.0.0") + b"\0\0")
+            got = b""
+            while len(got) < 12:
+                d = ctl.recv(12 - len(got))
+                assert d, got
+                got += d
+            assert got[:4] == b"\x05\x00\x05\x00" and got[5] == 1, got
+            relay = (socket.inet_ntoa(got[6:10]), int.from_bytes(got[10:12], "big"))
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+                u.bind(("127.0.0.1", 0))
+                u.settimeout(5)
+                u.sendto(encode_udp("127.0.0.1", echo.port, b"over tls"), relay)
+                msg = parse_udp(u.recv(2048))
+                assert msg.payload == b"over tls" and msg.port == echo.port
+            ctl.unwrap()  # close_notify ends the association cleanly
+        e = wait_access(f, lambda e: e.get("cmd") == "udp")
+        assert e["end"] == "done" and e["reply"] == "succeeded", e
+    finally:
+        echo.stop()
+
+
+def test_bind_over_tls(ferry, certs):
+    """SOCKS5 BIND over TLS: both replies and the relay go through TLS."""
+    cert, key = certs["a"]
+    f = tls_ferry(ferry, cert, key, config={"bind": "yes", "bind_timeout": "10s"})
+    with tls_connect(f.addr, cert) as s:
+        s.sendall(b"\x05\x01\x00\x05\x02\x00" + encode_addr("127.0.0.1") + (2121).to_bytes(2, "big"))
+        got = b""
+        while len(got) < 12:
+            d = s.recv(12 - len(got))
+            assert d, got
+            got += d
+        assert got[:4] == b"\x05\x00\x05\x00" and got[5] == 1, got
+        bound = (socket.inet_ntoa(got[6:10]), int.from_bytes(got[10:12], "big"))
+        with socket.create_connection(bound, timeout=10) as peer:
+            second = b""
+            while len(second) < 10:
+                d = s.recv(10 - len(second))
+                assert d, second
+                second += d
+            assert second[1] == 0, second
+            peer.sendall(b"from the peer")
+            assert s.recv(13) == b"from the peer"
+            s.sendall(b"to the peer")
+            assert peer.recv(11) == b"to the peer"
+    e = wait_access(f, lambda e: e.get("cmd") == "bind")
+    assert e["reply"] == "succeeded", e
