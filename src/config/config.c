@@ -381,7 +381,7 @@ static int add_listen(struct config *c, struct msglist *errs, const char *text, 
     if (addr_parse(text, -1, &l->addr)) {
         msglist_push(errs,
                      "%s: listen: '%s' is not a numeric address and port "
-                     "(expected e.g. 127.0.0.1:1080, [::1]:1080 or tls://0.0.0.0:443)",
+                     "(expected e.g. 127.0.0.1:1080 or [::1]:1080)",
                      origin, text);
         return -EINVAL;
     }
