@@ -444,3 +444,41 @@ def test_bind_over_tls(ferry, certs):
             assert peer.recv(11) == b"to the peer"
     e = wait_access(f, lambda e: e.get("cmd") == "bind")
     assert e["reply"] == "succeeded", e
+
+
+def test_destination_half_closes_first_over_tls(ferry, certs, tcp_server):
+    """The destination ends its side first: the client gets close_notify
+    and may still send; the rest reaches the destination."""
+    from ferrylib import ServerHalfCloseServer
+    cert, key = certs["a"]
+    f = tls_ferry(ferry, cert, key)
+    srv = tcp_server(ServerHalfCloseServer, first_bytes=1024)
+    sock = socket.create_connection(f.addr, timeout=10)
+    o, pump, deadline, req = tls_over_bios(sock, 60)
+    o.write(req + srv.port.to_bytes(2, "big") + b"a" * 1024)
+    got, closed = b"", False
+    while not closed:
+        pump(True)
+        try:
+            while not closed:
+                d = o.read(65536)
+                got += d
+                closed = d == b""  # close_notify, with ours not sent yet
+        except ssl.SSLWantReadError:
+            pass
+        assert time.monotonic() < deadline, got
+    assert got == b"\x05\x00\x05\x00" + got[4:12] + ServerHalfCloseServer.GREETING
+    tail = b"b" * 300000
+    o.write(tail)
+    try:
+        o.unwrap()
+    except ssl.SSLWantReadError:
+        pass
+    while pump(False):
+        assert time.monotonic() < deadline
+    assert srv.done.wait(20)
+    sock.close()
+    n, digest = next(iter(srv.results.values()))
+    assert n == 1024 + len(tail) and digest == hashlib.sha256(b"a" * 1024 + tail).hexdigest()
+    e = wait_access(f, lambda e: e.get("dst") == f"127.0.0.1:{srv.port}")
+    assert e["end"] == "done", e
