@@ -485,7 +485,12 @@ int tls_server_pin(const struct tls_ctx *ctx, char out[TLS_PIN_TEXT])
 
 bool tls_ktls(const struct tls *t)
 {
+#ifdef OPENSSL_NO_KTLS
+    (void)t;
+    return false;
+#else
     return BIO_get_ktls_send(SSL_get_wbio(t->ssl)) && BIO_get_ktls_recv(SSL_get_rbio(t->ssl));
+#endif
 }
 
 int tls_peer_pin(const struct tls *t, char out[TLS_PIN_TEXT])
