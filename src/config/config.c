@@ -375,6 +375,9 @@ static int add_listen(struct config *c, struct msglist *errs, const char *text, 
         return -E2BIG;
     }
     struct config_listen *l = &c->listen[c->nlisten];
+    l->tls = strncmp(text, "tls://", 6) == 0;
+    if (l->tls)
+        text += 6;
     if (addr_parse(text, -1, &l->addr)) {
         msglist_push(errs,
                      "%s: listen: '%s' is not a numeric address and port "
@@ -625,6 +628,26 @@ static int set_default_outbound(struct loader *ld, const struct key *k, const ch
     return ld->default_ob ? 0 : -ENOMEM;
 }
 
+/* [tls] min_version: "1.2" or "1.3". */
+static int set_tls_version(struct loader *ld, const struct key *k, const char *v)
+{
+    if (strcmp(v, "1.2") && strcmp(v, "1.3")) {
+        bad(ld, k->name, "'%s' is not a TLS version (expected %s)", v, k->expect);
+        return -EINVAL;
+    }
+    ld->c->tls.min_version = v[2] == '2' ? 12 : 13;
+    return 0;
+}
+
+/* [tls] cert and key: a path, and the line for later messages. */
+static int set_tls_file(struct loader *ld, const struct key *k, const char *v)
+{
+    int rc = set_string(ld, k, v);
+    if (!rc)
+        *(k->off == OFF(tls.cert) ? &ld->c->tls.cert_line : &ld->c->tls.key_line) = ld->line;
+    return rc;
+}
+
 static const struct key keys[] = {
     {"outbound", set_default_outbound, 0, 0, 0, "an outbound's name", false},
     {"listen", set_listen, 0, 0, 0, "ADDR:PORT [protocols=...][, ADDR:PORT...]", true},
@@ -722,13 +745,24 @@ static const struct key keys[] = {
      false},
     {"dns.tries", set_u32, OFF(dns.tries), 1, 10, "1..10", false},
     {"dns.hosts", set_dns_hosts, 0, 0, 0, "a hosts file, or none", false},
+    /* [tls] */
+    {"tls.cert", set_tls_file, OFF(tls.cert), 0, 0, "a PEM file: the certificate and its chain",
+     false},
+    {"tls.key", set_tls_file, OFF(tls.key), 0, 0, "a PEM file: the certificate's private key",
+     false},
+    {"tls.min_version", set_tls_version, 0, 0, 0, "1.2 or 1.3", false},
+    {"tls.handshake_timeout", set_duration, OFF(tls.handshake_ms), 100, DAY_MS,
+     "a duration from 100ms to 24h", false},
+    {"tls.per_ip_handshakes", set_u32, OFF(tls.per_ip_handshakes), 0, 65535,
+     "0..65535; 0 is unlimited", false},
     {"ip_preference", set_ip_preference, 0, 0, 0, "any, ipv4, ipv6, ipv4-first or ipv6-first",
      false},
 };
 _Static_assert(ARRAY_LEN(keys) <= 96, "loader.seen is too small");
 
 /* Sections a file may contain; keys in them are named "section.key". */
-static const char *const sections[] = {"auth", "udp", "http", "rules", "limits", "metrics", "dns"};
+static const char *const sections[] = {"auth",   "udp",     "http", "rules",
+                                       "limits", "metrics", "dns",  "tls"};
 
 /* Edit distance, for "did you mean" on unknown keys. */
 static size_t edit_distance(const char *a, const char *b)
@@ -955,7 +989,7 @@ static bool check_line(struct loader *ld, const char *line)
         }
         bad(ld, NULL,
             "unknown section [%.*s] (known: [auth], [udp], [http], [rules], [limits], [metrics], "
-            "[dns], [outbound NAME]; other keys go at the top)",
+            "[dns], [tls], [outbound NAME]; other keys go at the top)",
             (int)(end - p - 1), p + 1);
         return false;
     }
@@ -1017,6 +1051,9 @@ static void set_defaults(struct config *c)
     snprintf(c->listen[0].origin, sizeof(c->listen[0].origin), "built-in default");
     c->nlisten = 1;
     c->handshake_timeout_ms = 10000;
+    c->tls.min_version = 13;
+    c->tls.handshake_ms = 10000;
+    c->tls.per_ip_handshakes = 16;
     c->connect_timeout_ms = 10000;
     c->iotimeout_ms = 0;
     c->shutdown_timeout_ms = 30000;
@@ -1541,6 +1578,8 @@ int config_load(const struct config_cli *cli, struct config **out, struct msglis
                      "warn or error)",
                      env);
     validate(c, &ld, errs); /* every problem at once, not one per attempt */
+    if (errs->n == nerr0)
+        config_tls_load(c, errs);
     if (c->acl && errs->n == nerr0 && config_alloc_rule_hits(c) < 0)
         msglist_push(errs, "%s: out of memory for the rule counters", cli->path);
     if (c->noutbounds && errs->n == nerr0 && config_alloc_ob_stats(c) < 0)
@@ -1612,6 +1651,7 @@ static void config_destroy(struct config *c)
     free(c->dns.servers);
     free(c->dns.hosts);
     dns_hosts_unref(c->dns.hosts_table);
+    config_tls_fini(c);
     for (uint32_t i = 0; i < c->noutbounds; i++)
         outbound_fini(&c->outbounds[i]);
     free(c->outbounds);

@@ -42,6 +42,7 @@ struct config_listen {
     struct addr addr;
     uint8_t protocols;      /* PROTO_*; 0 = the config's protocols */
     uint8_t proxy_protocol; /* 0, or 1/2: a PROXY v1/v2 header comes first */
+    bool tls;               /* "tls://ADDR:PORT": a TLS handshake comes first ([tls]) */
     char origin[160];       /* "ferry.conf:3" or "command line": where it was set */
     /* Resolved: iotimeout as set, or when it is not set, its default for
      * this listener (0 on loopback, CONFIG_PUBLIC_IOTIMEOUT_MS on one that
@@ -50,6 +51,21 @@ struct config_listen {
     /* Where sessions accepted here leave from, for direct dials (source =
      * ADDR or device = NAME in the listen line); unset: the kernel's choice. */
     struct outbound_source source;
+};
+
+struct tls_ctx;
+
+/* [tls]: the server side of tls:// listeners. ctx is made at load when a
+ * tls:// listener exists (listen_tls.c), so --check and a reload report a
+ * certificate that does not load; sessions hold their own reference. */
+struct config_tls {
+    char *cert, *key;           /* PEM files: the chain, and its key */
+    int cert_line, key_line;    /* where they were set, for messages; 0: not set */
+    uint32_t min_version;       /* 12 or 13 (TLS 1.2 or 1.3) */
+    uint32_t handshake_ms;      /* a TLS handshake must end within it */
+    uint32_t per_ip_handshakes; /* concurrent handshakes per client address; 0: unlimited */
+    struct tls_ctx *ctx;
+    char pin[64]; /* "sha256//BASE64" of the certificate's SubjectPublicKeyInfo */
 };
 
 /* iotimeout's default on a listener that other hosts reach: a vanished
@@ -153,6 +169,7 @@ struct config {
     struct config_http http;
     struct config_limits limits;
     struct config_dns dns;
+    struct config_tls tls;
     /* Outbounds: [0] "direct", [1] "reject", then the file's [outbound NAME]
      * sections in order (outbound.h); health[i] is outbounds[i]'s. */
     struct config_outbound *outbounds;
@@ -222,6 +239,14 @@ static inline bool config_auth_enabled(const struct config *c)
 {
     return c->auth.users != NULL;
 }
+
+/* listen_tls.c: when a listener is tls://, check [tls] and make its server
+ * context (c->tls.ctx, c->tls.pin); problems go to errs as "FILE:LINE:
+ * KEY: ..." naming the line at fault. Nothing happens without a tls://
+ * listener. */
+void config_tls_load(struct config *c, struct msglist *errs);
+/* Drop the server context (config_free). */
+void config_tls_fini(struct config *c);
 
 /* "socks5,http" (',' '+' or spaces between) -> PROTO_* mask; -EINVAL. */
 int config_parse_protocols(const char *s, uint8_t *mask);

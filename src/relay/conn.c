@@ -33,6 +33,7 @@
 #include "relay/front.h"
 #include "relay/outbound.h"
 #include "relay/session.h"
+#include "tls/tls.h"
 #include "udp/udp.h"
 
 #define CONN_FREELIST_MAX 4096
@@ -160,6 +161,8 @@ void conn_bad_handshake(struct conn *c)
     conn_set_outcome(c, OUT_BAD_REQUEST);
 }
 
+static void conn_cli_tls_end(struct conn *c);
+
 void conn_close(struct conn *c, const char *why)
 {
     if (c->state == CONN_ST_CLOSED)
@@ -180,6 +183,7 @@ void conn_close(struct conn *c, const char *why)
     resolver_cancel(c->dns);
     c->dns = NULL;
     loop_timer_stop(&w->loop, &c->timer);
+    conn_cli_tls_end(c);
     conn_close_fd(&c->cli);
     c->out->close(c);
     outbound_released(c);
@@ -207,6 +211,95 @@ void conn_close_err(struct conn *c, const char *why, int err)
 {
     c->err = err;
     conn_close(c, why);
+}
+
+/* ---- the client side: a socket, or TLS over it -------------------------- */
+
+/* A TLS call on c->cli waits for want: that readiness is gone, and a call
+ * of direction own that waits for the other is retried when it comes. */
+static void conn_cli_wait(struct conn *c, uint8_t own, uint8_t want)
+{
+    c->cli_ev &= (uint8_t) ~(own | want);
+    if (want != own)
+        c->cli_cross |= own;
+}
+
+ssize_t conn_cli_recv(struct conn *c, void *p, size_t len)
+{
+    if (!c->cli_tls)
+        return recv(c->cli.fd, p, len, 0);
+    size_t got = 0;
+    while (got < len) {
+        uint8_t want = TLS_WANT_READ;
+        ssize_t n = tls_read(c->cli_tls, (uint8_t *)p + got, len - got, &want);
+        if (n > 0) {
+            got += (size_t)n;
+            continue;
+        }
+        if (n == -EAGAIN) {
+            conn_cli_wait(c, SIDE_RD, want);
+        } else if (got) {
+            c->cli_ev |= SIDE_RDHUP; /* the end (or an error) comes with the next call */
+        } else if (n == 0) {
+            return 0;
+        }
+        if (got)
+            return (ssize_t)got;
+        errno = (int)-n;
+        return -1;
+    }
+    return (ssize_t)got;
+}
+
+ssize_t conn_cli_send(struct conn *c, const void *p, size_t len)
+{
+    if (!c->cli_tls)
+        return send(c->cli.fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    size_t put = 0;
+    while (put < len) {
+        uint8_t want = TLS_WANT_WRITE;
+        ssize_t n = tls_write(c->cli_tls, (const uint8_t *)p + put, len - put, &want);
+        if (n > 0) {
+            put += (size_t)n;
+            continue;
+        }
+        if (n == -EAGAIN)
+            conn_cli_wait(c, SIDE_WR, want);
+        if (put)
+            return (ssize_t)put;
+        errno = n == 0 ? EPIPE : (int)-n;
+        return -1;
+    }
+    return (ssize_t)put;
+}
+
+int conn_cli_shutdown(struct conn *c)
+{
+    if (!c->cli_tls)
+        return shutdown(c->cli.fd, SHUT_WR);
+    uint8_t want = TLS_WANT_WRITE;
+    int rc = tls_shutdown_wr(c->cli_tls, &want);
+    if (rc == 0)
+        return 0;
+    if (rc == -EAGAIN)
+        conn_cli_wait(c, SIDE_WR, want);
+    errno = -rc;
+    return -1;
+}
+
+/* The session ends: a client whose TLS handshake is done gets our
+ * close_notify when it can go out at once (not after an error), then the
+ * TLS state goes. */
+static void conn_cli_tls_end(struct conn *c)
+{
+    if (!c->cli_tls)
+        return;
+    if (c->cli_tls_up && !c->err) {
+        uint8_t want;
+        (void)tls_shutdown_wr(c->cli_tls, &want);
+    }
+    tls_free(c->cli_tls);
+    c->cli_tls = NULL;
 }
 
 /* ---- replies ---------------------------------------------------------- */
@@ -239,7 +332,7 @@ int conn_send_client(struct conn *c, const uint8_t *p, size_t len)
             return rc;
     }
     if (!h->buf || buf_len(h->buf) == 0) {
-        ssize_t n = send(c->cli.fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t n = conn_cli_send(c, p, len);
         if (n < 0 && errno != EAGAIN && errno != EINTR)
             return -errno;
         sent = n > 0 ? (size_t)n : 0;
@@ -277,7 +370,7 @@ static void conn_linger_drive(struct conn *c)
     if (h->buf && buf_len(h->buf)) {
         if (!(c->cli_ev & SIDE_WR))
             return;
-        ssize_t n = send(c->cli.fd, buf_head(h->buf), buf_len(h->buf), MSG_NOSIGNAL);
+        ssize_t n = conn_cli_send(c, buf_head(h->buf), buf_len(h->buf));
         if (n < 0) {
             if (errno == EAGAIN) {
                 c->cli_ev &= (uint8_t)~SIDE_WR;
@@ -292,13 +385,13 @@ static void conn_linger_drive(struct conn *c)
             return;
     }
     if (!(h->flags & HALF_SHUT)) {
-        shutdown(c->cli.fd, SHUT_WR);
+        (void)conn_cli_shutdown(c); /* best effort: the reply is out */
         h->flags |= HALF_SHUT;
     }
     /* Discard what the client still sends, up to a bound, until it closes. */
     char sink[4096];
     while (c->cli_ev & SIDE_RD) {
-        ssize_t n = recv(c->cli.fd, sink, sizeof(sink), 0);
+        ssize_t n = conn_cli_recv(c, sink, sizeof(sink));
         if (n > 0) {
             c->discarded += (uint32_t)n;
             if (c->discarded > LINGER_DISCARD) {
@@ -492,7 +585,7 @@ int conn_read_handshake(struct conn *c)
         return -ENOMEM;
     while ((c->cli_ev & SIDE_RD) && buf_room(h->buf) > 0 && !(h->flags & HALF_EOF)) {
         uint32_t room = buf_room(h->buf);
-        ssize_t n = recv(c->cli.fd, buf_tail(h->buf), room, 0);
+        ssize_t n = conn_cli_recv(c, buf_tail(h->buf), room);
         if (n > 0) {
             h->buf->end += (uint32_t)n;
             /* A short read emptied the socket (see pump.c for the RDHUP rule). */
@@ -575,7 +668,12 @@ static void conn_drive(struct conn *c, uint32_t cli_events, uint32_t up_events)
 static void conn_on_cli_io(struct io *io, uint32_t events)
 {
     struct conn *c = container_of(io, struct conn, cli);
-    c->cli_ev |= side_events(events);
+    uint8_t ev = side_events(events);
+    /* A TLS call that waited for the other readiness is retried now. */
+    uint8_t retry = (uint8_t)(((ev & SIDE_WR) && (c->cli_cross & SIDE_RD) ? SIDE_RD : 0) |
+                              ((ev & SIDE_RD) && (c->cli_cross & SIDE_WR) ? SIDE_WR : 0));
+    c->cli_cross &= (uint8_t)~retry;
+    c->cli_ev |= ev | retry;
     conn_drive(c, events, 0);
 }
 

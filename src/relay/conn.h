@@ -144,6 +144,13 @@ struct conn {
     struct conn_addrs *ans;  /* addresses to try, while connecting */
     void *ob_priv;           /* the outbound's own state while dialling (a parent's handshake) */
     struct tls *tls;         /* an HTTPS parent's TLS session over c->up (outbound_https.c) */
+    struct tls *cli_tls;     /* a tls:// listener: TLS over c->cli (front_tls.c); the core
+                              * reads and writes the client through it (conn_cli_recv) */
+    uint8_t cli_cross;       /* SIDE_RD: a TLS read on c->cli waits for writability;
+                              * SIDE_WR: a write waits for readability (conn_on_cli_io) */
+    bool cli_tls_up;         /* its handshake is done: close_notify is due at the end */
+    bool cli_tls_seen;       /* its first byte was a TLS handshake record */
+    bool hs_held;            /* counted in the per-address TLS handshake slots */
     struct bind_peers *bind; /* BIND by name: the hosts that may connect back */
     struct dns_req *dns;     /* pending lookup */
     struct auth_job *auth;   /* pending verification */

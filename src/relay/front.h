@@ -56,6 +56,8 @@ struct front_ops {
  * first (proxy_protocol listeners), or the first byte of the protocol. */
 extern const struct front_ops front_proxy;
 extern const struct front_ops front_sniff;
+/* A tls:// listener: the TLS handshake, then the sniff (front_tls.c). */
+extern const struct front_ops front_tls;
 
 /* The protocol rows. */
 extern const struct front_ops front_socks5; /* socks.c */

@@ -716,7 +716,7 @@ static void http_request(struct conn *c)
         uint32_t room = buf_room(b);
         if (room == 0)
             break;
-        ssize_t n = recv(c->cli.fd, buf_tail(b), room, 0);
+        ssize_t n = conn_cli_recv(c, buf_tail(b), room);
         if (n > 0) {
             b->end += (uint32_t)n;
             if ((uint32_t)n < room && !(c->cli_ev & SIDE_RDHUP))
@@ -798,7 +798,8 @@ static ssize_t hflow_send(struct conn *c, int fd, const uint8_t *p, size_t len, 
     if (fd == c->up.fd && c->out->write)
         return c->out->write(c, p, len, want);
     *want = SIDE_WR;
-    ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t n =
+        fd == c->cli.fd ? conn_cli_send(c, p, len) : send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
     return n < 0 ? -errno : n;
 }
 
@@ -876,8 +877,9 @@ static ssize_t hflow_read(struct conn *c, struct hflow *f, int fd, uint8_t *ev, 
         room = allow;
     for (;;) {
         uint8_t want = SIDE_RD;
-        ssize_t n = stream ? c->out->read(c, buf_tail(f->in), room, &want)
-                           : recv(fd, buf_tail(f->in), room, 0);
+        ssize_t n = stream            ? c->out->read(c, buf_tail(f->in), room, &want)
+                    : fd == c->cli.fd ? conn_cli_recv(c, buf_tail(f->in), room)
+                                      : recv(fd, buf_tail(f->in), room, 0);
         if (n < 0 && !stream)
             n = -errno;
         if (n > 0) {

@@ -249,22 +249,28 @@ static ssize_t pump_sock_result(ssize_t n, uint8_t bit, uint8_t *want)
     return -errno;
 }
 
+/* The client side goes through conn_cli_recv() and friends (a socket, or
+ * TLS on a tls:// listener), which keep c->cli_ev right themselves: a TLS
+ * call that waits for the other readiness is retried when it comes
+ * (c->cli_cross), so here it waits for its own. */
 static ssize_t pump_cli_read(struct conn *c, void *p, size_t len, uint8_t *want)
 {
-    return pump_sock_result(recv(c->cli.fd, p, len, 0), SIDE_RD, want);
+    return pump_sock_result(conn_cli_recv(c, p, len), SIDE_RD, want);
 }
 
 static ssize_t pump_cli_write(struct conn *c, const void *p, size_t len, uint8_t *want)
 {
-    return pump_sock_result(send(c->cli.fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT), SIDE_WR, want);
+    return pump_sock_result(conn_cli_send(c, p, len), SIDE_WR, want);
 }
 
 static int pump_cli_shut(struct conn *c, uint8_t *want)
 {
-    (void)want;
-    /* The last direction to end needs no shutdown() (see pump_dir). */
-    if ((c->c2u.flags & HALF_SHUT) || shutdown(c->cli.fd, SHUT_WR) == 0 || errno == ENOTCONN)
+    /* The last direction to end needs no shutdown() (see pump_dir); TLS
+     * gets its close_notify when the session closes. */
+    if ((c->c2u.flags & HALF_SHUT) || conn_cli_shutdown(c) == 0 || errno == ENOTCONN)
         return 0;
+    if (errno == EAGAIN)
+        *want = SIDE_WR;
     return -errno;
 }
 
@@ -448,8 +454,9 @@ static int pump_stream(struct conn *c)
 int relay_pump(struct conn *c)
 {
     /* splice() needs sockets on both sides; an outbound that is a stream
-     * of something else (TLS) goes through buffers and its own calls. */
-    if (!c->out->splice)
+     * of something else (TLS), or a client over TLS, goes through buffers
+     * and the stream calls. */
+    if (!c->out->splice || c->cli_tls)
         return pump_stream(c);
     const struct dir up = {&c->c2u,   c->cli.fd,      c->up.fd,        &c->cli_ev,
                            &c->up_ev, "client-error", "upstream-error"};

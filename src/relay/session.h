@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "config/config.h"
 #include "relay/conn.h"
@@ -70,6 +71,18 @@ void conn_succeeded(struct conn *c);
 void conn_set_outcome(struct conn *c, enum outcome o);
 /* A malformed, unknown or too slow handshake (counted, outcome settled). */
 void conn_bad_handshake(struct conn *c);
+
+/* The client side, through TLS on a tls:// listener (c->cli_tls) or the
+ * plain socket, in the shapes of recv(), send() and shutdown(SHUT_WR):
+ * -1 with errno (EAGAIN: wait for readiness). Over TLS a call moves as
+ * many records as it can, so a short read or write means what it means
+ * on a socket (drained, full); a read or write that waits for the other
+ * readiness (TLS) is retried when that comes (c->cli_cross); a read that
+ * met the end after some bytes sets SIDE_RDHUP (read on until 0).
+ * Shutdown sends close_notify first. */
+ssize_t conn_cli_recv(struct conn *c, void *p, size_t len);
+ssize_t conn_cli_send(struct conn *c, const void *p, size_t len);
+int conn_cli_shutdown(struct conn *c);
 
 /* Read what the client sent into c2u.buf (handshakes). 0 or -errno. */
 int conn_read_handshake(struct conn *c);

@@ -189,7 +189,7 @@ static void socks_udp_drive(struct conn *c)
 {
     char sink[512];
     while (c->cli_ev & SIDE_RD) {
-        ssize_t n = recv(c->cli.fd, sink, sizeof(sink), 0);
+        ssize_t n = conn_cli_recv(c, sink, sizeof(sink));
         if (n > 0)
             continue;
         if (n < 0 && errno == EAGAIN) {

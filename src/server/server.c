@@ -322,6 +322,14 @@ static void warn_restart_needed(const struct config *old, const struct config *n
                  "changed; they apply after a restart");
 }
 
+/* tls:// listeners: the pin a client may use for the certificate served
+ * (curl --proxy-pinnedpubkey, an HTTPS outbound's pin). */
+static void log_tls_pin(const struct config *cfg, const char *when)
+{
+    if (cfg->tls.ctx)
+        log_info("%stls: serving %s, pin %s", when, cfg->tls.cert, cfg->tls.pin);
+}
+
 static void reload_failed(struct server *s, struct config *nc)
 {
     config_unref(nc);
@@ -392,6 +400,7 @@ static void reload(struct server *s)
     config_unref(s->cfg);
     s->cfg = nc;
     metrics_reloaded(s->metrics, nc);
+    log_tls_pin(nc, "reload: ");
     if (config_auth_enabled(nc))
         log_info("reload: configuration applied to new sessions (%zu users)", nc->auth.users->n);
     else
@@ -818,6 +827,7 @@ int server_run(struct config *cfg, const struct config_cli *cli)
     if (workers_up(&s, fds, bound))
         goto out_workers;
     announce_ready(&s, bound);
+    log_tls_pin(cfg, "");
 
     supervise(&s, sfd);
     status = 0;

@@ -39,6 +39,7 @@ struct tls_ctx {
     uint8_t pin[TLS_PIN_LEN];
     uint8_t alpn[64]; /* server: the accepted names in wire form (RFC 7301 section 3.1) */
     uint8_t alpn_len;
+    bool alpn_strict; /* server: a client offering none of them fails (RFC 7301 3.2) */
 };
 
 /* One connection. Owned by its caller; the fd is never closed here. */
@@ -75,11 +76,15 @@ static int tls_alpn_wire(const char *list, uint8_t *out, size_t cap, uint8_t *ou
 /* The last OpenSSL error as text (or fallback), and the queue cleared. */
 static void tls_openssl_error(char *out, size_t outlen, const char *what, const char *fallback)
 {
-    unsigned long e = ERR_peek_last_error();
+    unsigned long e = ERR_peek_last_error(), first = ERR_peek_error();
     char text[160];
     if (e)
         ERR_error_string_n(e, text, sizeof(text));
-    snprintf(out, outlen, "%s: %s", what, e ? text : fallback);
+    /* The first error says what (PEM's "no start line"), the last where
+     * ("PEM lib"): name both when they differ. */
+    const char *why = first && first != e ? ERR_reason_error_string(first) : NULL;
+    snprintf(out, outlen, "%s: %s%s%s%s", what, e ? text : fallback, why ? " (" : "",
+             why ? why : "", why ? ")" : "");
     ERR_clear_error();
 }
 
@@ -128,7 +133,8 @@ static int tls_pin_verify(X509_STORE_CTX *xs, void *arg)
 }
 
 /* Server: pick the first of our names the client offers; none: go on
- * without ALPN (a client that needs one will say so). */
+ * without ALPN (a client that needs one will say so), or with alpn_strict
+ * the fatal no_application_protocol alert of RFC 7301 section 3.2. */
 static int tls_alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
                            const unsigned char *in, unsigned int inlen, void *arg)
 {
@@ -137,7 +143,7 @@ static int tls_alpn_select(SSL *ssl, const unsigned char **out, unsigned char *o
     unsigned char *sel = NULL;
     if (SSL_select_next_proto(&sel, outlen, ctx->alpn, ctx->alpn_len, in, inlen) !=
         OPENSSL_NPN_NEGOTIATED)
-        return SSL_TLSEXT_ERR_NOACK;
+        return ctx->alpn_strict ? SSL_TLSEXT_ERR_ALERT_FATAL : SSL_TLSEXT_ERR_NOACK;
     *out = sel;
     return SSL_TLSEXT_ERR_OK;
 }
@@ -208,6 +214,11 @@ struct tls_ctx *tls_server_ctx_new(const struct tls_server_conf *conf, char *err
     struct tls_ctx *ctx = tls_ctx_alloc(TLS_server_method(), err, errlen);
     if (!ctx)
         return NULL;
+    if (conf->tls12)
+        SSL_CTX_set_min_proto_version(ctx->ssl, TLS1_2_VERSION);
+    /* kTLS where the kernel has it; OpenSSL falls back to user space. */
+    SSL_CTX_set_options(ctx->ssl, SSL_OP_ENABLE_KTLS);
+    ctx->alpn_strict = conf->alpn_strict;
     char what[300];
     if (SSL_CTX_use_certificate_chain_file(ctx->ssl, conf->cert_file) != 1) {
         snprintf(what, sizeof(what), "certificate %s", conf->cert_file);
@@ -460,6 +471,26 @@ void tls_alpn(const struct tls *t, char *out, size_t outlen)
     if (len)
         memcpy(out, p, len);
     out[len] = '\0';
+}
+
+int tls_server_pin(const struct tls_ctx *ctx, char out[TLS_PIN_TEXT])
+{
+    X509 *x = SSL_CTX_get0_certificate(ctx->ssl);
+    uint8_t pin[TLS_PIN_LEN];
+    if (!x || tls_cert_pin(x, pin) < 0)
+        return -ENOENT;
+    tls_pin_text(pin, out);
+    return 0;
+}
+
+bool tls_ktls(const struct tls *t)
+{
+#ifdef OPENSSL_NO_KTLS
+    (void)t;
+    return false;
+#else
+    return BIO_get_ktls_send(SSL_get_wbio(t->ssl)) && BIO_get_ktls_recv(SSL_get_rbio(t->ssl));
+#endif
 }
 
 int tls_peer_pin(const struct tls *t, char out[TLS_PIN_TEXT])

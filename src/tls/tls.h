@@ -59,17 +59,23 @@ struct tls_client_conf {
 
 /* A server: certificate chain and key (PEM files), and the ALPN names it
  * accepts in its order of preference (comma separated; NULL: no ALPN; a
- * client offering none of them is still served, without ALPN). */
+ * client offering none of them is still served, without ALPN, unless
+ * alpn_strict: then the handshake fails with no_application_protocol, as
+ * RFC 7301 section 3.2 says; a client offering no ALPN at all is always
+ * served). tls12: accept TLS 1.2 too. kTLS (SSL_OP_ENABLE_KTLS) is asked
+ * for; OpenSSL falls back to user space where the kernel lacks it. */
 struct tls_server_conf {
     const char *cert_file;
     const char *key_file;
     const char *alpn;
+    bool alpn_strict;
+    bool tls12;
 };
 
 /* Make a client context (TLS 1.3 only). NULL with a sentence in err (a
  * missing or unreadable ca_file, no memory). */
 struct tls_ctx *tls_client_ctx_new(const struct tls_client_conf *conf, char *err, size_t errlen);
-/* Make a server context (TLS 1.3 only). NULL with a sentence in err (a
+/* Make a server context (TLS 1.3, or 1.2 with conf->tls12). NULL with a sentence in err (a
  * certificate or key that cannot be read, or that do not match). */
 struct tls_ctx *tls_server_ctx_new(const struct tls_server_conf *conf, char *err, size_t errlen);
 /* Drop a context; sessions made from it keep their own reference. NULL is a
@@ -119,6 +125,13 @@ void tls_alpn(const struct tls *t, char *out, size_t outlen);
 /* "sha256//BASE64" of the peer certificate's SubjectPublicKeyInfo, after
  * the handshake; 0, or -ENOENT without a peer certificate. */
 int tls_peer_pin(const struct tls *t, char out[TLS_PIN_TEXT]);
+/* "sha256//BASE64" of the SubjectPublicKeyInfo of a server context's
+ * certificate (what a client pins); 0, or -ENOENT. */
+int tls_server_pin(const struct tls_ctx *ctx, char out[TLS_PIN_TEXT]);
+/* Whether the kernel carries the session's records (kTLS) for sending and
+ * receiving, after the handshake. */
+bool tls_ktls(const struct tls *t);
+
 /* "sha256//BASE64" of pin. */
 void tls_pin_text(const uint8_t pin[TLS_PIN_LEN], char out[TLS_PIN_TEXT]);
 

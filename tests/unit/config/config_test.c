@@ -58,6 +58,36 @@ static void test_defaults_without_file(void **state)
     assert_false(c->open_proxy);
 }
 
+/* [tls] defaults and bounds, and the tls:// flag of a listen address (the
+ * certificate itself is loaded only with a tls:// address: e2e tests). */
+static void test_tls_keys(void **state)
+{
+    struct ctx *x = *state;
+    assert_int_equal(load_text(x, "listen = 127.0.0.1:1080\n", NULL), 0);
+    assert_false(x->c->listen[0].tls);
+    assert_int_equal(x->c->tls.min_version, 13);
+    assert_int_equal(x->c->tls.handshake_ms, 10000);
+    assert_int_equal(x->c->tls.per_ip_handshakes, 16);
+    assert_null(x->c->tls.ctx);
+    assert_int_equal(load_text(x,
+                               "[tls]\nmin_version = 1.2\nhandshake_timeout = 2s\n"
+                               "per_ip_handshakes = 0\ncert = a.pem\nkey = a.key\n",
+                               NULL),
+                     0);
+    assert_int_equal(x->c->tls.min_version, 12);
+    assert_int_equal(x->c->tls.handshake_ms, 2000);
+    assert_int_equal(x->c->tls.per_ip_handshakes, 0);
+    assert_int_equal(x->c->tls.cert_line, 5);
+    assert_int_equal(x->c->tls.key_line, 6);
+    assert_null(x->c->tls.ctx); /* no tls:// address: nothing loaded */
+    assert_int_not_equal(load_text(x, "[tls]\nper_ip_handshakes = 70000\n", NULL), 0);
+    assert_int_not_equal(load_text(x, "[tls]\nmin_version = 1.0\n", NULL), 0);
+    assert_int_not_equal(load_text(x, "listen = tls://127.0.0.1:1\n", NULL), 0);
+    assert_non_null(
+        strstr(x->errs.msg[0], ":1: listen: a tls:// address needs [tls] cert and key"));
+    assert_int_not_equal(load_text(x, "listen = tls://nohost:1\n", NULL), 0);
+}
+
 static void test_empty_file_keeps_defaults(void **state)
 {
     struct ctx *x = *state;
@@ -490,7 +520,7 @@ static void test_section_is_error(void **state)
 {
     struct ctx *x = *state;
     const char *msg = "unknown section [server] (known: [auth], [udp], [http], [rules], [limits], "
-                      "[metrics], [dns], [outbound NAME]; other keys go at the top)";
+                      "[metrics], [dns], [tls], [outbound NAME]; other keys go at the top)";
     /* Reported at the header's own line, whether or not keys follow it. */
     expect_load_fails(x, "workers = 2\n[server]\nbacklog = 5\n", NULL, 1);
     expect_msg(x, 0, "%s:2: %s", x->path, msg);
@@ -499,11 +529,11 @@ static void test_section_is_error(void **state)
     expect_load_fails(x, "[a]\n[b]\nworkers = 0\n", NULL, 2);
     expect_msg(x, 0,
                "%s:1: unknown section [a] (known: [auth], [udp], [http], [rules], [limits], "
-               "[metrics], [dns], [outbound NAME]; other keys go at the top)",
+               "[metrics], [dns], [tls], [outbound NAME]; other keys go at the top)",
                x->path);
     expect_msg(x, 1,
                "%s:2: unknown section [b] (known: [auth], [udp], [http], [rules], [limits], "
-               "[metrics], [dns], [outbound NAME]; other keys go at the top)",
+               "[metrics], [dns], [tls], [outbound NAME]; other keys go at the top)",
                x->path);
     expect_load_fails(x, "[server\n", NULL, 1);
     expect_msg(x, 0, "%s:1: syntax error: section header without ']'", x->path);
@@ -888,6 +918,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_defaults_without_file),
+        T(test_tls_keys),
         T(test_empty_file_keeps_defaults),
         T(test_every_key_valid),
         T(test_key_value_variants),

@@ -366,6 +366,47 @@ static void test_truncation_and_bad_files(void **state)
     tls_ctx_free(ctx);
 }
 
+/* A server that accepts only http/1.1 with alpn_strict: a client offering
+ * only h2 fails with no_application_protocol (RFC 7301 section 3.2); one
+ * offering no ALPN is served. tls_server_pin() is the pin clients see. */
+static void test_server_alpn_strict_and_pin(void **state)
+{
+    (void)state;
+    char err[TLS_ERROR_MAX] = "";
+    struct tls_server_conf sc = {
+        .cert_file = self_pem, .key_file = self_key, .alpn = "http/1.1", .alpn_strict = true};
+    struct tls_ctx *sctx = tls_server_ctx_new(&sc, err, sizeof(err));
+    if (!sctx)
+        fail_msg("server context: %s", err);
+    uint8_t pin[TLS_PIN_LEN];
+    pin_of(selfsigned.cert, pin);
+    char have[TLS_PIN_TEXT], want_text[TLS_PIN_TEXT];
+    tls_pin_text(pin, want_text);
+    assert_int_equal(tls_server_pin(sctx, have), 0);
+    assert_string_equal(have, want_text);
+    for (int i = 0; i < 2; i++) {
+        struct tls_client_conf cc = {.pin = pin, .alpn = i == 0 ? "h2" : NULL};
+        struct tls_ctx *cctx = tls_client_ctx_new(&cc, err, sizeof(err));
+        assert_non_null(cctx);
+        struct pair p = {0};
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, p.fd), 0);
+        p.cli = tls_client_new(cctx, p.fd[0], "localhost");
+        p.srv = tls_server_new(sctx, p.fd[1]);
+        tls_ctx_free(cctx);
+        pair_handshake(&p);
+        if (i == 0) {
+            assert_int_equal(p.src, -EPROTO);
+            assert_non_null(strstr(tls_error(p.srv), "no application protocol"));
+        } else {
+            assert_int_equal(p.crc, 0);
+            assert_int_equal(p.src, 0);
+            assert_false(tls_ktls(p.srv)); /* a socketpair is not TCP */
+        }
+        pair_close(&p);
+    }
+    tls_ctx_free(sctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -374,6 +415,7 @@ int main(void)
         cmocka_unit_test(test_ca_verify),
         cmocka_unit_test(test_ca_verify_fails),
         cmocka_unit_test(test_truncation_and_bad_files),
+        cmocka_unit_test(test_server_alpn_strict_and_pin),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
