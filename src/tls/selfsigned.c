@@ -12,6 +12,7 @@
  * logs or prints; the caller says what happened.
  */
 #include "tls/selfsigned.h"
+#include "tls/x509.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -97,18 +98,11 @@ static int cert_fail(char *err, size_t errlen, const char *what, int rc)
     return rc;
 }
 
-/* SHA-256 of the DER SubjectPublicKeyInfo of x, as text. 0 or -EINVAL. */
+/* The pin of x as text. 0 or -EINVAL. */
 static int pin_of_x509(X509 *x, char out[TLS_PIN_TEXT])
 {
-    unsigned char *der = NULL;
-    int len = i2d_X509_PUBKEY(X509_get_X509_PUBKEY(x), &der);
-    if (len <= 0)
-        return -EINVAL;
-    uint8_t md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
-    int ok = EVP_Digest(der, (size_t)len, md, &mdlen, EVP_sha256(), NULL);
-    OPENSSL_free(der);
-    if (!ok || mdlen != TLS_PIN_LEN)
+    uint8_t md[TLS_PIN_LEN];
+    if (tls_cert_pin(x, md) < 0)
         return -EINVAL;
     tls_pin_text(md, out);
     return 0;

@@ -28,6 +28,7 @@
 #include <openssl/x509v3.h>
 
 #include "tls/tls.h"
+#include "tls/x509.h"
 
 /* Shared by threads and refcounted: each session holds a reference, so a
  * context may be dropped (a reloaded configuration) while sessions made
@@ -94,8 +95,7 @@ void tls_pin_text(const uint8_t pin[TLS_PIN_LEN], char out[TLS_PIN_TEXT])
     EVP_EncodeBlock((unsigned char *)out + 8, pin, TLS_PIN_LEN); /* 44 characters and a NUL */
 }
 
-/* SHA-256 of the DER SubjectPublicKeyInfo of x. 0 or -EINVAL. */
-static int tls_cert_pin(X509 *x, uint8_t pin[TLS_PIN_LEN])
+int tls_cert_pin(X509 *x, uint8_t pin[TLS_PIN_LEN])
 {
     unsigned char *der = NULL;
     int len = i2d_X509_PUBKEY(X509_get_X509_PUBKEY(x), &der);
