@@ -64,14 +64,17 @@ struct bench_opts {
     const char *auth;     /* none, plain or argon2 */
     int auth_cachettl_s;  /* -1: ferry's default */
     bool json;
-    bool blast;          /* udp: unpaced sending instead of one request in flight */
-    bool echo_gro;       /* udp: the echo takes coalesced runs (UDP_GRO) */
-    uint8_t http_proxy;  /* requests: enum http_proxy_mode */
-    unsigned nrules;     /* rules: how many synthetic rules */
-    bool allow_failures; /* --allow-failures: a shortfall is reported, not failed */
-    bool progress;       /* stderr is a TTY */
-    int argc;            /* the arguments after `ferry` as given, for the report */
-    const char **argv;   /* (the first argc of argv_total) */
+    bool blast;               /* udp: unpaced sending instead of one request in flight */
+    bool echo_gro;            /* udp: the echo takes coalesced runs (UDP_GRO) */
+    uint8_t http_proxy;       /* requests: enum http_proxy_mode */
+    uint8_t https_proxy;      /* --https-proxy: enum https_proxy_mode (TLS to the proxy) */
+    const char *proxy_cacert; /* --proxy-cacert FILE: an external TLS proxy's CA */
+    const char *proxy_pin;    /* --proxy-pin sha256//...: an external TLS proxy's pin */
+    unsigned nrules;          /* rules: how many synthetic rules */
+    bool allow_failures;      /* --allow-failures: a shortfall is reported, not failed */
+    bool progress;            /* stderr is a TTY */
+    int argc;                 /* the arguments after `ferry` as given, for the report */
+    const char **argv;        /* (the first argc of argv_total) */
     int argv_total;
 };
 
@@ -166,7 +169,14 @@ static inline const uint8_t *pattern_at(uint64_t off)
 
 /* ---- client connections (client.c) ---- */
 
-enum sc_phase { SC_CONNECT, SC_METHOD, SC_AUTH, SC_REPLY, SC_HTTP, SC_OPEN, SC_FAILED };
+enum sc_phase { SC_CONNECT, SC_TLS, SC_METHOD, SC_AUTH, SC_REPLY, SC_HTTP, SC_OPEN, SC_FAILED };
+
+/* --https-proxy: how the clients reach the proxy over TLS 1.3 (none: plain
+ * TCP). Only h1 (HTTP/1.1 over TLS) is served. */
+enum https_proxy_mode { HTTPS_PROXY_NONE, HTTPS_PROXY_H1, HTTPS_PROXY_H2 };
+
+struct tls_ctx;
+struct tls;
 
 /* How requests reach an HTTP proxy (--http-proxy). */
 enum http_proxy_mode { HTTP_PROXY_NONE, HTTP_PROXY_CONNECT, HTTP_PROXY_ABSOLUTE };
@@ -176,6 +186,7 @@ enum sc_fail {
     SC_FAIL_SOCKET, /* the OS: connect() errors, resets before a reply */
     SC_FAIL_SOCKS,  /* the proxy: a SOCKS failure reply or a protocol error */
     SC_FAIL_DATA,   /* the proxy: data through the tunnel came back wrong */
+    SC_FAIL_TLS,    /* the TLS handshake with the proxy (or its verification) failed */
 };
 
 /* Where a client connection goes and how. */
@@ -187,6 +198,8 @@ struct route {
     const char *user, *pass; /* RFC 1929 credentials, or NULL for no auth */
     uint8_t cmd;             /* SOCKS5 command: CONNECT (0 means CONNECT) or UDP ASSOCIATE */
     uint8_t http;            /* enum http_proxy_mode: talk HTTP to the proxy instead */
+    struct tls_ctx *tls;     /* non-NULL: TLS 1.3 to the proxy first (--https-proxy) */
+    char tls_host[64];       /* the name the proxy's certificate is checked against */
 };
 
 /* One client connection; embedded in a scenario's own struct. */
@@ -203,6 +216,7 @@ struct sclient {
     uint8_t http_state; /* SC_HTTP: status checked (1), blank-line progress */
     uint8_t crlf;
     struct addr bnd; /* BND of the reply (the relay's UDP address for UDP ASSOCIATE) */
+    struct tls *tls; /* the TLS session to the proxy (route->tls), or NULL */
 };
 
 #define SC_RD    1u
@@ -216,6 +230,15 @@ int sclient_open(struct sclient *s, struct loop *l, const struct route *r, io_cb
  * connection is open for data, 0 while in progress, -1 on failure. */
 int sclient_step(struct sclient *s, const struct route *r, uint32_t events);
 void sclient_close(struct sclient *s, bool abortive);
+/* Read from an open connection: through its TLS session when it has one,
+ * else recv(2). > 0 bytes, 0 at EOF, or -1 with errno set (EAGAIN: nothing
+ * now; with TLS, the socket readiness it waits for is cleared from s->ev). */
+ssize_t sclient_recv(struct sclient *s, void *p, size_t n);
+/* Write to an open connection the same way (send(2) with MSG_NOSIGNAL, or
+ * one TLS record at a time: a short count says nothing about the socket
+ * then). After EAGAIN with TLS, offer the same bytes again. > 0 or -1 with
+ * errno set. */
+ssize_t sclient_send(struct sclient *s, const void *p, size_t n);
 /* Why a failed connection failed, in words, into buf (e.g. "the proxy
  * closed the connection before replying", "SOCKS5 reply 5 (connection
  * refused)", "connect: Connection refused"). */

@@ -4,7 +4,10 @@
  * a generator thread's loop, and the generator threads themselves. The
  * handshake is done the strict way real clients do it (greeting, wait for
  * the method, request, wait for the reply), never pipelined, so a proxy is
- * not flattered.
+ * not flattered. With --https-proxy the connection to the proxy is TLS 1.3
+ * first (tls/tls.h, driven nonblocking by the same loop, the certificate
+ * always verified), and everything after the handshake goes through the
+ * session.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -18,6 +21,7 @@
 
 #include "bench/bench.h"
 #include "core/sock.h"
+#include "tls/tls.h"
 
 uint8_t *pattern_ext;
 
@@ -139,12 +143,45 @@ static int sc_fail(struct sclient *s, uint8_t kind, int err)
     return -1;
 }
 
+/* errno from a TLS call's result; EAGAIN clears the readiness it waits for. */
+static ssize_t tls_ret(struct sclient *s, ssize_t rc, uint8_t want)
+{
+    if (rc >= 0)
+        return rc;
+    if (rc == -EAGAIN)
+        s->ev &= (uint8_t) ~((want & TLS_WANT_WRITE) ? SC_WR : SC_RD);
+    errno = (int)-rc;
+    return -1;
+}
+
+ssize_t sclient_recv(struct sclient *s, void *p, size_t n)
+{
+    if (!s->tls)
+        return recv(s->io.fd, p, n, 0);
+    uint8_t want = 0;
+    return tls_ret(s, tls_read(s->tls, p, n, &want), want);
+}
+
+ssize_t sclient_send(struct sclient *s, const void *p, size_t n)
+{
+    if (!s->tls)
+        return send(s->io.fd, p, n, MSG_NOSIGNAL);
+    uint8_t want = 0;
+    return tls_ret(s, tls_write(s->tls, p, n, &want), want);
+}
+
+/* Handshake messages are small: all of one goes out at once, or the
+ * connection fails. */
 static int sc_send(struct sclient *s, const uint8_t *p, size_t n)
 {
-    ssize_t w = send(s->io.fd, p, n, MSG_NOSIGNAL);
-    if (w == (ssize_t)n)
-        return 0;
-    return sc_fail(s, SC_FAIL_SOCKET, w < 0 ? -errno : -EAGAIN);
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = sclient_send(s, p + done, n - done);
+        if (w <= 0)
+            return sc_fail(s, SC_FAIL_SOCKET, w < 0 ? -errno : -EAGAIN);
+        done += (size_t)w;
+    }
+    return 0;
 }
 
 /* Read what is there into rbuf. Returns 0, or -1 after failing s. */
@@ -153,7 +190,7 @@ static int sc_read(struct sclient *s)
     while (s->ev & SC_RD) {
         if (s->rlen == sizeof(s->rbuf))
             return 0;
-        ssize_t n = recv(s->io.fd, s->rbuf + s->rlen, sizeof(s->rbuf) - s->rlen, 0);
+        ssize_t n = sclient_recv(s, s->rbuf + s->rlen, sizeof(s->rbuf) - s->rlen);
         if (n > 0) {
             s->rlen = (uint16_t)(s->rlen + n);
         } else if (n == 0) {
@@ -179,6 +216,8 @@ static void sc_consume(struct sclient *s, size_t n)
  * STEP_NEXT: the phase changed, go on with the next. */
 #define STEP_NEXT 2
 
+static int step_proto(struct sclient *s, const struct route *r);
+
 static int step_connect(struct sclient *s, const struct route *r)
 {
     if (!(s->ev & SC_WR))
@@ -186,6 +225,33 @@ static int step_connect(struct sclient *s, const struct route *r)
     int err = sock_error(s->io.fd);
     if (err)
         return sc_fail(s, SC_FAIL_SOCKET, err);
+    if (r->tls && !s->tls) {
+        s->tls = tls_client_new(r->tls, s->io.fd, r->tls_host);
+        if (!s->tls)
+            return sc_fail(s, SC_FAIL_SOCKET, -ENOMEM);
+        s->phase = SC_TLS;
+        return STEP_NEXT;
+    }
+    return step_proto(s, r);
+}
+
+/* The TLS handshake with the proxy, then the proxy protocol over it. */
+static int step_tls(struct sclient *s, const struct route *r)
+{
+    uint8_t want = 0;
+    int rc = tls_handshake(s->tls, &want);
+    if (rc == -EAGAIN) {
+        s->ev &= (uint8_t) ~((want & TLS_WANT_WRITE) ? SC_WR : SC_RD);
+        return 0;
+    }
+    if (rc)
+        return sc_fail(s, rc == -EPROTO ? SC_FAIL_TLS : SC_FAIL_SOCKET, rc);
+    return step_proto(s, r);
+}
+
+/* Connected (and through TLS): the first message of the proxy protocol. */
+static int step_proto(struct sclient *s, const struct route *r)
+{
     if (r->mode == BENCH_DIRECT || r->mode == BENCH_RELAY || r->http == HTTP_PROXY_ABSOLUTE) {
         s->phase = SC_OPEN;
         return 1;
@@ -294,7 +360,7 @@ static int step_http(struct sclient *s, const struct route *r)
     (void)r;
     while (s->ev & SC_RD) {
         uint8_t b[64];
-        ssize_t n = recv(s->io.fd, b, sizeof(b), 0);
+        ssize_t n = sclient_recv(s, b, sizeof(b));
         if (n == 0)
             return sc_fail(s, SC_FAIL_SOCKET, -ECONNRESET);
         if (n < 0) {
@@ -330,8 +396,8 @@ static int step_http(struct sclient *s, const struct route *r)
 
 /* The handshake, a step per phase (SC_OPEN and SC_FAILED have none). */
 static int (*const steps[])(struct sclient *s, const struct route *r) = {
-    [SC_CONNECT] = step_connect, [SC_METHOD] = step_method, [SC_AUTH] = step_auth,
-    [SC_REPLY] = step_reply,     [SC_HTTP] = step_http,
+    [SC_CONNECT] = step_connect, [SC_TLS] = step_tls,     [SC_METHOD] = step_method,
+    [SC_AUTH] = step_auth,       [SC_REPLY] = step_reply, [SC_HTTP] = step_http,
 };
 
 int sclient_step(struct sclient *s, const struct route *r, uint32_t events)
@@ -355,6 +421,8 @@ int sclient_step(struct sclient *s, const struct route *r, uint32_t events)
 
 void sclient_close(struct sclient *s, bool abortive)
 {
+    tls_free(s->tls); /* no close_notify: the bench closes hard or at the end */
+    s->tls = NULL;
     if (s->io.fd < 0)
         return;
     if (abortive)
@@ -367,7 +435,10 @@ void sclient_close(struct sclient *s, bool abortive)
 void sclient_fail_reason(const struct sclient *s, const struct route *r, char *buf, size_t cap)
 {
     const char *via = r->mode == BENCH_DIRECT ? "the target" : "the proxy";
-    if (s->fail == SC_FAIL_SOCKS) {
+    if (s->fail == SC_FAIL_TLS) {
+        snprintf(buf, cap, "TLS handshake with the proxy: %s",
+                 s->tls && *tls_error(s->tls) ? tls_error(s->tls) : "failed");
+    } else if (s->fail == SC_FAIL_SOCKS) {
         if (r->http)
             snprintf(buf, cap, "the HTTP proxy answered CONNECT with a status other than 200");
         else if (s->rep)

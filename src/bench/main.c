@@ -23,7 +23,9 @@
 #include "bench/options.h"
 #include "bench/proc.h"
 #include "bench/report.h"
+#include "config/outbound.h"
 #include "crypto/fcrypto.h"
+#include "tls/tls.h"
 #include "util/compiler.h"
 
 /* The credentials of --auth (RFC 1929); a self-hosted ferry gets a userlist
@@ -44,6 +46,32 @@ struct self_host {
 
 static int self_stop(struct bench *b, struct self_host *sh);
 
+/* --https-proxy: the clients' TLS context, verifying the proxy by pin (a
+ * self-hosted ferry's, or --proxy-pin) or by the CA file (--proxy-cacert:
+ * the certificate must name the proxy's address); it replaces the one
+ * before (a restarted ferry has a new certificate). Between runs only: no
+ * client uses it meanwhile. Returns 0, or 1 (told). */
+static int route_tls(struct bench *b, const char *ca_file, const char *pin_text)
+{
+    uint8_t pin[TLS_PIN_LEN];
+    if (pin_text && outbound_pin_parse(pin_text, pin)) {
+        fprintf(stderr, "ferry bench: bad pin '%s'\n", pin_text);
+        return 1;
+    }
+    struct tls_client_conf tc = {
+        .pin = pin_text ? pin : NULL, .ca_file = ca_file, .alpn = "http/1.1"};
+    char err[256];
+    struct tls_ctx *ctx = tls_client_ctx_new(&tc, err, sizeof(err));
+    if (!ctx) {
+        fprintf(stderr, "ferry bench: TLS to the proxy: %s\n", err);
+        return 1;
+    }
+    tls_ctx_free(b->route.tls);
+    b->route.tls = ctx;
+    addr_format_ip(&b->route.via, b->route.tls_host, sizeof(b->route.tls_host));
+    return 0;
+}
+
 /* Start the chain from its end: each ferry but the last needs the address
  * of the next, known once that one listens. Only the first authenticates
  * the clients (--auth): the hops behind it take whatever it sends on. */
@@ -59,6 +87,7 @@ static int self_start(struct bench *b, struct self_host *sh)
             .next = i + 1 < n ? &sh->hop[i + 1].addr : NULL,
             .userlist = i == 0 && sh->userlist[0] ? sh->userlist : NULL,
             .auth_extra = sh->auth_extra,
+            .tls = i == 0 && o->https_proxy,
         };
         int rc = child_start(&sh->hop[i], o->ferry, &cc);
         if (rc) {
@@ -76,6 +105,10 @@ static int self_start(struct bench *b, struct self_host *sh)
     }
     b->route.via = sh->hop[0].addr;
     b->npids = n;
+    if (o->https_proxy && route_tls(b, NULL, sh->hop[0].pin)) {
+        self_stop(b, sh);
+        return -EPROTO;
+    }
     return 0;
 }
 
@@ -245,6 +278,8 @@ static int route_setup(struct bench *b, struct self_host *sh, bool restart, char
         _Static_assert(sizeof(b->pids) >= sizeof(o->proxy_pids), "--proxy-pid fits in pids");
         memcpy(b->pids, o->proxy_pids, sizeof(o->proxy_pids));
         b->npids = o->nproxy_pids;
+        if (o->https_proxy && route_tls(b, o->proxy_cacert, o->proxy_pin))
+            return 1;
         snprintf(target, cap, "%s at %s%s", o->mode == BENCH_PROXY ? "proxy" : "relay",
                  addr_format(&o->proxy, a, sizeof(a)), b->npids ? "" : " (no --proxy-pid: no CPU)");
         break;
@@ -330,5 +365,6 @@ int bench_main(int argc, char **argv)
     if (!st)
         st = run_all(&b, &sh, sc, restart, target);
     targets_stop(b.t);
+    tls_ctx_free(b.route.tls);
     return st;
 }

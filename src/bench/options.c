@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/outbound.h"
 #include "util/addr.h"
 #include "util/compiler.h"
 #include "util/parse.h"
@@ -98,6 +99,14 @@ static const char usage_options[] =
     "  --http-proxy MODE    requests (and throughput, handshakes, connections): talk to\n"
     "                       the proxy as an HTTP proxy: connect (CONNECT tunnels) or\n"
     "                       absolute (GET http://host/path; requests only)\n"
+    "  --https-proxy h1     throughput, handshakes, requests: reach the proxy over TLS\n"
+    "                       1.3, then HTTP/1.1 (CONNECT, or absolute-form for requests;\n"
+    "                       --http-proxy chooses); a self-hosted ferry gets a throwaway\n"
+    "                       certificate and is verified by its pin (h2: not served yet)\n"
+    "  --proxy-cacert FILE  with --proxy and --https-proxy: the CA (PEM) the proxy's\n"
+    "                       certificate must lead to; it must name the --proxy address\n"
+    "  --proxy-pin PIN      with --proxy and --https-proxy: the proxy's pin, sha256//...\n"
+    "                       (ferry cert prints it)\n"
     "  --requests N         measured requests (1000; 1..10000000), after\n"
     "                       --warm-requests N (100; 0..10000000)\n"
     "  --downloads L        concurrent large downloads (8; 1..1000) of --download-size\n"
@@ -402,6 +411,37 @@ static int set_http_proxy(const struct optdef *d, const char *arg, struct bench_
     return 0;
 }
 
+static int usage_error(const char *what);
+
+static int set_https_proxy(const struct optdef *d, const char *arg, struct bench_opts *o,
+                           struct bench_cli *c)
+{
+    (void)c;
+    if (strcmp(arg, "h1") == 0)
+        o->https_proxy = HTTPS_PROXY_H1;
+    else if (strcmp(arg, "h2") == 0)
+        return usage_error("--https-proxy h2: HTTP/2 is not served yet (ferry has no h2 "
+                           "inbound); use --https-proxy h1");
+    else
+        return bad_value(d->name, arg);
+    return 0;
+}
+
+static int set_proxy_tls(const struct optdef *d, const char *arg, struct bench_opts *o,
+                         struct bench_cli *c)
+{
+    (void)c;
+    if (strcmp(d->name, "--proxy-cacert") == 0) {
+        o->proxy_cacert = arg;
+        return 0;
+    }
+    uint8_t pin[32];
+    if (outbound_pin_parse(arg, pin))
+        return bad_value(d->name, arg);
+    o->proxy_pin = arg;
+    return 0;
+}
+
 static int set_auth(const struct optdef *d, const char *arg, struct bench_opts *o,
                     struct bench_cli *c)
 {
@@ -520,6 +560,9 @@ static const struct optdef optdefs[] = {
     {.name = "--blast", FLAG, .set = set_flag, FIELD(F_BOOL, blast), .val = true},
     {.name = "--no-echo-gro", FLAG, .set = set_flag, FIELD(F_BOOL, echo_gro), .val = false},
     {.name = "--http-proxy", ARG, .set = set_http_proxy},
+    {.name = "--https-proxy", ARG, .set = set_https_proxy},
+    {.name = "--proxy-cacert", ARG, .set = set_proxy_tls},
+    {.name = "--proxy-pin", ARG, .set = set_proxy_tls},
     {.name = "--rules", ARG, .set = set_count, FIELD(F_UNSIGNED, nrules), RANGE(0, 1000000, "")},
     {.name = "--auth", ARG, .set = set_auth},
     {.name = "--auth-cachettl",
@@ -644,8 +687,35 @@ static int usage_error(const char *what)
     return 2;
 }
 
+/* --https-proxy and its verification options, once the scenario is known;
+ * without --http-proxy the HTTP mode becomes connect (absolute for
+ * requests). Returns 0, or 2 (told). */
+static int check_https(struct bench_opts *o, const struct bench_scenario *sc)
+{
+    if (!o->https_proxy) {
+        if (o->proxy_cacert || o->proxy_pin)
+            return usage_error("--proxy-cacert and --proxy-pin need --https-proxy");
+        return 0;
+    }
+    if (strcmp(sc->name, "throughput") && strcmp(sc->name, "handshakes") &&
+        strcmp(sc->name, "requests"))
+        return usage_error("--https-proxy: not yet for this scenario (throughput, handshakes "
+                           "and requests only)");
+    if (o->mode != BENCH_SELF && o->mode != BENCH_PROXY)
+        return usage_error("--https-proxy needs a proxy (self-hosted or --proxy)");
+    if (o->mode == BENCH_SELF && (o->proxy_cacert || o->proxy_pin))
+        return usage_error("--proxy-cacert and --proxy-pin are for an external proxy "
+                           "(--proxy): a self-hosted ferry is verified by its own pin");
+    if (o->mode == BENCH_PROXY && !o->proxy_cacert == !o->proxy_pin)
+        return usage_error("--https-proxy with --proxy needs one of --proxy-cacert FILE or "
+                           "--proxy-pin sha256//... (the proxy is never trusted unverified)");
+    if (!o->http_proxy)
+        o->http_proxy = (sc->flags & SCF_HTTP_ABSOLUTE) ? HTTP_PROXY_ABSOLUTE : HTTP_PROXY_CONNECT;
+    return 0;
+}
+
 /* The options combined, once the scenario is known. */
-static int check_combination(const struct bench_opts *o, const struct bench_cli *c)
+static int check_combination(struct bench_opts *o, const struct bench_cli *c)
 {
     const struct bench_scenario *sc = c->sc;
     if (o->http_proxy &&
@@ -654,6 +724,8 @@ static int check_combination(const struct bench_opts *o, const struct bench_cli 
                            "scenario");
     if (o->http_proxy == HTTP_PROXY_ABSOLUTE && !(sc->flags & SCF_HTTP_ABSOLUTE))
         return usage_error("--http-proxy absolute only makes sense for requests");
+    if (check_https(o, sc))
+        return 2;
     if (o->chain > 1 && ((sc->flags & SCF_NO_PROXY) || o->mode != BENCH_SELF))
         return usage_error("--chain starts its own ferries: not with --proxy, --relay, "
                            "--direct or the rules scenario (to measure a chain of your own, "

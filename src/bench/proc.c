@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "tls/selfsigned.h"
 
 static void sleep_ms(long ms)
 {
@@ -207,7 +208,7 @@ int child_conf_format(char *buf, size_t cap, const struct child_conf *cc)
     if (cap == 0)
         return -1;
     buf[0] = '\0';
-    PUT("# written by ferry bench\nlisten = 127.0.0.1:0\n");
+    PUT("# written by ferry bench\nlisten = %s127.0.0.1:0\n", cc->tls ? "tls://" : "");
     if (cc->workers)
         PUT("workers = %u\n", cc->workers);
     if (cc->next)
@@ -220,15 +221,44 @@ int child_conf_format(char *buf, size_t cap, const struct child_conf *cc)
     if (cc->userlist)
         PUT("[auth]\nuserlist = users\n%s%s", cc->auth_extra ? cc->auth_extra : "",
             cc->auth_extra && *cc->auth_extra ? "\n" : "");
+    if (cc->tls)
+        PUT("[tls]\ncert = %s/cert.pem\nkey = %s/key.pem\n", cc->tls_dir ? cc->tls_dir : ".",
+            cc->tls_dir ? cc->tls_dir : ".");
 #undef PUT
     return (int)len;
 }
 
 /* DIR/ferry.conf (and DIR/users) for cc. Returns 0 or -errno. */
-static int child_write_conf(const struct child *c, const struct child_conf *cc, const char *conf)
+/* A throwaway certificate for a TLS child into c->dir; its pin into c->pin.
+ * Returns 0 or -errno (told on stderr). */
+static int child_make_cert(struct child *c)
+{
+    struct tls_cert_conf conf = {.names = {"localhost", "127.0.0.1"}, .nnames = 2, .days = 1};
+    struct tls_cert cert;
+    char err[256];
+    memset(&cert, 0, sizeof(cert));
+    int rc = tls_cert_make(&conf, &cert, err, sizeof(err));
+    if (!rc)
+        rc = tls_cert_write(&cert, c->dir, true, err, sizeof(err));
+    if (!rc)
+        snprintf(c->pin, sizeof(c->pin), "%s", cert.pin);
+    else
+        fprintf(stderr, "ferry bench: cannot make the proxy's certificate: %s\n", err);
+    tls_cert_fini(&cert);
+    return rc;
+}
+
+static int child_write_conf(struct child *c, const struct child_conf *cc, const char *conf)
 {
     static char text[8192]; /* the bench's main thread only */
-    if (child_conf_format(text, sizeof(text), cc) < 0)
+    struct child_conf tc = *cc;
+    tc.tls_dir = c->dir;
+    if (cc->tls) {
+        int rc = child_make_cert(c);
+        if (rc)
+            return rc;
+    }
+    if (child_conf_format(text, sizeof(text), &tc) < 0)
         return -E2BIG;
     if (cc->userlist) {
         char up[128];
@@ -319,6 +349,10 @@ int child_stop(struct child *c)
         snprintf(p, sizeof(p), "%s/ferry.log", c->dir);
         unlink(p);
         snprintf(p, sizeof(p), "%s/users", c->dir);
+        unlink(p);
+        snprintf(p, sizeof(p), "%s/cert.pem", c->dir);
+        unlink(p);
+        snprintf(p, sizeof(p), "%s/key.pem", c->dir);
         unlink(p);
         rmdir(c->dir);
         c->dir[0] = '\0';

@@ -12,12 +12,14 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "tls/tls.h"
 #include "util/addr.h"
 
 struct child {
     pid_t pid;
-    struct addr addr; /* where it listens */
-    char dir[64];     /* temporary directory for its config and log */
+    struct addr addr;       /* where it listens */
+    char dir[64];           /* temporary directory for its config and log */
+    char pin[TLS_PIN_TEXT]; /* with cc->tls: the pin of the certificate it serves */
 };
 
 /* What a self-hosted ferry's configuration says beyond listen =
@@ -28,6 +30,8 @@ struct child_conf {
     const struct addr *next; /* the next ferry of a chain, or NULL: the way out is direct */
     const char *userlist;    /* the users file's line, or NULL: no [auth] section */
     const char *auth_extra;  /* more [auth] lines (with userlist), or NULL */
+    bool tls;                /* a TLS listener with a throwaway certificate (--https-proxy) */
+    const char *tls_dir;     /* child_conf_format: where cert.pem and key.pem are (with tls) */
 };
 
 /* The name of the outbound a ferry of a chain sends its sessions through. */
@@ -39,13 +43,17 @@ struct child_conf {
  * socks5://ADDR of the next ferry (an IP address: no name is resolved
  * along the chain); with a userlist, an [auth] section naming the file
  * "users" beside the config. Top-level keys come before every section.
+ * With tls, the listener is tls://127.0.0.1:0 and a [tls] section names
+ * cc->tls_dir's cert.pem and key.pem.
  * Returns the length, or -1 when it does not fit. Pure: no I/O. */
 int child_conf_format(char *buf, size_t cap, const struct child_conf *cc);
 
 /* Start `ferry serve -c DIR/ferry.conf` with the configuration cc says
- * (child_conf_format; the users file holds cc->userlist); wait until it
- * listens. Returns 0, or -errno (the log of a ferry that exited at start
- * is copied to stderr). On failure c->dir may still need child_stop(). */
+ * (child_conf_format; the users file holds cc->userlist; with cc->tls a
+ * self-signed certificate for localhost and 127.0.0.1 is made in-process
+ * into DIR/cert.pem and DIR/key.pem and its pin kept in c->pin, and the
+ * listener is tls://127.0.0.1:0); wait until it listens. Returns 0, or -errno (the log of a ferry
+ * that exited at start is copied to stderr). On failure c->dir may still need child_stop(). */
 int child_start(struct child *c, const char *ferry, const struct child_conf *cc);
 /* SIGTERM, wait (bounded), SIGKILL if needed; remove the directory.
  * Returns the exit status, or -1. */

@@ -194,6 +194,10 @@ void bench_report_header(const struct bench *b, const char *target)
     print_params(o, sc->shows);
     if (!in_process && strcmp(o->auth, "none") != 0)
         printf(", auth %s", o->auth);
+    if (o->https_proxy)
+        printf(", https proxy h1 (TLS 1.3, %s)", self           ? "self-signed, pinned"
+                                                 : o->proxy_pin ? "pinned"
+                                                                : "CA-verified");
     if (o->http_proxy)
         printf(", http proxy %s", http_proxy_name(o->http_proxy));
     if (self && o->chain > 1)
@@ -245,12 +249,12 @@ static void json_params(const struct bench_opts *o, const struct bench_scenario 
            "\"warm_requests\":%u,\"downloads\":%u,\"download_size\":%zu,\"ping_s\":%g,"
            "\"threads\":%u,\"proxy_workers\":%u,\"spread_src\":%s,\"auth\":\"%s\","
            "\"auth_cachettl_s\":%d,\"blast\":%s,\"echo_gro\":%s,\"http_proxy\":\"%s\","
-           "\"target_port\":%u,\"allow_failures\":%s",
+           "\"https_proxy\":\"%s\",\"target_port\":%u,\"allow_failures\":%s",
            o->runs, o->duration_s, o->warmup_s, o->connections, o->concurrency, o->payload,
            o->requests, o->warm_requests, o->downloads, o->download_size, o->ping_s, o->threads,
            o->proxy_workers, o->spread_src ? "true" : "false", o->auth, o->auth_cachettl_s,
            o->blast ? "true" : "false", o->echo_gro ? "true" : "false",
-           http_proxy_name(o->http_proxy), (unsigned)o->target_port,
+           http_proxy_name(o->http_proxy), o->https_proxy ? "h1" : "none", (unsigned)o->target_port,
            o->allow_failures ? "true" : "false");
     if (sc->shows & SCP_RULES)
         printf(",\"rules\":%u", o->nrules);

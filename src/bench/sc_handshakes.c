@@ -88,7 +88,7 @@ static void hs_on_io(struct io *io, uint32_t events)
         return;
     if (!s->sent) {
         uint8_t one = 0x5a;
-        if (send(io->fd, &one, 1, MSG_NOSIGNAL) != 1) {
+        if (sclient_send(&s->sc, &one, 1) != 1) {
             s->sc.fail = SC_FAIL_SOCKET;
             s->sc.err = -errno;
             hs_finish(s, false);
@@ -97,7 +97,7 @@ static void hs_on_io(struct io *io, uint32_t events)
         s->sent = true;
     }
     uint8_t back[2];
-    ssize_t n = recv(io->fd, back, sizeof(back), 0);
+    ssize_t n = sclient_recv(&s->sc, back, sizeof(back));
     if (n == 1 && back[0] == 0x5a) {
         hs_finish(s, true);
     } else if (n > 0) {

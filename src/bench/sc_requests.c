@@ -177,7 +177,7 @@ static void rq_on_io(struct io *io, uint32_t events)
                     : snprintf(req, sizeof(req),
                                "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n",
                                th->ph->path, a);
-        if (send(io->fd, req, (size_t)n, MSG_NOSIGNAL) != n) {
+        if (sclient_send(&s->sc, req, (size_t)n) != n) {
             rq_end(s, RQ_FAILED);
             return;
         }
@@ -186,7 +186,7 @@ static void rq_on_io(struct io *io, uint32_t events)
     static _Thread_local uint8_t body[65536];
     for (;;) {
         if (!s->head_done) {
-            ssize_t n = recv(io->fd, s->head + s->hlen, RQ_HEAD_MAX - 1 - s->hlen, 0);
+            ssize_t n = sclient_recv(&s->sc, s->head + s->hlen, RQ_HEAD_MAX - 1 - s->hlen);
             if (n < 0 && errno == EAGAIN)
                 return;
             if (n <= 0) {
@@ -208,7 +208,7 @@ static void rq_on_io(struct io *io, uint32_t events)
             return;
         }
         size_t want = MIN(sizeof(body), (size_t)(s->body_len - s->body_got));
-        ssize_t n = recv(io->fd, body, want, 0);
+        ssize_t n = sclient_recv(&s->sc, body, want);
         if (n < 0 && errno == EAGAIN)
             return;
         if (n == 0) {

@@ -110,7 +110,7 @@ static void tp_pump(struct tp_conn *c)
     for (int i = 0; i < TP_EVENT_BUDGET; i++) {
         bool progress = false;
         if (c->sc.ev & SC_RD) {
-            ssize_t n = recv(c->sc.io.fd, th->rbuf, payload, 0);
+            ssize_t n = sclient_recv(&c->sc, th->rbuf, payload);
             if (n > 0) {
                 if (!tp_check(c, th->rbuf, (size_t)n))
                     return;
@@ -128,14 +128,14 @@ static void tp_pump(struct tp_conn *c)
             }
         }
         if ((c->sc.ev & SC_WR) && atomic_load_explicit(&th->go, memory_order_relaxed)) {
-            ssize_t n = send(c->sc.io.fd, pattern_at(c->seed + c->sent), payload, MSG_NOSIGNAL);
+            ssize_t n = sclient_send(&c->sc, pattern_at(c->seed + c->sent), payload);
             if (n > 0) {
                 c->sent += (uint64_t)n;
                 stat_store(&th->sent,
                            atomic_load_explicit(&th->sent, memory_order_relaxed) + (uint64_t)n);
                 progress = true;
-                if ((size_t)n < payload)
-                    c->sc.ev &= (uint8_t)~SC_WR;
+                if ((size_t)n < payload && !c->sc.tls)
+                    c->sc.ev &= (uint8_t)~SC_WR; /* TLS takes a record at a time */
             } else if (n < 0 && errno == EAGAIN) {
                 c->sc.ev &= (uint8_t)~SC_WR;
             } else {

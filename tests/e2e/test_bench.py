@@ -923,3 +923,84 @@ def test_connections_beyond_the_open_files_limit_fail_up_front():
     assert "--connections 600 needs about 1456 open files" in proc.stderr
     assert "use --connections 384 or fewer" in proc.stderr
     assert proc.stdout == ""  # nothing ran
+
+
+# ---- --https-proxy: TLS 1.3 to the proxy, then HTTP/1.1 ------------------------
+
+def test_throughput_over_https_proxy_h1_self_hosted():
+    r = bench_json("throughput", "--https-proxy", "h1", "--connections", "2",
+                   "--duration", "1")
+    assert r["params"]["https_proxy"] == "h1"
+    assert r["params"]["http_proxy"] == "connect"
+    assert metric(r, "streams") == 2
+    assert metric(r, "up") > 0 and metric(r, "down") > 0
+    assert metric(r, "corrupt_streams") == 0 and metric(r, "broken_streams") == 0
+    # The header of the table names the mode too.
+    t = bench("throughput", "--https-proxy", "h1", "--connections", "1", "--runs", "1",
+              "--duration", "0.3", "--warmup", "0.1")
+    assert t.returncode == 0, t.stderr
+    assert "https proxy h1 (TLS 1.3, self-signed, pinned)" in t.stdout
+
+
+def test_handshakes_and_requests_over_https_proxy_h1_self_hosted():
+    r = bench_json("handshakes", "--https-proxy", "h1", "--concurrency", "2")
+    assert r["params"]["https_proxy"] == "h1"
+    assert metric(r, "setups") > 0
+    assert metric(r, "failed_socket") == 0 and metric(r, "failed_socks") == 0
+    q = bench_json("requests", "--https-proxy", "h1", "--requests", "40", "--warm-requests",
+                   "5", "--downloads", "2", "--download-size", "128k")
+    assert q["params"]["http_proxy"] == "absolute"
+    assert metric(q, "failed_requests") == 0 and metric(q, "corrupt_bodies") == 0
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--https-proxy", "h2"], "h2: HTTP/2 is not served yet"),
+    (["--https-proxy", "h3"], "invalid value 'h3'"),
+    (["--https-proxy", "h1", "--proxy", "127.0.0.1:9"], "needs one of --proxy-cacert"),
+    (["--https-proxy", "h1", "--proxy-pin", "sha256//" + "A" * 43 + "="],
+     "for an external proxy"),
+    (["--proxy-pin", "sha256//nope"], "invalid value"),
+    (["--https-proxy", "h1", "--direct"], "needs a proxy"),
+])
+def test_https_proxy_bad_invocations(args, needle):
+    p = bench("throughput", *args, "--runs", "1", "--duration", "0.2", timeout=30)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert needle in p.stderr
+
+
+def test_https_proxy_udp_and_connections_are_not_yet():
+    for sc in ("udp", "connections"):
+        p = bench(sc, "--https-proxy", "h1", "--runs", "1", "--duration", "0.2", timeout=30)
+        assert p.returncode == 2 and "not yet" in p.stderr, p.stderr
+
+
+def _tls_ferry(ferry, tmp_path):
+    out = subprocess.run([FERRY, "cert", "--out", str(tmp_path / "c"), "--name", "127.0.0.1"],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    pin = out.stdout.splitlines()[0].strip()
+    assert pin.startswith("sha256//")
+    cert, key = tmp_path / "c" / "cert.pem", tmp_path / "c" / "key.pem"
+    f = ferry(listens=("tls://127.0.0.1:0",), config={"open_proxy": "yes"},
+              extra=f"[tls]\ncert = {cert}\nkey = {key}\n")
+    return f, pin, cert
+
+
+def test_https_proxy_external_pin_and_cacert(ferry, tmp_path):
+    f, pin, cert = _tls_ferry(ferry, tmp_path)
+    for how in (["--proxy-pin", pin], ["--proxy-cacert", str(cert)]):
+        r = bench_json("throughput", "--https-proxy", "h1", "--proxy", f"127.0.0.1:{f.port}",
+                       "--connections", "2", *how)
+        assert r["mode"] == "proxy" and r["params"]["https_proxy"] == "h1"
+        assert metric(r, "streams") == 2 and metric(r, "corrupt_streams") == 0
+
+
+def test_https_proxy_wrong_pin_fails_clearly(ferry, tmp_path):
+    f, pin, _ = _tls_ferry(ferry, tmp_path)
+    wrong = "sha256//" + "A" * 43 + "="
+    assert wrong != pin
+    p = bench("handshakes", "--https-proxy", "h1", "--proxy", f"127.0.0.1:{f.port}",
+              "--proxy-pin", wrong, "--concurrency", "2", "--runs", "1", "--duration", "0.3",
+              "--warmup", "0.1", timeout=60)
+    assert p.returncode != 0, p.stdout
+    assert "pin mismatch" in p.stderr, p.stderr

@@ -6,8 +6,9 @@
  * SOCKS5 parent at an IP address (`outbound = next`, [outbound next]), the
  * last dials directly; --proxy-set lines stay top-level, before every
  * section; only the first ferry gets the [auth] section; a buffer too
- * small is an error, never a cut config. And the command line: --chain is
- * 1 by default, 1..8, and only for the self-hosted ferry.
+ * small is an error, never a cut config; --https-proxy gives the ferry a
+ * tls:// listener and a [tls] section naming the certificate beside it. And the command line:
+ * --chain is 1 by default, 1..8, and only for the self-hosted ferry.
  */
 #include "harness.h"
 
@@ -18,6 +19,7 @@
 #include "bench/proc.h"
 #include "config/fixture.h"
 #include "config/outbound.h"
+#include "tls/selfsigned.h"
 
 /* The address 127.0.0.1:port. */
 static struct addr loopback(uint16_t port)
@@ -112,6 +114,36 @@ static void test_auth_section_after_the_outbound(void **state)
     assert_int_equal(default_outbound(x->c)->port, 40200);
 }
 
+/* --https-proxy: listen = tls://127.0.0.1:0 and [tls] cert/key in tls_dir,
+ * which ferry's loader accepts with a certificate made as proc.c makes it. */
+static void test_tls_listener(void **state)
+{
+    struct ctx *x = *state;
+    struct tls_cert_conf conf = {.names = {"localhost", "127.0.0.1"}, .nnames = 2, .days = 1};
+    struct tls_cert cert;
+    char err[256];
+    memset(&cert, 0, sizeof(cert));
+    assert_int_equal(tls_cert_make(&conf, &cert, err, sizeof(err)), 0);
+    assert_int_equal(tls_cert_write(&cert, x->dir, true, err, sizeof(err)), 0);
+    tls_cert_fini(&cert);
+    struct child_conf cc = {.tls = true, .tls_dir = x->dir};
+    char text[4096], want[HARNESS_PATH_MAX * 3], path[HARNESS_PATH_MAX];
+    assert_true(child_conf_format(text, sizeof(text), &cc) > 0);
+    assert_non_null(strstr(text, "listen = tls://127.0.0.1:0\n"));
+    snprintf(want, sizeof(want), "[tls]\ncert = %s/cert.pem\nkey = %s/key.pem\n", x->dir, x->dir);
+    assert_non_null(strstr(text, want));
+    expect_load_ok(x, text, NULL);
+    harness_path(path, sizeof(path), x->dir, "cert.pem");
+    unlink(path);
+    harness_path(path, sizeof(path), x->dir, "key.pem");
+    unlink(path);
+    /* Without tls, the plain listener as before. */
+    struct child_conf plain = {0};
+    assert_true(child_conf_format(text, sizeof(text), &plain) > 0);
+    assert_non_null(strstr(text, "listen = 127.0.0.1:0\n"));
+    assert_null(strstr(text, "[tls]"));
+}
+
 /* A config that does not fit is refused whole, at every cut. */
 static void test_too_small_is_an_error(void **state)
 {
@@ -190,6 +222,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_each_hop_sends_to_the_next, setup, teardown),
         cmocka_unit_test_setup_teardown(test_extra_lines_stay_top_level, setup, teardown),
         cmocka_unit_test_setup_teardown(test_auth_section_after_the_outbound, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tls_listener, setup, teardown),
         cmocka_unit_test(test_too_small_is_an_error),
         cmocka_unit_test(test_chain_option),
     };

@@ -226,6 +226,22 @@ static void test_usage_errors(void **state)
     assert_int_equal(PARSE("handshakes", "--direct", "--http-proxy", "connect"), 2);
     assert_int_equal(PARSE("udp", "--relay", "127.0.0.1:1", "--target-port", "9"), 2);
     assert_int_equal(PARSE("handshakes", "--relay", "127.0.0.1:1"), 2); /* no --target-port */
+    /* --https-proxy: h1 only; an external proxy is verified, a self-hosted one by its pin. */
+    assert_int_equal(PARSE("throughput", "--https-proxy", "h1"), BENCH_RUN);
+    assert_int_equal(PARSE("requests", "--https-proxy", "h1"), BENCH_RUN);
+    assert_int_equal(PARSE("throughput", "--https-proxy", "h2"), 2); /* not served yet */
+    assert_int_equal(PARSE("throughput", "--https-proxy", "tls"), 2);
+    assert_int_equal(PARSE("udp", "--https-proxy", "h1"), 2);
+    assert_int_equal(PARSE("connections", "--https-proxy", "h1"), 2); /* not yet */
+    assert_int_equal(PARSE("throughput", "--https-proxy", "h1", "--direct"), 2);
+    assert_int_equal(PARSE("throughput", "--https-proxy", "h1", "--proxy", "127.0.0.1:1"), 2);
+    assert_int_equal(PARSE("throughput", "--https-proxy", "h1", "--proxy", "127.0.0.1:1",
+                           "--proxy-cacert", "/nonexistent.pem"),
+                     BENCH_RUN); /* the file is read when the run starts */
+    assert_int_equal(PARSE("throughput", "--proxy-cacert", "/x.pem"), 2); /* no --https-proxy */
+    assert_int_equal(PARSE("throughput", "--https-proxy", "h1", "--proxy", "127.0.0.1:1",
+                           "--proxy-pin", "sha256//short"),
+                     2);
 }
 
 static void test_help_is_exit_0(void **state)
