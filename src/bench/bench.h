@@ -202,6 +202,10 @@ struct route {
     char tls_host[64];       /* the name the proxy's certificate is checked against */
 };
 
+/* "Proxy-Authorization: Basic ...\r\n" for r's credentials into out (""
+ * without them), for an HTTP proxy. 0, or -EINVAL / -ENOSPC. */
+int route_proxy_auth(const struct route *r, char *out, size_t cap);
+
 /* One client connection; embedded in a scenario's own struct. */
 struct sclient {
     struct io io;

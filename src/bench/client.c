@@ -21,6 +21,7 @@
 
 #include "bench/bench.h"
 #include "core/sock.h"
+#include "proto/parent.h"
 #include "tls/tls.h"
 
 uint8_t *pattern_ext;
@@ -249,6 +250,18 @@ static int step_tls(struct sclient *s, const struct route *r)
     return step_proto(s, r);
 }
 
+int route_proxy_auth(const struct route *r, char *out, size_t cap)
+{
+    char token[700];
+    out[0] = '\0';
+    if (!r->user)
+        return 0;
+    if (!parent_basic_credentials(r->user, r->pass, token, sizeof(token)))
+        return -EINVAL;
+    int n = snprintf(out, cap, "Proxy-Authorization: Basic %s\r\n", token);
+    return n > 0 && (size_t)n < cap ? 0 : -ENOSPC;
+}
+
 /* Connected (and through TLS): the first message of the proxy protocol. */
 static int step_proto(struct sclient *s, const struct route *r)
 {
@@ -257,9 +270,11 @@ static int step_proto(struct sclient *s, const struct route *r)
         return 1;
     }
     if (r->http == HTTP_PROXY_CONNECT) {
-        char req[160], a[ADDR_STRLEN];
+        char req[1024], a[ADDR_STRLEN], auth[800];
         addr_format(&r->dst, a, sizeof(a));
-        int n = snprintf(req, sizeof(req), "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", a, a);
+        if (route_proxy_auth(r, auth, sizeof(auth)))
+            return sc_fail(s, SC_FAIL_SOCKET, -EINVAL);
+        int n = snprintf(req, sizeof(req), "CONNECT %s HTTP/1.1\r\nHost: %s\r\n%s\r\n", a, a, auth);
         if (sc_send(s, (const uint8_t *)req, (size_t)n))
             return -1;
         s->phase = SC_HTTP;

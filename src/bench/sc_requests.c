@@ -168,12 +168,18 @@ static void rq_on_io(struct io *io, uint32_t events)
     if (rc == 0)
         return;
     if (!s->sent) {
-        char req[200], a[ADDR_STRLEN];
+        char req[1024], a[ADDR_STRLEN], auth[800] = "";
         addr_format(&th->route.dst, a, sizeof(a));
+        if (th->route.http == HTTP_PROXY_ABSOLUTE &&
+            route_proxy_auth(&th->route, auth, sizeof(auth))) {
+            rq_end(s, RQ_FAILED);
+            return;
+        }
         int n = th->route.http == HTTP_PROXY_ABSOLUTE
                     ? snprintf(req, sizeof(req),
-                               "GET http://%s%s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n",
-                               a, th->ph->path, a)
+                               "GET http://%s%s HTTP/1.1\r\nHost: %s\r\n%sConnection: "
+                               "close\r\n\r\n",
+                               a, th->ph->path, a, auth)
                     : snprintf(req, sizeof(req),
                                "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n",
                                th->ph->path, a);

@@ -279,6 +279,15 @@ def test_auth_modes_self_hosted():
         assert metric(r, "setups") > 0 and metric(r, "failed_socks") == 0
 
 
+def test_auth_over_the_http_proxy_self_hosted():
+    """--auth with --http-proxy sends Proxy-Authorization: Basic (CONNECT
+    and absolute-form); without it every setup was a 407."""
+    r = bench_json("handshakes", "--concurrency", "2", "--auth", "plain", "--http-proxy", "connect")
+    assert metric(r, "setups") > 0 and metric(r, "failed_socks") == 0 and metric(r, "failed_socket") == 0
+    r = bench_json("requests", "--concurrency", "2", "--auth", "plain", "--http-proxy", "absolute")
+    assert metric(r, "requests") > 0 and metric(r, "failed_requests") == 0
+
+
 def test_rules_lookup_cost():
     r = bench_json("rules", "--rules", "2000")
     assert r["scenario"] == "rules"
