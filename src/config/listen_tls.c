@@ -31,12 +31,6 @@ void config_tls_load(struct config *c, struct msglist *errs)
     if (!l)
         return;
     const char *file = c->path ? c->path : "config";
-    for (size_t i = 0; i < c->nlisten; i++)
-        if (c->listen[i].tls && c->listen[i].proxy_protocol)
-            msglist_push(errs,
-                         "%s: listen: a tls:// address cannot take proxy_protocol (not "
-                         "supported yet)",
-                         c->listen[i].origin);
     if (!c->tls.cert || !c->tls.key || !*c->tls.cert || !*c->tls.key) {
         msglist_push(errs, "%s: listen: a tls:// address needs [tls] cert and key (PEM files)",
                      l->origin);
