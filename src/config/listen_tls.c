@@ -44,6 +44,7 @@ void config_tls_load(struct config *c, struct msglist *errs)
         .alpn = "http/1.1",
         .alpn_strict = true,
         .tls12 = c->tls.min_version == 12,
+        .ticket_rotation_ms = c->tls.ticket_rotation_ms,
     };
     char why[TLS_ERROR_MAX];
     c->tls.ctx = tls_server_ctx_new(&conf, why, sizeof(why));
