@@ -257,8 +257,10 @@ static void tls_server_tickets(struct tls_ctx *ctx, uint32_t every_ms)
         SSL_CTX_set_num_tickets(ctx->ssl, 0);
         return;
     }
-    /* A ticket opens for up to two rotations: say so in its lifetime hint. */
-    SSL_CTX_set_timeout(ctx->ssl, (long)(2ull * every_ms / 1000));
+    /* A ticket opens for up to two rotations: say so in its lifetime hint
+     * (at most 7 days in TLS 1.3: RFC 8446 section 4.6.1). */
+    uint64_t hint_s = 2ull * every_ms / 1000;
+    SSL_CTX_set_timeout(ctx->ssl, (long)(hint_s < 604800 ? hint_s : 604800));
     SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx->ssl, tls_ticket_cb);
 }
 
