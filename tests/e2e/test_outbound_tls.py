@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from opslib import free_port
+from certlib import OPENSSL, make_cert, pin_of
 from ferrylib import (
     ServerHalfCloseServer,
     SinkThenReplyServer,
@@ -36,30 +37,9 @@ from ferrylib import (
 
 MiB = 1024 * 1024
 STUNNEL = shutil.which("stunnel4") or shutil.which("stunnel")
-OPENSSL = shutil.which("openssl")
 
 pytestmark = pytest.mark.skipif(not STUNNEL or not OPENSSL,
                                 reason="stunnel4 and openssl are needed (make deps-test)")
-
-
-def make_cert(d: Path, name: str, cn: str = "localhost") -> tuple[Path, Path]:
-    """A self-signed P-256 certificate for localhost and 127.0.0.1."""
-    cert, key = d / f"{name}.pem", d / f"{name}.key"
-    subprocess.run([OPENSSL, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
-                    "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", f"/CN={cn}",
-                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
-                   check=True, capture_output=True, timeout=30)
-    return cert, key
-
-
-def pin_of(cert: Path) -> str:
-    """sha256//BASE64 of the certificate's SubjectPublicKeyInfo (curl's
-    --proxy-pinnedpubkey form)."""
-    pub = subprocess.run([OPENSSL, "x509", "-in", str(cert), "-pubkey", "-noout"],
-                         check=True, capture_output=True, timeout=30).stdout
-    der = subprocess.run([OPENSSL, "pkey", "-pubin", "-outform", "der"], input=pub,
-                         check=True, capture_output=True, timeout=30).stdout
-    return "sha256//" + base64.b64encode(hashlib.sha256(der).digest()).decode()
 
 
 class Stunnel:

@@ -11,7 +11,6 @@ handshake budget, a certificate replaced by SIGHUP (open sessions carry on,
 new ones see the new pin; a bad one keeps the old and says why), --check,
 and ferry reaching a target through another ferry's TLS listener."""
 
-import base64
 import hashlib
 import random
 import select
@@ -25,37 +24,14 @@ from pathlib import Path
 
 import pytest
 
+from certlib import OPENSSL, make_cert, pin_of_der, pin_of
 from ferrylib import encode_addr, read_until_close, run_ferry, socks_connect
 
 MiB = 1024 * 1024
-OPENSSL = shutil.which("openssl")
 CURL = shutil.which("curl")
 
 pytestmark = pytest.mark.skipif(not OPENSSL or not CURL,
                                 reason="openssl and curl are needed (make deps-test)")
-
-
-def make_cert(d: Path, name: str, cn: str = "localhost") -> tuple[Path, Path]:
-    cert, key = d / f"{name}.pem", d / f"{name}.key"
-    subprocess.run([OPENSSL, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
-                    "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", f"/CN={cn}",
-                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
-                   check=True, capture_output=True, timeout=30)
-    return cert, key
-
-
-def pin_of_der(der_cert: bytes) -> str:
-    pub = subprocess.run([OPENSSL, "x509", "-inform", "der", "-pubkey", "-noout"], input=der_cert,
-                         check=True, capture_output=True, timeout=30).stdout
-    der = subprocess.run([OPENSSL, "pkey", "-pubin", "-outform", "der"], input=pub,
-                         check=True, capture_output=True, timeout=30).stdout
-    return "sha256//" + base64.b64encode(hashlib.sha256(der).digest()).decode()
-
-
-def pin_of(cert: Path) -> str:
-    der = subprocess.run([OPENSSL, "x509", "-in", str(cert), "-outform", "der"],
-                         check=True, capture_output=True, timeout=30).stdout
-    return pin_of_der(der)
 
 
 @pytest.fixture(scope="module")
