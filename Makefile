@@ -26,13 +26,13 @@ WERROR    ?= 1
 BUILD     ?= build
 FUZZ_SECONDS ?= 5
 
-BUILD_PKGS := gcc make pkg-config libsodium-dev libc-ares-dev libinih-dev libssl-dev
-TEST_PKGS  := libcmocka-dev python3-pytest python3-socks python3-h11 curl haproxy iproute2 \
+BUILD_PKGS := gcc make pkg-config libsodium-dev libc-ares-dev libinih-dev libssl-dev libnghttp2-dev
+TEST_PKGS  := libcmocka-dev python3-pytest python3-socks python3-h11 python3-h2 curl haproxy iproute2 \
               dante-server tinyproxy squid-openssl \
-              universal-ctags stunnel4 openssl
+              universal-ctags stunnel4 openssl nghttp2-proxy chromium
 LINT_PKGS  := clang-format cppcheck groff-base universal-ctags
 
-PKGS_LIBS  := libsodium libcares inih libssl libcrypto
+PKGS_LIBS  := libsodium libcares inih libssl libcrypto libnghttp2
 
 WARN := -Wall -Wextra -Wpedantic -Wshadow -Wformat=2 -Wstrict-prototypes \
         -Wmissing-prototypes -Wcast-qual -Wwrite-strings -Wvla -Wundef \
