@@ -5,6 +5,8 @@
  * when a dial through a row fails.
  */
 #include <errno.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
 #include "relay/outbound.h"
 #include "relay/session.h"
@@ -40,6 +42,20 @@ void outbound_fail(struct conn *c, enum outcome o, const char *why)
 {
     if (!outbound_pool_failover(c, o, why))
         conn_fail(c, o, why);
+}
+
+int outbound_watch_connect(struct conn *c, int fd, uint64_t now, uint64_t left)
+{
+    struct loop *l = &c->w->loop;
+    int rc = loop_io_add(l, &c->up, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET);
+    if (rc) {
+        close(fd);
+        return rc;
+    }
+    c->up_ev = 0;
+    conn_set_state(c, CONN_ST_CONNECT);
+    loop_timer_arm_at(l, &c->timer, now + (c->deadline - now) / (left + 1));
+    return 0;
 }
 
 /* ---- reject: a rule's "via reject" ---------------------------------------- */

@@ -95,6 +95,13 @@ const struct outbound_ops *outbound_ops_for(const struct config_outbound *o);
  * connect budget; otherwise the session fails (conn_fail()). */
 void outbound_fail(struct conn *c, enum outcome o, const char *why);
 
+/* Watch fd, a nonblocking connect() in progress to one of the session's
+ * addresses, as c->up: the session enters CONNECT with a timer that gives
+ * this address its share of the connect budget left (c->deadline split
+ * evenly over this one and the `left` addresses still untried after it).
+ * Returns 0, or -errno with fd closed (try the next address). */
+int outbound_watch_connect(struct conn *c, int fd, uint64_t now, uint64_t left);
+
 /* ---- pools and health (outbound_pool.c, outbound_check.c) ---------------- */
 
 /* Which member of pool (a position in pool->members) a dial tries next,

@@ -109,16 +109,11 @@ static void direct_next(struct conn *c, int last_err)
             last_err = fd;
             continue;
         }
-        int rc = loop_io_add(&w->loop, &c->up, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET);
+        int rc = outbound_watch_connect(c, fd, now, (uint64_t)(c->ans->n - c->next_addr));
         if (rc) {
-            close(fd);
             last_err = rc;
             continue;
         }
-        c->up_ev = 0;
-        conn_set_state(c, CONN_ST_CONNECT);
-        uint64_t left = (uint64_t)(c->ans->n - c->next_addr) + 1;
-        loop_timer_arm_at(&w->loop, &c->timer, now + (c->deadline - now) / left);
         return;
     }
     if (now >= c->deadline)
