@@ -63,6 +63,34 @@ def tls_connect(addr, cafile: Path | None = None, timeout: float = 20) -> ssl.SS
     return client_ctx(cafile).wrap_socket(raw, server_hostname="localhost")
 
 
+def held_handshake(addr, header: bytes = b"", timeout: float = 20) -> socket.socket:
+    """A TLS handshake that ferry has provably counted and that never ends:
+    header (a PROXY header, if any) and a ClientHello are sent, and the
+    first byte of ferry's answer (its ServerHello record) is awaited. ferry
+    takes the handshake's per-address slot before it answers and gives it
+    back when the handshake ends; the client's Finished is never sent, so
+    the slot stays taken until this socket closes (or handshake_timeout).
+    No sleeping, no race with a later connection. Returns the socket."""
+    sock = socket.create_connection(addr, timeout=timeout)
+    out = ssl.MemoryBIO()
+    o = client_ctx().wrap_bio(ssl.MemoryBIO(), out, server_hostname="localhost")
+    try:
+        o.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    try:
+        sock.sendall(header + out.read())
+        sock.settimeout(timeout)
+        first = sock.recv(1)
+    except BaseException:
+        sock.close()
+        raise
+    if first != b"\x16":  # a handshake record (RFC 8446 section 5.1)
+        sock.close()
+        raise AssertionError(f"no ServerHello: {first!r}")
+    return sock
+
+
 def socks5_over(s, host: str, port: int):
     s.sendall(b"\x05\x01\x00" + b"\x05\x01\x00" + encode_addr(host) + port.to_bytes(2, "big"))
     got = b""
@@ -280,10 +308,11 @@ def test_silent_client_closed_at_handshake_timeout(ferry, certs):
 
 def test_per_ip_handshakes(ferry, certs, echo_server):
     cert, key = certs["a"]
-    f = tls_ferry(ferry, cert, key, extra_tls="per_ip_handshakes = 2\n")
-    held = [socket.create_connection(f.addr, timeout=10) for _ in range(2)]
+    f = tls_ferry(ferry, cert, key, extra_tls="per_ip_handshakes = 2\nhandshake_timeout = 60s\n")
+    held = []
     try:
-        time.sleep(0.3)  # both accepted and counted
+        for _ in range(2):  # both counted: ferry answered their ClientHellos
+            held.append(held_handshake(f.addr))
         with socket.create_connection(f.addr, timeout=10) as s:
             data, how = read_until_close(s, timeout=10)
             assert data == b""

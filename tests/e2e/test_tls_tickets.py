@@ -5,14 +5,16 @@ ticket keys live with the process, not the configuration), no longer two
 rotations after the ticket was issued, and never with ticket_rotation = 0.
 Bounds of the key are checked with --check."""
 
+import re
 import signal
 import socket
 import time
 
-from ferrylib import run_ferry
+from ferrylib import _log_stamp, run_ferry
 from test_tls_listen import certs, client_ctx, tls_ferry  # noqa: F401
 
 ROTATED = r"tls: session ticket keys rotated"
+STAMPED = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})Z debug +" + ROTATED + "$", re.M)
 
 
 def session_of(addr, ctx, session=None):
@@ -51,13 +53,17 @@ def test_no_resumption_two_rotations_later(ferry, certs):
     cert, key = certs["a"]
     f = tls_ferry(ferry, cert, key, extra_tls="ticket_rotation = 1s\n", config={"log_level": "debug"})
     ctx = client_ctx()
-    off = f.log_offset()
     _, sess = session_of(f.addr, ctx)
-    # Two rotations after the ticket was issued: its key is gone. (Wait for
-    # four rotation lines: up to two may belong to rotations before the
-    # ticket, one of them logged late.)
+    # Two rotations after the ticket was sealed: its key is gone. The ticket
+    # was sealed before `sealed`; a rotation line stamped after it is a
+    # rotation after the sealing, except at most one that rotated before
+    # and took its stamp after (the supervisor rotates, stamps and logs,
+    # and rotates again no sooner than 1s later). So three such lines are
+    # at least two rotations after the ticket, however long its handshake
+    # took and however late the logger writes.
+    sealed = _log_stamp(time.time())
     deadline = time.monotonic() + 30
-    while f.log_text()[off:].count(ROTATED) < 4:
+    while sum(1 for m in STAMPED.finditer(f.log_text()) if m.group(1) > sealed) < 3:
         assert time.monotonic() < deadline, "no key rotations logged"
         time.sleep(0.1)
     reused, fresh = session_of(f.addr, ctx, sess)
