@@ -6,13 +6,14 @@ HTTPS proxy (absolute-form GET and CONNECT, 10 MiB with integrity), SOCKS5
 over TLS with 10 MiB each way and a half-close (close_notify both ways),
 ALPN (http/1.1 only; a client offering only h2 is refused per RFC 7301),
 a wrong CA and a wrong pin failing on the client, plaintext on the TLS port
-closed at once, a silent client closed at handshake_timeout, the per-address
+closed at once, the kTLS line said once at debug level, a silent client closed at handshake_timeout, the per-address
 handshake budget, a certificate replaced by SIGHUP (open sessions carry on,
 new ones see the new pin; a bad one keeps the old and says why), --check,
 and ferry reaching a target through another ferry's TLS listener."""
 
 import hashlib
 import random
+import re
 import select
 import shutil
 import signal
@@ -293,6 +294,32 @@ def test_plaintext_on_tls_port_closed_at_once(ferry, certs):
     e = wait_access(f, lambda e: e.get("end") == "tls-plaintext")
     assert e["cmd"] == "-", e
     f.wait_log(r"sent plaintext \(first byte 0x05\) to a TLS port")
+
+
+KTLS = r"tls: kTLS (carries the records|is not available \(the kernel lacks CONFIG_TLS)"
+
+
+def test_ktls_said_once_at_debug_level(ferry, certs, echo_server):
+    """kTLS is asked for; whether the kernel carries the records (or lacks
+    CONFIG_TLS, as this one may) is said once per process at debug level,
+    not once per connection, and not at all at info level."""
+    cert, key = certs["a"]
+    for level, want in (("debug", 1), ("info", 0)):
+        f = tls_ferry(ferry, cert, key, config={"log_level": level, "access_log": "yes"})
+        ports = []
+        for _ in range(2):
+            with tls_connect(f.addr, cert) as s:
+                socks5_over(s, "127.0.0.1", echo_server.port)
+                s.sendall(b"ping")
+                assert s.recv(4) == b"ping"
+                ports.append(s.getsockname()[1])
+        # A session's kTLS line, if any, is queued before its access line.
+        for p in ports:
+            wait_access(f, lambda e, p=p: e.get("client") == f"127.0.0.1:{p}")
+        lines = [m.group(0) for m in re.finditer(r"^.*" + KTLS + r".*$", f.log_text(), re.M)]
+        assert len(lines) == want, (level, lines)
+        if want:
+            assert " debug " in lines[0], lines
 
 
 def test_silent_client_closed_at_handshake_timeout(ferry, certs):
