@@ -98,6 +98,19 @@ static int set_duration(struct loader *ld, const struct key *k, const char *v)
     return 0;
 }
 
+/* [tls] ticket_rotation: 0 turns tickets off; otherwise at least 1s, so
+ * that a replaced ticket key outlives every reader (tls/ticket.h). */
+static int set_ticket_rotation(struct loader *ld, const struct key *k, const char *v)
+{
+    int rc = set_duration(ld, k, v);
+    uint32_t ms = *field_u32(ld, k);
+    if (rc == 0 && ms && ms < 1000) {
+        bad(ld, k->name, "'%s' is out of range (expected %s)", v, k->expect);
+        return -ERANGE;
+    }
+    return rc;
+}
+
 /* A size within the key's range, or an error naming the key. */
 static int key_size(struct loader *ld, const struct key *k, const char *v, uint64_t *n)
 {
@@ -755,6 +768,8 @@ static const struct key keys[] = {
      "a duration from 100ms to 24h", false},
     {"tls.per_ip_handshakes", set_u32, OFF(tls.per_ip_handshakes), 0, 65535,
      "0..65535; 0 is unlimited", false},
+    {"tls.ticket_rotation", set_ticket_rotation, OFF(tls.ticket_rotation_ms), 0, 7 * DAY_MS,
+     "0 (no session tickets) or a duration from 1s to 7d", false},
     {"ip_preference", set_ip_preference, 0, 0, 0, "any, ipv4, ipv6, ipv4-first or ipv6-first",
      false},
 };
@@ -1054,6 +1069,7 @@ static void set_defaults(struct config *c)
     c->tls.min_version = 13;
     c->tls.handshake_ms = 10000;
     c->tls.per_ip_handshakes = 16;
+    c->tls.ticket_rotation_ms = 12u * 3600 * 1000;
     c->connect_timeout_ms = 10000;
     c->iotimeout_ms = 0;
     c->shutdown_timeout_ms = 30000;

@@ -59,11 +59,12 @@ struct tls_ctx;
  * tls:// listener exists (listen_tls.c), so --check and a reload report a
  * certificate that does not load; sessions hold their own reference. */
 struct config_tls {
-    char *cert, *key;           /* PEM files: the chain, and its key */
-    int cert_line, key_line;    /* where they were set, for messages; 0: not set */
-    uint32_t min_version;       /* 12 or 13 (TLS 1.2 or 1.3) */
-    uint32_t handshake_ms;      /* a TLS handshake must end within it */
-    uint32_t per_ip_handshakes; /* concurrent handshakes per client address; 0: unlimited */
+    char *cert, *key;            /* PEM files: the chain, and its key */
+    int cert_line, key_line;     /* where they were set, for messages; 0: not set */
+    uint32_t min_version;        /* 12 or 13 (TLS 1.2 or 1.3) */
+    uint32_t handshake_ms;       /* a TLS handshake must end within it */
+    uint32_t per_ip_handshakes;  /* concurrent handshakes per client address; 0: unlimited */
+    uint32_t ticket_rotation_ms; /* session-ticket key lifetime; 0: no tickets */
     struct tls_ctx *ctx;
     char pin[64]; /* "sha256//BASE64" of the certificate's SubjectPublicKeyInfo */
 };

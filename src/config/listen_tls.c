@@ -31,12 +31,6 @@ void config_tls_load(struct config *c, struct msglist *errs)
     if (!l)
         return;
     const char *file = c->path ? c->path : "config";
-    for (size_t i = 0; i < c->nlisten; i++)
-        if (c->listen[i].tls && c->listen[i].proxy_protocol)
-            msglist_push(errs,
-                         "%s: listen: a tls:// address cannot take proxy_protocol (not "
-                         "supported yet)",
-                         c->listen[i].origin);
     if (!c->tls.cert || !c->tls.key || !*c->tls.cert || !*c->tls.key) {
         msglist_push(errs, "%s: listen: a tls:// address needs [tls] cert and key (PEM files)",
                      l->origin);
@@ -50,6 +44,7 @@ void config_tls_load(struct config *c, struct msglist *errs)
         .alpn = "http/1.1",
         .alpn_strict = true,
         .tls12 = c->tls.min_version == 12,
+        .ticket_rotation_ms = c->tls.ticket_rotation_ms,
     };
     char why[TLS_ERROR_MAX];
     c->tls.ctx = tls_server_ctx_new(&conf, why, sizeof(why));

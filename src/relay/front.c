@@ -9,6 +9,9 @@
  */
 #include "relay/front.h"
 
+#include <errno.h>
+#include <sys/socket.h>
+
 #include "acl/rules.h"
 #include "config/config.h"
 #include "core/buf.h"
@@ -122,6 +125,53 @@ static void proxy_refused(struct conn *c, const char *why)
     conn_close(c, "proxy-protocol");
 }
 
+/* On a tls:// listener the PROXY header comes in plaintext before the
+ * ClientHello, and OpenSSL reads the socket itself afterwards: a byte of
+ * the ClientHello read into our buffer would be lost to it. So the header
+ * is only peeked (MSG_PEEK: the socket keeps every byte) and, once whole,
+ * exactly its length is consumed (front_proxy_take), leaving the
+ * ClientHello in the socket. This is simpler than replaying bytes through
+ * a memory BIO. Each peek sees everything queued; the socket is
+ * edge-triggered, so a later segment brings a new event. */
+static int front_proxy_peek(struct conn *c)
+{
+    struct half *h = &c->c2u;
+    if (!h->buf && !(h->buf = buf_get(&c->w->bufs)))
+        return -ENOMEM;
+    if (!(c->cli_ev & SIDE_RD))
+        return 0;
+    struct buf *b = h->buf;
+    b->start = b->end = 0;
+    ssize_t n = recv(c->cli.fd, b->data, b->cap, MSG_PEEK);
+    if (n > 0) {
+        b->end = (uint32_t)n;
+        if ((uint32_t)n < b->cap)
+            c->cli_ev &= (uint8_t)~SIDE_RD;
+    } else if (n == 0) {
+        h->flags |= HALF_EOF;
+    } else if (errno == EAGAIN) {
+        c->cli_ev &= (uint8_t)~SIDE_RD;
+    } else if (errno != EINTR) {
+        return -errno;
+    }
+    return 0;
+}
+
+/* Consume the n peeked bytes of the header; true if more were peeked (the
+ * ClientHello's start is already waiting: no new edge will say so). */
+static bool front_proxy_take(struct conn *c, uint32_t n, int *err)
+{
+    struct buf *b = c->c2u.buf;
+    bool more = buf_len(b) > n;
+    ssize_t got;
+    do
+        got = recv(c->cli.fd, b->data, n, 0);
+    while (got < 0 && errno == EINTR);
+    *err = got == (ssize_t)n ? 0 : got < 0 ? -errno : -EIO;
+    b->start = b->end = 0;
+    return more;
+}
+
 /* At accept: only a trusted load balancer may send a PROXY header. */
 static void front_proxy_start(struct conn *c)
 {
@@ -132,13 +182,14 @@ static void front_proxy_start(struct conn *c)
 static void front_proxy_drive(struct conn *c, uint32_t up_events)
 {
     (void)up_events;
-    int rc = conn_read_handshake(c);
+    const struct config *cfg = conn_cfg(c);
+    bool tls = cfg->listen[c->listen_index].tls;
+    int rc = tls ? front_proxy_peek(c) : conn_read_handshake(c);
     if (rc) {
         conn_close_err(c, "client-error", rc);
         return;
     }
     struct buf *b = c->c2u.buf;
-    const struct config *cfg = conn_cfg(c);
     uint8_t ver = cfg->listen[c->listen_index].proxy_protocol;
     struct proxy_header h;
     ssize_t n = proxy_parse(ver == 2 ? PROXY_V2 : PROXY_V1, buf_head(b), buf_len(b), &h);
@@ -153,7 +204,15 @@ static void front_proxy_drive(struct conn *c, uint32_t up_events)
         proxy_refused(c, proxy_strerror((int)n));
         return;
     }
-    buf_consume(b, (uint32_t)n);
+    bool more = false;
+    if (tls)
+        more = front_proxy_take(c, (uint32_t)n, &rc);
+    else
+        buf_consume(b, (uint32_t)n);
+    if (rc) {
+        conn_close_err(c, "client-error", rc);
+        return;
+    }
     if (!h.local) {
         addr_unmap(&h.src); /* as accept() reports them, for rules and limits */
         c->client = h.src;
@@ -167,6 +226,13 @@ static void front_proxy_drive(struct conn *c, uint32_t up_events)
     }
     c->ip_tracked = tracked;
     conn_set_state(c, CONN_ST_GREETING);
+    if (tls) {
+        if (more)
+            c->cli_ev |= SIDE_RD;
+        conn_set_front(c, &front_tls);
+        front_tls.start(c);
+        return;
+    }
     conn_set_front(c, &front_sniff);
     front_sniff.start(c);
 }

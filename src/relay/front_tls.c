@@ -9,8 +9,10 @@
  * as on a plain port. A client whose first byte is not a TLS handshake
  * record (0x16) is closed at once and counted as an unknown protocol. A
  * handshake costs CPU before any authentication, so the handshakes in
- * progress per client address are bounded ([tls] per_ip_handshakes). It
- * knows no proxy protocol and reads nothing after the handshake.
+ * progress per client address are bounded ([tls] per_ip_handshakes). Behind
+ * a load balancer the PROXY header row (front.c) runs first and hands over
+ * with the address it gave, the ClientHello untouched in the socket. It
+ * reads nothing after the handshake.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -155,6 +157,10 @@ static void front_tls_start(struct conn *c)
         return;
     }
     loop_timer_arm(&c->w->loop, &c->timer, cfg->tls.handshake_ms);
+    /* Handed over from a PROXY header with the ClientHello already queued:
+     * no new edge will report it. */
+    if (c->cli_ev & SIDE_RD)
+        front_tls_drive(c, 0);
 }
 
 static void front_tls_timeout(struct conn *c)

@@ -37,9 +37,10 @@ static void relay_accept(struct worker *w, struct listener *ls, int fd, const st
         return;
     }
     /* direct is the only outbound for now. */
-    /* A tls:// listener never has a PROXY header (config_tls_load). */
+    /* A PROXY header comes before the TLS handshake (front_proxy hands over
+     * to front_tls on a tls:// listener). */
     bool tls = ls->index < cfg->nlisten && cfg->listen[ls->index].tls;
-    const struct front_ops *first = tls ? &front_tls : pp ? &front_proxy : &front_sniff;
+    const struct front_ops *first = pp ? &front_proxy : tls ? &front_tls : &front_sniff;
     int rc = conn_open(w, (uint8_t)ls->index, fd, peer, tracked, first,
                        pp ? CONN_ST_PROXY : CONN_ST_GREETING, &outbound_direct);
     if (rc) {

@@ -46,6 +46,7 @@
 #include "metrics/metrics.h"
 #include "relay/conn.h"
 #include "server/notify.h"
+#include "tls/ticket.h"
 #include "version.h"
 #include "worker/worker.h"
 
@@ -413,6 +414,19 @@ static void command_all(struct server *s, enum worker_cmd cmd)
         worker_command(&s->ws[i], cmd);
 }
 
+/* Rotate the session-ticket keys when due (this thread is the only
+ * rotator: tls/ticket.h); the poll timeout until the next rotation, -1 when
+ * none is due. No tls:// listener or tickets off: nothing to do. */
+static int ticket_tick(const struct server *s)
+{
+    uint32_t every = s->cfg->tls.ctx ? s->cfg->tls.ticket_rotation_ms : 0;
+    bool rotated;
+    uint64_t due = tls_tickets_tick(clock_ms(), every, &rotated);
+    if (rotated)
+        log_debug("tls: session ticket keys rotated");
+    return due == UINT64_MAX ? -1 : (int)MIN(due, 60000u);
+}
+
 /* Wait for signals and worker exits until every worker is gone. */
 static void supervise(struct server *s, int sfd)
 {
@@ -424,10 +438,11 @@ static void supervise(struct server *s, int sfd)
     while (alive > 0) {
         struct pollfd pfd[2] = {{.fd = sfd, .events = POLLIN},
                                 {.fd = s->sh.exit_efd, .events = POLLIN}};
-        int timeout = -1;
+        int timeout = ticket_tick(s);
         if (draining && !aborted) {
             uint64_t now = clock_ms();
-            timeout = now >= deadline ? 0 : (int)MIN(deadline - now, 60000u);
+            int left = now >= deadline ? 0 : (int)MIN(deadline - now, 60000u);
+            timeout = timeout < 0 ? left : MIN(timeout, left);
         }
         int n = poll(pfd, 2, timeout);
         if (n < 0 && errno != EINTR) {

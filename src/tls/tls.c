@@ -21,12 +21,15 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include <openssl/core_names.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include "tls/ticket.h"
 #include "tls/tls.h"
 #include "tls/x509.h"
 
@@ -209,6 +212,58 @@ out_free:
     return NULL;
 }
 
+/* OpenSSL's ticket callback (SSL_CTX_set_tlsext_ticket_key_evp_cb): seal
+ * with the ring's current key (enc), open with the key the ticket names: 1
+ * (current), 2 (previous: open, and issue a fresh ticket), 0 (unknown: a
+ * full handshake), -1 (an error). */
+static int tls_ticket_cb(SSL *s, unsigned char *name, unsigned char *iv, EVP_CIPHER_CTX *cctx,
+                         EVP_MAC_CTX *hctx, int enc)
+{
+    (void)s;
+    struct tls_ticket_ring *r = tls_tickets();
+    struct tls_ticket_key k;
+    int rc = 1;
+    if (!r)
+        return enc ? -1 : 0;
+    if (enc) {
+        tls_ticket_ring_current(r, &k);
+        memcpy(name, k.name, sizeof(k.name));
+        if (RAND_bytes(iv, 16) != 1)
+            rc = -1;
+    } else {
+        rc = tls_ticket_ring_find(r, name, &k);
+    }
+    if (rc > 0) {
+        OSSL_PARAM p[] = {
+            OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_KEY, k.hmac, sizeof(k.hmac)),
+            OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)(uintptr_t) "SHA256",
+                                             0),
+            OSSL_PARAM_construct_end()};
+        if (EVP_MAC_CTX_set_params(hctx, p) != 1 ||
+            EVP_CipherInit_ex(cctx, EVP_aes_256_cbc(), NULL, k.aes, iv, enc) != 1)
+            rc = -1;
+    }
+    OPENSSL_cleanse(&k, sizeof(k));
+    return rc;
+}
+
+/* Tickets from the process's ring, or none at all. No stateful session
+ * cache either way: resumption is by ticket only. */
+static void tls_server_tickets(struct tls_ctx *ctx, uint32_t every_ms)
+{
+    SSL_CTX_set_session_cache_mode(ctx->ssl, SSL_SESS_CACHE_OFF);
+    if (!every_ms || !tls_tickets()) {
+        SSL_CTX_set_options(ctx->ssl, SSL_OP_NO_TICKET);
+        SSL_CTX_set_num_tickets(ctx->ssl, 0);
+        return;
+    }
+    /* A ticket opens for up to two rotations: say so in its lifetime hint
+     * (at most 7 days in TLS 1.3: RFC 8446 section 4.6.1). */
+    uint64_t hint_s = 2ull * every_ms / 1000;
+    SSL_CTX_set_timeout(ctx->ssl, (long)(hint_s < 604800 ? hint_s : 604800));
+    SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx->ssl, tls_ticket_cb);
+}
+
 struct tls_ctx *tls_server_ctx_new(const struct tls_server_conf *conf, char *err, size_t errlen)
 {
     struct tls_ctx *ctx = tls_ctx_alloc(TLS_server_method(), err, errlen);
@@ -218,6 +273,7 @@ struct tls_ctx *tls_server_ctx_new(const struct tls_server_conf *conf, char *err
         SSL_CTX_set_min_proto_version(ctx->ssl, TLS1_2_VERSION);
     /* kTLS where the kernel has it; OpenSSL falls back to user space. */
     SSL_CTX_set_options(ctx->ssl, SSL_OP_ENABLE_KTLS);
+    tls_server_tickets(ctx, conf->ticket_rotation_ms);
     ctx->alpn_strict = conf->alpn_strict;
     char what[300];
     if (SSL_CTX_use_certificate_chain_file(ctx->ssl, conf->cert_file) != 1) {

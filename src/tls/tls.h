@@ -70,6 +70,9 @@ struct tls_server_conf {
     const char *alpn;
     bool alpn_strict;
     bool tls12;
+    /* Session tickets sealed with the process's key ring (ticket.h), valid
+     * for two rotations; 0: no tickets (every connection a full handshake). */
+    uint32_t ticket_rotation_ms;
 };
 
 /* Make a client context (TLS 1.3 only). NULL with a sentence in err (a

@@ -6,13 +6,14 @@ HTTPS proxy (absolute-form GET and CONNECT, 10 MiB with integrity), SOCKS5
 over TLS with 10 MiB each way and a half-close (close_notify both ways),
 ALPN (http/1.1 only; a client offering only h2 is refused per RFC 7301),
 a wrong CA and a wrong pin failing on the client, plaintext on the TLS port
-closed at once, a silent client closed at handshake_timeout, the per-address
+closed at once, the kTLS line said once at debug level, a silent client closed at handshake_timeout, the per-address
 handshake budget, a certificate replaced by SIGHUP (open sessions carry on,
 new ones see the new pin; a bad one keeps the old and says why), --check,
 and ferry reaching a target through another ferry's TLS listener."""
 
 import hashlib
 import random
+import re
 import select
 import shutil
 import signal
@@ -61,6 +62,34 @@ def client_ctx(cafile: Path | None = None) -> ssl.SSLContext:
 def tls_connect(addr, cafile: Path | None = None, timeout: float = 20) -> ssl.SSLSocket:
     raw = socket.create_connection(addr, timeout=timeout)
     return client_ctx(cafile).wrap_socket(raw, server_hostname="localhost")
+
+
+def held_handshake(addr, header: bytes = b"", timeout: float = 20) -> socket.socket:
+    """A TLS handshake that ferry has provably counted and that never ends:
+    header (a PROXY header, if any) and a ClientHello are sent, and the
+    first byte of ferry's answer (its ServerHello record) is awaited. ferry
+    takes the handshake's per-address slot before it answers and gives it
+    back when the handshake ends; the client's Finished is never sent, so
+    the slot stays taken until this socket closes (or handshake_timeout).
+    No sleeping, no race with a later connection. Returns the socket."""
+    sock = socket.create_connection(addr, timeout=timeout)
+    out = ssl.MemoryBIO()
+    o = client_ctx().wrap_bio(ssl.MemoryBIO(), out, server_hostname="localhost")
+    try:
+        o.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    try:
+        sock.sendall(header + out.read())
+        sock.settimeout(timeout)
+        first = sock.recv(1)
+    except BaseException:
+        sock.close()
+        raise
+    if first != b"\x16":  # a handshake record (RFC 8446 section 5.1)
+        sock.close()
+        raise AssertionError(f"no ServerHello: {first!r}")
+    return sock
 
 
 def socks5_over(s, host: str, port: int):
@@ -267,6 +296,32 @@ def test_plaintext_on_tls_port_closed_at_once(ferry, certs):
     f.wait_log(r"sent plaintext \(first byte 0x05\) to a TLS port")
 
 
+KTLS = r"tls: kTLS (carries the records|is not available \(the kernel lacks CONFIG_TLS)"
+
+
+def test_ktls_said_once_at_debug_level(ferry, certs, echo_server):
+    """kTLS is asked for; whether the kernel carries the records (or lacks
+    CONFIG_TLS, as this one may) is said once per process at debug level,
+    not once per connection, and not at all at info level."""
+    cert, key = certs["a"]
+    for level, want in (("debug", 1), ("info", 0)):
+        f = tls_ferry(ferry, cert, key, config={"log_level": level, "access_log": "yes"})
+        ports = []
+        for _ in range(2):
+            with tls_connect(f.addr, cert) as s:
+                socks5_over(s, "127.0.0.1", echo_server.port)
+                s.sendall(b"ping")
+                assert s.recv(4) == b"ping"
+                ports.append(s.getsockname()[1])
+        # A session's kTLS line, if any, is queued before its access line.
+        for p in ports:
+            wait_access(f, lambda e, p=p: e.get("client") == f"127.0.0.1:{p}")
+        lines = [m.group(0) for m in re.finditer(r"^.*" + KTLS + r".*$", f.log_text(), re.M)]
+        assert len(lines) == want, (level, lines)
+        if want:
+            assert " debug " in lines[0], lines
+
+
 def test_silent_client_closed_at_handshake_timeout(ferry, certs):
     cert, key = certs["a"]
     f = tls_ferry(ferry, cert, key, extra_tls="handshake_timeout = 1s\n")
@@ -280,10 +335,11 @@ def test_silent_client_closed_at_handshake_timeout(ferry, certs):
 
 def test_per_ip_handshakes(ferry, certs, echo_server):
     cert, key = certs["a"]
-    f = tls_ferry(ferry, cert, key, extra_tls="per_ip_handshakes = 2\n")
-    held = [socket.create_connection(f.addr, timeout=10) for _ in range(2)]
+    f = tls_ferry(ferry, cert, key, extra_tls="per_ip_handshakes = 2\nhandshake_timeout = 60s\n")
+    held = []
     try:
-        time.sleep(0.3)  # both accepted and counted
+        for _ in range(2):  # both counted: ferry answered their ClientHellos
+            held.append(held_handshake(f.addr))
         with socket.create_connection(f.addr, timeout=10) as s:
             data, how = read_until_close(s, timeout=10)
             assert data == b""
