@@ -70,10 +70,12 @@ static int parse_host(const char *s, size_t len, struct masque_target *out)
     if (n == 0)
         return MASQUE_E_HOST;
     /* Same rule as a SOCKS5 domain: no NUL, control, space or DEL byte
-     * may reach the resolver or the logs. */
+     * may reach the resolver or the logs. And no '%': RFC 9298 section 2
+     * does not support IPv6 zone identifiers ("fe80::1%eth0"), which some
+     * resolvers would honour, and no DNS name holds one. */
     for (int i = 0; i < n; i++) {
         uint8_t c = (uint8_t)out->host[i];
-        if (c <= 0x20 || c == 0x7f)
+        if (c <= 0x20 || c == 0x7f || c == '%')
             return MASQUE_E_HOST;
     }
     out->host[n] = '\0';

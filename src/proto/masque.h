@@ -26,7 +26,7 @@ enum masque_error {
     MASQUE_E_PREFIX = -1,    /* not under /.well-known/masque/udp/ */
     MASQUE_E_SHAPE = -2,     /* missing or extra segments, a query or fragment */
     MASQUE_E_ENCODING = -3,  /* a bad %XX escape or a byte a path cannot hold */
-    MASQUE_E_HOST = -4,      /* empty, over 255 bytes, or NUL/control/space */
+    MASQUE_E_HOST = -4,      /* empty, over 255 bytes, NUL/control/space/'%' */
     MASQUE_E_PORT = -5,      /* not 1..65535 in decimal digits */
     MASQUE_E_METHOD = -6,    /* :method is not CONNECT */
     MASQUE_E_PROTOCOL = -7,  /* :protocol is not connect-udp */

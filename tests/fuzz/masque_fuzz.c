@@ -6,7 +6,7 @@
  *
  * The input is parsed as a :path (an exact-size heap block, no NUL). A
  * path that parses names a host of 1..255 bytes with no NUL, control,
- * space or DEL byte and a port of 1..65535; written back by
+ * space, DEL or '%' byte and a port of 1..65535; written back by
  * masque_format_path it parses to the same host and port, and the writer
  * is a fixed point (writing what it parsed gives the same bytes).
  * masque_check_request with otherwise good pseudo-headers gives exactly
@@ -35,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static bool host_byte_ok(uint8_t c)
 {
-    return c > 0x20 && c != 0x7f;
+    return c > 0x20 && c != 0x7f && c != '%';
 }
 
 static void check_path(const char *p, size_t len)
