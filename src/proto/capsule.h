@@ -70,7 +70,9 @@ size_t capsule_varint_put(uint8_t *out, size_t cap, uint64_t v);
  * more bytes are needed, or CAPSULE_E_TOO_LONG as soon as the length field
  * is whole and says more than cap: so a peer can never make the caller
  * buffer more than the header plus cap bytes. A capsule of any type parses;
- * the caller skips types it does not know (RFC 9297 section 3.2). */
+ * the caller skips types it does not know (RFC 9297 section 3.2). The cap
+ * holds for unknown types too: one longer than cap is refused, not skipped
+ * piecemeal (no capsule connect-udp defines comes near a datagram's cap). */
 ssize_t capsule_parse(const uint8_t *p, size_t len, size_t cap, struct capsule *out);
 
 /* Split a parsed DATAGRAM capsule into context id and payload (RFC 9298
