@@ -96,8 +96,12 @@ struct worker_stats {
     stat_t active_proto[SP_COUNT];       /* open now, by protocol */
     stat_t hs_buckets[SP_COUNT][STATS_HS_BUCKETS]; /* not cumulative; summed at scrape */
     stat_t hs_sum_us[SP_COUNT];
-    stat_t proxy_rejected; /* PROXY protocol: untrusted peer, bad or missing header */
-    stat_t loop_lag_ms;    /* the latest timer ran this late, over the last second */
+    stat_t proxy_rejected;     /* PROXY protocol: untrusted peer, bad or missing header */
+    stat_t loop_lag_ms;        /* the latest timer ran this late, over the last second */
+    stat_t h2_conns;           /* HTTP/2 connections open now */
+    stat_t h2_streams;         /* HTTP/2 request streams opened */
+    stat_t h2_goaway_calm;     /* GOAWAY(ENHANCE_YOUR_CALM): over an abuse budget */
+    stat_t h2_goaway_shutdown; /* GOAWAY(NO_ERROR): a drain or a reload */
     struct auth_stats auth;
 } __attribute__((aligned(CACHELINE)));
 

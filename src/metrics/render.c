@@ -400,6 +400,13 @@ static void render_relay(struct mtext *t, const uint64_t *s)
     counter(t, "ferry_unknown_protocol_total",
             "Connections whose first byte was no protocol the listener speaks.",
             FIELD(s, unknown_protocol));
+    gauge(t, "ferry_h2_connections", "HTTP/2 connections open now.", FIELD(s, h2_conns));
+    counter(t, "ferry_h2_streams_total", "HTTP/2 request streams opened.", FIELD(s, h2_streams));
+    family(t, "ferry_h2_goaway_total", "counter",
+           "GOAWAY frames sent (calm: ENHANCE_YOUR_CALM, a client over an abuse budget; "
+           "shutdown: a drain or a reload).");
+    sample(t, "ferry_h2_goaway_total", "reason=\"calm\"", FIELD(s, h2_goaway_calm));
+    sample(t, "ferry_h2_goaway_total", "reason=\"shutdown\"", FIELD(s, h2_goaway_shutdown));
 }
 
 static void render_auth(struct mtext *t, const uint64_t *s)

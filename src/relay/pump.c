@@ -267,7 +267,7 @@ static int pump_cli_shut(struct conn *c, uint8_t *want)
 {
     /* The last direction to end needs no shutdown() (see pump_dir); TLS
      * gets its close_notify when the session closes. */
-    if ((c->c2u.flags & HALF_SHUT) || conn_cli_shutdown(c) == 0 || errno == ENOTCONN)
+    if (((c->c2u.flags & HALF_SHUT) && !c->h2s) || conn_cli_shutdown(c) == 0 || errno == ENOTCONN)
         return 0;
     if (errno == EAGAIN)
         *want = SIDE_WR;
@@ -456,7 +456,7 @@ int relay_pump(struct conn *c)
     /* splice() needs sockets on both sides; an outbound that is a stream
      * of something else (TLS), or a client over TLS, goes through buffers
      * and the stream calls. */
-    if (!c->out->splice || c->cli_tls)
+    if (!c->out->splice || c->cli_tls || c->h2s)
         return pump_stream(c);
     const struct dir up = {&c->c2u,   c->cli.fd,      c->up.fd,        &c->cli_ev,
                            &c->up_ev, "client-error", "upstream-error"};
