@@ -55,6 +55,7 @@ struct h2stream {
     bool tx_eof;    /* our END_STREAM is due after tx */
     bool deferred;  /* the data provider waits for tx */
     bool reset;     /* the client reset it */
+    bool rst_after; /* RST_STREAM(NO_ERROR) once our END_STREAM is out */
     uint8_t *rx;    /* client -> destination, up to the granted window */
     size_t rx_off, rx_len, rx_cap;
     uint8_t *tx; /* destination -> client, at most H2_TX_MAX */
@@ -400,6 +401,22 @@ static ssize_t on_read_data(nghttp2_session *ss, int32_t id, uint8_t *buf, size_
     return (ssize_t)n;
 }
 
+/* A refused stream's END_STREAM is out: now tell the client to stop
+ * sending (a reset submitted with the response would overtake it). */
+static int on_frame_send(nghttp2_session *ss, const nghttp2_frame *f, void *user)
+{
+    (void)user;
+    if (!(f->hd.flags & NGHTTP2_FLAG_END_STREAM) ||
+        (f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA))
+        return 0;
+    struct h2stream *s = nghttp2_session_get_stream_user_data(ss, f->hd.stream_id);
+    if (s && s->rst_after && !s->rx_eof) {
+        s->rst_after = false;
+        nghttp2_submit_rst_stream(ss, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_NO_ERROR);
+    }
+    return 0;
+}
+
 /* ---- the carrier ------------------------------------------------------ */
 
 static void h2conn_free(struct h2conn *hc)
@@ -566,6 +583,7 @@ static nghttp2_session *h2conn_session(struct h2conn *hc)
     nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data_chunk);
     nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
+    nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
     nghttp2_option_set_no_auto_window_update(opt, 1);
     nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
     if (nghttp2_session_server_new2(&s, cb, hc, opt))
@@ -822,7 +840,7 @@ void h2stream_detach(struct conn *c)
     if (!s->responded || !s->tx_eof)
         nghttp2_submit_rst_stream(s->hc->s, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_CONNECT_ERROR);
     else if (!s->rx_eof)
-        nghttp2_submit_rst_stream(s->hc->s, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_NO_ERROR);
+        s->rst_after = true; /* the client need not send on (RFC 9113 8.1) */
     else if (s->deferred) {
         s->deferred = false;
         nghttp2_session_resume_data(s->hc->s, s->id);

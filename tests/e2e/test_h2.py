@@ -138,6 +138,10 @@ class H2Client:
             st["reset"] = ev.error_code
         elif isinstance(ev, h2.events.ConnectionTerminated):
             self.goaway = ev
+            if ev.error_code == h2.errors.ErrorCodes.NO_ERROR:
+                # python3-h2 closes its whole state machine at any GOAWAY;
+                # RFC 9113 6.8 lets streams up to last_stream_id go on.
+                self.conn.state_machine.state = h2.connection.ConnectionState.CLIENT_OPEN
         elif isinstance(ev, h2.events.RemoteSettingsChanged):
             self.remote_settings = {k: v.new_value for k, v in ev.changed_settings.items()}
 
