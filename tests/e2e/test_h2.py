@@ -22,7 +22,8 @@ import time
 import pytest
 
 from certlib import OPENSSL, make_cert
-from ferrylib import EchoServer, ThreadedServer
+from ferrylib import EchoServer, ThreadedServer, run_ferry
+from opslib import http_get, metrics_addr
 
 h2 = pytest.importorskip("h2")
 import h2.config  # noqa: E402
@@ -361,7 +362,7 @@ def test_h2_stalled_stream_does_not_stop_others(ferry, cert):
 
 
 def abuse_case(ferry, cert, echo, attack):
-    f = h2_ferry(ferry, cert)
+    f = h2_ferry(ferry, cert, extra="\n[metrics]\nlisten = 127.0.0.1:0\n")
     bystander = H2Client(f.addr, cert[0])
     cl = H2Client(f.addr, cert[0])
     try:
@@ -373,6 +374,9 @@ def abuse_case(ferry, cert, echo, attack):
         cl.close()
         bystander.close()
     f.wait_log(r"h2: .* over its .* budget: GOAWAY\(ENHANCE_YOUR_CALM\)")
+    body = http_get(metrics_addr(f), "/metrics").body.decode()
+    assert 'ferry_h2_goaway_total{reason="calm"} 1' in body, body
+    assert "ferry_h2_streams_total " in body and "ferry_h2_connections " in body
     return f
 
 
@@ -428,3 +432,21 @@ def test_h2_goaway_lets_open_stream_finish(ferry, cert, echo, sig):
         cl.close()
     if sig == signal.SIGTERM:
         assert f.wait(15) == 0
+
+
+def test_h2_config_warnings(tmp_path, cert):
+    # ferry.conf(5): a bad [http2] value keeps the default, a huge one
+    # clamps, each a warning at its line; --check says so and exits 0.
+    c, k = cert
+    cfg = tmp_path / "h2.conf"
+    cfg.write_text(f"workers = 1\nlisten = tls://127.0.0.1:0\n[tls]\ncert = {c}\nkey = {k}\n"
+                   "[http2]\nmax_concurrent_streams = zero\nwindow = 1g\npings_per_second = 0\n")
+    r = run_ferry(["serve", "--check", "-c", str(cfg)])
+    assert r.rc == 0, r.text
+    assert (f"{cfg}:7: http2.max_concurrent_streams: 'zero' is not valid (expected 1..65535); "
+            "using the default 1024") in r.err, r.err
+    assert f"{cfg}:8: http2.window: '1g' is above the maximum; using 16777216" in r.err, r.err
+    assert f"{cfg}:9: http2.pings_per_second: '0' is not valid" in r.err, r.err
+    cfg.write_text("workers = 1\n[http2]\nno_such_key = 1\n")
+    r = run_ferry(["serve", "--check", "-c", str(cfg)])
+    assert r.rc == 1 and "no_such_key" in r.err, r.text
