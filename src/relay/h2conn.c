@@ -613,7 +613,16 @@ static int h2conn_settings(struct h2conn *hc)
 
 void h2conn_begin(struct conn *c)
 {
-    const struct config_http2 *hc2 = &conn_cfg(c)->http2;
+    const struct config *cfg = conn_cfg(c);
+    const struct config_http2 *hc2 = &cfg->http2;
+    uint8_t allowed = cfg->listen[c->listen_index].protocols;
+    if (!((allowed ? allowed : cfg->protocols) & PROTO_HTTP)) {
+        /* HTTP/2 is an HTTP proxy: a listener without http does not speak it. */
+        conn_bad_handshake(c);
+        stat_add(&c->w->stats.unknown_protocol, 1);
+        conn_close(c, "protocol-not-enabled");
+        return;
+    }
     struct h2conn *hc = calloc(1, sizeof(*hc));
     if (hc) {
         hc->out = malloc(H2_OUT_CAP);
