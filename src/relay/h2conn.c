@@ -61,6 +61,8 @@ struct h2stream {
     uint8_t *tx; /* destination -> client, at most H2_TX_MAX */
     size_t tx_off, tx_len;
     uint32_t hdr_bytes; /* the header list's size so far (RFC 9113 6.5.2) */
+    uint64_t handed;    /* bytes its session has read from rx */
+    uint64_t credited;  /* ... of which the client got credit back for */
     struct h2flow_win win;
     struct h2stream_req req;
 };
@@ -511,6 +513,26 @@ static int h2conn_read(struct h2conn *hc)
     return 0;
 }
 
+/* The GOAWAY of a broken or abusive connection is out: its streams end,
+ * and a lingering close (conn.c) keeps the GOAWAY from being destroyed by
+ * a reset while the client still sends. */
+static void h2conn_linger(struct h2conn *hc)
+{
+    struct conn *c = hc->c;
+    hc->dying = true; /* stream sessions let go without a word to nghttp2 */
+    struct list *pos;
+    for (pos = hc->streams.next; pos != &hc->streams; pos = pos->next) {
+        struct h2stream *s = container_of(pos, struct h2stream, link);
+        if (s->c) {
+            if (s->c->up.fd >= 0)
+                sock_abort(s->c->up.fd);
+            conn_close(s->c, "h2-goaway");
+        }
+    }
+    c->why = hc->calm ? "h2-calm" : "h2-error";
+    conn_linger(c);
+}
+
 static void h2conn_drive(struct conn *c, uint32_t up_events)
 {
     (void)up_events;
@@ -527,7 +549,7 @@ static void h2conn_drive(struct conn *c, uint32_t up_events)
     }
     bool flushed = hc->out_len == 0 && !nghttp2_session_want_write(hc->s);
     if (flushed && (hc->calm || hc->failed)) {
-        conn_close(c, hc->calm ? "h2-calm" : "h2-error");
+        h2conn_linger(hc);
         return;
     }
     if (flushed && !nghttp2_session_want_read(hc->s))
@@ -745,14 +767,24 @@ ssize_t h2stream_recv(struct conn *c, void *p, size_t len)
     s->rx_off += n;
     if (s->rx_off == s->rx_len)
         s->rx_off = s->rx_len = 0;
-    if (!s->gone && !s->hc->dying) {
-        /* Stream credit on consumption: these bytes are on their way to
-         * the destination (one pump buffer at most ahead of its socket). */
-        nghttp2_session_consume_stream(s->hc->s, s->id, n);
-        h2stream_tune(s, n);
-        h2conn_kick(s->hc);
-    }
+    s->handed += n;
     return (ssize_t)n;
+}
+
+void h2stream_credit(struct conn *c)
+{
+    struct h2stream *s = c->h2s;
+    /* Every byte of c2u is the stream's: what reached the destination. */
+    uint64_t done = c->c2u.bytes < s->handed ? c->c2u.bytes : s->handed;
+    if (done <= s->credited || s->gone || s->hc->dying)
+        return;
+    size_t n = (size_t)(done - s->credited);
+    s->credited = done;
+    /* Stream credit on consumption: the bytes are in the destination's
+     * socket, so a slow destination holds back only its own stream. */
+    nghttp2_session_consume_stream(s->hc->s, s->id, n);
+    h2stream_tune(s, n);
+    h2conn_kick(s->hc);
 }
 
 ssize_t h2stream_send(struct conn *c, const void *p, size_t len)
@@ -841,8 +873,9 @@ void h2stream_detach(struct conn *c)
         h2stream_free(s);
         return;
     }
-    /* Unread bytes give their credit back: nobody will read them. */
-    size_t left = s->rx_len - s->rx_off;
+    /* Bytes unread or undelivered give their credit back: nobody will
+     * deliver them. */
+    size_t left = s->rx_len - s->rx_off + (size_t)(s->handed - s->credited);
     if (left)
         nghttp2_session_consume_stream(s->hc->s, s->id, left);
     s->rx_off = s->rx_len = 0;

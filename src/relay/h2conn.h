@@ -71,6 +71,9 @@ const struct h2stream_req *h2stream_req(const struct conn *c);
 ssize_t h2stream_recv(struct conn *c, void *p, size_t len);
 ssize_t h2stream_send(struct conn *c, const void *p, size_t len);
 int h2stream_shutdown(struct conn *c);
+/* After the pump moved bytes: give the client credit for those that
+ * reached the destination (c->c2u.bytes), maybe growing the window. */
+void h2stream_credit(struct conn *c);
 /* Answer the request with status (and one extra field, name NULL: none);
  * end: with END_STREAM (a refusal), else the tunnel's data follows. */
 void h2stream_respond(struct conn *c, int status, bool end, const char *name, const char *value);

@@ -24,6 +24,7 @@
 #include "core/buf.h"
 #include "core/pipe.h"
 #include "relay/conn.h"
+#include "relay/h2conn.h"
 #include "relay/outbound.h"
 #include "relay/session.h"
 
@@ -447,6 +448,8 @@ static int pump_stream(struct conn *c)
         rc = pump_stream_dir(c, &down);
         c->u2c.up_wait = down.rd_bit;
     }
+    if (c->h2s)
+        h2stream_credit(c); /* stream credit for what reached the destination */
     relay_count_bytes(c);
     return rc;
 }

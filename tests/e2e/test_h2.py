@@ -208,6 +208,27 @@ class SourceServer(ThreadedServer):
             pass
 
 
+class HashServer(ThreadedServer):
+    """Reads until EOF, answers "COUNT SHA256HEX" and closes."""
+
+    def handle(self, c, peer):
+        h, n = hashlib.sha256(), 0
+        while True:
+            d = c.recv(1 << 16)
+            if not d:
+                break
+            h.update(d)
+            n += len(d)
+        c.sendall(f"{n} {h.hexdigest()}".encode())
+
+
+class DeafServer(ThreadedServer):
+    """Accepts and never reads (its receive buffer fills)."""
+
+    def handle(self, c, peer):
+        self.stopping.wait(60)
+
+
 class EofWatchServer(ThreadedServer):
     """Records how each connection ended: 'eof' or 'reset'."""
 
@@ -359,6 +380,50 @@ def test_h2_stalled_stream_does_not_stop_others(ferry, cert):
             cl.close()
     finally:
         src.stop()
+
+
+def test_h2_deaf_destination_does_not_stop_other_uploads(ferry, cert):
+    # Stream credit comes back as bytes reach the destination, connection
+    # credit on receipt: one destination that never reads holds up only
+    # its own stream while 7 others upload 8 MiB each.
+    deaf, sink = DeafServer(), HashServer()
+    try:
+        f = h2_ferry(ferry, cert)
+        cl = H2Client(f.addr, cert[0])
+        try:
+            n = 8 * MiB
+            stuck = cl.connect(f"127.0.0.1:{deaf.port}")
+            sids = [cl.connect(f"127.0.0.1:{sink.port}") for _ in range(7)]
+            cl.wait(lambda: all(cl.streams[i]["status"] for i in [stuck, *sids]), what="200s")
+            data = {i: pattern(i, n) for i in sids}
+            data[stuck] = pattern(0, n)
+            left = {i: memoryview(data[i]) for i in [stuck, *sids]}
+            deadline = time.monotonic() + 60
+            while any(len(left[i]) for i in sids):
+                assert time.monotonic() < deadline, "uploads stalled"
+                moved = False
+                for i, v in left.items():
+                    room = min(cl.conn.local_flow_control_window(i),
+                               cl.conn.max_outbound_frame_size, len(v))
+                    if room > 0:
+                        cl.conn.send_data(i, bytes(v[:room]))
+                        left[i] = v[room:]
+                        moved = True
+                        if i != stuck and not len(left[i]):
+                            cl.conn.end_stream(i)
+                cl.flush()
+                cl.pump(0 if moved else 0.05)
+            cl.wait(lambda: all(cl.streams[i]["ended"] for i in sids), timeout=30, what="digests")
+            for i in sids:
+                got = bytes(cl.streams[i]["data"]).decode()
+                assert got == f"{n} {hashlib.sha256(data[i]).hexdigest()}", i
+            # The deaf one took no more than its window and the sockets' buffers.
+            assert len(left[stuck]) > 0
+        finally:
+            cl.close()
+    finally:
+        deaf.stop()
+        sink.stop()
 
 
 def abuse_case(ferry, cert, echo, attack):
