@@ -22,7 +22,8 @@ import time
 import pytest
 
 from certlib import OPENSSL, make_cert
-from ferrylib import EchoServer, ThreadedServer, run_ferry
+from ferrylib import (EchoServer, ServerAbortServer, ServerHalfCloseServer, ThreadedServer,
+                      run_ferry)
 from opslib import http_get, metrics_addr
 
 h2 = pytest.importorskip("h2")
@@ -350,6 +351,52 @@ def test_h2_rst_stream_resets_destination(ferry, cert):
         f.wait_log(r"access .*end=client-reset.*proto=h2")
     finally:
         watch.stop()
+
+
+def test_h2_destination_half_close_and_reset(ferry, cert):
+    # The destination's FIN is END_STREAM while the client still sends
+    # (half-close the other way); a destination that resets its end is
+    # RST_STREAM(CONNECT_ERROR) (RFC 9113 section 8.5).
+    half = ServerHalfCloseServer(first_bytes=1000)
+    rudely = ServerAbortServer()
+    try:
+        f = h2_ferry(ferry, cert)
+        cl = H2Client(f.addr, cert[0])
+        try:
+            sid = cl.connect(f"127.0.0.1:{half.port}")
+            cl.wait(lambda: cl.streams[sid]["status"] == 200, what="200")
+            cl.send(sid, b"a" * 1000)
+            cl.wait(lambda: cl.streams[sid]["ended"], what="the destination's END_STREAM")
+            assert bytes(cl.streams[sid]["data"]) == ServerHalfCloseServer.GREETING
+            rest = pattern(7, 300_000)
+            cl.send(sid, rest, end=True)
+            assert half.done.wait(10)
+            (n, digest), = half.results.values()
+            assert n == 1000 + len(rest)
+            assert digest == hashlib.sha256(b"a" * 1000 + rest).hexdigest()
+            cl.wait(lambda: not cl.conn.open_outbound_streams, what="the stream's close")
+
+            sid = cl.connect(f"127.0.0.1:{rudely.port}")
+            cl.wait(lambda: cl.streams[sid]["status"] == 200, what="200")
+            # The server closes at once with our bytes unread: a reset.
+            cl.send(sid, b"z" * 100_000)
+            cl.wait(lambda: cl.streams[sid]["reset"] is not None or cl.streams[sid]["ended"],
+                    what="the destination's end")
+            st = cl.streams[sid]
+            # Nearly always the reset overtakes the greeting; a FIN read
+            # before our bytes went out is a clean end, then a failed write.
+            assert (st["reset"] == h2.errors.ErrorCodes.CONNECT_ERROR
+                    or (st["ended"] and bytes(st["data"]) == ServerAbortServer.GREETING)), st
+            echo = EchoServer()
+            try:
+                echo_roundtrip(cl, echo.addr)
+            finally:
+                echo.stop()
+        finally:
+            cl.close()
+    finally:
+        half.stop()
+        rudely.stop()
 
 
 def test_h2_stalled_stream_does_not_stop_others(ferry, cert):
