@@ -268,12 +268,13 @@ static int on_frame_recv(nghttp2_session *ss, const nghttp2_frame *f, void *user
     struct h2stream *s = nghttp2_session_get_stream_user_data(ss, f->hd.stream_id);
     bool end = f->hd.flags & NGHTTP2_FLAG_END_STREAM;
     switch (f->hd.type) {
-    case NGHTTP2_HEADERS:
-        if (s && f->headers.cat == NGHTTP2_HCAT_REQUEST) {
-            s->rx_eof = end;
-            if (!s->c && !s->gone)
-                h2stream_open(hc, s);
-        }
+    case NGHTTP2_HEADERS: /* a request, or trailers (END_STREAM) */
+        if (s && end)
+            s->rx_eof = true;
+        if (s && f->headers.cat == NGHTTP2_HCAT_REQUEST && !s->c && !s->gone)
+            h2stream_open(hc, s);
+        else if (s && end)
+            h2stream_wake(s, SIDE_RD);
         break;
     case NGHTTP2_DATA:
         if (f->hd.length == 0 && !end &&
@@ -870,7 +871,9 @@ void h2stream_detach(struct conn *c)
     if (s->hc->dying)
         return; /* the carrier frees it */
     if (s->gone) {
+        struct h2conn *hc = s->hc;
         h2stream_free(s);
+        h2conn_kick(hc); /* a draining connection may be done now */
         return;
     }
     /* Bytes unread or undelivered give their credit back: nobody will
