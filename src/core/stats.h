@@ -41,6 +41,17 @@ enum stats_outcome {
     OC_COUNT
 };
 
+/* Why an HTTP/2 connection was told GOAWAY(ENHANCE_YOUR_CALM): the abuse
+ * budget it went over ([http2]). */
+enum stats_h2_calm {
+    H2_CALM_HEADER_LIST, /* max_header_list */
+    H2_CALM_RAPID_RESET, /* resets_per_second */
+    H2_CALM_PING,        /* pings_per_second */
+    H2_CALM_SETTINGS,    /* settings_per_second */
+    H2_CALM_EMPTY_DATA,  /* empty_data_per_second */
+    H2_CALM_COUNT
+};
+
 /* Handshake latency (accept to success reply) in microseconds: bucket
  * upper bounds; the last bucket is +Inf. */
 #define STATS_HS_BUCKETS 16
@@ -96,12 +107,12 @@ struct worker_stats {
     stat_t active_proto[SP_COUNT];       /* open now, by protocol */
     stat_t hs_buckets[SP_COUNT][STATS_HS_BUCKETS]; /* not cumulative; summed at scrape */
     stat_t hs_sum_us[SP_COUNT];
-    stat_t proxy_rejected;     /* PROXY protocol: untrusted peer, bad or missing header */
-    stat_t loop_lag_ms;        /* the latest timer ran this late, over the last second */
-    stat_t h2_conns;           /* HTTP/2 connections open now */
-    stat_t h2_streams;         /* HTTP/2 request streams opened */
-    stat_t h2_goaway_calm;     /* GOAWAY(ENHANCE_YOUR_CALM): over an abuse budget */
-    stat_t h2_goaway_shutdown; /* GOAWAY(NO_ERROR): a drain or a reload */
+    stat_t proxy_rejected; /* PROXY protocol: untrusted peer, bad or missing header */
+    stat_t loop_lag_ms;    /* the latest timer ran this late, over the last second */
+    stat_t h2_conns;       /* HTTP/2 connections open now */
+    stat_t h2_streams;     /* HTTP/2 request streams opened */
+    stat_t h2_goaway_calm[H2_CALM_COUNT]; /* GOAWAY(ENHANCE_YOUR_CALM), by budget */
+    stat_t h2_goaway_shutdown;            /* GOAWAY(NO_ERROR): a drain or a reload */
     struct auth_stats auth;
 } __attribute__((aligned(CACHELINE)));
 

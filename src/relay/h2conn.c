@@ -123,16 +123,24 @@ static void h2stream_free(struct h2stream *s)
 
 /* Over an abuse budget: GOAWAY(ENHANCE_YOUR_CALM), counted; the carrier
  * flushes it and closes. */
-static void h2conn_calm(struct h2conn *hc, const char *what)
+static const char *const calm_what[H2_CALM_COUNT] = {
+    [H2_CALM_HEADER_LIST] = "header list",
+    [H2_CALM_RAPID_RESET] = "stream reset",
+    [H2_CALM_PING] = "PING",
+    [H2_CALM_SETTINGS] = "SETTINGS",
+    [H2_CALM_EMPTY_DATA] = "empty DATA",
+};
+
+static void h2conn_calm(struct h2conn *hc, enum stats_h2_calm why)
 {
     if (hc->calm)
         return;
     hc->calm = true;
     struct worker *w = hc->c->w;
-    stat_add(&w->stats.h2_goaway_calm, 1);
+    stat_add(&w->stats.h2_goaway_calm[why], 1);
     char a[ADDR_STRLEN];
     log_info("h2: %s over its %s budget: GOAWAY(ENHANCE_YOUR_CALM)",
-             addr_format(&hc->c->client, a, sizeof(a)), what);
+             addr_format(&hc->c->client, a, sizeof(a)), calm_what[why]);
     nghttp2_session_terminate_session(hc->s, NGHTTP2_ENHANCE_YOUR_CALM);
 }
 
@@ -149,7 +157,7 @@ static int on_begin_frame(nghttp2_session *ss, const nghttp2_frame_hd *hd, void 
     if (hd->type == NGHTTP2_HEADERS || hd->type == NGHTTP2_CONTINUATION) {
         hc->hdr_block += (uint32_t)hd->length;
         if (hc->hdr_block > h2cfg(hc)->max_header_list) {
-            h2conn_calm(hc, "header list");
+            h2conn_calm(hc, H2_CALM_HEADER_LIST);
             return NGHTTP2_ERR_CALLBACK_FAILURE;
         }
     }
@@ -207,7 +215,7 @@ static int on_header(nghttp2_session *ss, const nghttp2_frame *f, const uint8_t 
         return 0;
     s->hdr_bytes += (uint32_t)(namelen + valuelen + 32); /* RFC 9113 6.5.2 */
     if (s->hdr_bytes > h2cfg(hc)->max_header_list) {
-        h2conn_calm(hc, "header list");
+        h2conn_calm(hc, H2_CALM_HEADER_LIST);
         return NGHTTP2_ERR_CALLBACK_FAILURE;
     }
     struct h2stream_req *r = &s->req;
@@ -244,7 +252,8 @@ static void h2stream_open(struct h2conn *hc, struct h2stream *s)
         nghttp2_submit_rst_stream(hc->s, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_REFUSED_STREAM);
 }
 
-static bool h2conn_rate(struct h2conn *hc, struct h2flow_rate *r, uint32_t limit, const char *what)
+static bool h2conn_rate(struct h2conn *hc, struct h2flow_rate *r, uint32_t limit,
+                        enum stats_h2_calm what)
 {
     if (!h2flow_rate_hit(r, loop_now(&hc->c->w->loop), limit))
         return false;
@@ -278,7 +287,7 @@ static int on_frame_recv(nghttp2_session *ss, const nghttp2_frame *f, void *user
         break;
     case NGHTTP2_DATA:
         if (f->hd.length == 0 && !end &&
-            h2conn_rate(hc, &hc->r_empty, hc2->empty_data_rate, "empty DATA"))
+            h2conn_rate(hc, &hc->r_empty, hc2->empty_data_rate, H2_CALM_EMPTY_DATA))
             return NGHTTP2_ERR_CALLBACK_FAILURE;
         if (s && end) {
             s->rx_eof = true;
@@ -288,18 +297,19 @@ static int on_frame_recv(nghttp2_session *ss, const nghttp2_frame *f, void *user
     case NGHTTP2_RST_STREAM:
         /* Rapid Reset (CVE-2023-44487): streams the client cancels before
          * any response, per second. */
-        if (s && !s->responded && h2conn_rate(hc, &hc->r_reset, hc2->reset_rate, "stream reset"))
+        if (s && !s->responded &&
+            h2conn_rate(hc, &hc->r_reset, hc2->reset_rate, H2_CALM_RAPID_RESET))
             return NGHTTP2_ERR_CALLBACK_FAILURE;
         break;
     case NGHTTP2_PING:
         if (f->hd.flags & NGHTTP2_FLAG_ACK)
             h2conn_ping_ack(hc);
-        else if (h2conn_rate(hc, &hc->r_ping, hc2->ping_rate, "PING"))
+        else if (h2conn_rate(hc, &hc->r_ping, hc2->ping_rate, H2_CALM_PING))
             return NGHTTP2_ERR_CALLBACK_FAILURE;
         break;
     case NGHTTP2_SETTINGS:
         if (!(f->hd.flags & NGHTTP2_FLAG_ACK) &&
-            h2conn_rate(hc, &hc->r_settings, hc2->settings_rate, "SETTINGS"))
+            h2conn_rate(hc, &hc->r_settings, hc2->settings_rate, H2_CALM_SETTINGS))
             return NGHTTP2_ERR_CALLBACK_FAILURE;
         break;
     default:
