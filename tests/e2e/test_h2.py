@@ -7,8 +7,10 @@ connection with integrity and half-close both ways, Proxy-Authorization
 per stream (407 / 200), a rule's 403 on one stream while the others work,
 proto=h2 in the access log, RST_STREAM reaching the destination, a stalled
 stream that does not hold up 7 others (8 MiB each, integrity), the abuse
-budgets (Rapid Reset, PING flood, header bomb: GOAWAY ENHANCE_YOUR_CALM
-while another client's connection works), and GOAWAY at SIGTERM and
+budgets (Rapid Reset, PING, SETTINGS and empty DATA floods, a header
+bomb: GOAWAY ENHANCE_YOUR_CALM while another client's connection works,
+counted in /metrics), a destination that never reads holding up only its
+own upload, [http2] config warnings), and GOAWAY at SIGTERM and
 SIGHUP with the open stream finishing."""
 
 import hashlib
@@ -521,6 +523,32 @@ def test_h2_header_bomb_gets_goaway(ferry, cert, echo):
         big = [(f"x-bomb-{i}", "b" * 4000) for i in range(40)]  # 160 KB > 64 KiB
         cl.connect(f"127.0.0.1:{echo.port}", big)
     abuse_case(ferry, cert, echo, attack, "header_list")
+
+
+def test_h2_settings_flood_gets_goaway(ferry, cert, echo):
+    def attack(cl, echo):
+        for i in range(1000):
+            if cl.goaway or cl.closed:
+                break
+            cl.conn.update_settings({h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 100 + i})
+            cl.flush()
+            if i % 50 == 0:
+                cl.pump(0)
+    abuse_case(ferry, cert, echo, attack, "settings_flood")
+
+
+def test_h2_empty_data_flood_gets_goaway(ferry, cert, echo):
+    def attack(cl, echo):
+        sid = cl.connect(f"127.0.0.1:{echo.port}")
+        cl.wait(lambda: cl.streams[sid]["status"] == 200, what="200")
+        for i in range(1000):
+            if cl.goaway or cl.closed:
+                break
+            cl.conn.send_data(sid, b"")
+            cl.flush()
+            if i % 50 == 0:
+                cl.pump(0)
+    abuse_case(ferry, cert, echo, attack, "empty_data")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
