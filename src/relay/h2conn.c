@@ -84,6 +84,7 @@ struct h2conn {
     bool dying;   /* the carrier is closing: no nghttp2 calls from streams */
     uint8_t *out; /* frames gathered for the next TLS write */
     uint32_t out_off, out_len;
+    struct release rel; /* freed after the batch of events that closed it */
 };
 
 /* The worker's budget for granted stream windows (one loop per thread). */
@@ -320,6 +321,8 @@ static int on_frame_recv(nghttp2_session *ss, const nghttp2_frame *f, void *user
 
 static int rx_append(struct h2stream *s, const uint8_t *p, size_t n)
 {
+    if (n == 0)
+        return 0;
     if (s->rx_off && s->rx_off == s->rx_len)
         s->rx_off = s->rx_len = 0;
     if (s->rx_len + n > s->rx_cap && s->rx_off) {
@@ -432,6 +435,14 @@ static int on_frame_send(nghttp2_session *ss, const nghttp2_frame *f, void *user
 
 /* ---- the carrier ------------------------------------------------------ */
 
+static void h2conn_release(struct release *r)
+{
+    free(container_of(r, struct h2conn, rel));
+}
+
+/* The carrier closes: its stream sessions close (their destinations are
+ * reset), nghttp2 goes, and the struct is freed after this batch of
+ * events (the loop's rule), though nothing of the batch names it. */
 static void h2conn_free(struct h2conn *hc)
 {
     hc->dying = true;
@@ -448,8 +459,9 @@ static void h2conn_free(struct h2conn *hc)
     }
     nghttp2_session_del(hc->s);
     free(hc->out);
+    hc->s = NULL;
     stat_sub(&hc->c->w->stats.h2_conns, 1);
-    free(hc);
+    loop_release(&hc->c->w->loop, &hc->rel, h2conn_release);
 }
 
 /* Write gathered frames; gather more while nghttp2 has them. Returns 0,
