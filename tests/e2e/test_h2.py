@@ -328,6 +328,31 @@ def test_h2_auth_and_rules(ferry, cert, echo):
         other.stop()
 
 
+def test_h2_extended_connect_and_bad_requests(ferry, cert, echo):
+    # RFC 8441: SETTINGS_ENABLE_CONNECT_PROTOCOL is on, but no :protocol is
+    # served yet (CONNECT-UDP comes later): 501. A CONNECT without a port
+    # is a 400; a GET is not carried over HTTP/2 yet (501). The connection
+    # goes on after each.
+    f = h2_ferry(ferry, cert)
+    cl = H2Client(f.addr, cert[0])
+    try:
+        udp = cl.connect("127.0.0.1:443", [(":protocol", "connect-udp"), (":scheme", "https"),
+                                           (":path", "/.well-known/masque/udp/127.0.0.1/53/")])
+        noport = cl.connect("127.0.0.1")
+        get = cl.conn.get_next_available_stream_id()
+        cl.streams[get] = {"status": None, "data": bytearray(), "ended": False, "reset": None}
+        cl.conn.send_headers(get, [(":method", "GET"), (":scheme", "http"),
+                                   (":authority", "127.0.0.1"), (":path", "/")], end_stream=True)
+        cl.flush()
+        cl.wait(lambda: all(cl.streams[i]["ended"] for i in (udp, noport, get)), what="answers")
+        assert cl.streams[udp]["status"] == 501
+        assert cl.streams[noport]["status"] == 400
+        assert cl.streams[get]["status"] == 501
+        echo_roundtrip(cl, echo.addr)
+    finally:
+        cl.close()
+
+
 def test_h2_rst_stream_resets_destination(ferry, cert):
     watch = EofWatchServer()
     try:
