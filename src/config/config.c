@@ -776,8 +776,8 @@ static const struct key keys[] = {
 _Static_assert(ARRAY_LEN(keys) <= 96, "loader.seen is too small");
 
 /* Sections a file may contain; keys in them are named "section.key". */
-static const char *const sections[] = {"auth",   "udp",     "http", "rules",
-                                       "limits", "metrics", "dns",  "tls"};
+static const char *const sections[] = {"auth",    "udp", "http", "rules", "limits",
+                                       "metrics", "dns", "tls",  "http2"};
 
 /* Edit distance, for "did you mean" on unknown keys. */
 static size_t edit_distance(const char *a, const char *b)
@@ -893,6 +893,11 @@ static int ini_handler_cb(void *user, const char *section, const char *name, con
         outbound_key(ld, section, name, unquote(value, qbuf, sizeof(qbuf)));
         return 1;
     }
+    if (strcmp(section, "http2") == 0) {
+        if (!config_http2_key(ld->c, name, unquote(value, qbuf, sizeof(qbuf)), ld->file, ld->line))
+            bad(ld, "http2", "unknown key '%s'", name);
+        return 1;
+    }
     if (section[0] != '\0') {
         bool known = false;
         for (size_t i = 0; i < ARRAY_LEN(sections); i++)
@@ -1004,7 +1009,7 @@ static bool check_line(struct loader *ld, const char *line)
         }
         bad(ld, NULL,
             "unknown section [%.*s] (known: [auth], [udp], [http], [rules], [limits], [metrics], "
-            "[dns], [tls], [outbound NAME]; other keys go at the top)",
+            "[dns], [tls], [http2], [outbound NAME]; other keys go at the top)",
             (int)(end - p - 1), p + 1);
         return false;
     }
@@ -1070,6 +1075,7 @@ static void set_defaults(struct config *c)
     c->tls.handshake_ms = 10000;
     c->tls.per_ip_handshakes = 16;
     c->tls.ticket_rotation_ms = 12u * 3600 * 1000;
+    config_http2_defaults(&c->http2);
     c->connect_timeout_ms = 10000;
     c->iotimeout_ms = 0;
     c->shutdown_timeout_ms = 30000;
@@ -1596,6 +1602,7 @@ int config_load(const struct config_cli *cli, struct config **out, struct msglis
     validate(c, &ld, errs); /* every problem at once, not one per attempt */
     if (errs->n == nerr0)
         config_tls_load(c, errs);
+    config_http2_check(c);
     if (c->acl && errs->n == nerr0 && config_alloc_rule_hits(c) < 0)
         msglist_push(errs, "%s: out of memory for the rule counters", cli->path);
     if (c->noutbounds && errs->n == nerr0 && config_alloc_ob_stats(c) < 0)

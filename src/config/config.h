@@ -69,6 +69,20 @@ struct config_tls {
     char pin[64]; /* "sha256//BASE64" of the certificate's SubjectPublicKeyInfo */
 };
 
+/* [http2]: the HTTP/2 inbound (relay/h2conn.c; keys in http2.c). Sizes
+ * in bytes, rates per second. */
+struct config_http2 {
+    uint32_t max_streams;     /* SETTINGS_MAX_CONCURRENT_STREAMS */
+    uint32_t max_header_list; /* SETTINGS_MAX_HEADER_LIST_SIZE; over it: GOAWAY */
+    uint32_t window;          /* a stream's first receive window */
+    uint32_t window_max;      /* ... auto-tuned up to */
+    uint32_t conn_budget;     /* granted stream windows per connection, at first */
+    uint32_t conn_budget_max; /* ... growing to */
+    uint32_t worker_budget;   /* granted stream windows per worker */
+    uint32_t reset_rate;      /* streams reset before a response, per second */
+    uint32_t ping_rate, settings_rate, empty_data_rate;
+};
+
 /* iotimeout's default on a listener that other hosts reach: a vanished
  * peer (no FIN, no RST) holds two descriptors at most this long. */
 #define CONFIG_PUBLIC_IOTIMEOUT_MS (3600u * 1000)
@@ -171,6 +185,7 @@ struct config {
     struct config_limits limits;
     struct config_dns dns;
     struct config_tls tls;
+    struct config_http2 http2;
     /* Outbounds: [0] "direct", [1] "reject", then the file's [outbound NAME]
      * sections in order (outbound.h); health[i] is outbounds[i]'s. */
     struct config_outbound *outbounds;
@@ -240,6 +255,13 @@ static inline bool config_auth_enabled(const struct config *c)
 {
     return c->auth.users != NULL;
 }
+
+/* http2.c: [http2] defaults; one key (false: not an [http2] key; a bad
+ * value keeps the default, a huge one clamps, each with a warning naming
+ * file:line); after the file, windows and budgets made consistent. */
+void config_http2_defaults(struct config_http2 *h);
+bool config_http2_key(struct config *c, const char *key, const char *v, const char *file, int line);
+void config_http2_check(struct config *c);
 
 /* listen_tls.c: when a listener is tls://, check [tls] and make its server
  * context (c->tls.ctx, c->tls.pin); problems go to errs as "FILE:LINE:

@@ -41,7 +41,7 @@ void config_tls_load(struct config *c, struct msglist *errs)
     struct tls_server_conf conf = {
         .cert_file = c->tls.cert,
         .key_file = c->tls.key,
-        .alpn = "http/1.1",
+        .alpn = "h2,http/1.1", /* our preference first (RFC 7301 3.2) */
         .alpn_strict = true,
         .tls12 = c->tls.min_version == 12,
         .ticket_rotation_ms = c->tls.ticket_rotation_ms,

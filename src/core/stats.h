@@ -41,6 +41,17 @@ enum stats_outcome {
     OC_COUNT
 };
 
+/* Why an HTTP/2 connection was told GOAWAY(ENHANCE_YOUR_CALM): the abuse
+ * budget it went over ([http2]). */
+enum stats_h2_calm {
+    H2_CALM_HEADER_LIST, /* max_header_list */
+    H2_CALM_RAPID_RESET, /* resets_per_second */
+    H2_CALM_PING,        /* pings_per_second */
+    H2_CALM_SETTINGS,    /* settings_per_second */
+    H2_CALM_EMPTY_DATA,  /* empty_data_per_second */
+    H2_CALM_COUNT
+};
+
 /* Handshake latency (accept to success reply) in microseconds: bucket
  * upper bounds; the last bucket is +Inf. */
 #define STATS_HS_BUCKETS 16
@@ -98,6 +109,10 @@ struct worker_stats {
     stat_t hs_sum_us[SP_COUNT];
     stat_t proxy_rejected; /* PROXY protocol: untrusted peer, bad or missing header */
     stat_t loop_lag_ms;    /* the latest timer ran this late, over the last second */
+    stat_t h2_conns;       /* HTTP/2 connections open now */
+    stat_t h2_streams;     /* HTTP/2 request streams opened */
+    stat_t h2_goaway_calm[H2_CALM_COUNT]; /* GOAWAY(ENHANCE_YOUR_CALM), by budget */
+    stat_t h2_goaway_shutdown;            /* GOAWAY(NO_ERROR): a drain or a reload */
     struct auth_stats auth;
 } __attribute__((aligned(CACHELINE)));
 

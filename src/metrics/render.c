@@ -400,6 +400,21 @@ static void render_relay(struct mtext *t, const uint64_t *s)
     counter(t, "ferry_unknown_protocol_total",
             "Connections whose first byte was no protocol the listener speaks.",
             FIELD(s, unknown_protocol));
+    gauge(t, "ferry_h2_connections", "HTTP/2 connections open now.", FIELD(s, h2_conns));
+    counter(t, "ferry_h2_streams_total", "HTTP/2 request streams opened.", FIELD(s, h2_streams));
+    family(t, "ferry_h2_goaway_total", "counter",
+           "GOAWAY frames sent: ENHANCE_YOUR_CALM to a client over an abuse budget (by "
+           "budget), or NO_ERROR at a drain or a reload (shutdown).");
+    static const char *const calm[H2_CALM_COUNT] = {
+        [H2_CALM_HEADER_LIST] = "reason=\"header_list\"",
+        [H2_CALM_RAPID_RESET] = "reason=\"rapid_reset\"",
+        [H2_CALM_PING] = "reason=\"ping_flood\"",
+        [H2_CALM_SETTINGS] = "reason=\"settings_flood\"",
+        [H2_CALM_EMPTY_DATA] = "reason=\"empty_data\"",
+    };
+    for (int i = 0; i < H2_CALM_COUNT; i++)
+        sample(t, "ferry_h2_goaway_total", calm[i], s[IDX(h2_goaway_calm) + (size_t)i]);
+    sample(t, "ferry_h2_goaway_total", "reason=\"shutdown\"", FIELD(s, h2_goaway_shutdown));
 }
 
 static void render_auth(struct mtext *t, const uint64_t *s)

@@ -31,6 +31,7 @@
 #include "log/log.h"
 #include "relay/errmap.h"
 #include "relay/front.h"
+#include "relay/h2conn.h"
 #include "relay/outbound.h"
 #include "relay/session.h"
 #include "tls/tls.h"
@@ -54,6 +55,7 @@ static const char *const state_names[CONN_ST_COUNT] = {
     [CONN_ST_BIND] = "bind",
     [CONN_ST_HTTP_HEAD] = "http-head",
     [CONN_ST_HTTP_FWD] = "http-fwd",
+    [CONN_ST_H2] = "h2",
     [CONN_ST_LINGER] = "linger",
     [CONN_ST_CLOSED] = "closed",
 };
@@ -114,13 +116,14 @@ void conn_access_log(struct conn *c, const char *cmd, const char *reply)
         snprintf(err, sizeof(err), " err=%s", errmap_name(c->err));
     log_write(LOG_INFO,
               "access id=%llu client=%s user=%s cmd=%s dst=%s addr=%s up=%llu down=%llu "
-              "ms=%llu reply=%s end=%s%s%s%s%s%s",
+              "ms=%llu reply=%s end=%s%s%s%s%s%s%s%s",
               (unsigned long long)c->id, client, c->user ? c->user : "-", cmd, dst,
               c->target.family ? target : "-", (unsigned long long)c->c2u.bytes,
               (unsigned long long)c->u2c.bytes,
               (unsigned long long)(loop_now(&c->w->loop) - c->t_start), reply,
               c->why ? c->why : "-", err, c->rule ? " rule=" : "", c->rule ? c->rule : "",
-              via ? " via=" : "", via ? via : "");
+              via ? " via=" : "", via ? via : "", c->front->log_proto ? " proto=" : "",
+              c->front->log_proto ? c->front->log_proto : "");
 }
 
 void conn_close_fd(struct io *io)
@@ -226,6 +229,8 @@ static void conn_cli_wait(struct conn *c, uint8_t own, uint8_t want)
 
 ssize_t conn_cli_recv(struct conn *c, void *p, size_t len)
 {
+    if (c->h2s)
+        return h2stream_recv(c, p, len);
     if (!c->cli_tls)
         return recv(c->cli.fd, p, len, 0);
     size_t got = 0;
@@ -253,6 +258,8 @@ ssize_t conn_cli_recv(struct conn *c, void *p, size_t len)
 
 ssize_t conn_cli_send(struct conn *c, const void *p, size_t len)
 {
+    if (c->h2s)
+        return h2stream_send(c, p, len);
     if (!c->cli_tls)
         return send(c->cli.fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
     size_t put = 0;
@@ -275,6 +282,8 @@ ssize_t conn_cli_send(struct conn *c, const void *p, size_t len)
 
 int conn_cli_shutdown(struct conn *c)
 {
+    if (c->h2s)
+        return h2stream_shutdown(c);
     if (!c->cli_tls)
         return shutdown(c->cli.fd, SHUT_WR);
     uint8_t want = TLS_WANT_WRITE;
@@ -466,6 +475,7 @@ static bool conn_front_owns(enum conn_state s)
     case CONN_ST_BIND:
     case CONN_ST_HTTP_HEAD:
     case CONN_ST_HTTP_FWD:
+    case CONN_ST_H2:
         return true;
     case CONN_ST_AUTH_WAIT:
     case CONN_ST_RESOLVE:
@@ -657,6 +667,7 @@ static void conn_drive(struct conn *c, uint32_t cli_events, uint32_t up_events)
     case CONN_ST_BIND:
     case CONN_ST_HTTP_HEAD:
     case CONN_ST_HTTP_FWD:
+    case CONN_ST_H2:
         c->front->drive(c, up_events);
         break;
     case CONN_ST_CLOSED:
@@ -712,6 +723,7 @@ static void conn_on_timer(struct timer *t)
     case CONN_ST_BIND:
     case CONN_ST_HTTP_HEAD:
     case CONN_ST_HTTP_FWD:
+    case CONN_ST_H2:
         c->front->timeout(c);
         break;
     case CONN_ST_CLOSED:
@@ -727,6 +739,51 @@ static void conn_on_task(struct task *t)
 }
 
 /* ---- birth -------------------------------------------------------------- */
+
+static struct conn *conn_alloc(struct worker *w);
+
+int conn_open_stream(struct worker *w, struct conn *carrier, struct h2stream *s)
+{
+    const struct config *cfg = carrier->wc->cfg;
+    if (atomic_fetch_add_explicit(&w->sh->sessions, 1, memory_order_relaxed) >=
+        cfg->max_connections) {
+        atomic_fetch_sub_explicit(&w->sh->sessions, 1, memory_order_relaxed);
+        stat_add(&w->stats.rejected_limit, 1);
+        return -EBUSY;
+    }
+    struct conn *c = conn_alloc(w);
+    if (!c) {
+        atomic_fetch_sub_explicit(&w->sh->sessions, 1, memory_order_relaxed);
+        return -ENOMEM;
+    }
+    w->nsessions++;
+    stat_add(&w->stats.active, 1);
+    c->w = w;
+    c->front = &front_h2;
+    c->out = &outbound_direct;
+    c->proto = front_h2.proto;
+    c->id = atomic_fetch_add_explicit(&w->sh->next_id, 1, memory_order_relaxed) + 1;
+    c->client = carrier->client;
+    c->listen_index = carrier->listen_index;
+    c->wc = worker_cfg_hold(w);
+    c->t_start = loop_now(&w->loop);
+    c->t_start_us = clock_us();
+    c->h2s = s;
+    h2stream_attach(s, c);
+    stat_add(&w->stats.active_proto[front_h2.sp], 1);
+    io_init(&c->cli, conn_on_cli_io);
+    c->cli.fd = -1;
+    io_init(&c->up, conn_on_up_io);
+    timer_init(&c->timer, conn_on_timer);
+    task_init(&c->task, conn_on_task);
+    list_init(&c->link);
+    list_add_tail(&w->sessions, &c->link);
+    c->state = CONN_ST_REQUEST;
+    c->cli_ev = SIDE_WR;
+    loop_timer_arm(&w->loop, &c->timer, conn_cfg(c)->handshake_timeout_ms);
+    front_h2.start(c);
+    return 0;
+}
 
 static struct conn *conn_alloc(struct worker *w)
 {

@@ -48,6 +48,7 @@ enum conn_state {
     CONN_ST_BIND,      /* BIND: waiting for the connection back */
     CONN_ST_HTTP_HEAD, /* HTTP: reading a request head */
     CONN_ST_HTTP_FWD,  /* HTTP: a request and its response on their way */
+    CONN_ST_H2,        /* an HTTP/2 connection carrying stream sessions (h2conn.c) */
     CONN_ST_LINGER,
     CONN_ST_CLOSED,
     CONN_ST_COUNT
@@ -92,6 +93,8 @@ struct conn_bw;
 struct front_ops;
 struct outbound_ops;
 struct tls;
+struct h2conn;
+struct h2stream;
 
 struct half {
     struct buf *buf;        /* bytes in user space, or NULL */
@@ -151,6 +154,8 @@ struct conn {
     bool cli_tls_up;         /* its handshake is done: close_notify is due at the end */
     bool cli_tls_seen;       /* its first byte was a TLS handshake record */
     bool hs_held;            /* counted in the per-address TLS handshake slots */
+    struct h2conn *h2;       /* the carrier of an HTTP/2 connection (h2conn.c) */
+    struct h2stream *h2s;    /* a session on an HTTP/2 stream: its client side (no cli fd) */
     struct bind_peers *bind; /* BIND by name: the hosts that may connect back */
     struct dns_req *dns;     /* pending lookup */
     struct auth_job *auth;   /* pending verification */

@@ -29,7 +29,8 @@ struct conn;
  * the idle timer of UDP; every other event and timer of a state goes to
  * the front (conn.c, conn_front_owns()). */
 struct front_ops {
-    const char *name; /* for logs and debugging */
+    const char *name;      /* for logs and debugging */
+    const char *log_proto; /* " proto=..." in its access-log lines; NULL: none */
     uint8_t
         proto;  /* PROTO_* bit of config.h the listener must allow; 0 for the pre-protocol rows */
     uint8_t sp; /* enum stats_proto the session is counted under */
@@ -63,5 +64,6 @@ extern const struct front_ops front_tls;
 extern const struct front_ops front_socks5; /* socks.c */
 extern const struct front_ops front_socks4; /* socks.c */
 extern const struct front_ops front_http;   /* http.c */
+extern const struct front_ops front_h2;     /* front_h2.c: one HTTP/2 stream */
 
 #endif

@@ -5,6 +5,7 @@
  * client socket within [tls] handshake_timeout, then leaves c->cli_tls in
  * place (every later read and write of the client goes through it:
  * conn_cli_recv() and friends in conn.c) and hands the session to the
+ * HTTP/2 connection when ALPN settled on "h2" (h2conn.c), else to the
  * sniff, which picks SOCKS5, SOCKS4 or HTTP/1 by the first decrypted byte
  * as on a plain port. A client whose first byte is not a TLS handshake
  * record (0x16) is closed at once and counted as an unknown protocol. A
@@ -25,6 +26,7 @@
 #include "crypto/fcrypto.h"
 #include "log/log.h"
 #include "relay/front.h"
+#include "relay/h2conn.h"
 #include "relay/session.h"
 #include "tls/tls.h"
 
@@ -78,6 +80,12 @@ static void front_tls_done(struct conn *c)
                                       ? "carries the records"
                                       : "is not available (the kernel lacks CONFIG_TLS or the "
                                         "cipher); OpenSSL encrypts in user space");
+    char alpn[16];
+    tls_alpn(c->cli_tls, alpn, sizeof(alpn));
+    if (strcmp(alpn, "h2") == 0) { /* HTTP/2 (RFC 9113 3.2): no sniff */
+        h2conn_begin(c);
+        return;
+    }
     loop_timer_arm(&c->w->loop, &c->timer, conn_cfg(c)->handshake_timeout_ms);
     /* Bytes that came with the handshake may wait inside OpenSSL: read. */
     c->cli_ev |= SIDE_RD;

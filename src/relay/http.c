@@ -362,18 +362,24 @@ static bool http_admit_user(struct conn *c)
 /* Basic credentials from a Proxy-Authorization field: the syntax is
  * proto's, the base64 decode libsodium's (crypto/), and the decoded copy is
  * wiped here whatever the verdict. Returns 0 or -1. */
-static int http_basic(const struct http1_header *pa, char *user, size_t ucap, size_t *ulen,
-                      char *pass, size_t pcap, size_t *plen)
+int http_basic_value(const char *v, size_t vlen, char *user, size_t ucap, size_t *ulen, char *pass,
+                     size_t pcap, size_t *plen)
 {
     const char *tok;
     size_t tlen, n;
     uint8_t dec[HTTP1_BASIC_MAX];
-    if (http1_basic_token(pa->value, pa->vlen, &tok, &tlen) < 0 ||
+    if (http1_basic_token(v, vlen, &tok, &tlen) < 0 ||
         fcrypto_base64_decode(dec, sizeof(dec), &n, tok, tlen) < 0)
         return -1; /* (a failed decode wipes dec itself) */
     int rc = http1_basic_split(dec, n, user, ucap, ulen, pass, pcap, plen);
     fcrypto_wipe(dec, sizeof(dec));
     return rc;
+}
+
+static int http_basic(const struct http1_header *pa, char *user, size_t ucap, size_t *ulen,
+                      char *pass, size_t pcap, size_t *plen)
+{
+    return http_basic_value(pa->value, pa->vlen, user, ucap, ulen, pass, pcap, plen);
 }
 
 /* Parse the request head at the start of req.in into m and start the

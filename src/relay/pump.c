@@ -24,6 +24,7 @@
 #include "core/buf.h"
 #include "core/pipe.h"
 #include "relay/conn.h"
+#include "relay/h2conn.h"
 #include "relay/outbound.h"
 #include "relay/session.h"
 
@@ -267,7 +268,7 @@ static int pump_cli_shut(struct conn *c, uint8_t *want)
 {
     /* The last direction to end needs no shutdown() (see pump_dir); TLS
      * gets its close_notify when the session closes. */
-    if ((c->c2u.flags & HALF_SHUT) || conn_cli_shutdown(c) == 0 || errno == ENOTCONN)
+    if (((c->c2u.flags & HALF_SHUT) && !c->h2s) || conn_cli_shutdown(c) == 0 || errno == ENOTCONN)
         return 0;
     if (errno == EAGAIN)
         *want = SIDE_WR;
@@ -447,6 +448,8 @@ static int pump_stream(struct conn *c)
         rc = pump_stream_dir(c, &down);
         c->u2c.up_wait = down.rd_bit;
     }
+    if (c->h2s)
+        h2stream_credit(c); /* stream credit for what reached the destination */
     relay_count_bytes(c);
     return rc;
 }
@@ -456,7 +459,7 @@ int relay_pump(struct conn *c)
     /* splice() needs sockets on both sides; an outbound that is a stream
      * of something else (TLS), or a client over TLS, goes through buffers
      * and the stream calls. */
-    if (!c->out->splice || c->cli_tls)
+    if (!c->out->splice || c->cli_tls || c->h2s)
         return pump_stream(c);
     const struct dir up = {&c->c2u,   c->cli.fd,      c->up.fd,        &c->cli_ev,
                            &c->up_ev, "client-error", "upstream-error"};

@@ -17,6 +17,7 @@
 #include "core/sock.h"
 #include "log/log.h"
 #include "relay/front.h"
+#include "relay/h2conn.h"
 #include "relay/outbound.h"
 #include "relay/session.h"
 #include "udp/udp.h"
@@ -54,10 +55,10 @@ static void relay_accept(struct worker *w, struct listener *ls, int fd, const st
 
 static void relay_abort_all(struct worker *w)
 {
-    struct list *pos, *tmp;
-    list_for_each_safe(pos, tmp, &w->sessions)
-    {
-        struct conn *c = container_of(pos, struct conn, link);
+    /* Closing one session may close others (an HTTP/2 connection its
+     * streams): take the first until none is left. */
+    while (!list_empty(&w->sessions)) {
+        struct conn *c = container_of(w->sessions.next, struct conn, link);
         conn_close(c, "shutdown");
     }
 }
@@ -87,6 +88,10 @@ static void relay_config_changed(struct worker *w)
         outbound_checks_stop(w->ob_checks);
         w->ob_checks = outbound_checks_start(w, w->cur->cfg);
     }
+    /* HTTP/2 connections opened under the former configuration say
+     * GOAWAY: their open streams finish, new ones come on a new
+     * connection under the new one. */
+    h2conn_goaway_all(w);
     const struct config *cfg = w->cur->cfg;
     struct auth *a = atomic_load(&w->sh->auth);
     if (w->auth || !a || !config_auth_enabled(cfg))
@@ -103,7 +108,14 @@ static void relay_config_changed(struct worker *w)
     w->auth = aw;
 }
 
+/* A drain: HTTP/2 connections say GOAWAY and let their streams finish. */
+static void relay_drain(struct worker *w)
+{
+    h2conn_goaway_all(w);
+}
+
 const struct worker_ops relay_worker_ops = {
+    .drain = relay_drain,
     .accept = relay_accept,
     .abort_all = relay_abort_all,
     .fini = relay_worker_fini,

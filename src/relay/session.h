@@ -28,6 +28,11 @@
  * when no session could be had (fd is still the caller's). */
 int conn_open(struct worker *w, uint8_t listen_index, int fd, const struct addr *peer, bool tracked,
               const struct front_ops *first, enum conn_state state, const struct outbound_ops *out);
+/* Open the session of an HTTP/2 request stream s on the connection
+ * carrier (h2conn.c): no client socket, the client side is the stream;
+ * front_h2's start hook runs. 0, or -ENOMEM / -EBUSY (max_connections):
+ * the caller refuses the stream. */
+int conn_open_stream(struct worker *w, struct conn *carrier, struct h2stream *s);
 /* Free the worker's recycled sessions (at worker end). */
 void conn_freelist_fini(struct worker *w);
 /* Hand the session to another front row (the sniff found the protocol):
@@ -107,6 +112,10 @@ void conn_connected(struct conn *c);
 void conn_relay_start(struct conn *c);
 void conn_arm_idle(struct conn *c);
 
+/* http.c: the user and password of a Proxy-Authorization value (Basic,
+ * RFC 7617), the decoded copy wiped. 0 or -1. */
+int http_basic_value(const char *v, size_t vlen, char *user, size_t ucap, size_t *ulen, char *pass,
+                     size_t pcap, size_t *plen);
 /* http.c: the worker's idle upstream connections (at worker end). */
 void http_pool_fini(struct worker *w);
 

@@ -785,6 +785,7 @@ static void socks_handshake(struct conn *c)
         case CONN_ST_BIND:
         case CONN_ST_HTTP_HEAD:
         case CONN_ST_HTTP_FWD:
+        case CONN_ST_H2:
         case CONN_ST_LINGER:
         case CONN_ST_CLOSED:
         case CONN_ST_COUNT:
@@ -844,6 +845,7 @@ static void socks_timeout(struct conn *c)
     case CONN_ST_UDP:
     case CONN_ST_HTTP_HEAD:
     case CONN_ST_HTTP_FWD:
+    case CONN_ST_H2:
     case CONN_ST_LINGER:
     case CONN_ST_CLOSED:
     case CONN_ST_COUNT:

@@ -403,9 +403,12 @@ static void on_command(struct io *io, uint32_t events)
             worker_apply_listeners(w, ls);
     }
     if (cmd & (WORKER_CMD_DRAIN | WORKER_CMD_ABORT)) {
+        bool first = !w->draining;
         if (!(cmd & WORKER_CMD_ABORT) && !w->draining)
             worker_accept_rest(w);
         w->draining = true;
+        if (first && !(cmd & WORKER_CMD_ABORT) && w->ops->drain)
+            w->ops->drain(w);
         worker_stop_listening(w);
     }
     if (cmd & WORKER_CMD_ABORT)

@@ -93,6 +93,9 @@ struct worker_ops {
     void (*fini)(struct worker *w);
     /* w->cur changed (also called once at init, on the main thread). */
     void (*config_changed)(struct worker *w);
+    /* The worker began to drain (SIGTERM): sessions are asked to finish
+     * (an HTTP/2 connection sends GOAWAY). NULL: nothing to do. */
+    void (*drain)(struct worker *w);
 };
 
 /* State shared by all workers, owned by the main thread. */

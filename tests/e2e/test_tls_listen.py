@@ -4,7 +4,7 @@ HTTPS proxy and SOCKS over TLS on one port. Certificates are made here with
 `openssl req -x509` (P-256, SANs localhost and 127.0.0.1). Covers curl's
 HTTPS proxy (absolute-form GET and CONNECT, 10 MiB with integrity), SOCKS5
 over TLS with 10 MiB each way and a half-close (close_notify both ways),
-ALPN (http/1.1 only; a client offering only h2 is refused per RFC 7301),
+ALPN (h2 preferred, http/1.1; a client offering neither is refused per RFC 7301),
 a wrong CA and a wrong pin failing on the client, plaintext on the TLS port
 closed at once, the kTLS line said once at debug level, a silent client closed at handshake_timeout, the per-address
 handshake budget, a certificate replaced by SIGHUP (open sessions carry on,
@@ -174,18 +174,22 @@ def test_wrong_ca_fails_on_the_client(ferry, certs, http_server):
     assert r.returncode == 60 and b"certificate" in r.stderr, r.stderr
 
 
-def test_alpn_http11_only(ferry, certs):
+def test_alpn_prefers_h2(ferry, certs):
     cert, key = certs["a"]
     f = tls_ferry(ferry, cert, key, config={"log_level": "debug"})
     ctx = client_ctx(cert)
-    ctx.set_alpn_protocols(["h2", "http/1.1"])
+    ctx.set_alpn_protocols(["http/1.1", "h2"])  # the server's preference decides
     with ctx.wrap_socket(socket.create_connection(f.addr, timeout=10), server_hostname="localhost") as s:
-        assert s.selected_alpn_protocol() == "http/1.1"
+        assert s.selected_alpn_protocol() == "h2"
         assert s.version() == "TLSv1.3"
     # kTLS is asked for; without it (no CONFIG_TLS) the log says so once.
     f.wait_log(r"tls: kTLS (carries the records|is not available)")
     ctx = client_ctx(cert)
-    ctx.set_alpn_protocols(["h2"])
+    ctx.set_alpn_protocols(["http/1.1"])
+    with ctx.wrap_socket(socket.create_connection(f.addr, timeout=10), server_hostname="localhost") as s:
+        assert s.selected_alpn_protocol() == "http/1.1"
+    ctx = client_ctx(cert)
+    ctx.set_alpn_protocols(["spdy/3"])
     with pytest.raises(ssl.SSLError, match="(?i)no.application.protocol"):
         ctx.wrap_socket(socket.create_connection(f.addr, timeout=10), server_hostname="localhost")
 

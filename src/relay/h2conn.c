@@ -1,0 +1,916 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * h2conn.c: the HTTP/2 connection (h2conn.h): an nghttp2 server session
+ * driven by the carrier session's events (memory I/O, no threads), the
+ * streams' byte queues both ways, flow control and the abuse budgets.
+ *
+ * Flow control (docs/architecture.md, "HTTP/2 inbound"): nghttp2 runs
+ * with NGHTTP2_OPT_NO_AUTO_WINDOW_UPDATE; the connection window is
+ * returned as DATA arrives (consume_connection), a stream's as its session
+ * reads the bytes on towards the destination (consume_stream), so a
+ * stalled stream blocks only itself. A stream's window starts at
+ * [http2] window and doubles by proto/h2flow's rule up to window_max,
+ * each growth admitted under the connection's budget and the worker's.
+ * The TLS socket is always read: once a connection is over budget it is
+ * told GOAWAY(ENHANCE_YOUR_CALM) and what it still sends is discarded.
+ *
+ * It must not: free the carrier or a stream inside an nghttp2 callback
+ * (the carrier closes from its own drive; a stream's state goes when both
+ * nghttp2 and its session let go), or write to the socket from a stream's
+ * call (those queue and defer the carrier's task).
+ */
+#include "relay/h2conn.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <nghttp2/nghttp2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "config/config.h"
+#include "core/sock.h"
+#include "log/log.h"
+#include "proto/h2flow.h"
+#include "relay/front.h"
+#include "relay/session.h"
+
+#define H2_TX_MAX   (128u * 1024) /* bytes a stream holds for the client */
+#define H2_OUT_CAP  (64u * 1024)  /* frames gathered before one TLS write */
+#define H2_READ_MAX (64u * 1024)
+#define H2_PING_MS  2000 /* at most one RTT probe this often */
+
+struct h2conn;
+
+struct h2stream {
+    struct list link; /* in hc->streams */
+    struct h2conn *hc;
+    struct conn *c; /* the stream's session; NULL once it ended */
+    int32_t id;
+    bool gone;      /* nghttp2 closed the stream */
+    bool responded; /* the response HEADERS are submitted */
+    bool rx_eof;    /* END_STREAM from the client */
+    bool tx_eof;    /* our END_STREAM is due after tx */
+    bool deferred;  /* the data provider waits for tx */
+    bool reset;     /* the client reset it */
+    bool rst_after; /* RST_STREAM(NO_ERROR) once our END_STREAM is out */
+    uint8_t *rx;    /* client -> destination, up to the granted window */
+    size_t rx_off, rx_len, rx_cap;
+    uint8_t *tx; /* destination -> client, at most H2_TX_MAX */
+    size_t tx_off, tx_len;
+    uint32_t hdr_bytes; /* the header list's size so far (RFC 9113 6.5.2) */
+    uint64_t handed;    /* bytes its session has read from rx */
+    uint64_t credited;  /* ... of which the client got credit back for */
+    struct h2flow_win win;
+    struct h2stream_req req;
+};
+
+struct h2conn {
+    struct conn *c; /* the carrier */
+    nghttp2_session *s;
+    struct list streams;
+    uint32_t nstreams;
+    struct h2flow_budget budget;
+    struct h2flow_rtt rtt;
+    struct h2flow_rate r_reset, r_ping, r_settings, r_empty;
+    uint64_t ping_us; /* when our PING went out; 0: none outstanding */
+    uint64_t ping_ms; /* when the last one did */
+    uint32_t hdr_block;
+    bool calm;    /* over an abuse budget: GOAWAY(ENHANCE_YOUR_CALM) queued */
+    bool goaway;  /* a graceful GOAWAY was sent */
+    bool failed;  /* nghttp2 failed: flush what is queued, then close */
+    bool dying;   /* the carrier is closing: no nghttp2 calls from streams */
+    uint8_t *out; /* frames gathered for the next TLS write */
+    uint32_t out_off, out_len;
+    struct release rel; /* freed after the batch of events that closed it */
+};
+
+/* The worker's budget for granted stream windows (one loop per thread). */
+static _Thread_local struct h2flow_budget worker_budget;
+
+static const struct config_http2 *h2cfg(const struct h2conn *hc)
+{
+    return &conn_cfg(hc->c)->http2;
+}
+
+static void h2conn_kick(struct h2conn *hc)
+{
+    if (!hc->dying)
+        loop_defer(&hc->c->w->loop, &hc->c->task);
+}
+
+/* Wake a stream's session for readiness bits ev. */
+static void h2stream_wake(struct h2stream *s, uint8_t ev)
+{
+    if (!s->c)
+        return;
+    s->c->cli_ev |= ev;
+    loop_defer(&s->c->w->loop, &s->c->task);
+}
+
+static void h2stream_free(struct h2stream *s)
+{
+    struct h2conn *hc = s->hc;
+    h2flow_charge(&hc->budget, -(int64_t)s->win.window);
+    h2flow_charge(&worker_budget, -(int64_t)s->win.window);
+    list_del(&s->link);
+    hc->nstreams--;
+    free(s->rx);
+    free(s->tx);
+    free(s);
+}
+
+/* Over an abuse budget: GOAWAY(ENHANCE_YOUR_CALM), counted; the carrier
+ * flushes it and closes. */
+static const char *const calm_what[H2_CALM_COUNT] = {
+    [H2_CALM_HEADER_LIST] = "header list",
+    [H2_CALM_RAPID_RESET] = "stream reset",
+    [H2_CALM_PING] = "PING",
+    [H2_CALM_SETTINGS] = "SETTINGS",
+    [H2_CALM_EMPTY_DATA] = "empty DATA",
+};
+
+static void h2conn_calm(struct h2conn *hc, enum stats_h2_calm why)
+{
+    if (hc->calm)
+        return;
+    hc->calm = true;
+    struct worker *w = hc->c->w;
+    stat_add(&w->stats.h2_goaway_calm[why], 1);
+    char a[ADDR_STRLEN];
+    log_info("h2: %s over its %s budget: GOAWAY(ENHANCE_YOUR_CALM)",
+             addr_format(&hc->c->client, a, sizeof(a)), calm_what[why]);
+    nghttp2_session_terminate_session(hc->s, NGHTTP2_ENHANCE_YOUR_CALM);
+}
+
+/* ---- nghttp2 callbacks ------------------------------------------------ */
+
+static int on_begin_frame(nghttp2_session *ss, const nghttp2_frame_hd *hd, void *user)
+{
+    (void)ss;
+    struct h2conn *hc = user;
+    /* A header block's size, counted as its frames arrive (CONTINUATION
+     * floods never reach the decoder's per-field callbacks). */
+    if (hd->type == NGHTTP2_HEADERS)
+        hc->hdr_block = 0;
+    if (hd->type == NGHTTP2_HEADERS || hd->type == NGHTTP2_CONTINUATION) {
+        hc->hdr_block += (uint32_t)hd->length;
+        if (hc->hdr_block > h2cfg(hc)->max_header_list) {
+            h2conn_calm(hc, H2_CALM_HEADER_LIST);
+            return NGHTTP2_ERR_CALLBACK_FAILURE;
+        }
+    }
+    return 0;
+}
+
+static int on_begin_headers(nghttp2_session *ss, const nghttp2_frame *f, void *user)
+{
+    struct h2conn *hc = user;
+    if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST || hc->calm)
+        return 0;
+    const struct config_http2 *hc2 = h2cfg(hc);
+    /* Admission: the stream's window out of the budgets (the connection's
+     * grows as it fills); one that cannot keep H2FLOW_WIN_MIN is refused. */
+    uint32_t win = h2flow_admit(&hc->budget, &worker_budget, 0, hc2->window);
+    if (win < H2FLOW_WIN_MIN) {
+        nghttp2_submit_rst_stream(ss, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_REFUSED_STREAM);
+        return 0;
+    }
+    struct h2stream *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* the stream is reset */
+    s->hc = hc;
+    s->id = f->hd.stream_id;
+    list_add_tail(&hc->streams, &s->link);
+    hc->nstreams++;
+    s->win.window = win;
+    h2flow_charge(&hc->budget, s->win.window);
+    h2flow_charge(&worker_budget, s->win.window);
+    s->win.epoch_us = clock_us();
+    if (s->win.window < hc2->window)
+        nghttp2_session_set_local_window_size(ss, NGHTTP2_FLAG_NONE, s->id, (int32_t)s->win.window);
+    nghttp2_session_set_stream_user_data(ss, s->id, s);
+    return 0;
+}
+
+static void req_copy(struct h2stream_req *r, char *dst, size_t cap, const uint8_t *v, size_t n)
+{
+    if (n >= cap) {
+        r->bad = true;
+        return;
+    }
+    memcpy(dst, v, n);
+    dst[n] = '\0';
+}
+
+static int on_header(nghttp2_session *ss, const nghttp2_frame *f, const uint8_t *name,
+                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                     void *user)
+{
+    (void)flags;
+    struct h2conn *hc = user;
+    struct h2stream *s = nghttp2_session_get_stream_user_data(ss, f->hd.stream_id);
+    if (!s || f->hd.type != NGHTTP2_HEADERS)
+        return 0;
+    s->hdr_bytes += (uint32_t)(namelen + valuelen + 32); /* RFC 9113 6.5.2 */
+    if (s->hdr_bytes > h2cfg(hc)->max_header_list) {
+        h2conn_calm(hc, H2_CALM_HEADER_LIST);
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
+    struct h2stream_req *r = &s->req;
+    static const struct {
+        const char *n;
+        size_t off, cap;
+    } fields[] = {
+        {":method", offsetof(struct h2stream_req, method), sizeof(r->method)},
+        {":authority", offsetof(struct h2stream_req, authority), sizeof(r->authority)},
+        {":scheme", offsetof(struct h2stream_req, scheme), sizeof(r->scheme)},
+        {":protocol", offsetof(struct h2stream_req, protocol), sizeof(r->protocol)},
+        {":path", offsetof(struct h2stream_req, path), sizeof(r->path)},
+        {"proxy-authorization", offsetof(struct h2stream_req, proxy_auth), sizeof(r->proxy_auth)},
+    };
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        if (strlen(fields[i].n) == namelen && memcmp(fields[i].n, name, namelen) == 0) {
+            req_copy(r, (char *)r + fields[i].off, fields[i].cap, value, valuelen);
+            break;
+        }
+    }
+    return 0;
+}
+
+/* A request's header block is complete: its session starts. */
+static void h2stream_open(struct h2conn *hc, struct h2stream *s)
+{
+    struct conn *c = hc->c;
+    if (hc->goaway || hc->calm) {
+        nghttp2_submit_rst_stream(hc->s, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_REFUSED_STREAM);
+        return;
+    }
+    stat_add(&c->w->stats.h2_streams, 1);
+    if (conn_open_stream(c->w, c, s) < 0)
+        nghttp2_submit_rst_stream(hc->s, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_REFUSED_STREAM);
+}
+
+static bool h2conn_rate(struct h2conn *hc, struct h2flow_rate *r, uint32_t limit,
+                        enum stats_h2_calm what)
+{
+    if (!h2flow_rate_hit(r, loop_now(&hc->c->w->loop), limit))
+        return false;
+    h2conn_calm(hc, what);
+    return true;
+}
+
+static void h2conn_ping_ack(struct h2conn *hc)
+{
+    if (!hc->ping_us)
+        return;
+    uint64_t now = clock_us();
+    h2flow_rtt_sample(&hc->rtt, now > hc->ping_us ? now - hc->ping_us : 1);
+    hc->ping_us = 0;
+}
+
+static int on_frame_recv(nghttp2_session *ss, const nghttp2_frame *f, void *user)
+{
+    struct h2conn *hc = user;
+    const struct config_http2 *hc2 = h2cfg(hc);
+    struct h2stream *s = nghttp2_session_get_stream_user_data(ss, f->hd.stream_id);
+    bool end = f->hd.flags & NGHTTP2_FLAG_END_STREAM;
+    switch (f->hd.type) {
+    case NGHTTP2_HEADERS: /* a request, or trailers (END_STREAM) */
+        if (s && end)
+            s->rx_eof = true;
+        if (s && f->headers.cat == NGHTTP2_HCAT_REQUEST && !s->c && !s->gone)
+            h2stream_open(hc, s);
+        else if (s && end)
+            h2stream_wake(s, SIDE_RD);
+        break;
+    case NGHTTP2_DATA:
+        if (f->hd.length == 0 && !end &&
+            h2conn_rate(hc, &hc->r_empty, hc2->empty_data_rate, H2_CALM_EMPTY_DATA))
+            return NGHTTP2_ERR_CALLBACK_FAILURE;
+        if (s && end) {
+            s->rx_eof = true;
+            h2stream_wake(s, SIDE_RD);
+        }
+        break;
+    case NGHTTP2_RST_STREAM:
+        /* Rapid Reset (CVE-2023-44487): streams the client cancels before
+         * any response, per second. */
+        if (s && !s->responded &&
+            h2conn_rate(hc, &hc->r_reset, hc2->reset_rate, H2_CALM_RAPID_RESET))
+            return NGHTTP2_ERR_CALLBACK_FAILURE;
+        break;
+    case NGHTTP2_PING:
+        if (f->hd.flags & NGHTTP2_FLAG_ACK)
+            h2conn_ping_ack(hc);
+        else if (h2conn_rate(hc, &hc->r_ping, hc2->ping_rate, H2_CALM_PING))
+            return NGHTTP2_ERR_CALLBACK_FAILURE;
+        break;
+    case NGHTTP2_SETTINGS:
+        if (!(f->hd.flags & NGHTTP2_FLAG_ACK) &&
+            h2conn_rate(hc, &hc->r_settings, hc2->settings_rate, H2_CALM_SETTINGS))
+            return NGHTTP2_ERR_CALLBACK_FAILURE;
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+static int rx_append(struct h2stream *s, const uint8_t *p, size_t n)
+{
+    if (n == 0)
+        return 0;
+    if (s->rx_off && s->rx_off == s->rx_len)
+        s->rx_off = s->rx_len = 0;
+    if (s->rx_len + n > s->rx_cap && s->rx_off) {
+        memmove(s->rx, s->rx + s->rx_off, s->rx_len - s->rx_off);
+        s->rx_len -= s->rx_off;
+        s->rx_off = 0;
+    }
+    if (s->rx_len + n > s->rx_cap) {
+        size_t cap = s->rx_cap ? s->rx_cap : 16384;
+        while (cap < s->rx_len + n)
+            cap *= 2;
+        uint8_t *nb = realloc(s->rx, cap);
+        if (!nb)
+            return -1;
+        s->rx = nb;
+        s->rx_cap = cap;
+    }
+    memcpy(s->rx + s->rx_len, p, n);
+    s->rx_len += n;
+    return 0;
+}
+
+static int on_data_chunk(nghttp2_session *ss, uint8_t flags, int32_t id, const uint8_t *data,
+                         size_t len, void *user)
+{
+    (void)flags;
+    (void)user;
+    /* The connection's credit comes back on receipt: a stalled stream never
+     * holds the others' window. */
+    nghttp2_session_consume_connection(ss, len);
+    struct h2stream *s = nghttp2_session_get_stream_user_data(ss, id);
+    if (!s || !s->c) { /* no session reads it: dropped, credit returned */
+        nghttp2_session_consume_stream(ss, id, len);
+        return 0;
+    }
+    if (rx_append(s, data, len) < 0)
+        return nghttp2_submit_rst_stream(ss, NGHTTP2_FLAG_NONE, id, NGHTTP2_INTERNAL_ERROR);
+    h2stream_wake(s, SIDE_RD);
+    return 0;
+}
+
+static int on_stream_close(nghttp2_session *ss, int32_t id, uint32_t code, void *user)
+{
+    (void)user;
+    struct h2stream *s = nghttp2_session_get_stream_user_data(ss, id);
+    if (!s)
+        return 0;
+    s->gone = true;
+    struct conn *c = s->c;
+    if (!c) {
+        h2stream_free(s);
+        return 0;
+    }
+    if (code != NGHTTP2_NO_ERROR || !s->rx_eof || !s->tx_eof) {
+        /* Reset by the client (RST_STREAM) or torn down: the destination
+         * sees a reset too (RFC 9113 section 8.5). */
+        s->reset = true;
+        if (c->up.fd >= 0)
+            sock_abort(c->up.fd);
+        conn_close(c, "client-reset"); /* detaches, and frees s (gone) */
+        return 0;
+    }
+    h2stream_wake(s, SIDE_RD | SIDE_WR); /* its session frees s when it ends */
+    return 0;
+}
+
+static ssize_t on_read_data(nghttp2_session *ss, int32_t id, uint8_t *buf, size_t len,
+                            uint32_t *flags, nghttp2_data_source *src, void *user)
+{
+    (void)ss;
+    (void)id;
+    (void)user;
+    struct h2stream *s = src->ptr;
+    size_t have = s->tx_len - s->tx_off;
+    size_t n = have < len ? have : len;
+    bool was_full = s->tx_len >= H2_TX_MAX;
+    if (n)
+        memcpy(buf, s->tx + s->tx_off, n);
+    s->tx_off += n;
+    if (s->tx_off == s->tx_len)
+        s->tx_off = s->tx_len = 0;
+    if (n && was_full)
+        h2stream_wake(s, SIDE_WR);
+    if (s->tx_off == s->tx_len && s->tx_eof) {
+        *flags |= NGHTTP2_DATA_FLAG_EOF;
+        return (ssize_t)n;
+    }
+    if (n == 0) {
+        s->deferred = true;
+        return NGHTTP2_ERR_DEFERRED;
+    }
+    return (ssize_t)n;
+}
+
+/* A refused stream's END_STREAM is out: now tell the client to stop
+ * sending (a reset submitted with the response would overtake it). */
+static int on_frame_send(nghttp2_session *ss, const nghttp2_frame *f, void *user)
+{
+    (void)user;
+    if (!(f->hd.flags & NGHTTP2_FLAG_END_STREAM) ||
+        (f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA))
+        return 0;
+    struct h2stream *s = nghttp2_session_get_stream_user_data(ss, f->hd.stream_id);
+    if (s && s->rst_after && !s->rx_eof) {
+        s->rst_after = false;
+        nghttp2_submit_rst_stream(ss, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_NO_ERROR);
+    }
+    return 0;
+}
+
+/* ---- the carrier ------------------------------------------------------ */
+
+static void h2conn_release(struct release *r)
+{
+    free(container_of(r, struct h2conn, rel));
+}
+
+/* The carrier closes: its stream sessions close (their destinations are
+ * reset), nghttp2 goes, and the struct is freed after this batch of
+ * events (the loop's rule), though nothing of the batch names it. */
+static void h2conn_free(struct h2conn *hc)
+{
+    hc->dying = true;
+    struct list *pos, *tmp;
+    list_for_each_safe(pos, tmp, &hc->streams)
+    {
+        struct h2stream *s = container_of(pos, struct h2stream, link);
+        if (s->c) {
+            if (s->c->up.fd >= 0)
+                sock_abort(s->c->up.fd);
+            conn_close(s->c, "h2-connection-closed");
+        }
+        h2stream_free(s);
+    }
+    nghttp2_session_del(hc->s);
+    free(hc->out);
+    hc->s = NULL;
+    stat_sub(&hc->c->w->stats.h2_conns, 1);
+    loop_release(&hc->c->w->loop, &hc->rel, h2conn_release);
+}
+
+/* Write gathered frames; gather more while nghttp2 has them. Returns 0,
+ * or -errno (the carrier closes). */
+static int h2conn_flush(struct h2conn *hc)
+{
+    struct conn *c = hc->c;
+    for (;;) {
+        while (hc->out_len < H2_OUT_CAP / 2) {
+            const uint8_t *p;
+            ssize_t n = nghttp2_session_mem_send(hc->s, &p);
+            if (n < 0)
+                return -EPROTO;
+            if (n == 0)
+                break;
+            if (hc->out_len + (size_t)n > H2_OUT_CAP) {
+                /* A frame bigger than the room (never past 16 KiB + 9 by
+                 * default): write what is gathered first. */
+                uint8_t *nb = realloc(hc->out, hc->out_len + (size_t)n);
+                if (!nb)
+                    return -ENOMEM;
+                hc->out = nb;
+            }
+            memcpy(hc->out + hc->out_len, p, (size_t)n);
+            hc->out_len += (uint32_t)n;
+        }
+        if (hc->out_off == hc->out_len)
+            return 0;
+        if (!(c->cli_ev & SIDE_WR))
+            return 0;
+        ssize_t n = conn_cli_send(c, hc->out + hc->out_off, hc->out_len - hc->out_off);
+        if (n < 0)
+            return errno == EAGAIN ? 0 : -errno;
+        hc->out_off += (uint32_t)n;
+        c->last_active = loop_now(&c->w->loop);
+        if (hc->out_off == hc->out_len)
+            hc->out_off = hc->out_len = 0;
+        else
+            return 0;
+    }
+}
+
+/* Read what the client sent and feed it to nghttp2. 0, 1 at the end of
+ * the connection, or -errno. */
+static int h2conn_read(struct h2conn *hc)
+{
+    struct conn *c = hc->c;
+    uint8_t buf[16384];
+    for (uint32_t budget = H2_READ_MAX * 16; (c->cli_ev & SIDE_RD) && budget;) {
+        ssize_t n = conn_cli_recv(c, buf, sizeof(buf));
+        if (n == 0)
+            return 1;
+        if (n < 0) {
+            if (errno == EAGAIN)
+                return 0;
+            return errno == EINTR ? 0 : -errno;
+        }
+        budget = (uint32_t)n >= budget ? 0 : budget - (uint32_t)n;
+        if (budget == 0)
+            h2conn_kick(hc); /* fairness: go on after the others */
+        c->last_active = loop_now(&c->w->loop);
+        if (hc->calm || hc->failed)
+            continue; /* over budget or broken: read and discard until closed */
+        ssize_t rv = nghttp2_session_mem_recv(hc->s, buf, (size_t)n);
+        if (rv < 0) {
+            if (!hc->calm)
+                log_debug("h2: conn %llu: %s", (unsigned long long)c->id,
+                          nghttp2_strerror((int)rv));
+            hc->failed = true;
+        }
+    }
+    return 0;
+}
+
+/* The GOAWAY of a broken or abusive connection is out: its streams end,
+ * and a lingering close (conn.c) keeps the GOAWAY from being destroyed by
+ * a reset while the client still sends. */
+static void h2conn_linger(struct h2conn *hc)
+{
+    struct conn *c = hc->c;
+    hc->dying = true; /* stream sessions let go without a word to nghttp2 */
+    struct list *pos;
+    for (pos = hc->streams.next; pos != &hc->streams; pos = pos->next) {
+        struct h2stream *s = container_of(pos, struct h2stream, link);
+        if (s->c) {
+            if (s->c->up.fd >= 0)
+                sock_abort(s->c->up.fd);
+            conn_close(s->c, "h2-goaway");
+        }
+    }
+    c->why = hc->calm ? "h2-calm" : "h2-error";
+    conn_linger(c);
+}
+
+static void h2conn_drive(struct conn *c, uint32_t up_events)
+{
+    (void)up_events;
+    struct h2conn *hc = c->h2;
+    int rc = h2conn_read(hc);
+    if (rc) {
+        conn_close_err(c, rc > 0 ? "client-closed" : "client-error", rc > 0 ? 0 : rc);
+        return;
+    }
+    rc = h2conn_flush(hc);
+    if (rc) {
+        conn_close_err(c, "client-error", rc);
+        return;
+    }
+    bool flushed = hc->out_len == 0 && !nghttp2_session_want_write(hc->s);
+    if (flushed && (hc->calm || hc->failed)) {
+        h2conn_linger(hc);
+        return;
+    }
+    if (flushed && !nghttp2_session_want_read(hc->s))
+        conn_close(c, "done");
+    else if (flushed && hc->goaway && hc->nstreams == 0)
+        conn_close(c, "goaway");
+}
+
+static void h2conn_timeout(struct conn *c)
+{
+    struct h2conn *hc = c->h2;
+    uint32_t idle = conn_iotimeout(c);
+    if (!idle) {
+        loop_timer_stop(&c->w->loop, &c->timer);
+        return;
+    }
+    if (hc->nstreams == 0 && loop_now(&c->w->loop) - c->last_active >= idle) {
+        conn_close(c, "idle-timeout");
+        return;
+    }
+    loop_timer_arm(&c->w->loop, &c->timer, idle);
+}
+
+static void h2conn_end(struct conn *c)
+{
+    if (c->h2)
+        h2conn_free(c->h2);
+    c->h2 = NULL;
+}
+
+const struct front_ops front_h2conn = {
+    .name = "h2",
+    .sp = SP_NONE,
+    .drive = h2conn_drive,
+    .timeout = h2conn_timeout,
+    .end = h2conn_end,
+};
+
+static nghttp2_session *h2conn_session(struct h2conn *hc)
+{
+    nghttp2_session_callbacks *cb;
+    nghttp2_option *opt;
+    nghttp2_session *s = NULL;
+    if (nghttp2_session_callbacks_new(&cb))
+        return NULL;
+    if (nghttp2_option_new(&opt)) {
+        nghttp2_session_callbacks_del(cb);
+        return NULL;
+    }
+    nghttp2_session_callbacks_set_on_begin_frame_callback(cb, on_begin_frame);
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data_chunk);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
+    nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
+    nghttp2_option_set_no_auto_window_update(opt, 1);
+    nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
+    if (nghttp2_session_server_new2(&s, cb, hc, opt))
+        s = NULL;
+    nghttp2_option_del(opt);
+    nghttp2_session_callbacks_del(cb);
+    return s;
+}
+
+/* SETTINGS (RFC 9113 6.5.2; ENABLE_CONNECT_PROTOCOL of RFC 8441), and the
+ * connection window: credit comes back on receipt, so a large one costs
+ * no memory of its own (the stream windows bound it). */
+static int h2conn_settings(struct h2conn *hc)
+{
+    const struct config_http2 *hc2 = h2cfg(hc);
+    nghttp2_settings_entry iv[] = {
+        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, hc2->max_streams},
+        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, hc2->window},
+        {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, hc2->max_header_list},
+        {NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL, 1},
+    };
+    if (nghttp2_submit_settings(hc->s, NGHTTP2_FLAG_NONE, iv, sizeof(iv) / sizeof(iv[0])))
+        return -1;
+    return nghttp2_session_set_local_window_size(hc->s, NGHTTP2_FLAG_NONE, 0,
+                                                 (int32_t)hc2->conn_budget_max);
+}
+
+void h2conn_begin(struct conn *c)
+{
+    const struct config *cfg = conn_cfg(c);
+    const struct config_http2 *hc2 = &cfg->http2;
+    uint8_t allowed = cfg->listen[c->listen_index].protocols;
+    if (!((allowed ? allowed : cfg->protocols) & PROTO_HTTP)) {
+        /* HTTP/2 is an HTTP proxy: a listener without http does not speak it. */
+        conn_bad_handshake(c);
+        stat_add(&c->w->stats.unknown_protocol, 1);
+        conn_close(c, "protocol-not-enabled");
+        return;
+    }
+    struct h2conn *hc = calloc(1, sizeof(*hc));
+    if (hc) {
+        hc->out = malloc(H2_OUT_CAP);
+        hc->c = c;
+        list_init(&hc->streams);
+        hc->budget.cap = hc2->conn_budget;
+        hc->budget.max = hc2->conn_budget_max;
+        hc->s = hc->out ? h2conn_session(hc) : NULL;
+    }
+    if (!hc || !hc->s || h2conn_settings(hc)) {
+        if (hc && hc->s)
+            nghttp2_session_del(hc->s);
+        if (hc)
+            free(hc->out);
+        free(hc);
+        conn_close_err(c, "no-memory", -ENOMEM);
+        return;
+    }
+    if (!worker_budget.cap)
+        worker_budget.cap = worker_budget.max = hc2->worker_budget;
+    stat_add(&c->w->stats.h2_conns, 1);
+    c->h2 = hc;
+    /* Ordering stays in user space: small frames go out at once. */
+    int one = 1;
+    (void)setsockopt(c->cli.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    conn_set_front(c, &front_h2conn);
+    conn_set_state(c, CONN_ST_H2);
+    conn_set_outcome(c, OUT_OK);
+    c->last_active = loop_now(&c->w->loop);
+    uint32_t idle = conn_iotimeout(c);
+    if (idle)
+        loop_timer_arm(&c->w->loop, &c->timer, idle);
+    else
+        loop_timer_stop(&c->w->loop, &c->timer);
+    /* An RTT probe for the window tuning. */
+    hc->ping_us = clock_us();
+    hc->ping_ms = loop_now(&c->w->loop);
+    nghttp2_submit_ping(hc->s, NGHTTP2_FLAG_NONE, NULL);
+    c->cli_ev |= SIDE_RD; /* bytes that came with the handshake wait in OpenSSL */
+    h2conn_drive(c, 0);
+}
+
+void h2conn_goaway_all(struct worker *w)
+{
+    struct list *pos;
+    for (pos = w->sessions.next; pos != &w->sessions; pos = pos->next) {
+        struct conn *c = container_of(pos, struct conn, link);
+        if (c->front != &front_h2conn || !c->h2 || c->h2->goaway)
+            continue;
+        struct h2conn *hc = c->h2;
+        hc->goaway = true;
+        nghttp2_submit_goaway(hc->s, NGHTTP2_FLAG_NONE,
+                              nghttp2_session_get_last_proc_stream_id(hc->s), NGHTTP2_NO_ERROR,
+                              NULL, 0);
+        stat_add(&w->stats.h2_goaway_shutdown, 1);
+        h2conn_kick(hc);
+    }
+}
+
+/* ---- a stream's session ------------------------------------------------ */
+
+void h2stream_attach(struct h2stream *s, struct conn *c)
+{
+    s->c = c;
+}
+
+const struct h2stream_req *h2stream_req(const struct conn *c)
+{
+    return &c->h2s->req;
+}
+
+/* The stream's window after consuming n more bytes: at each half window,
+ * maybe grown (h2flow_tune, admitted under the budgets), then a new
+ * epoch. */
+static void h2stream_tune(struct h2stream *s, size_t n)
+{
+    struct h2conn *hc = s->hc;
+    s->win.consumed += (uint32_t)n;
+    if ((uint64_t)s->win.consumed * 2 <= s->win.window)
+        return;
+    uint64_t now = clock_us();
+    uint64_t tcp_rtt = 0;
+    struct tcp_info ti;
+    socklen_t tl = sizeof(ti);
+    if (getsockopt(hc->c->cli.fd, IPPROTO_TCP, TCP_INFO, &ti, &tl) == 0)
+        tcp_rtt = ti.tcpi_rtt;
+    uint32_t want =
+        h2flow_tune(&s->win, now, h2flow_rtt_use(&hc->rtt, tcp_rtt), h2cfg(hc)->window_max);
+    uint32_t got = h2flow_admit(&hc->budget, &worker_budget, s->win.window, want);
+    if (got > s->win.window) {
+        h2flow_charge(&hc->budget, got - s->win.window);
+        h2flow_charge(&worker_budget, got - s->win.window);
+        s->win.window = got;
+        nghttp2_session_set_local_window_size(hc->s, NGHTTP2_FLAG_NONE, s->id, (int32_t)got);
+    }
+    s->win.consumed = 0;
+    s->win.epoch_us = now;
+    uint64_t ms = loop_now(&hc->c->w->loop);
+    if (!hc->ping_us && ms - hc->ping_ms >= H2_PING_MS) {
+        hc->ping_us = now;
+        hc->ping_ms = ms;
+        nghttp2_submit_ping(hc->s, NGHTTP2_FLAG_NONE, NULL);
+    }
+}
+
+ssize_t h2stream_recv(struct conn *c, void *p, size_t len)
+{
+    struct h2stream *s = c->h2s;
+    size_t have = s->rx_len - s->rx_off;
+    if (have == 0) {
+        if (s->rx_eof)
+            return 0;
+        errno = s->reset || s->gone || s->hc->dying ? ECONNRESET : EAGAIN;
+        if (errno == EAGAIN)
+            c->cli_ev &= (uint8_t)~SIDE_RD;
+        return -1;
+    }
+    size_t n = have < len ? have : len;
+    memcpy(p, s->rx + s->rx_off, n);
+    s->rx_off += n;
+    if (s->rx_off == s->rx_len)
+        s->rx_off = s->rx_len = 0;
+    s->handed += n;
+    return (ssize_t)n;
+}
+
+void h2stream_credit(struct conn *c)
+{
+    struct h2stream *s = c->h2s;
+    /* Every byte of c2u is the stream's: what reached the destination. */
+    uint64_t done = c->c2u.bytes < s->handed ? c->c2u.bytes : s->handed;
+    if (done <= s->credited || s->gone || s->hc->dying)
+        return;
+    size_t n = (size_t)(done - s->credited);
+    s->credited = done;
+    /* Stream credit on consumption: the bytes are in the destination's
+     * socket, so a slow destination holds back only its own stream. */
+    nghttp2_session_consume_stream(s->hc->s, s->id, n);
+    h2stream_tune(s, n);
+    h2conn_kick(s->hc);
+}
+
+ssize_t h2stream_send(struct conn *c, const void *p, size_t len)
+{
+    struct h2stream *s = c->h2s;
+    if (s->gone || s->hc->dying || s->tx_eof) {
+        errno = EPIPE;
+        return -1;
+    }
+    if (s->tx_off) {
+        memmove(s->tx, s->tx + s->tx_off, s->tx_len - s->tx_off);
+        s->tx_len -= s->tx_off;
+        s->tx_off = 0;
+    }
+    size_t room = H2_TX_MAX - s->tx_len;
+    if (room == 0) {
+        c->cli_ev &= (uint8_t)~SIDE_WR; /* on_read_data wakes it */
+        errno = EAGAIN;
+        return -1;
+    }
+    if (!s->tx && !(s->tx = malloc(H2_TX_MAX))) {
+        errno = ENOMEM;
+        return -1;
+    }
+    size_t n = len < room ? len : room;
+    memcpy(s->tx + s->tx_len, p, n);
+    s->tx_len += n;
+    if (s->deferred) {
+        s->deferred = false;
+        nghttp2_session_resume_data(s->hc->s, s->id);
+    }
+    h2conn_kick(s->hc);
+    return (ssize_t)n;
+}
+
+int h2stream_shutdown(struct conn *c)
+{
+    struct h2stream *s = c->h2s;
+    if (s->gone || s->hc->dying) {
+        errno = ENOTCONN;
+        return -1;
+    }
+    s->tx_eof = true;
+    if (s->deferred) {
+        s->deferred = false;
+        nghttp2_session_resume_data(s->hc->s, s->id);
+    }
+    h2conn_kick(s->hc);
+    return 0;
+}
+
+void h2stream_respond(struct conn *c, int status, bool end, const char *name, const char *value)
+{
+    struct h2stream *s = c->h2s;
+    if (s->gone || s->hc->dying || s->responded)
+        return;
+    /* nghttp2_nv takes non-const pointers it only reads: copies. */
+    char key[8] = ":status", st[8], xn[32] = "", xv[64] = "";
+    snprintf(st, sizeof(st), "%03u", (unsigned)status % 1000u);
+    if (name) {
+        snprintf(xn, sizeof(xn), "%s", name);
+        snprintf(xv, sizeof(xv), "%s", value ? value : "");
+    }
+    nghttp2_nv nv[2] = {
+        {(uint8_t *)key, (uint8_t *)st, 7, 3, NGHTTP2_NV_FLAG_NONE},
+        {(uint8_t *)xn, (uint8_t *)xv, strlen(xn), strlen(xv), NGHTTP2_NV_FLAG_NONE},
+    };
+    nghttp2_data_provider dp = {.source.ptr = s, .read_callback = on_read_data};
+    s->responded = true;
+    if (end)
+        s->tx_eof = true;
+    nghttp2_submit_response(s->hc->s, s->id, nv, name ? 2 : 1, end ? NULL : &dp);
+    h2conn_kick(s->hc);
+}
+
+void h2stream_detach(struct conn *c)
+{
+    struct h2stream *s = c->h2s;
+    if (!s)
+        return;
+    c->h2s = NULL;
+    s->c = NULL;
+    if (s->hc->dying)
+        return; /* the carrier frees it */
+    if (s->gone) {
+        struct h2conn *hc = s->hc;
+        h2stream_free(s);
+        h2conn_kick(hc); /* a draining connection may be done now */
+        return;
+    }
+    /* Bytes unread or undelivered give their credit back: nobody will
+     * deliver them. */
+    size_t left = s->rx_len - s->rx_off + (size_t)(s->handed - s->credited);
+    if (left)
+        nghttp2_session_consume_stream(s->hc->s, s->id, left);
+    s->rx_off = s->rx_len = 0;
+    if (!s->responded || !s->tx_eof)
+        nghttp2_submit_rst_stream(s->hc->s, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_CONNECT_ERROR);
+    else if (!s->rx_eof)
+        s->rst_after = true; /* the client need not send on (RFC 9113 8.1) */
+    else if (s->deferred) {
+        s->deferred = false;
+        nghttp2_session_resume_data(s->hc->s, s->id);
+    }
+    h2conn_kick(s->hc);
+}

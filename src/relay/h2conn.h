@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * h2conn.h: an HTTP/2 connection (RFC 9113) on a tls:// listener whose
+ * client chose "h2" by ALPN, and the streams it carries. The connection is
+ * a session of its own (the carrier: its struct conn owns the socket and
+ * the TLS, state CONN_ST_H2, front row front_h2conn) that drives an
+ * nghttp2 server session from the worker's loop with memory I/O: it reads
+ * the TLS socket always, feeds nghttp2, and writes what nghttp2 produces
+ * with backpressure. Each request stream becomes a session of its own
+ * (struct conn without a client socket, front row front_h2 of front_h2.c)
+ * whose client side is the stream: conn_cli_recv/send/shutdown() of
+ * conn.c come here. Flow control follows docs/architecture.md ("HTTP/2
+ * inbound"): connection credit on receipt, stream credit on consumption,
+ * auto-tuned stream windows admitted under connection and worker budgets
+ * (proto/h2flow.h). Abuse budgets end a connection with
+ * GOAWAY(ENHANCE_YOUR_CALM).
+ *
+ * A stream's state (struct h2stream) lives until both its session and
+ * nghttp2 have let go of it; the carrier never frees itself inside an
+ * nghttp2 callback, and stream sessions only ever queue work for the
+ * carrier (its task), so no stream call can end the connection under it.
+ */
+#ifndef FERRY_RELAY_H2CONN_H
+#define FERRY_RELAY_H2CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct conn;
+struct h2stream;
+struct worker;
+
+/* What a stream asked for: its request's pseudo-header fields and the one
+ * regular field a proxy needs. Strings are NUL-terminated (possibly
+ * empty); too long a value marks the request bad. */
+struct h2stream_req {
+    char method[16];
+    char authority[300];
+    char scheme[16];
+    char protocol[32];
+    char path[512];
+    char proxy_auth[512]; /* Proxy-Authorization */
+    bool bad;             /* a value too long for its field */
+};
+
+/* The carrier's row (state CONN_ST_H2). */
+extern const struct front_ops front_h2conn;
+
+/* The TLS handshake of c settled on ALPN "h2": make c the carrier of an
+ * HTTP/2 connection (server SETTINGS go out at once). May close c. */
+void h2conn_begin(struct conn *c);
+/* Send GOAWAY (the last stream id) on every HTTP/2 connection of the
+ * worker and let open streams finish; the connection closes when none is
+ * left (a drain or a reload). */
+void h2conn_goaway_all(struct worker *w);
+
+/* ---- for a stream's session (c->h2s set) ------------------------------ */
+
+/* The session c now reads and writes stream s (conn_open_stream). */
+void h2stream_attach(struct h2stream *s, struct conn *c);
+
+/* The stream's request. */
+const struct h2stream_req *h2stream_req(const struct conn *c);
+/* The client side of a stream session, as conn_cli_recv/send/shutdown()
+ * (conn.c) promise: -1 with errno EAGAIN when nothing is there / no room
+ * (the connection sets SIDE_RD / SIDE_WR and resumes the session when
+ * that changes), 0 at END_STREAM, -1 with ECONNRESET after the client
+ * reset the stream. Shutdown queues END_STREAM after the data. */
+ssize_t h2stream_recv(struct conn *c, void *p, size_t len);
+ssize_t h2stream_send(struct conn *c, const void *p, size_t len);
+int h2stream_shutdown(struct conn *c);
+/* After the pump moved bytes: give the client credit for those that
+ * reached the destination (c->c2u.bytes), maybe growing the window. */
+void h2stream_credit(struct conn *c);
+/* Answer the request with status (and one extra field, name NULL: none);
+ * end: with END_STREAM (a refusal), else the tunnel's data follows. */
+void h2stream_respond(struct conn *c, int status, bool end, const char *name, const char *value);
+/* The session ends: let go of the stream. A stream that did not finish
+ * cleanly is reset (RST_STREAM CONNECT_ERROR, RFC 9113 section 8.5); a
+ * refused one whose request body still flows gets RST_STREAM(NO_ERROR). */
+void h2stream_detach(struct conn *c);
+
+#endif
