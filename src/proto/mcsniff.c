@@ -173,6 +173,8 @@ static int read_address(const uint8_t *a, size_t n, struct mc_hello *h)
         start = (size_t)(nul - a) + 1;
     }
     h->suffixes |= classify_fields(a, n, start);
+    if (h->suffixes == 0)
+        h->suffixes = MC_SUF_OTHER; /* only empty fields ("host\0"): still a suffix */
     return 0;
 }
 

@@ -202,11 +202,13 @@ static int read_hello(struct hcur *c, struct tls_hello *h)
  * three fields (draft-hickman-netscape-ssl-00, RFC 5246 E.2). */
 static int sniff_sslv2(const uint8_t *b, size_t len, struct tls_hello *out)
 {
+    /* Type and version first, so garbage with the high bit set is "not
+     * TLS"; the length after, once those bytes are there. */
     if (len >= 3 && b[2] != 0x01)
         return TLS_E_NOT_TLS;
     if (len >= 4 && b[3] != 0x03)
         return TLS_E_NOT_TLS;
-    if (len < 2)
+    if (len < 4)
         return TLS_NEED_MORE;
     size_t mlen = (size_t)(b[0] & 0x7f) << 8 | b[1];
     if (2 + mlen > TLS_HELLO_MAX)

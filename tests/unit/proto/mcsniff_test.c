@@ -206,6 +206,7 @@ static void test_forge(void **state)
     SUFFIX("a.mc.test.\0FML2\0", MC_SUF_FML2, "a.mc.test");
     /* An unknown marker is stripped for matching too, and said. */
     SUFFIX("a.mc.test\0XYZ\0", MC_SUF_OTHER, "a.mc.test");
+    SUFFIX("a.mc.test\0", MC_SUF_OTHER, "a.mc.test"); /* a lone NUL is a suffix too */
 }
 
 static void test_bungee(void **state)

@@ -412,6 +412,15 @@ static void test_sslv2_compat(void **state)
     in.b[2] = 0x01;
     in.b[10] = 0x11; /* lengths do not add up */
     expect_err(&in, TLS_E_HANDSHAKE, in.n);
+    /* High-bit garbage is "not TLS" at its third byte, whatever the
+     * length its first two would give (the fuzzer found a prefix said
+     * "too big" and its extension "not TLS"). */
+    in.n = 0;
+    put(&in, "\xff\xff\xff\xff\x01", 5);
+    expect_err(&in, TLS_E_NOT_TLS, 3);
+    in.n = 0;
+    put(&in, "\xff\xff\x01\x03\x01", 5);
+    expect_err(&in, TLS_E_TOO_BIG, 4);
 }
 
 /* ---- caps and errors -------------------------------------------------------- */
