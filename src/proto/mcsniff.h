@@ -16,8 +16,10 @@
  *
  * Stateless and resumable: each call gets the whole prefix received so far
  * (the same buffer grown) and rescans it; the verdict depends only on the
- * bytes, never on how they were split. An error is returned as soon as the
- * bytes make it certain.
+ * bytes, never on how they were split. An error in the frame header
+ * (length, cap, packet id) or in the 1.6 ping's fixed fields is returned as
+ * soon as those bytes are there; one in the handshake's fields once the
+ * frame is complete (it is at most MC_FRAME_MAX bytes).
  */
 #ifndef FERRY_PROTO_MCSNIFF_H
 #define FERRY_PROTO_MCSNIFF_H
@@ -78,8 +80,9 @@ struct mc_hello {
     unsigned suffixes;   /* MC_SUF_* bits; 0 when the address is the bare host */
     size_t msg_len;      /* bytes of buf the first message takes (frame or ping) */
     size_t addr_off;     /* modern: the address String's bytes in buf (after its */
-    size_t addr_len;     /*   length VarInt), to forward unchanged or rewritten */
-    size_t host_raw_len; /* modern: the host part's length at addr_off (before any suffix) */
+    size_t addr_len;     /*   length VarInt), to forward unchanged or rewritten; */
+                         /*   1.6: the UTF-16BE host's bytes */
+    size_t host_raw_len; /* the host part's length at addr_off (before any suffix) */
     size_t host_len;     /* canonical host length; 0 for FE and FE 01 */
     char host[HOSTNAME_MAX + 1]; /* canonical: lowercase LDH, no trailing dot, NUL-ended */
 };
