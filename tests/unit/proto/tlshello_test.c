@@ -230,6 +230,26 @@ static void test_openssl_every_offset(void **state)
     assert_memory_equal(&again, &h, sizeof(h));
 }
 
+/* A record that goes on past the ClientHello: it ends mid-record, and the
+ * caller learns both ends (it replays everything it read anyway). */
+static void test_ends_mid_record(void **state)
+{
+    (void)state;
+    struct bytes hs = {.n = 0}, in;
+    put(&hs, openssl_hello + 5, sizeof(openssl_hello) - 5);
+    size_t hello_len = hs.n;
+    put(&hs, "\x10\x00\x00\x00", 4); /* whatever follows in the same record */
+    one_record(&in, &hs);
+    struct tls_hello h;
+    size_t at;
+    assert_int_equal(feed(in.b, in.n, &at, &h), TLS_OK);
+    assert_int_equal(at, 5 + hello_len);
+    assert_int_equal(h.hello_end, 5 + hello_len);
+    assert_int_equal(h.records_end, in.n);
+    assert_true(h.ends_mid_record);
+    check_openssl(&h);
+}
+
 static void test_openssl_two_records_every_cut(void **state)
 {
     (void)state;
@@ -603,6 +623,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_openssl_every_offset),
+        cmocka_unit_test(test_ends_mid_record),
         cmocka_unit_test(test_openssl_two_records_every_cut),
         cmocka_unit_test(test_post_quantum_size),
         cmocka_unit_test(test_no_sni_and_no_extensions),
