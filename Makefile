@@ -11,6 +11,7 @@
 #   make check-functions   no function in src/ over 100 lines (named exceptions)
 #   make bench      the standard `ferry bench` suite on ferry alone
 #   make bench-compare   ferry against peer proxies from Debian (build/bench/benchmarks.md)
+#   make micro-bench   ns per parse of the edge sniffers (proto/mcsniff, proto/tlshello)
 #   make install    install ferry, its man pages, the sample config and the
 #                   systemd units under $(DESTDIR)$(PREFIX) (default /usr/local);
 #                   the configuration goes to /etc/ferry/ferry.conf whatever
@@ -72,7 +73,7 @@ REPLAY_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/san/replay/%)
 FUZZ_BIN  := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 
 .PHONY: all run test unit e2e fuzz-smoke fuzz replay clang-check lint format clean \
-        deps-build deps-test deps-lint bench bench-compare install uninstall FORCE
+        deps-build deps-test deps-lint bench bench-compare micro-bench install uninstall FORCE
 .DEFAULT_GOAL := all
 
 all: ferry
@@ -222,6 +223,16 @@ bench: ferry
 
 bench-compare: ferry
 	bench/compare.sh $(BENCH_ARGS)
+
+# Parse cost of the edge sniffers in ns/parse (EDGE.md's reference: 160/180 ns
+# for a vanilla/Forge handshake); prints, never asserts.
+MICRO_SRC := src/proto/mcsniff.c src/proto/tlshello.c src/proto/hostname.c
+$(BUILD)/micro/sniff_micro: bench/micro/sniff_micro.c $(MICRO_SRC) | deps-build
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< $(MICRO_SRC)
+
+micro-bench: $(BUILD)/micro/sniff_micro
+	$(BUILD)/micro/sniff_micro
 
 # ---- lint --------------------------------------------------------------------
 BANNED := strcpy|strcat|sprintf|vsprintf|gets|strtok|atoi|atol|atoll|alloca|rand|signal|select
