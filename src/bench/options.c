@@ -421,8 +421,7 @@ static int set_https_proxy(const struct optdef *d, const char *arg, struct bench
     if (strcmp(arg, "h1") == 0)
         o->https_proxy = HTTPS_PROXY_H1;
     else if (strcmp(arg, "h2") == 0)
-        return usage_error("--https-proxy h2: HTTP/2 is not served yet (ferry has no h2 "
-                           "inbound); use --https-proxy h1");
+        o->https_proxy = HTTPS_PROXY_H2;
     else
         return bad_value(d->name, arg);
     return 0;
@@ -710,8 +709,13 @@ static int check_https(struct bench_opts *o, const struct bench_scenario *sc)
     if (o->mode == BENCH_PROXY && !o->proxy_cacert == !o->proxy_pin)
         return usage_error("--https-proxy with --proxy needs one of --proxy-cacert FILE or "
                            "--proxy-pin sha256//... (the proxy is never trusted unverified)");
+    if (o->https_proxy == HTTPS_PROXY_H2 && o->http_proxy == HTTP_PROXY_ABSOLUTE)
+        return usage_error("--https-proxy h2 opens CONNECT streams only: not with "
+                           "--http-proxy absolute");
     if (!o->http_proxy)
-        o->http_proxy = (sc->flags & SCF_HTTP_ABSOLUTE) ? HTTP_PROXY_ABSOLUTE : HTTP_PROXY_CONNECT;
+        o->http_proxy = (sc->flags & SCF_HTTP_ABSOLUTE) && o->https_proxy == HTTPS_PROXY_H1
+                            ? HTTP_PROXY_ABSOLUTE
+                            : HTTP_PROXY_CONNECT;
     return 0;
 }
 
