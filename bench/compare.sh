@@ -253,6 +253,9 @@ trap 'exit 143' TERM
 
 # ---- peers: install what is missing ----------------------------------------
 pkg_ok() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed'; }
+# squid-openssl is Squid with TLS: it serves a target that needs squid too
+# (installing squid would replace it).
+pkg_have() { pkg_ok "$1" || { [ "$1" = squid ] && pkg_ok squid-openssl; }; }
 
 # Processes of the peers' daemons that listen on TCP right now, as "pid".
 peer_listeners() {
@@ -262,7 +265,7 @@ peer_listeners() {
 
 install_peers() {
     local missing=() p before after pid unit
-    for p in "${NEEDED_PKGS[@]}"; do pkg_ok "$p" || missing+=("$p"); done
+    for p in "${NEEDED_PKGS[@]}"; do pkg_have "$p" || missing+=("$p"); done
     [ ${#missing[@]} -eq 0 ] && return 0
     if [ "$(id -u)" != 0 ]; then
         log "not root: cannot install ${missing[*]} (sudo apt-get install ${missing[*]}); measuring what is there"
@@ -678,6 +681,8 @@ UDP_TARGETS=direct,ferry,dante,ss-libev # microsocks has no UDP ASSOCIATE
 HTTP_TARGETS=ferry,tinyproxy,squid
 HOP_TARGETS=direct,ferry,ferry-ferry,dante,ferry-dante,dante-dante
 HTTPS_TARGETS=ferry,ferry-tls-h1,ferry-tls-h2,stunnel,squid-https,nghttpx
+# What the bench speaks to each TLS target of the https group.
+declare -A HTTPS_PROTO=([ferry-tls-h1]=h1 [ferry-tls-h2]=h2 [stunnel]=h1 [squid-https]=h1 [nghttpx]=h2)
 VARIANTS=()
 for s in "${SCENARIOS[@]}"; do
     case $s in
@@ -752,7 +757,7 @@ for t in "${USED_TARGETS[@]}"; do
     haproxy) NEEDED_PKGS+=(haproxy) ;;
     tinyproxy) NEEDED_PKGS+=(tinyproxy) ;;
     # squid-openssl serves both Squid targets: never replace it with squid.
-    squid) pkg_ok squid-openssl || [[ " ${USED_TARGETS[*]} " == *" squid-https "* ]] || NEEDED_PKGS+=(squid) ;;
+    squid) [[ " ${USED_TARGETS[*]} " == *" squid-https "* ]] || NEEDED_PKGS+=(squid) ;;
     squid-https) NEEDED_PKGS+=(squid-openssl) ;;
     stunnel) NEEDED_PKGS+=(stunnel4) ;;
     nghttpx) NEEDED_PKGS+=(nghttp2-proxy) ;;
@@ -764,7 +769,7 @@ mapfile -t NEEDED_PKGS < <(printf '%s\n' "${NEEDED_PKGS[@]}" | awk '!seen[$0]++'
 
 if [ "$DRY_RUN" = 1 ]; then
     missing=()
-    for p in "${NEEDED_PKGS[@]}"; do pkg_ok "$p" || missing+=("$p"); done
+    for p in "${NEEDED_PKGS[@]}"; do pkg_have "$p" || missing+=("$p"); done
     echo "compare.sh --dry-run: nothing is installed, started or written"
     echo "targets: ${USED_TARGETS[*]}"
     echo "groups: ${SCENARIOS[*]}"
@@ -781,6 +786,7 @@ if [ "$DRY_RUN" = 1 ]; then
             [[ ",$vtargets," == *",$t,"* ]] || continue
             chain=""
             [ "$vhow" = hop ] && [ -n "${CHAIN[$t]:-}" ] && chain=" --chain ${CHAIN[$t]}"
+            [ "$vhow" = https ] && [ -n "${HTTPS_PROTO[$t]:-}" ] && chain=" --https-proxy ${HTTPS_PROTO[$t]} --proxy-pin PIN"
             echo "run: $vname $t: ferry bench $scen --runs 1 --json --allow-failures --duration $DURATION --warmup $WARMUP${vopts:+ $vopts}$chain ($vhow)"
         done
     done
