@@ -177,3 +177,27 @@ def test_h2_bad_invocations():
     p = bench("throughput", "--https-proxy", "h2", "--proxy", "127.0.0.1:9", "--runs", "1",
               timeout=30)
     assert p.returncode == 2 and "needs one of --proxy-cacert" in p.stderr, p.stderr
+
+
+def test_compare_https_group_plans_its_rows():
+    """bench/compare.sh --only https: plain HTTP CONNECT and the five TLS
+    rows, each run with its HTTPS mode and a pin; the TLS peers' packages
+    (and squid-openssl rather than squid, which would replace it)."""
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    p = subprocess.run([os.path.join(root, "bench", "compare.sh"), "--dry-run", "--only", "https",
+                        "--rounds", "1"], capture_output=True, text=True, timeout=60, cwd=root)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    info = {l.split(":", 1)[0]: l.split(":", 1)[1].strip() for l in lines
+            if ":" in l and not l.startswith("run:")}
+    assert info["targets"] == "ferry ferry-tls-h1 ferry-tls-h2 stunnel squid-https nghttpx"
+    needed = info["packages needed"].split()
+    assert {"stunnel4", "squid-openssl", "nghttp2-proxy"} <= set(needed) and "squid" not in needed
+    runs = [l for l in lines if l.startswith("run:")]
+    assert len(runs) == 18  # 3 variants x 6 targets
+    for l in runs:
+        assert "--http-proxy connect" in l
+        t = l.split()[2].rstrip(":")
+        want = {"ferry": None, "ferry-tls-h1": "h1", "stunnel": "h1", "squid-https": "h1",
+                "ferry-tls-h2": "h2", "nghttpx": "h2"}[t]
+        assert (f"--https-proxy {want} --proxy-pin" in l) if want else "--https-proxy" not in l, l
