@@ -147,15 +147,17 @@ static void h2s_fail(struct h2s *s, const char *fmt, ...) __attribute__((format(
 
 static void h2s_fail(struct h2s *s, const char *fmt, ...)
 {
+    if (s->sc && !s->failed && !s->reset) { /* the reason of this thread's last failure */
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(h2_why, sizeof(h2_why), fmt, ap);
+        va_end(ap);
+    }
     if (s->opened) {
         s->reset = true;
     } else if (!s->failed) {
         s->failed = true;
         if (s->sc) {
-            va_list ap;
-            va_start(ap, fmt);
-            vsnprintf(h2_why, sizeof(h2_why), fmt, ap);
-            va_end(ap);
             s->sc->fail = s->status ? SC_FAIL_SOCKS : SC_FAIL_H2;
             s->sc->err = -ECONNRESET;
         }
