@@ -275,6 +275,10 @@ int bench_connect(const struct addr *dst, bool spread);
  * EPOLL bits, from the loop l, never from inside the caller. 0 or -errno
  * (h2_fail_reason() says why). */
 int h2_stream_open(struct sclient *sc, struct loop *l, const struct route *r);
+/* This thread's h2 connection to r->via, made when there is none (so that
+ * streams opened later find it warm): 1 once its TLS handshake agreed on h2,
+ * 0 while connecting (call again), -1 when it failed (h2_fail_reason()). */
+int h2_connect(struct loop *l, const struct route *r);
 /* 1 once the proxy answered 200, 0 while waiting, -1 failed (sc->fail set). */
 int h2_stream_state(const struct sclient *sc);
 /* As sclient_recv()/sclient_send() for an h2 stream: the stream's buffers;

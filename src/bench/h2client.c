@@ -657,6 +657,14 @@ static struct h2mux *h2_mux_for(struct loop *l, const struct route *r)
     return m;
 }
 
+int h2_connect(struct loop *l, const struct route *r)
+{
+    struct h2mux *m = h2_mux_for(l, r);
+    if (!m)
+        return -1;
+    return m->handshaken ? 1 : 0;
+}
+
 int h2_stream_open(struct sclient *sc, struct loop *l, const struct route *r)
 {
     struct h2mux *m = h2_mux_for(l, r);
