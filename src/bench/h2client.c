@@ -86,7 +86,8 @@ struct h2s {
 
 static _Thread_local struct h2mux *h2_cur; /* where new streams go */
 static _Thread_local struct h2mux *h2_all;
-static _Thread_local char h2_why[256]; /* why the last stream failed */
+static _Thread_local char h2_why[256];   /* why the last stream failed */
+static _Thread_local int h2_setup_state; /* the last connection's setup: 0 going, 1 up, -1 failed */
 
 static void h2_run(struct h2mux *m);
 static struct h2mux *h2_mux_for(struct loop *l, const struct route *r);
@@ -174,6 +175,8 @@ static void h2_mux_fail(struct h2mux *m, const char *fmt, ...)
     if (m->dead)
         return;
     m->dead = true;
+    if (!m->handshaken)
+        h2_setup_state = -1;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(m->err, sizeof(m->err), fmt, ap);
@@ -443,6 +446,7 @@ static int h2_setup(struct h2mux *m, uint32_t events)
         return -1;
     }
     m->handshaken = true;
+    h2_setup_state = 1;
     return 1;
 }
 
@@ -580,6 +584,7 @@ static struct h2mux *h2_mux_new(struct loop *l, const struct route *r)
         rc = loop_io_add(l, &m->io, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET);
     if (rc) {
         snprintf(h2_why, sizeof(h2_why), "connection to the h2 proxy: %s", strerror(-rc));
+        h2_setup_state = -1;
         if (fd >= 0)
             close(fd);
         nghttp2_session_del(m->ng);
@@ -589,6 +594,7 @@ static struct h2mux *h2_mux_new(struct loop *l, const struct route *r)
     }
     m->next = h2_all;
     h2_all = m;
+    h2_setup_state = 0;
     return m;
 }
 
@@ -659,7 +665,10 @@ static struct h2mux *h2_mux_for(struct loop *l, const struct route *r)
 
 int h2_connect(struct loop *l, const struct route *r)
 {
-    struct h2mux *m = h2_mux_for(l, r);
+    struct h2mux *m = h2_cur;
+    if ((!m || m->dead || m->goaway || m->loop != l) && h2_setup_state < 0)
+        return -1; /* the last one failed: no new attempt on every call */
+    m = h2_mux_for(l, r);
     if (!m)
         return -1;
     return m->handshaken ? 1 : 0;

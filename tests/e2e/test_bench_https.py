@@ -158,6 +158,24 @@ def test_h2_not_offered_is_said_not_fallen_back(cert):
     assert "h2 not offered" in p.stderr and "ALPN '(none)'" in p.stderr, p.stderr
 
 
+def test_h2_wrong_pin_fails_every_scenario_clearly(cert):
+    """A connection that cannot be made fails the streams waiting for it
+    (requests waits for its connection first: it must not wait forever)."""
+    c, k, _ = cert
+    wrong = "sha256//" + "A" * 43 + "="
+    srv = Http11OnlyTls(str(c), str(k))
+    try:
+        for sc in ("requests", "throughput", "handshakes"):
+            p = bench(sc, "--https-proxy", "h2", "--proxy", f"127.0.0.1:{srv.port}",
+                      "--proxy-pin", wrong, "--requests", "20", "--warm-requests", "2",
+                      "--downloads", "1", "--connections", "2", "--concurrency", "2", "--runs",
+                      "1", "--duration", "0.3", "--warmup", "0.1", timeout=60)
+            assert p.returncode == 1, (sc, p.stdout)
+            assert "certificate pin mismatch" in p.stderr, (sc, p.stderr)
+    finally:
+        srv.close()
+
+
 def test_h2_self_hosted_runs_or_says_h2_not_offered():
     """The self-hosted ferry (a throwaway certificate, a tls:// listener):
     once it speaks h2 the run passes with integrity; until then it must fail
