@@ -283,7 +283,7 @@ static int h2_submit(struct h2mux *m, struct h2s *s, const struct route *r);
 static int h2s_retry(struct h2mux *m, struct h2s *s)
 {
     struct h2mux *to = m->goaway || m->dead ? h2_mux_for(m->loop, s->r) : m;
-    if (!to)
+    if (!to || (to != m && s->pend_on)) /* queued on m's news: it stays there */
         return -1;
     s->retries++;
     s->deferred = false;
