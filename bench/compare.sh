@@ -10,8 +10,10 @@
 # updates the tracked report). Groups: the TCP scenarios through
 # SOCKS5 (throughput, handshakes, requests, connections), UDP ASSOCIATE (udp),
 # SOCKS5 authentication costs of a self-hosted ferry (auth) and the HTTP
-# proxy path (http), and the cost of a hop (hop: direct, one and two ferries
-# in a row, Dante, ferry -> Dante, Dante -> Dante). Everything it starts is
+# proxy path (http), the cost of a hop (hop: direct, one and two ferries
+# in a row, Dante, ferry -> Dante, Dante -> Dante) and the HTTPS proxy path
+# (https: ferry's tls:// listener with h1 and h2, stunnel4 and nghttpx -s in
+# front of a plain ferry port, Squid's https_port). Everything it starts is
 # stopped on exit, by PID, failure included.
 #
 #   bench/compare.sh [--quick] [--rounds N] [--only GROUP[,GROUP]]
@@ -57,11 +59,21 @@ Options:
                                  two ferries in a row (`ferry bench --chain`
                                  1 and 2), Dante, ferry -> Dante and
                                  Dante -> Dante
+                       https     the HTTPS proxy path: throughput (1 and 8
+                                 streams) and requests (CONNECT per request)
+                                 through ferry's plain HTTP CONNECT, ferry's
+                                 tls:// listener (h1: a TLS connection per
+                                 stream; h2: streams on one connection),
+                                 stunnel4 and nghttpx -s in front of a plain
+                                 ferry port, and Squid's https_port; every
+                                 TLS daemon gets a throwaway certificate
+                                 (`ferry cert`) and is verified by its pin
   --targets LIST     targets, comma separated: direct, ferry, dante,
-                     microsocks, ss-libev, haproxy, tinyproxy, squid, and
-                     for the hop group ferry-ferry, ferry-dante,
-                     dante-dante (default all; each group runs those that
-                     apply)
+                     microsocks, ss-libev, haproxy, tinyproxy, squid, for
+                     the hop group ferry-ferry, ferry-dante, dante-dante,
+                     and for the https group ferry-tls-h1, ferry-tls-h2,
+                     stunnel, squid-https, nghttpx (default all; each group
+                     runs those that apply)
   --out FILE         the report (default build/bench/benchmarks.md; the chart
                      and the raw .jsonl go next to it); --out docs/benchmarks.md
                      replaces the tracked report
@@ -150,8 +162,9 @@ if [ -n "$RESULTS" ] && [[ $RESULTS != /* ]]; then RESULTS=$ORIG_PWD/$RESULTS; f
 [[ "$DURATION" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "compare.sh: --duration: not a number: $DURATION" >&2; exit 2; }
 [[ "$SETTLE" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "compare.sh: --settle: not a number: $SETTLE" >&2; exit 2; }
 
-ALL_SCENARIOS=(throughput handshakes requests connections udp auth http hop)
-ALL_TARGETS=(direct ferry dante microsocks ss-libev haproxy tinyproxy squid ferry-ferry ferry-dante dante-dante)
+ALL_SCENARIOS=(throughput handshakes requests connections udp auth http hop https)
+ALL_TARGETS=(direct ferry dante microsocks ss-libev haproxy tinyproxy squid ferry-ferry ferry-dante dante-dante
+    ferry-tls-h1 ferry-tls-h2 stunnel squid-https nghttpx)
 # The hop group: ferries in a row that `ferry bench --chain N` starts itself
 # (the one-hop row too, so both rows are measured the same way).
 declare -A CHAIN=([ferry]=1 [ferry-ferry]=2)
@@ -240,16 +253,19 @@ trap 'exit 143' TERM
 
 # ---- peers: install what is missing ----------------------------------------
 pkg_ok() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed'; }
+# squid-openssl is Squid with TLS: it serves a target that needs squid too
+# (installing squid would replace it).
+pkg_have() { pkg_ok "$1" || { [ "$1" = squid ] && pkg_ok squid-openssl; }; }
 
 # Processes of the peers' daemons that listen on TCP right now, as "pid".
 peer_listeners() {
-    ss -Hltnp 2>/dev/null | grep -oE '"(danted|haproxy|ss-server|ss-local|ss-manager|microsocks|tinyproxy|squid)",pid=[0-9]+' |
+    ss -Hltnp 2>/dev/null | grep -oE '"(danted|haproxy|ss-server|ss-local|ss-manager|microsocks|tinyproxy|squid|stunnel4|nghttpx)",pid=[0-9]+' |
         sed 's/.*pid=//' | sort -u || true
 }
 
 install_peers() {
     local missing=() p before after pid unit
-    for p in "${NEEDED_PKGS[@]}"; do pkg_ok "$p" || missing+=("$p"); done
+    for p in "${NEEDED_PKGS[@]}"; do pkg_have "$p" || missing+=("$p"); done
     [ ${#missing[@]} -eq 0 ] && return 0
     if [ "$(id -u)" != 0 ]; then
         log "not root: cannot install ${missing[*]} (sudo apt-get install ${missing[*]}); measuring what is there"
@@ -540,6 +556,111 @@ start_squid() {
     NOTE[squid]="\`squid -N -f squid.conf\` (bench/peers/squid.conf): HTTP proxy, one process (-N: no SMP workers), no cache, \`http_access\` for 127.0.0.0/8 to 127.0.0.0/8 (CONNECT to any port), no access log"
 }
 
+# ---- the https group: TLS daemons with one throwaway certificate ------------
+# TLSARGS: what `ferry bench` adds for a target of the https group (the
+# HTTPS mode and the pin it verifies the daemon by).
+declare -A TLSARGS
+CERT_DIR="" CERT_PIN=""
+make_cert() {
+    [ -n "$CERT_PIN" ] && return 0
+    CERT_DIR=$TMPD/cert
+    CERT_PIN=$("$FERRY" cert --out "$CERT_DIR" --name 127.0.0.1 | head -n1) || CERT_PIN=""
+    # Squid reads its key after dropping to the proxy user: a throwaway key
+    # for loopback, readable.
+    chmod 755 "$CERT_DIR" 2>/dev/null || true
+    chmod 644 "$CERT_DIR/key.pem" 2>/dev/null || true
+    [[ $CERT_PIN == sha256//* ]]
+}
+
+# A plain ferry on a free port behind a TLS front (stunnel, nghttpx). Sets
+# BPORT, LAST_PID; 1 when it did not start (STATUS[NAME] says why).
+BPORT=""
+start_backend_ferry() { # start_backend_ferry NAME
+    BPORT=$(free_port)
+    start_bg "$TMPD/$1-ferry.log" "$FERRY" serve -l "127.0.0.1:$BPORT"
+    check_up "$1" "$BPORT" "$LAST_PID" "$TMPD/$1-ferry.log"
+}
+
+# ferry's own tls:// listener; the bench speaks h1 or h2 to it. Until ferry
+# offers h2 in ALPN the h2 row fails with "h2 not offered", never over h1.
+start_ferry_tls() { # start_ferry_tls NAME h1|h2
+    local name=$1 proto=$2 port
+    make_cert || { STATUS[$name]="did not start: ferry cert failed"; return 0; }
+    port=$(free_port)
+    printf 'listen = tls://127.0.0.1:%s\n[tls]\ncert = %s/cert.pem\nkey = %s/key.pem\n' \
+        "$port" "$CERT_DIR" "$CERT_DIR" >"$TMPD/$name.conf"
+    start_bg "$TMPD/$name.log" "$FERRY" serve -c "$TMPD/$name.conf"
+    check_up "$name" "$port" "$LAST_PID" "$TMPD/$name.log" || return 0
+    ADDR[$name]=127.0.0.1:$port PIDS[$name]=$LAST_PID ROOTS[$name]=$LAST_PID
+    MODE[$name]=proxy CPUSRC[$name]=bench LOGF[$name]=$TMPD/$name.log
+    TLSARGS[$name]="--https-proxy $proto --proxy-pin $CERT_PIN"
+    NOTE[$name]="\`ferry serve\` with \`listen = tls://127.0.0.1:PORT\` and a \`[tls]\` section (a \`ferry cert\` certificate), default configuration otherwise; \`ferry bench --https-proxy $proto\`$([ "$proto" = h2 ] && echo ': every stream on one TLS connection; fails with "h2 not offered" while ferry does not offer h2 in ALPN' || echo ': a TLS connection per stream or request')"
+}
+
+start_stunnel() {
+    local port fpid
+    command -v stunnel4 >/dev/null || { STATUS[stunnel]="did not start: stunnel4 not installed"; return 0; }
+    make_cert || { STATUS[stunnel]="did not start: ferry cert failed"; return 0; }
+    start_backend_ferry stunnel || return 0
+    fpid=$LAST_PID
+    port=$(free_port)
+    fill bench/peers/stunnel.conf "$TMPD/stunnel.conf" PORT="$port" BACKEND="$BPORT" \
+        CERT="$CERT_DIR/cert.pem" KEY="$CERT_DIR/key.pem"
+    start_bg "$TMPD/stunnel.log" stunnel4 "$TMPD/stunnel.conf"
+    if ! check_up stunnel "$port" "$LAST_PID" "$TMPD/stunnel.log"; then
+        stop_pid "$fpid"
+        return 0
+    fi
+    ADDR[stunnel]=127.0.0.1:$port PIDS[stunnel]=$LAST_PID,$fpid ROOTS[stunnel]=$LAST_PID,$fpid
+    MODE[stunnel]=proxy CPUSRC[stunnel]=bench LOGF[stunnel]="$TMPD/stunnel.log $TMPD/stunnel-ferry.log"
+    TLSARGS[stunnel]="--https-proxy h1 --proxy-pin $CERT_PIN"
+    NOTE[stunnel]="\`stunnel4\` (bench/peers/stunnel.conf, TLS 1.3) in front of \`ferry serve -l 127.0.0.1:PORT\`: TLS without multiplexing, HTTP CONNECT by ferry; \`ferry bench --https-proxy h1\`; CPU of both"
+}
+
+start_squid_https() {
+    local port dir
+    command -v squid >/dev/null || { STATUS[squid-https]="did not start: squid not installed (squid-openssl)"; return 0; }
+    squid -v 2>/dev/null | grep -q -- --with-openssl ||
+        { STATUS[squid-https]="did not start: this squid has no TLS (install squid-openssl)"; return 0; }
+    make_cert || { STATUS[squid-https]="did not start: ferry cert failed"; return 0; }
+    port=$(free_port)
+    dir=$TMPD/squid-https.$port
+    mkdir -p "$dir"
+    chmod 711 "$TMPD"
+    chown proxy: "$dir" 2>/dev/null || chmod 777 "$dir"
+    fill bench/peers/squid-https.conf "$TMPD/squid-https.conf" PORT="$port" DIR="$dir" \
+        CERT="$CERT_DIR/cert.pem" KEY="$CERT_DIR/key.pem"
+    start_bg "$TMPD/squid-https.out" squid -N -f "$TMPD/squid-https.conf"
+    check_up squid-https "$port" "$LAST_PID" "$dir/cache.log" || return 0
+    ADDR[squid-https]=127.0.0.1:$port PIDS[squid-https]=$LAST_PID ROOTS[squid-https]=$LAST_PID
+    MODE[squid-https]=proxy CPUSRC[squid-https]=bench LOGF[squid-https]="$dir/cache.log $TMPD/squid-https.out"
+    TLSARGS[squid-https]="--https-proxy h1 --proxy-pin $CERT_PIN"
+    NOTE[squid-https]="\`squid -N -f squid-https.conf\` (bench/peers/squid-https.conf, Debian squid-openssl): \`https_port\` with the same certificate, otherwise as the Squid HTTP row; \`ferry bench --https-proxy h1\`"
+}
+
+start_nghttpx() {
+    local port fpid
+    command -v nghttpx >/dev/null || { STATUS[nghttpx]="did not start: nghttpx not installed (nghttp2-proxy)"; return 0; }
+    make_cert || { STATUS[nghttpx]="did not start: ferry cert failed"; return 0; }
+    start_backend_ferry nghttpx || return 0
+    fpid=$LAST_PID
+    port=$(free_port)
+    # Windows as large as the bench's own (16 MiB), so neither side's flow
+    # control is what is measured.
+    start_bg "$TMPD/nghttpx.log" nghttpx --conf=/dev/null -s -f"127.0.0.1,$port" -b"127.0.0.1,$BPORT" \
+        --workers=1 --no-ocsp --accesslog-file=/dev/null --errorlog-file=/dev/stderr \
+        --frontend-http2-window-size=16M --frontend-http2-connection-window-size=1G \
+        "$CERT_DIR/key.pem" "$CERT_DIR/cert.pem"
+    if ! check_up nghttpx "$port" "$LAST_PID" "$TMPD/nghttpx.log"; then
+        stop_pid "$fpid"
+        return 0
+    fi
+    ADDR[nghttpx]=127.0.0.1:$port PIDS[nghttpx]=$LAST_PID,$fpid ROOTS[nghttpx]=$LAST_PID,$fpid
+    MODE[nghttpx]=proxy CPUSRC[nghttpx]=bench LOGF[nghttpx]="$TMPD/nghttpx.log $TMPD/nghttpx-ferry.log"
+    TLSARGS[nghttpx]="--https-proxy h2 --proxy-pin $CERT_PIN"
+    NOTE[nghttpx]="\`nghttpx -s\` (HTTP/2 proxy mode, Debian nghttp2-proxy; one worker; stream window 16 MiB, connection window 1 GiB) terminating TLS and h2 and handing each CONNECT to \`ferry serve -l 127.0.0.1:PORT\` behind it; \`ferry bench --https-proxy h2\`; CPU of both"
+}
+
 # Each held connection costs two descriptors in the bench (client + echo)
 # and two in the proxy; the hard limit here may be below what 10000 needs.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
@@ -559,6 +680,9 @@ SOCKS_PROXIES=direct,ferry,dante,microsocks,ss-libev
 UDP_TARGETS=direct,ferry,dante,ss-libev # microsocks has no UDP ASSOCIATE
 HTTP_TARGETS=ferry,tinyproxy,squid
 HOP_TARGETS=direct,ferry,ferry-ferry,dante,ferry-dante,dante-dante
+HTTPS_TARGETS=ferry,ferry-tls-h1,ferry-tls-h2,stunnel,squid-https,nghttpx
+# What the bench speaks to each TLS target of the https group.
+declare -A HTTPS_PROTO=([ferry-tls-h1]=h1 [ferry-tls-h2]=h2 [stunnel]=h1 [squid-https]=h1 [nghttpx]=h2)
 VARIANTS=()
 for s in "${SCENARIOS[@]}"; do
     case $s in
@@ -593,6 +717,11 @@ for s in "${SCENARIOS[@]}"; do
         VARIANTS+=("http-handshakes-connect|handshakes|--concurrency 32 --http-proxy connect|$HTTP_TARGETS|proxy") ;;
     # "hop": the ferries of CHAIN self-hosted with --chain N, the others
     # through their own instance.
+    # "https": the TLS targets add --https-proxy h1|h2 and their pin
+    # (TLSARGS); ferry is the plain HTTP CONNECT baseline.
+    https) VARIANTS+=("https-throughput-1|throughput|--connections 1 --payload 64k --http-proxy connect|$HTTPS_TARGETS|https"
+        "https-throughput-8|throughput|--connections 8 --payload 64k --http-proxy connect|$HTTPS_TARGETS|https"
+        "https-requests|requests|--http-proxy connect|$HTTPS_TARGETS|https") ;;
     hop) VARIANTS+=("hop-throughput-8|throughput|--connections 8 --payload 64k|$HOP_TARGETS|hop"
         "hop-handshakes|handshakes|--concurrency 32|$HOP_TARGETS|hop") ;;
     esac
@@ -627,7 +756,11 @@ for t in "${USED_TARGETS[@]}"; do
     ss-libev) NEEDED_PKGS+=(shadowsocks-libev) ;;
     haproxy) NEEDED_PKGS+=(haproxy) ;;
     tinyproxy) NEEDED_PKGS+=(tinyproxy) ;;
-    squid) NEEDED_PKGS+=(squid) ;;
+    # squid-openssl serves both Squid targets: never replace it with squid.
+    squid) [[ " ${USED_TARGETS[*]} " == *" squid-https "* ]] || NEEDED_PKGS+=(squid) ;;
+    squid-https) NEEDED_PKGS+=(squid-openssl) ;;
+    stunnel) NEEDED_PKGS+=(stunnel4) ;;
+    nghttpx) NEEDED_PKGS+=(nghttp2-proxy) ;;
     esac
 done
 NEEDED_PKGS+=(gnuplot-nox)
@@ -636,7 +769,7 @@ mapfile -t NEEDED_PKGS < <(printf '%s\n' "${NEEDED_PKGS[@]}" | awk '!seen[$0]++'
 
 if [ "$DRY_RUN" = 1 ]; then
     missing=()
-    for p in "${NEEDED_PKGS[@]}"; do pkg_ok "$p" || missing+=("$p"); done
+    for p in "${NEEDED_PKGS[@]}"; do pkg_have "$p" || missing+=("$p"); done
     echo "compare.sh --dry-run: nothing is installed, started or written"
     echo "targets: ${USED_TARGETS[*]}"
     echo "groups: ${SCENARIOS[*]}"
@@ -653,6 +786,7 @@ if [ "$DRY_RUN" = 1 ]; then
             [[ ",$vtargets," == *",$t,"* ]] || continue
             chain=""
             [ "$vhow" = hop ] && [ -n "${CHAIN[$t]:-}" ] && chain=" --chain ${CHAIN[$t]}"
+            [ "$vhow" = https ] && [ -n "${HTTPS_PROTO[$t]:-}" ] && chain=" --https-proxy ${HTTPS_PROTO[$t]} --proxy-pin PIN"
             echo "run: $vname $t: ferry bench $scen --runs 1 --json --allow-failures --duration $DURATION --warmup $WARMUP${vopts:+ $vopts}$chain ($vhow)"
         done
     done
@@ -709,6 +843,11 @@ start_target() {
     squid) start_squid ;;
     ferry-dante) start_ferry_dante ;;
     dante-dante) start_dante_dante ;;
+    ferry-tls-h1) start_ferry_tls ferry-tls-h1 h1 ;;
+    ferry-tls-h2) start_ferry_tls ferry-tls-h2 h2 ;;
+    stunnel) start_stunnel ;;
+    squid-https) start_squid_https ;;
+    nghttpx) start_nghttpx ;;
     esac
 }
 
@@ -861,6 +1000,8 @@ for ((round = 1; round <= ROUNDS; round++)); do
             esac
             # shellcheck disable=SC2206
             if [ -n "$vopts" ]; then args+=($vopts); fi
+            # shellcheck disable=SC2206
+            if [ "$vhow" = https ] && [ -n "${TLSARGS[$t]:-}" ]; then args+=(${TLSARGS[$t]}); fi
             mon=""
             ran=0
             if [ -z "$err" ]; then

@@ -37,8 +37,10 @@ import tempfile
 
 # The chains of the hop group: in its section only, not in the summary.
 HOP_TARGETS = ["ferry-ferry", "ferry-dante", "dante-dante"]
+# The https group's TLS targets: in its section only, too.
+HTTPS_TARGETS = ["ferry-tls-h1", "ferry-tls-h2", "stunnel", "squid-https", "nghttpx"]
 TARGETS = ["direct", "ferry", "dante", "microsocks", "ss-libev", "haproxy", "tinyproxy",
-           "squid"] + HOP_TARGETS
+           "squid"] + HOP_TARGETS + HTTPS_TARGETS
 LABELS = {
     "direct": "direct (no proxy)",
     "ferry": "ferry",
@@ -51,6 +53,11 @@ LABELS = {
     "ferry-ferry": "ferry → ferry",
     "ferry-dante": "ferry → Dante",
     "dante-dante": "Dante → Dante",
+    "ferry-tls-h1": "ferry tls:// h1",
+    "ferry-tls-h2": "ferry tls:// h2",
+    "stunnel": "stunnel4 → ferry",
+    "squid-https": "Squid https_port",
+    "nghttpx": "nghttpx -s (h2) → ferry",
 }
 PACKAGES = {
     "dante": "dante-server",
@@ -59,6 +66,9 @@ PACKAGES = {
     "haproxy": "haproxy",
     "tinyproxy": "tinyproxy",
     "squid": "squid",
+    "squid-https": "squid-openssl",
+    "stunnel": "stunnel4",
+    "nghttpx": "nghttp2-proxy",
     "gnuplot": "gnuplot-nox",
 }
 SHORT = {
@@ -73,6 +83,11 @@ SHORT = {
     "ferry-ferry": "ferry\\n→ ferry",
     "ferry-dante": "ferry\\n→ Dante",
     "dante-dante": "Dante\\n→ Dante",
+    "ferry-tls-h1": "ferry\\nTLS h1",
+    "ferry-tls-h2": "ferry\\nTLS h2",
+    "stunnel": "stunnel4\\n→ ferry",
+    "squid-https": "Squid\\nhttps",
+    "nghttpx": "nghttpx\\n→ ferry",
 }
 COLORS = {
     "direct": "#888888",
@@ -86,6 +101,11 @@ COLORS = {
     "ferry-ferry": "#f08c00",
     "ferry-dante": "#e8590c",
     "dante-dante": "#1864ab",
+    "ferry-tls-h1": "#e03131",
+    "ferry-tls-h2": "#c2255c",
+    "stunnel": "#495057",
+    "squid-https": "#4263eb",
+    "nghttpx": "#2b8a3e",
 }
 
 # Every variant compare.sh may run. kind decides the table and the figures;
@@ -146,6 +166,12 @@ V = {
                              title="throughput, 8 streams", summary=None, chart=False),
     "hop-handshakes": dict(kind="handshakes", metric="setups", unit="setups/s",
                            title="handshakes", summary=None, chart=False),
+    "https-throughput-1": dict(kind="throughput", metric="total", unit="MiB/s",
+                               title="Throughput, 1 stream", summary=None, chart=False),
+    "https-throughput-8": dict(kind="throughput", metric="total", unit="MiB/s",
+                               title="Throughput, 8 streams", summary=None, chart=False),
+    "https-requests": dict(kind="requests", metric="requests", unit="requests/s",
+                           title="Small requests, CONNECT per request", summary=None, chart=False),
 }
 SOCKS_TCP_VARIANTS = ["throughput-1", "throughput-8", "handshakes", "requests", "connections"]
 UDP_VARIANTS = ["udp-1x1200", "udp-16x1200", "udp-1x8192", "udp-16x8192", "udp-blast", "udp-blast-nogro"]
@@ -153,6 +179,8 @@ AUTH_VARIANTS = ["auth-none", "auth-plain", "auth-argon2", "auth-argon2-nocache"
 HTTP_REQ_VARIANTS = ["http-requests-socks", "http-requests-connect", "http-requests-absolute"]
 HTTP_HS_VARIANTS = ["http-handshakes-socks", "http-handshakes-connect"]
 HOP_VARIANTS = ["hop-throughput-8", "hop-handshakes"]
+HTTPS_VARIANTS = ["https-throughput-1", "https-throughput-8", "https-requests"]
+ROWS_HTTPS = ["ferry"] + HTTPS_TARGETS
 # The hop section's rows: (target, hops, the one-hop row it is compared with).
 HOP_ROWS = [("direct", 0, None), ("ferry", 1, "ferry"), ("ferry-ferry", 2, "ferry"),
             ("dante", 1, "dante"), ("ferry-dante", 2, "dante"), ("dante-dante", 2, "dante")]
@@ -766,6 +794,9 @@ class Report:
             "throughput-8": "eight streams as above.",
             "handshakes": f"{bp.get('concurrency', 32)} setups in flight, each: TCP connect, SOCKS5 greeting and CONNECT (strictly one after the other, as real clients do), one byte echoed, abortive close. Latency runs from connect() to the echoed byte.",
             "requests": f"{bp.get('requests', 1000)} small HTTP requests (after {bp.get('warm_requests', 100)} warm-up ones), each on a new proxied connection, {bp.get('concurrency', 8)} in flight; then {bp.get('downloads', 8)} concurrent downloads of {bp.get('download_size', 1048576) // 1048576} MiB.",
+            "https-throughput-1": "one stream (h2: one CONNECT stream on one TLS connection) pumps 64 KiB chunks to the echo target and reads them back; every byte is checked; the TLS rows add `--https-proxy h1|h2 --proxy-pin PIN`.",
+            "https-throughput-8": "eight streams: h1, eight TLS connections; h2, eight streams on one TLS connection.",
+            "https-requests": f"{bp.get('requests', 1000)} small HTTP requests (after {bp.get('warm_requests', 100)} warm-up ones), {bp.get('concurrency', 8)} in flight, each through a new tunnel: h1, a new TLS connection and CONNECT; h2, a new CONNECT stream on the warm connection (one per phase); then {bp.get('downloads', 8)} concurrent downloads of {bp.get('download_size', 1048576) // 1048576} MiB.",
             "connections": f"open {bp.get('connections', p.get('connections', '?'))} connections ({bp.get('concurrency', 256)} setups in flight), hold them {bp.get('duration_s', p.get('duration_s', 0)):g} s, then check each still echoes. Memory is the growth of the proxy's memory (Pss of its whole process tree) over the hold, per held connection.",
         }.get(v, "")
         return f"{self.cmd(v)}: {extra}"
@@ -831,7 +862,7 @@ class Report:
         return out
 
     def summary(self):
-        cols = [t for t in self.targets if t not in HOP_TARGETS]
+        cols = [t for t in self.targets if t not in HOP_TARGETS and t not in HTTPS_TARGETS]
         header = ["scenario"] + [LABELS[t] for t in cols]
         rows = []
         for row in self.summary_rows():
@@ -1284,6 +1315,35 @@ class Report:
         r = self.headline(v, ref)
         return text, (ratio(h, r) if r else "–"), h
 
+    def section_https(self, L):
+        vs = [v for v in HTTPS_VARIANTS if self.has(v)]
+        if not vs:
+            return
+        L.append("## The HTTPS proxy path")
+        L.append("")
+        L.append(
+            "HTTP CONNECT over TLS 1.3 (issue 16). **ferry** is the plain (unencrypted) HTTP "
+            "CONNECT baseline; **ferry tls:// h1** is ferry's own TLS listener with HTTP/1.1 (a TLS "
+            "connection per stream, and per request in the requests table); **ferry tls:// h2** the "
+            "same listener spoken to in HTTP/2 (`--https-proxy h2`: every stream a CONNECT stream "
+            "on one TLS connection; \"h2 not offered\" while ferry does not offer h2 in ALPN); "
+            "**stunnel4 → ferry** TLS without multiplexing in front of a plain ferry port; "
+            "**Squid https_port** Squid's own HTTPS proxy; **nghttpx -s (h2) → ferry** nghttp2's "
+            "HTTP/2 proxy handing each CONNECT to a plain ferry port behind it. Every TLS daemon "
+            "has the same throwaway `ferry cert` certificate and the bench verifies it by its pin. "
+            "Proxy CPU is that of every process of the row (the TLS front and the ferry behind it); "
+            "s/GiB counts the bytes both ways. × ferry is the ratio to plain HTTP CONNECT."
+        )
+        L.append("")
+        for v in vs:
+            L.append(f"### {V[v]['title']}")
+            L.append("")
+            L.append(self.params_line(v))
+            L.append("")
+            L.append(self.table(v, ROWS_HTTPS))
+            L.append("")
+            self.bench_notes(L, [(v, t) for t in ROWS_HTTPS])
+
     def section_hop(self, L):
         vs = [v for v in HOP_VARIANTS if self.has(v)]
         if not vs:
@@ -1496,7 +1556,8 @@ class Report:
             ["OS", f"{m.get('os', '?')} (debian_version {m.get('debian_version', '?')})"],
             ["ferry", f"{m.get('ferry_version', '?')}, commit {m.get('ferry_commit', '?')}"],
         ]
-        for t in ("dante", "microsocks", "ss-libev", "haproxy", "tinyproxy", "squid", "gnuplot"):
+        for t in ("dante", "microsocks", "ss-libev", "haproxy", "tinyproxy", "squid", "squid-https",
+                  "stunnel", "nghttpx", "gnuplot"):
             rows.append([PACKAGES[t], v.get(t) or "not installed"])
         la = " ".join(m.get("loadavg_start", []))
         rows.append(["load average at start", la + (f"; at end {' '.join(load_end)}" if load_end else "")])
@@ -1534,13 +1595,14 @@ class Report:
         self.section_auth(L)
         self.section_http(L)
         self.section_hop(L)
+        self.section_https(L)
 
         L.append("## Reproduce")
         L.append("")
         L.append("```sh")
         L.append("bench/compare.sh --build-head    # 3 interleaved rounds of every group, committed HEAD: 22-27 min here")
         L.append("bench/compare.sh --quick         # 1 round, short windows, no --settle waits: about 3 min, a check only")
-        L.append("bench/compare.sh --only udp,auth,http            # groups: socks (= throughput,handshakes,requests,connections), udp, auth, http, hop")
+        L.append("bench/compare.sh --only udp,auth,http            # groups: socks (= throughput,handshakes,requests,connections), udp, auth, http, hop, https")
         L.append("bench/compare.sh --only handshakes --targets ferry,dante --rounds 5")
         L.append("bench/compare.sh --only hop --build-head    # the cost of a hop: 3 interleaved rounds, about 5 min")
         L.append("make bench-compare BENCH_ARGS=--quick")

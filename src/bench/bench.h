@@ -169,10 +169,22 @@ static inline const uint8_t *pattern_at(uint64_t off)
 
 /* ---- client connections (client.c) ---- */
 
-enum sc_phase { SC_CONNECT, SC_TLS, SC_METHOD, SC_AUTH, SC_REPLY, SC_HTTP, SC_OPEN, SC_FAILED };
+enum sc_phase {
+    SC_CONNECT,
+    SC_TLS,
+    SC_METHOD,
+    SC_AUTH,
+    SC_REPLY,
+    SC_HTTP,
+    SC_H2, /* an h2 CONNECT stream waiting for its answer */
+    SC_OPEN,
+    SC_FAILED
+};
 
 /* --https-proxy: how the clients reach the proxy over TLS 1.3 (none: plain
- * TCP). Only h1 (HTTP/1.1 over TLS) is served. */
+ * TCP): h1, a TLS connection per client connection with HTTP/1.1 on it; h2,
+ * one TLS connection per generator thread with ALPN h2, each client
+ * connection an HTTP/2 CONNECT stream on it (h2client.c). */
 enum https_proxy_mode { HTTPS_PROXY_NONE, HTTPS_PROXY_H1, HTTPS_PROXY_H2 };
 
 struct tls_ctx;
@@ -187,6 +199,7 @@ enum sc_fail {
     SC_FAIL_SOCKS,  /* the proxy: a SOCKS failure reply or a protocol error */
     SC_FAIL_DATA,   /* the proxy: data through the tunnel came back wrong */
     SC_FAIL_TLS,    /* the TLS handshake with the proxy (or its verification) failed */
+    SC_FAIL_H2,     /* the h2 connection the stream was on failed (h2_fail_reason()) */
 };
 
 /* Where a client connection goes and how. */
@@ -200,6 +213,7 @@ struct route {
     uint8_t http;            /* enum http_proxy_mode: talk HTTP to the proxy instead */
     struct tls_ctx *tls;     /* non-NULL: TLS 1.3 to the proxy first (--https-proxy) */
     char tls_host[64];       /* the name the proxy's certificate is checked against */
+    bool h2;                 /* with tls: each connection is an h2 CONNECT stream */
 };
 
 /* "Proxy-Authorization: Basic ...\r\n" for r's credentials into out (""
@@ -221,6 +235,8 @@ struct sclient {
     uint8_t crlf;
     struct addr bnd; /* BND of the reply (the relay's UDP address for UDP ASSOCIATE) */
     struct tls *tls; /* the TLS session to the proxy (route->tls), or NULL */
+    struct h2s *h2;  /* route->h2: the stream (h2client.c); NULL once closed */
+    bool via_h2;     /* opened as an h2 stream (h2 may be NULL by now) */
 };
 
 #define SC_RD    1u
@@ -247,6 +263,35 @@ ssize_t sclient_send(struct sclient *s, const void *p, size_t n);
  * closed the connection before replying", "SOCKS5 reply 5 (connection
  * refused)", "connect: Connection refused"). */
 void sclient_fail_reason(const struct sclient *s, const struct route *r, char *buf, size_t cap);
+
+/* A nonblocking TCP connect to dst (from a random 127.x.y.z source when
+ * spread and dst is on 127/8). The socket, or -errno. */
+int bench_connect(const struct addr *dst, bool spread);
+
+/* ---- h2 CONNECT streams (h2client.c) ---- */
+/* Open sc as a CONNECT stream to r->dst on this thread's h2 connection to
+ * r->via (made, with TLS from r->tls and ALPN h2, when there is none or it
+ * is failed or going away). sc->io.cb is told the stream's readiness as
+ * EPOLL bits, from the loop l, never from inside the caller. 0 or -errno
+ * (h2_fail_reason() says why). */
+int h2_stream_open(struct sclient *sc, struct loop *l, const struct route *r);
+/* This thread's h2 connection to r->via, made when there is none (so that
+ * streams opened later find it warm): 1 once its TLS handshake agreed on h2,
+ * 0 while connecting (call again), -1 when it failed (h2_fail_reason()). */
+int h2_connect(struct loop *l, const struct route *r);
+/* 1 once the proxy answered 200, 0 while waiting, -1 failed (sc->fail set). */
+int h2_stream_state(const struct sclient *sc);
+/* As sclient_recv()/sclient_send() for an h2 stream: the stream's buffers;
+ * reading returns flow-control credit to the proxy. */
+ssize_t h2_stream_recv(struct sclient *sc, void *p, size_t n);
+ssize_t h2_stream_send(struct sclient *sc, const void *p, size_t n);
+/* Detach sc from its stream, resetting the stream (CANCEL) if still open. */
+void h2_stream_close(struct sclient *sc);
+/* Why the last h2 stream of this thread failed, in words ("" if none). */
+const char *h2_fail_reason(void);
+/* Free this thread's h2 connections (the generator's end); their streams'
+ * clients see them closed. */
+void h2_thread_end(void);
 
 uint64_t now_ns(void);
 /* CPU time of this process (every thread: clients and targets), seconds. */

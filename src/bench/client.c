@@ -7,7 +7,8 @@
  * not flattered. With --https-proxy the connection to the proxy is TLS 1.3
  * first (tls/tls.h, driven nonblocking by the same loop, the certificate
  * always verified), and everything after the handshake goes through the
- * session.
+ * session; with --https-proxy h2 a connection is a CONNECT stream on the
+ * thread's HTTP/2 connection instead (h2client.c).
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -81,7 +82,7 @@ static void random_loopback(struct addr *a)
     a->ip[3] = (uint8_t)(1 + (src_rng >> 24) % 254);
 }
 
-static int connect_from(const struct addr *dst, bool spread)
+int bench_connect(const struct addr *dst, bool spread)
 {
     struct sockaddr_storage ss;
     socklen_t len = addr_to_sockaddr(dst, &ss);
@@ -117,8 +118,19 @@ int sclient_open(struct sclient *s, struct loop *l, const struct route *r, io_cb
     io_init(&s->io, cb);
     s->t0_ns = now_ns();
     s->phase = SC_CONNECT;
+    if (r->h2) {
+        s->via_h2 = true;
+        s->phase = SC_H2;
+        int rc = h2_stream_open(s, l, r);
+        if (rc) {
+            s->fail = SC_FAIL_H2;
+            s->err = rc;
+            s->phase = SC_FAILED;
+        }
+        return rc;
+    }
     const struct addr *to = r->mode == BENCH_DIRECT ? &r->dst : &r->via;
-    int fd = connect_from(to, r->spread_src);
+    int fd = bench_connect(to, r->spread_src);
     if (fd < 0) {
         s->fail = SC_FAIL_SOCKET;
         s->err = fd;
@@ -157,6 +169,8 @@ static ssize_t tls_ret(struct sclient *s, ssize_t rc, uint8_t want)
 
 ssize_t sclient_recv(struct sclient *s, void *p, size_t n)
 {
+    if (s->via_h2)
+        return h2_stream_recv(s, p, n);
     if (!s->tls)
         return recv(s->io.fd, p, n, 0);
     uint8_t want = 0;
@@ -165,6 +179,8 @@ ssize_t sclient_recv(struct sclient *s, void *p, size_t n)
 
 ssize_t sclient_send(struct sclient *s, const void *p, size_t n)
 {
+    if (s->via_h2)
+        return h2_stream_send(s, p, n);
     if (!s->tls)
         return send(s->io.fd, p, n, MSG_NOSIGNAL);
     uint8_t want = 0;
@@ -409,10 +425,29 @@ static int step_http(struct sclient *s, const struct route *r)
     return 0;
 }
 
+/* An h2 CONNECT stream: its answer decides. */
+static int step_h2(struct sclient *s, const struct route *r)
+{
+    (void)r;
+    int st = h2_stream_state(s);
+    if (st > 0) {
+        s->phase = SC_OPEN;
+        return 1;
+    }
+    if (st < 0) {
+        if (!s->fail)
+            s->fail = SC_FAIL_H2;
+        s->phase = SC_FAILED;
+        return -1;
+    }
+    return 0;
+}
+
 /* The handshake, a step per phase (SC_OPEN and SC_FAILED have none). */
 static int (*const steps[])(struct sclient *s, const struct route *r) = {
     [SC_CONNECT] = step_connect, [SC_TLS] = step_tls,     [SC_METHOD] = step_method,
     [SC_AUTH] = step_auth,       [SC_REPLY] = step_reply, [SC_HTTP] = step_http,
+    [SC_H2] = step_h2,
 };
 
 int sclient_step(struct sclient *s, const struct route *r, uint32_t events)
@@ -436,7 +471,8 @@ int sclient_step(struct sclient *s, const struct route *r, uint32_t events)
 
 void sclient_close(struct sclient *s, bool abortive)
 {
-    tls_free(s->tls); /* no close_notify: the bench closes hard or at the end */
+    h2_stream_close(s); /* a no-op unless an open h2 stream */
+    tls_free(s->tls);   /* no close_notify: the bench closes hard or at the end */
     s->tls = NULL;
     if (s->io.fd < 0)
         return;
@@ -450,7 +486,9 @@ void sclient_close(struct sclient *s, bool abortive)
 void sclient_fail_reason(const struct sclient *s, const struct route *r, char *buf, size_t cap)
 {
     const char *via = r->mode == BENCH_DIRECT ? "the target" : "the proxy";
-    if (s->fail == SC_FAIL_TLS) {
+    if (s->via_h2 && s->fail && *h2_fail_reason()) {
+        snprintf(buf, cap, "%s", h2_fail_reason());
+    } else if (s->fail == SC_FAIL_TLS) {
         snprintf(buf, cap, "TLS handshake with the proxy: %s",
                  s->tls && *tls_error(s->tls) ? tls_error(s->tls) : "failed");
     } else if (s->fail == SC_FAIL_SOCKS) {
@@ -493,6 +531,7 @@ static void *gen_main(void *arg)
         g->on_start(g);
     loop_timer_arm(&g->loop, &g->tick, 20);
     loop_run(&g->loop);
+    h2_thread_end();
     return NULL;
 }
 

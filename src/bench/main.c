@@ -59,7 +59,10 @@ static int route_tls(struct bench *b, const char *ca_file, const char *pin_text)
         return 1;
     }
     struct tls_client_conf tc = {
-        .pin = pin_text ? pin : NULL, .ca_file = ca_file, .alpn = "http/1.1"};
+        .pin = pin_text ? pin : NULL,
+        .ca_file = ca_file,
+        /* h2 alone: a proxy without it fails clearly rather than falling back */
+        .alpn = b->o.https_proxy == HTTPS_PROXY_H2 ? "h2" : "http/1.1"};
     char err[256];
     struct tls_ctx *ctx = tls_client_ctx_new(&tc, err, sizeof(err));
     if (!ctx) {
@@ -265,6 +268,7 @@ static int route_setup(struct bench *b, struct self_host *sh, bool restart, char
     b->route.dst = *targets_echo(b->t, 0);
     b->route.spread_src = o->spread_src;
     b->route.http = o->http_proxy;
+    b->route.h2 = o->https_proxy == HTTPS_PROXY_H2;
     if (strcmp(o->auth, "none") != 0) {
         b->route.user = BENCH_USER;
         b->route.pass = BENCH_PASS;

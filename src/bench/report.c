@@ -134,6 +134,11 @@ static const char *http_proxy_name(uint8_t m)
     return m == HTTP_PROXY_CONNECT ? "connect" : m == HTTP_PROXY_ABSOLUTE ? "absolute" : "none";
 }
 
+static const char *https_proxy_name(uint8_t m)
+{
+    return m == HTTPS_PROXY_H1 ? "h1" : m == HTTPS_PROXY_H2 ? "h2" : "none";
+}
+
 /* Metric `name` of a run, 0 if the run has none (a run that failed early,
  * CPU figures of a process that went away). */
 static double run_metric(const struct result *r, const char *name)
@@ -195,9 +200,10 @@ void bench_report_header(const struct bench *b, const char *target)
     if (!in_process && strcmp(o->auth, "none") != 0)
         printf(", auth %s", o->auth);
     if (o->https_proxy)
-        printf(", https proxy h1 (TLS 1.3, %s)", self           ? "self-signed, pinned"
-                                                 : o->proxy_pin ? "pinned"
-                                                                : "CA-verified");
+        printf(", https proxy %s (TLS 1.3, %s)", https_proxy_name(o->https_proxy),
+               self           ? "self-signed, pinned"
+               : o->proxy_pin ? "pinned"
+                              : "CA-verified");
     if (o->http_proxy)
         printf(", http proxy %s", http_proxy_name(o->http_proxy));
     if (self && o->chain > 1)
@@ -254,8 +260,8 @@ static void json_params(const struct bench_opts *o, const struct bench_scenario 
            o->requests, o->warm_requests, o->downloads, o->download_size, o->ping_s, o->threads,
            o->proxy_workers, o->spread_src ? "true" : "false", o->auth, o->auth_cachettl_s,
            o->blast ? "true" : "false", o->echo_gro ? "true" : "false",
-           http_proxy_name(o->http_proxy), o->https_proxy ? "h1" : "none", (unsigned)o->target_port,
-           o->allow_failures ? "true" : "false");
+           http_proxy_name(o->http_proxy), https_proxy_name(o->https_proxy),
+           (unsigned)o->target_port, o->allow_failures ? "true" : "false");
     if (sc->shows & SCP_RULES)
         printf(",\"rules\":%u", o->nrules);
     if (fi) {

@@ -6,6 +6,9 @@
  * with 128 bytes and /large with --download-size bytes; every body is
  * checked against the pattern.
  *
+ * With --https-proxy h2 each request is a new CONNECT stream on the
+ * thread's connection, made before the first request.
+ *
  * A body that differs from what the target sent (a changed byte, a
  * Content-Length other than the target's, bytes beyond it, or a clean close
  * before all of it) is the proxy corrupting data: it is counted in
@@ -57,6 +60,7 @@ struct rq_thread {
     struct route route;
     struct rq_slot *slots;
     unsigned n;
+    bool begun; /* the slots began (h2: once the connection is up) */
     struct lat lat;
 };
 
@@ -259,14 +263,38 @@ static void rq_on_restart(struct task *t)
     rq_begin(container_of(t, struct rq_slot, restart));
 }
 
+static void rq_begin_all(struct rq_thread *th)
+{
+    for (unsigned i = 0; i < th->n; i++)
+        rq_begin(&th->slots[i]);
+}
+
+/* --https-proxy h2: the slots begin once the thread's connection is up, so
+ * that every request is a new stream on a warm connection (its handshake
+ * is not in the figures); a connection that failed lets them begin and
+ * fail with its reason. */
+static void rq_on_tick(struct gen *g)
+{
+    struct rq_thread *th = g->scenario;
+    if (th->begun || h2_connect(&g->loop, &th->route) == 0)
+        return;
+    th->begun = true;
+    rq_begin_all(th);
+}
+
 static void rq_on_start(struct gen *g)
 {
     struct rq_thread *th = g->scenario;
     for (unsigned i = 0; i < th->n; i++) {
         th->slots[i].th = th;
         task_init(&th->slots[i].restart, rq_on_restart);
-        rq_begin(&th->slots[i]);
     }
+    if (th->route.h2 && h2_connect(&g->loop, &th->route) == 0) {
+        g->on_tick = rq_on_tick;
+        return;
+    }
+    th->begun = true;
+    rq_begin_all(th);
 }
 
 /* Run one phase to completion (bounded by 120 s) on nth threads with

@@ -963,7 +963,7 @@ def test_handshakes_and_requests_over_https_proxy_h1_self_hosted():
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--https-proxy", "h2"], "h2: HTTP/2 is not served yet"),
+    (["--https-proxy", "h2", "--proxy", "127.0.0.1:9"], "needs one of --proxy-cacert"),
     (["--https-proxy", "h3"], "invalid value 'h3'"),
     (["--https-proxy", "h1", "--proxy", "127.0.0.1:9"], "needs one of --proxy-cacert"),
     (["--https-proxy", "h1", "--proxy-pin", "sha256//" + "A" * 43 + "="],

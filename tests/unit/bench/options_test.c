@@ -226,10 +226,16 @@ static void test_usage_errors(void **state)
     assert_int_equal(PARSE("handshakes", "--direct", "--http-proxy", "connect"), 2);
     assert_int_equal(PARSE("udp", "--relay", "127.0.0.1:1", "--target-port", "9"), 2);
     assert_int_equal(PARSE("handshakes", "--relay", "127.0.0.1:1"), 2); /* no --target-port */
-    /* --https-proxy: h1 only; an external proxy is verified, a self-hosted one by its pin. */
+    /* --https-proxy h1|h2; an external proxy is verified, a self-hosted one by its pin. */
     assert_int_equal(PARSE("throughput", "--https-proxy", "h1"), BENCH_RUN);
     assert_int_equal(PARSE("requests", "--https-proxy", "h1"), BENCH_RUN);
-    assert_int_equal(PARSE("throughput", "--https-proxy", "h2"), 2); /* not served yet */
+    assert_int_equal(o.http_proxy, HTTP_PROXY_ABSOLUTE); /* h1 requests: absolute-form */
+    assert_int_equal(PARSE("throughput", "--https-proxy", "h2"), BENCH_RUN);
+    assert_int_equal(o.https_proxy, HTTPS_PROXY_H2);
+    assert_int_equal(PARSE("requests", "--https-proxy", "h2"), BENCH_RUN);
+    assert_int_equal(o.http_proxy, HTTP_PROXY_CONNECT); /* h2: CONNECT streams only */
+    assert_int_equal(PARSE("requests", "--https-proxy", "h2", "--http-proxy", "absolute"), 2);
+    assert_int_equal(PARSE("handshakes", "--https-proxy", "h2", "--proxy", "127.0.0.1:1"), 2);
     assert_int_equal(PARSE("throughput", "--https-proxy", "tls"), 2);
     assert_int_equal(PARSE("udp", "--https-proxy", "h1"), 2);
     assert_int_equal(PARSE("connections", "--https-proxy", "h1"), 2); /* not yet */
