@@ -167,7 +167,7 @@ static void front_h2_end(struct conn *c)
     char reply[8];
     snprintf(reply, sizeof(reply), "%d",
              c->reply == OUT_NONE ? 0 : errmap_http_status((enum outcome)c->reply));
-    conn_access_log(c, c->cmd == CONN_CMD_UDP ? "CONNECT-UDP" : "CONNECT",
+    conn_access_log(c, c->cmd == CONN_CMD_UDP ? "udp" : "CONNECT",
                     c->reply == OUT_NONE ? "-" : reply);
     h2udp_end(c);
     h2stream_detach(c);

@@ -12,7 +12,8 @@
  *
  * Limits are [udp]'s: a payload over udp.max_datagram is dropped and
  * counted both ways; the stream counts as one association against
- * udp.associations of its listener; after udp.idle without a datagram
+ * udp.associations of its listener; limits.bandwidth_* drop datagrams
+ * (never delay them) as in the SOCKS relay; after udp.idle without a datagram
  * either way the stream ends (END_STREAM). Toward the client the queue is
  * the stream's send buffer (h2conn.c): a datagram that does not fit whole
  * is dropped and counted, so a slow client stalls nothing. From the
@@ -145,10 +146,16 @@ static int h2udp_capsule(struct conn *c, const struct capsule *cp)
         stat_add(&st->udp_drop_size, 1);
         return 0;
     }
+    if (c->bw && policy_bw_avail(c, (uint32_t)d.len) < d.len) {
+        stat_add(&st->udp_drop_bandwidth, 1); /* dropped, never delayed */
+        return 0;
+    }
     if (send(c->up.fd, d.payload, d.len, MSG_NOSIGNAL) < 0) {
         stat_add(&st->udp_drop_send, 1); /* a full buffer, an ICMP error */
         return 0;
     }
+    if (c->bw)
+        policy_bw_spend(c, (uint32_t)d.len);
     stat_add(&st->udp_in, 1);
     stat_add(&st->udp_bytes_in, d.len);
     u->dg_up++;
@@ -201,8 +208,15 @@ static int h2udp_up(struct conn *c)
     struct h2udp *u = c->h2u;
     size_t budget = H2UDP_UP_BUDGET;
     ssize_t n = -1;
+    int err = EAGAIN;
     while (budget) {
+        if (u->in_len == u->in_cap) { /* never: a whole capsule fits (u->cap) */
+            h2udp_abort(c, "capsule-too-long");
+            return -1;
+        }
         n = h2stream_recv(c, u->in + u->in_len, u->in_cap - u->in_len);
+        if (n < 0)
+            err = errno;
         if (n <= 0)
             break;
         u->in_len += (size_t)n;
@@ -213,7 +227,7 @@ static int h2udp_up(struct conn *c)
     h2udp_credit(c);
     if (budget == 0)
         loop_defer(&c->w->loop, &c->task); /* fairness: go on after the others */
-    if (n < 0 && errno != EAGAIN) {
+    if (n < 0 && err != EAGAIN) {
         conn_close(c, "client-reset");
         return -1;
     }
@@ -250,6 +264,10 @@ static void h2udp_down(struct conn *c)
         }
         uint8_t hdr[CAPSULE_DATAGRAM_HDR_MAX];
         size_t h = capsule_write_datagram_header(hdr, sizeof(hdr), (size_t)n);
+        if (c->bw && policy_bw_avail(c, (uint32_t)n) < (uint32_t)n) {
+            stat_add(&st->udp_drop_bandwidth, 1);
+            continue;
+        }
         if (h2stream_room(c) < h + (size_t)n) {
             stat_add(&st->udp_drop_queue, 1); /* the client reads too slowly */
             continue;
@@ -259,6 +277,8 @@ static void h2udp_down(struct conn *c)
             stat_add(&st->udp_drop_queue, 1);
             continue;
         }
+        if (c->bw)
+            policy_bw_spend(c, (uint32_t)n);
         stat_add(&st->udp_out, 1);
         stat_add(&st->udp_bytes_out, (uint64_t)n);
         u->dg_down++;
@@ -341,6 +361,7 @@ static void h2udp_open(struct conn *c, const struct addr *a)
     /* RFC 9297 section 3.4: the response says capsules follow. */
     h2stream_respond(c, 200, false, "capsule-protocol", "?1");
     conn_set_state(c, CONN_ST_UDP);
+    policy_bw_start(c); /* limits.bandwidth_*: datagrams over it are dropped */
     h2udp_touch(u);
     conn_arm_idle(c);
     loop_timer_arm(&w->loop, &u->idle, cfg->udp.idle_ms);

@@ -251,7 +251,7 @@ def test_h2_udp_echo_sizes_many_and_mixed_streams(ferry, cert, udp_echo):
     assert metric(body, 'ferry_udp_dropped_total{reason="size"}') >= len(sids) + 1
     assert metric(body, "ferry_h2_udp_streams_total") == len(sids)
     assert metric(body, 'ferry_udp_datagrams_total{direction="up"}') >= len(sids) * 204
-    m = f.wait_log(r"access .*cmd=CONNECT-UDP dst=- addr=127\.0\.0\.1:%d up=(\d+) down=(\d+) .*"
+    m = f.wait_log(r"access .*cmd=udp dst=- addr=127\.0\.0\.1:%d up=(\d+) down=(\d+) .*"
                    r"reply=200 end=done dgrams=(\d+)/(\d+) proto=h2" % e4b.port)
     assert int(m.group(3)) == int(m.group(4)) == 200 + 4, m.group(0)
 
@@ -278,8 +278,8 @@ def test_h2_udp_name_auth_and_rules(ferry, cert, udp_echo):
         assert other.seen == 0
     finally:
         cl.close()
-    f.wait_log(r"access .*user=alice cmd=CONNECT-UDP dst=localhost:%d .*reply=200 " % dual.port)
-    f.wait_log(r"access .*user=alice cmd=CONNECT-UDP .*reply=403 .*proto=h2")
+    f.wait_log(r"access .*user=alice cmd=udp dst=localhost:%d .*reply=200 " % dual.port)
+    f.wait_log(r"access .*user=alice cmd=udp .*reply=403 .*proto=h2")
 
 
 @pytest.mark.parametrize("case,status", [
@@ -320,7 +320,7 @@ def test_h2_udp_idle_expiry_ends_stream(ferry, cert, udp_echo):
         cl.wait(lambda: cl.streams[sid]["ended"], timeout=10, what="END_STREAM at idle expiry")
     finally:
         cl.close()
-    f.wait_log(r"access .*cmd=CONNECT-UDP .*reply=200 end=udp-idle dgrams=1/1 proto=h2")
+    f.wait_log(r"access .*cmd=udp .*reply=200 end=udp-idle dgrams=1/1 proto=h2")
 
 
 def test_h2_udp_oversized_capsule_aborts_only_its_stream(ferry, cert, udp_echo):
@@ -345,3 +345,25 @@ def test_h2_udp_oversized_capsule_aborts_only_its_stream(ferry, cert, udp_echo):
     assert metric(body, "ferry_h2_udp_aborted_total") == 1
     assert metric(body, 'ferry_udp_dropped_total{reason="context"}') == 1
     assert metric(body, "ferry_h2_udp_capsules_skipped_total") == 1
+
+
+def test_h2_udp_stream_counts_as_association(ferry, cert, udp_echo):
+    # Each CONNECT-UDP stream is one association of its listener
+    # (udp.associations): over it a 429, and the slot comes back at its end.
+    e = udp_echo()
+    f = h2udp_ferry(ferry, cert, udp="associations = 1")
+    cl = t2.H2Client(f.addr, cert[0])
+    try:
+        first = udp_open(cl, "127.0.0.1", e.port)
+        wait_status(cl, first)
+        second = udp_open(cl, "127.0.0.1", e.port)
+        wait_status(cl, second, 429)
+        cl.conn.end_stream(first)
+        cl.flush()
+        cl.wait(lambda: cl.streams[first]["ended"], what="the first stream's end")
+        third = udp_open(cl, "127.0.0.1", e.port)
+        wait_status(cl, third)
+        assert exchange(cl, third, [b"slot back"]) == [b"slot back"]
+    finally:
+        cl.close()
+    assert metric(metrics(f), "ferry_udp_associations_rejected_total") == 1
