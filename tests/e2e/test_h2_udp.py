@@ -8,8 +8,8 @@ both ways and counted), many datagrams checked order-insensitively,
 several UDP streams and a CONNECT stream on one connection, a name
 resolved at the proxy, Proxy-Authorization (407) and a rule's 403 per
 stream, the bad requests masque_error_status answers (400, 501), the
-[udp] idle expiry ending the stream (END_STREAM), END_STREAM from the
-client, non-zero context ids and unknown capsule types, and an oversized
+[udp] idle expiry ending the stream (END_STREAM), END_STREAM and
+RST_STREAM from the client, a stream counted as one udp association, non-zero context ids and unknown capsule types, and an oversized
 capsule resetting only its own stream."""
 
 import base64
@@ -364,6 +364,14 @@ def test_h2_udp_stream_counts_as_association(ferry, cert, udp_echo):
         third = udp_open(cl, "127.0.0.1", e.port)
         wait_status(cl, third)
         assert exchange(cl, third, [b"slot back"]) == [b"slot back"]
+        # RST_STREAM from the client closes the socket and frees the slot too.
+        cl.conn.reset_stream(third)
+        cl.flush()
+        fourth = udp_open(cl, "127.0.0.1", e.port)
+        wait_status(cl, fourth)
+        assert exchange(cl, fourth, [b"after reset"]) == [b"after reset"]
     finally:
         cl.close()
-    assert metric(metrics(f), "ferry_udp_associations_rejected_total") == 1
+    f.wait_log(r"access .*cmd=udp .*reply=200 end=client-reset dgrams=1/1 proto=h2")
+    body = metrics(f)
+    assert metric(body, "ferry_udp_associations_rejected_total") == 1
