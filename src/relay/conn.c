@@ -115,7 +115,7 @@ void conn_access_log(struct conn *c, const char *cmd, const char *reply)
     char err[96] = "";
     if (c->err)
         snprintf(err, sizeof(err), " err=%s", errmap_name(c->err));
-    if (c->h2u) { /* CONNECT-UDP (h2udp.c): datagrams up and down */
+    if (c->h2u && c->cmd == CONN_CMD_UDP) { /* CONNECT-UDP (h2udp.c): datagrams */
         uint64_t up, down;
         h2udp_counts(c, &up, &down);
         size_t n = strlen(err);

@@ -77,7 +77,6 @@ static struct masque_field field(const char *v)
 int h2udp_check(struct conn *c)
 {
     const struct h2stream_req *r = h2stream_req(c);
-    c->cmd = CONN_CMD_UDP;
     struct masque_request mr = {
         .method = field(r->method),
         .protocol = field(r->protocol),
@@ -102,6 +101,7 @@ int h2udp_check(struct conn *c)
                   proto ? "protocol-unsupported" : "bad-request");
         return -1;
     }
+    c->cmd = CONN_CMD_UDP; /* the rules' command, and the access log's */
     c->dst_port = u->t.port;
     return 0;
 }

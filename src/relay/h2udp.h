@@ -18,8 +18,8 @@
 struct conn;
 
 /* Check the extended CONNECT of stream session c (masque_check_request):
- * 0 to go on (c->cmd is CONN_CMD_UDP, the target noted), or -1 after
- * refusing it with masque_error_status's status (400, 501). */
+ * 0 to go on (c->cmd is CONN_CMD_UDP, the target noted, c->h2u set), or
+ * -1 after refusing it with masque_error_status's status (400, 501). */
 int h2udp_check(struct conn *c);
 /* The request is authenticated and admitted: judge the target by the
  * rules (resolving a name here first), open the UDP socket, answer 200
