@@ -103,14 +103,18 @@ struct worker_stats {
     stat_t udp_bytes_in, udp_bytes_out;  /* datagram payload (SOCKS header excluded) */
     stat_t udp_drop_bandwidth;           /* over limits.bandwidth_user or _connection */
     stat_t udp_drop_parent;              /* its way out cannot carry UDP, or the parent failed */
+    stat_t udp_drop_context;             /* CONNECT-UDP: a DATAGRAM capsule's context id not 0 */
     stat_t sessions[SP_COUNT][OC_COUNT]; /* ended, by protocol and outcome */
     stat_t active_proto[SP_COUNT];       /* open now, by protocol */
     stat_t hs_buckets[SP_COUNT][STATS_HS_BUCKETS]; /* not cumulative; summed at scrape */
     stat_t hs_sum_us[SP_COUNT];
-    stat_t proxy_rejected; /* PROXY protocol: untrusted peer, bad or missing header */
-    stat_t loop_lag_ms;    /* the latest timer ran this late, over the last second */
-    stat_t h2_conns;       /* HTTP/2 connections open now */
-    stat_t h2_streams;     /* HTTP/2 request streams opened */
+    stat_t proxy_rejected;          /* PROXY protocol: untrusted peer, bad or missing header */
+    stat_t loop_lag_ms;             /* the latest timer ran this late, over the last second */
+    stat_t h2_conns;                /* HTTP/2 connections open now */
+    stat_t h2_streams;              /* HTTP/2 request streams opened */
+    stat_t h2_udp_streams;          /* ... of which CONNECT-UDP streams relaying */
+    stat_t h2_udp_aborted;          /* ... aborted for a capsule too long or malformed */
+    stat_t h2_udp_capsules_skipped; /* capsules of a type connect-udp does not use */
     stat_t h2_goaway_calm[H2_CALM_COUNT]; /* GOAWAY(ENHANCE_YOUR_CALM), by budget */
     stat_t h2_goaway_shutdown;            /* GOAWAY(NO_ERROR): a drain or a reload */
     struct auth_stats auth;

@@ -402,6 +402,14 @@ static void render_relay(struct mtext *t, const uint64_t *s)
             FIELD(s, unknown_protocol));
     gauge(t, "ferry_h2_connections", "HTTP/2 connections open now.", FIELD(s, h2_conns));
     counter(t, "ferry_h2_streams_total", "HTTP/2 request streams opened.", FIELD(s, h2_streams));
+    counter(t, "ferry_h2_udp_streams_total", "CONNECT-UDP streams that began relaying.",
+            FIELD(s, h2_udp_streams));
+    counter(t, "ferry_h2_udp_aborted_total",
+            "CONNECT-UDP streams reset for a capsule too long or malformed.",
+            FIELD(s, h2_udp_aborted));
+    counter(t, "ferry_h2_udp_capsules_skipped_total",
+            "Capsules of a type CONNECT-UDP does not use, skipped.",
+            FIELD(s, h2_udp_capsules_skipped));
     family(t, "ferry_h2_goaway_total", "counter",
            "GOAWAY frames sent: ENHANCE_YOUR_CALM to a client over an abuse budget (by "
            "budget), or NO_ERROR at a drain or a reload (shutdown).");
@@ -491,6 +499,7 @@ static void render_udp(struct mtext *t, const struct metrics_source *src, const 
         {"send", offsetof(struct worker_stats, udp_drop_send)},
         {"bandwidth", offsetof(struct worker_stats, udp_drop_bandwidth)},
         {"parent", offsetof(struct worker_stats, udp_drop_parent)},
+        {"context", offsetof(struct worker_stats, udp_drop_context)},
     };
     for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++) {
         snprintf(l, sizeof(l), "reason=\"%s\"", drops[i].reason);

@@ -32,6 +32,7 @@
 #include "relay/errmap.h"
 #include "relay/front.h"
 #include "relay/h2conn.h"
+#include "relay/h2udp.h"
 #include "relay/outbound.h"
 #include "relay/session.h"
 #include "tls/tls.h"
@@ -111,9 +112,16 @@ void conn_access_log(struct conn *c, const char *cmd, const char *reply)
         snprintf(dst, sizeof(dst), "-");
     /* The outbound that carried it, once one was chosen (a dial). */
     const char *via = c->dialed ? conn_cfg(c)->outbounds[c->ob].name : NULL;
-    char err[48] = "";
+    char err[96] = "";
     if (c->err)
         snprintf(err, sizeof(err), " err=%s", errmap_name(c->err));
+    if (c->h2u && c->cmd == CONN_CMD_UDP) { /* CONNECT-UDP (h2udp.c): datagrams */
+        uint64_t up, down;
+        h2udp_counts(c, &up, &down);
+        size_t n = strlen(err);
+        snprintf(err + n, sizeof(err) - n, " dgrams=%llu/%llu", (unsigned long long)up,
+                 (unsigned long long)down);
+    }
     log_write(LOG_INFO,
               "access id=%llu client=%s user=%s cmd=%s dst=%s addr=%s up=%llu down=%llu "
               "ms=%llu reply=%s end=%s%s%s%s%s%s%s%s",

@@ -21,6 +21,7 @@
 #include "proto/http1.h"
 #include "relay/front.h"
 #include "relay/h2conn.h"
+#include "relay/h2udp.h"
 #include "relay/session.h"
 
 static void front_h2_refuse(struct conn *c, enum outcome o, const char *why)
@@ -75,6 +76,10 @@ static void front_h2_go(struct conn *c)
         front_h2_refuse(c, OUT_LIMIT, "user-limit");
         return;
     }
+    if (c->h2u) {
+        h2udp_go(c); /* CONNECT-UDP */
+        return;
+    }
     char host[256];
     uint16_t port = 0;
     if (http1_parse_authority(r->authority, strlen(r->authority), host, sizeof(host), &port)) {
@@ -111,21 +116,19 @@ static void front_h2_start(struct conn *c)
             "bad-request");
         return;
     }
-    if (r->protocol[0]) {
-        /* Extended CONNECT (RFC 8441): CONNECT-UDP (RFC 9298, :protocol
-         * connect-udp) plugs in here; until then no :protocol is served
-         * (501, as for a command this proxy does not carry). */
-        front_h2_refuse(c, OUT_CMD_UNSUPPORTED, "protocol-unsupported");
+    /* Extended CONNECT (RFC 8441): CONNECT-UDP (RFC 9298) is h2udp.c's;
+     * another :protocol is a 501 (h2udp_check). */
+    if (r->protocol[0] && h2udp_check(c) < 0)
         return;
-    }
     if (front_h2_auth(c) == 0)
         front_h2_go(c);
 }
 
 static void front_h2_drive(struct conn *c, uint32_t up_events)
 {
-    (void)c;
     (void)up_events;
+    if (c->h2u)
+        h2udp_drive(c);
 }
 
 static void front_h2_connected(struct conn *c)
@@ -149,7 +152,11 @@ static void front_h2_fail_reply(struct conn *c, enum outcome o, const char *why)
 
 static void front_h2_timeout(struct conn *c)
 {
-    /* Only the verifier can keep a stream waiting here. */
+    if (c->dns) { /* a CONNECT-UDP target's name */
+        front_h2_refuse(c, OUT_TIMEOUT, "resolve-timeout");
+        return;
+    }
+    /* Else only the verifier can keep a stream waiting here. */
     auth_abandon(c->auth);
     c->auth = NULL;
     front_h2_refuse(c, OUT_LIMIT, "auth-timeout");
@@ -160,7 +167,9 @@ static void front_h2_end(struct conn *c)
     char reply[8];
     snprintf(reply, sizeof(reply), "%d",
              c->reply == OUT_NONE ? 0 : errmap_http_status((enum outcome)c->reply));
-    conn_access_log(c, "CONNECT", c->reply == OUT_NONE ? "-" : reply);
+    conn_access_log(c, c->cmd == CONN_CMD_UDP ? "udp" : "CONNECT",
+                    c->reply == OUT_NONE ? "-" : reply);
+    h2udp_end(c);
     h2stream_detach(c);
 }
 

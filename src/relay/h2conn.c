@@ -230,6 +230,8 @@ static int on_header(nghttp2_session *ss, const nghttp2_frame *f, const uint8_t 
         {":protocol", offsetof(struct h2stream_req, protocol), sizeof(r->protocol)},
         {":path", offsetof(struct h2stream_req, path), sizeof(r->path)},
         {"proxy-authorization", offsetof(struct h2stream_req, proxy_auth), sizeof(r->proxy_auth)},
+        {"capsule-protocol", offsetof(struct h2stream_req, capsule_protocol),
+         sizeof(r->capsule_protocol)},
     };
     for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
         if (strlen(fields[i].n) == namelen && memcmp(fields[i].n, name, namelen) == 0) {
@@ -841,6 +843,14 @@ ssize_t h2stream_send(struct conn *c, const void *p, size_t len)
     }
     h2conn_kick(s->hc);
     return (ssize_t)n;
+}
+
+size_t h2stream_room(const struct conn *c)
+{
+    const struct h2stream *s = c->h2s;
+    if (s->gone || s->hc->dying || s->tx_eof)
+        return 0;
+    return H2_TX_MAX - (s->tx_len - s->tx_off);
 }
 
 int h2stream_shutdown(struct conn *c)

@@ -41,8 +41,9 @@ struct h2stream_req {
     char scheme[16];
     char protocol[32];
     char path[512];
-    char proxy_auth[512]; /* Proxy-Authorization */
-    bool bad;             /* a value too long for its field */
+    char proxy_auth[512];      /* Proxy-Authorization */
+    char capsule_protocol[64]; /* Capsule-Protocol (RFC 9297 3.4), connect-udp */
+    bool bad;                  /* a value too long for its field */
 };
 
 /* The carrier's row (state CONN_ST_H2). */
@@ -71,6 +72,9 @@ const struct h2stream_req *h2stream_req(const struct conn *c);
 ssize_t h2stream_recv(struct conn *c, void *p, size_t len);
 ssize_t h2stream_send(struct conn *c, const void *p, size_t len);
 int h2stream_shutdown(struct conn *c);
+/* The bytes h2stream_send() would take now in one call (0 once the stream
+ * cannot send): a datagram relay sends a whole capsule or drops it. */
+size_t h2stream_room(const struct conn *c);
 /* After the pump moved bytes: give the client credit for those that
  * reached the destination (c->c2u.bytes), maybe growing the window. */
 void h2stream_credit(struct conn *c);

@@ -329,14 +329,14 @@ def test_h2_auth_and_rules(ferry, cert, echo):
 
 
 def test_h2_extended_connect_and_bad_requests(ferry, cert, echo):
-    # RFC 8441: SETTINGS_ENABLE_CONNECT_PROTOCOL is on, but no :protocol is
-    # served yet (CONNECT-UDP comes later): 501. A CONNECT without a port
+    # RFC 8441: SETTINGS_ENABLE_CONNECT_PROTOCOL is on; a :protocol other
+    # than connect-udp (test_h2_udp.py) is a 501. A CONNECT without a port
     # is a 400; a GET is not carried over HTTP/2 yet (501). The connection
     # goes on after each.
     f = h2_ferry(ferry, cert)
     cl = H2Client(f.addr, cert[0])
     try:
-        udp = cl.connect("127.0.0.1:443", [(":protocol", "connect-udp"), (":scheme", "https"),
+        udp = cl.connect("127.0.0.1:443", [(":protocol", "websocket"), (":scheme", "https"),
                                            (":path", "/.well-known/masque/udp/127.0.0.1/53/")])
         noport = cl.connect("127.0.0.1")
         get = cl.conn.get_next_available_stream_id()

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * h2udp.h: CONNECT-UDP (RFC 9298) on an HTTP/2 stream: an extended
+ * CONNECT (RFC 8441) with :protocol connect-udp names one UDP target by
+ * the default URI template; the stream's session (front_h2.c) becomes a
+ * datagram relay between DATAGRAM capsules (RFC 9297, context id 0) on
+ * the stream and one connected UDP socket to the target. The limits,
+ * rule checks and counters are those of the SOCKS UDP relay ([udp]).
+ *
+ * Only front_h2.c (and conn.c's access log) call it; it must not touch the
+ * h2 connection but through h2conn.h's stream calls.
+ */
+#ifndef FERRY_RELAY_H2UDP_H
+#define FERRY_RELAY_H2UDP_H
+
+#include <stdint.h>
+
+struct conn;
+
+/* Check the extended CONNECT of stream session c (masque_check_request):
+ * 0 to go on (c->cmd is CONN_CMD_UDP, the target noted, c->h2u set), or
+ * -1 after refusing it with masque_error_status's status (400, 501). */
+int h2udp_check(struct conn *c);
+/* The request is authenticated and admitted: judge the target by the
+ * rules (resolving a name here first), open the UDP socket, answer 200
+ * with capsule-protocol: ?1 and relay. Refuses as the CONNECT front does
+ * (403 for a deny, 502 for a name that does not resolve, 429 over
+ * udp.associations). */
+void h2udp_go(struct conn *c);
+/* The session's events (state CONN_ST_UDP): capsules from the client,
+ * datagrams from the target. May close c. */
+void h2udp_drive(struct conn *c);
+/* The session ends (its front's end hook, before the access log): close
+ * the socket and give back the association slot. NULL c->h2u: nothing. */
+void h2udp_end(struct conn *c);
+/* Datagrams relayed up (client to target) and down, for the access log. */
+void h2udp_counts(const struct conn *c, uint64_t *up, uint64_t *down);
+
+#endif
