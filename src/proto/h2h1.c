@@ -280,9 +280,10 @@ static enum h1h2_event resp_head(struct h1h2_resp *r, size_t end, struct http1_m
         r->state = RS_BAD;
         return H1H2_ERROR;
     }
-    if (m->status < 200) { /* interim: dropped */
+    if (m->status < 200) { /* interim: 100 passed on, the others dropped */
         r->hlen = r->scanned = 0;
-        return H1H2_NEED;
+        r->status = m->status;
+        return m->status == 100 ? H1H2_INTERIM : H1H2_NEED;
     }
     if (resp_fields(r, m) < 0) {
         r->state = RS_BAD;

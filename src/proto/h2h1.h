@@ -9,12 +9,11 @@
  * The request side checks each field of the HTTP/2 request (section 8.2.2:
  * connection-specific fields are malformed; "te" may only say "trailers")
  * and joins Cookie fields with "; " (section 8.2.3). The response side
- * reads one response head (interim 1xx ones are dropped: an HTTP/2 client
- * gets the final one), drops the HTTP/1 connection-specific fields and
- * Transfer-Encoding, lowercases names, and de-chunks the body (trailers
- * dropped), counts a Content-Length one, or passes bytes until the end of
- * input for a close-delimited one. It must not: trust its input (the
- * fuzz harness feeds it anything).
+ * reads one response head (a 100 Continue is reported as interim, other
+ * 1xx ones are dropped: an HTTP/2 client gets the final one), drops the HTTP/1 connection-specific
+ * fields and Transfer-Encoding, lowercases names, and de-chunks the body (trailers dropped), counts
+ * a Content-Length one, or passes bytes until the end of input for a close-delimited one. It must
+ * not: trust its input (the fuzz harness feeds it anything).
  */
 #ifndef FERRY_PROTO_H2H1_H
 #define FERRY_PROTO_H2H1_H
@@ -101,11 +100,12 @@ struct h1h2_resp {
 };
 
 enum h1h2_event {
-    H1H2_NEED,  /* all input consumed: more is needed */
-    H1H2_HEAD,  /* a final response head: r->status, r->f[0..nf) */
-    H1H2_DATA,  /* *data, *dlen: body bytes */
-    H1H2_END,   /* the response is complete (what follows is not its) */
-    H1H2_ERROR, /* malformed */
+    H1H2_NEED,    /* all input consumed: more is needed */
+    H1H2_HEAD,    /* a final response head: r->status, r->f[0..nf) */
+    H1H2_DATA,    /* *data, *dlen: body bytes */
+    H1H2_END,     /* the response is complete (what follows is not its) */
+    H1H2_ERROR,   /* malformed */
+    H1H2_INTERIM, /* a 100 Continue (r->status): the final head follows */
 };
 
 /* Start a translator over head buffer buf (cap: the largest head). */

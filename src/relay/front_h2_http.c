@@ -180,6 +180,9 @@ static ssize_t h2http_event(struct conn *c, struct h2http *x, const uint8_t *p, 
     case H1H2_ERROR:
         x->resp_bad = true;
         return -1;
+    case H1H2_INTERIM:
+        h2stream_interim(c, x->resp.status);
+        break;
     case H1H2_NEED:
         break;
     }

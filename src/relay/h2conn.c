@@ -999,6 +999,18 @@ void h2stream_respond_fields(struct conn *c, int status, const struct h1h2_field
     h2conn_kick(s->hc);
 }
 
+void h2stream_interim(struct conn *c, int status)
+{
+    struct h2stream *s = c->h2s;
+    if (s->gone || s->hc->dying || s->responded)
+        return;
+    char key[8] = ":status", st[8];
+    snprintf(st, sizeof(st), "%03u", (unsigned)status % 1000u);
+    nghttp2_nv nv = {(uint8_t *)key, (uint8_t *)st, 7, 3, NGHTTP2_NV_FLAG_NONE};
+    nghttp2_submit_headers(s->hc->s, NGHTTP2_FLAG_NONE, s->id, NULL, &nv, 1, NULL);
+    h2conn_kick(s->hc);
+}
+
 void h2stream_detach(struct conn *c)
 {
     struct h2stream *s = c->h2s;

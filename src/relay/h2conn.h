@@ -103,6 +103,8 @@ struct h1h2_field;
  * with END_STREAM, else DATA from h2stream_tx_write() follows. */
 void h2stream_respond_fields(struct conn *c, int status, const struct h1h2_field *f, size_t n,
                              bool end);
+/* An interim response (a 100 Continue) before the final one. */
+void h2stream_interim(struct conn *c, int status);
 /* After the pump moved bytes: give the client credit for those that
  * reached the destination (c->c2u.bytes), maybe growing the window. */
 void h2stream_credit(struct conn *c);

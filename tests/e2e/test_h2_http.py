@@ -60,6 +60,8 @@ def read_request(c, buf: bytearray):
         k, v = ln.split(":", 1)
         hdrs.setdefault(k.strip().lower(), []).append(v.strip())
     body = bytearray()
+    if "100-continue" in hdrs.get("expect", [""])[0].lower():
+        c.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
     if "content-length" in hdrs:
         n = int(hdrs["content-length"][0])
         while len(buf) < n:
@@ -161,13 +163,15 @@ def origin():
 
 
 def request(cl: H2Client, method: str, authority: str, path: str, headers=(), body: bytes | None = None,
-            scheme: str = "http") -> int:
+            scheme: str = "http", more: bool = False) -> int:
+    """Open a stream with a plain request; the body, if any, follows with
+    END_STREAM (more: neither body nor END_STREAM yet)."""
     sid = cl.conn.get_next_available_stream_id()
     cl.streams[sid] = {"status": None, "data": bytearray(), "ended": False, "reset": None}
     fields = [(":method", method), (":scheme", scheme), (":path", path)]
     if authority is not None:
         fields.insert(1, (":authority", authority))
-    cl.conn.send_headers(sid, fields + list(headers), end_stream=body is None)
+    cl.conn.send_headers(sid, fields + list(headers), end_stream=body is None and not more)
     cl.flush()
     if body is not None:
         cl.send(sid, body, end=True)
@@ -316,6 +320,32 @@ def test_h2_http_malformed_requests(ferry, cert, origin):
         cl.close()
     f.wait_log(r"access .*cmd=GET .*reply=502 .*proto=h2")
     f.wait_log(r"access .*cmd=GET .*reply=501 .*proto=h2")
+
+
+def test_h2_http_100_continue(ferry, cert, origin):
+    import h2.events
+    f = h2_ferry(ferry, cert)
+    cl = H2Client(f.addr, cert[0])
+    interim = []
+    plain_event = cl._event
+
+    def event(ev):
+        if isinstance(ev, h2.events.InformationalResponseReceived):
+            interim.append((ev.stream_id, dict(ev.headers)[":status"]))
+        plain_event(ev)
+    cl._event = event
+    auth = f"127.0.0.1:{origin.port}"
+    try:
+        sid = request(cl, "POST", auth, "/echo", [("content-length", "4"), ("expect", "100-continue")],
+                      more=True)
+        cl.wait(lambda: interim, what="100 Continue")
+        assert interim == [(sid, "100")]
+        cl.send(sid, b"body", end=True)
+        cl.wait(lambda: done(cl, sid), what="the final response")
+        assert cl.streams[sid]["status"] == 200
+        assert bytes(cl.streams[sid]["data"]) == f"4 {hashlib.sha256(b'body').hexdigest()}".encode()
+    finally:
+        cl.close()
 
 
 # ---- headless Chromium ------------------------------------------------------

@@ -65,6 +65,8 @@ static void translate(const uint8_t *p, size_t len, size_t chunk, size_t room, b
                       r.f[i].name + r.f[i].nlen <= r.names + sizeof(r.names));
             if (h1h2_resp_done(&r))
                 res->end = true;
+        } else if (ev == H1H2_INTERIM) {
+            CHECK(r.status == 100 && !res->status);
         } else if (ev == H1H2_DATA) {
             CHECK(dlen > 0 && dlen <= room && d >= copy && d + dlen <= copy + n);
             if (res->blen + dlen <= sizeof(res->body))

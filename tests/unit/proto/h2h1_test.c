@@ -111,7 +111,7 @@ static void test_request_head(void **state)
 
 /* What a response translates into. */
 struct got {
-    int events_head;
+    int events_head, interim;
     int status;
     char fields[512];
     char body[4096];
@@ -145,6 +145,9 @@ static void run(const char *resp, size_t chunk, size_t room, bool head_req, bool
             }
             if (h1h2_resp_done(&r))
                 g->end = true;
+        } else if (ev == H1H2_INTERIM) {
+            assert_int_equal(r.status, 100);
+            g->interim++;
         } else if (ev == H1H2_DATA) {
             assert_true(dlen <= room && dlen > 0);
             memcpy(g->body + g->blen, data, dlen);
@@ -235,6 +238,7 @@ static void test_response_close_head_interim(void **state)
             "HTTP/1.1 404 No\r\nContent-Length: 2\r\n\r\nno",
             false, false, &g);
     assert_int_equal(g.events_head, 1);
+    assert_int_equal(g.interim, 1); /* the 100, not the 103 */
     assert_int_equal(g.status, 404);
     assert_int_equal(g.blen, 2);
     run_all("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n", true, false, &g);
