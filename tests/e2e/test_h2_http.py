@@ -322,6 +322,28 @@ def test_h2_http_malformed_requests(ferry, cert, origin):
     f.wait_log(r"access .*cmd=GET .*reply=501 .*proto=h2")
 
 
+def test_h2_http_through_http_parent(ferry, cert, origin):
+    # An HTTP parent outbound takes the request in absolute form, as it
+    # does an HTTP/1 client's.
+    parent = ferry(config={"workers": "1"})
+    f = h2_ferry(ferry, cert, config={"outbound": "up"},
+                 extra=f"\n[outbound up]\nurl = http://127.0.0.1:{parent.port}\n")
+    cl = H2Client(f.addr, cert[0])
+    auth = f"127.0.0.1:{origin.port}"
+    try:
+        for kind in ("len", "chunked"):
+            st = fetch(cl, "GET", auth, f"/{kind}/70000")
+            assert st["status"] == 200 and bytes(st["data"]) == pattern(70000, 70000)
+        body = pattern(5, 300000)
+        st = fetch(cl, "PUT", auth, "/echo", body=body)
+        assert bytes(st["data"]) == f"{len(body)} {hashlib.sha256(body).hexdigest()}".encode()
+    finally:
+        cl.close()
+    parent.wait_log(r"access .*cmd=GET .*dst=127\.0\.0\.1:%d" % origin.port)
+    parent.wait_log(r"access .*cmd=PUT .*reply=200")
+    f.wait_log(r"access .*cmd=PUT .*reply=200 .*via=up.*proto=h2")
+
+
 def test_h2_http_100_continue(ferry, cert, origin):
     import h2.events
     f = h2_ferry(ferry, cert)
