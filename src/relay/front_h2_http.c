@@ -164,6 +164,12 @@ static ssize_t h2http_event(struct conn *c, struct h2http *x, const uint8_t *p, 
         bool done = h1h2_resp_done(&x->resp);
         x->responded = true;
         h2stream_respond_fields(c, x->resp.status, x->resp.f, x->resp.nf, done);
+        /* nghttp2 has copied the fields: the head's buffers go (no other
+         * head follows a final one). */
+        free(x->rhead);
+        free(x->m);
+        x->rhead = NULL;
+        x->m = NULL;
         if (done) {
             x->resp_end = true;
             c->cli_ev |= SIDE_RD;
@@ -330,6 +336,9 @@ void h2http_start(struct conn *c)
         return;
     }
     x->head_len = (size_t)n;
+    uint8_t *fit = realloc(x->head, (size_t)n); /* a few hundred bytes, not max_header */
+    if (fit)
+        x->head = fit;
     x->req_done = x->kind == H2H1_BODY_NONE;
     h1h2_resp_init(&x->resp, x->rhead, rcap, strcmp(r->method, "HEAD") == 0);
     h2stream_set_http(c, x);
