@@ -88,10 +88,15 @@ void h2stream_consumed(struct conn *c, size_t n);
 size_t h2stream_tx_room(const struct conn *c);
 /* Did the request's HEADERS come with END_STREAM (or has it come)? */
 bool h2stream_rx_done(const struct conn *c);
-/* A plain request's translation state (front_h2_http.c): while set,
- * conn_cli_recv/send/shutdown() go through h2http_recv/send/shutdown(). */
+/* A plain request's translation state (front_h2_http.c): while set (the
+ * session owns it; NULL: none), conn_cli_recv/send/shutdown() go through
+ * h2http_recv/send/shutdown(), which keep the promises of
+ * h2stream_recv/send/shutdown() for the request written as HTTP/1.1 and
+ * an HTTP/1.1 response read back into HEADERS, DATA and END_STREAM
+ * (send: -1 with EPIPE for a response that cannot be followed). */
 struct h2http;
 void h2stream_set_http(struct conn *c, struct h2http *x);
+/* The session's translation state, or NULL. */
 struct h2http *h2stream_http(const struct conn *c);
 ssize_t h2http_recv(struct conn *c, struct h2http *x, void *p, size_t len);
 ssize_t h2http_send(struct conn *c, struct h2http *x, const void *p, size_t len);
