@@ -212,6 +212,8 @@ static void req_copy(struct h2stream_req *r, char *dst, size_t cap, const uint8_
 static void req_field(struct h2stream_req *r, const uint8_t *name, size_t namelen,
                       const uint8_t *value, size_t valuelen, size_t max)
 {
+    if (strcmp(r->method, "CONNECT") == 0)
+        return; /* pseudo-header fields come first: a tunnel needs none of these */
     int chk = h2h1_field_check(name, namelen, value, valuelen);
     if (chk == H2H1_FIELD_BAD)
         r->field_bad = true;
