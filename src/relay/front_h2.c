@@ -109,11 +109,12 @@ static void front_h2_start(struct conn *c)
 {
     const struct h2stream_req *r = h2stream_req(c);
     c->cmd = CONN_CMD_CONNECT;
-    if (r->bad || strcmp(r->method, "CONNECT") != 0 || !r->authority[0]) {
-        /* Plain requests over h2 (":scheme http") are not carried yet. */
-        front_h2_refuse(
-            c, strcmp(r->method, "CONNECT") && !r->bad ? OUT_CMD_UNSUPPORTED : OUT_BAD_REQUEST,
-            "bad-request");
+    if (strcmp(r->method, "CONNECT") != 0) {
+        h2http_start(c); /* a plain request (front_h2_http.c) */
+        return;
+    }
+    if (r->bad || !r->authority[0]) {
+        front_h2_refuse(c, OUT_BAD_REQUEST, "bad-request");
         return;
     }
     /* Extended CONNECT (RFC 8441): CONNECT-UDP (RFC 9298) is h2udp.c's;
@@ -167,7 +168,11 @@ static void front_h2_end(struct conn *c)
     char reply[8];
     snprintf(reply, sizeof(reply), "%d",
              c->reply == OUT_NONE ? 0 : errmap_http_status((enum outcome)c->reply));
-    conn_access_log(c, c->cmd == CONN_CMD_UDP ? "udp" : "CONNECT",
+    const char *m = h2stream_req(c)->method;
+    conn_access_log(c,
+                    c->cmd == CONN_CMD_UDP ? "udp"
+                    : m[0]                 ? m
+                                           : "CONNECT",
                     c->reply == OUT_NONE ? "-" : reply);
     h2udp_end(c);
     h2stream_detach(c);

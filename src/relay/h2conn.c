@@ -34,6 +34,7 @@
 #include "core/sock.h"
 #include "log/log.h"
 #include "proto/h2flow.h"
+#include "proto/h2h1.h"
 #include "relay/front.h"
 #include "relay/session.h"
 
@@ -65,6 +66,7 @@ struct h2stream {
     uint64_t credited;  /* ... of which the client got credit back for */
     struct h2flow_win win;
     struct h2stream_req req;
+    struct h2http *http; /* a plain request's translation (front_h2_http.c) */
 };
 
 struct h2conn {
@@ -119,6 +121,7 @@ static void h2stream_free(struct h2stream *s)
     hc->nstreams--;
     free(s->rx);
     free(s->tx);
+    free(s->req.fields);
     free(s);
 }
 
@@ -205,6 +208,36 @@ static void req_copy(struct h2stream_req *r, char *dst, size_t cap, const uint8_
     dst[n] = '\0';
 }
 
+/* A regular field, kept for a plain request (proto/h2h1.h). */
+static void req_field(struct h2stream_req *r, const uint8_t *name, size_t namelen,
+                      const uint8_t *value, size_t valuelen, size_t max)
+{
+    if (strcmp(r->method, "CONNECT") == 0)
+        return; /* pseudo-header fields come first: a tunnel needs none of these */
+    int chk = h2h1_field_check(name, namelen, value, valuelen);
+    if (chk == H2H1_FIELD_BAD)
+        r->field_bad = true;
+    if (chk == H2H1_FIELD_DROP && namelen == 4 && memcmp(name, "host", 4) == 0 && !r->authority[0])
+        req_copy(r, r->authority, sizeof(r->authority), value, valuelen);
+    if (chk != H2H1_FIELD_OK)
+        return;
+    size_t need = r->flen + 4 + namelen + valuelen;
+    if (need > r->fcap) {
+        size_t cap = r->fcap ? r->fcap : 1024;
+        while (cap < need)
+            cap *= 2;
+        uint8_t *nb = cap <= max + 4096 ? realloc(r->fields, cap) : NULL;
+        if (!nb) {
+            r->bad = true;
+            return;
+        }
+        r->fields = nb;
+        r->fcap = cap;
+    }
+    if (h2h1_field_add(r->fields, &r->flen, r->fcap, name, namelen, value, valuelen) < 0)
+        r->bad = true;
+}
+
 static int on_header(nghttp2_session *ss, const nghttp2_frame *f, const uint8_t *name,
                      size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
                      void *user)
@@ -239,6 +272,8 @@ static int on_header(nghttp2_session *ss, const nghttp2_frame *f, const uint8_t 
             break;
         }
     }
+    if (namelen && name[0] != ':')
+        req_field(r, name, namelen, value, valuelen, h2cfg(hc)->max_header_list);
     return 0;
 }
 
@@ -777,6 +812,59 @@ static void h2stream_tune(struct h2stream *s, size_t n)
 
 ssize_t h2stream_recv(struct conn *c, void *p, size_t len)
 {
+    if (c->h2s->http)
+        return h2http_recv(c, c->h2s->http, p, len);
+    return h2stream_rx_read(c, p, len);
+}
+
+ssize_t h2stream_send(struct conn *c, const void *p, size_t len)
+{
+    if (c->h2s->http)
+        return h2http_send(c, c->h2s->http, p, len);
+    return h2stream_tx_write(c, p, len);
+}
+
+int h2stream_shutdown(struct conn *c)
+{
+    if (c->h2s->http)
+        return h2http_shutdown(c, c->h2s->http);
+    return h2stream_tx_end(c);
+}
+
+void h2stream_set_http(struct conn *c, struct h2http *x)
+{
+    c->h2s->http = x;
+}
+
+struct h2http *h2stream_http(const struct conn *c)
+{
+    return c->h2s ? c->h2s->http : NULL;
+}
+
+size_t h2stream_tx_room(const struct conn *c)
+{
+    const struct h2stream *s = c->h2s;
+    return H2_TX_MAX - (s->tx_len - s->tx_off);
+}
+
+bool h2stream_rx_done(const struct conn *c)
+{
+    return c->h2s->rx_eof;
+}
+
+void h2stream_consumed(struct conn *c, size_t n)
+{
+    struct h2stream *s = c->h2s;
+    if (!n || s->gone || s->hc->dying)
+        return;
+    s->credited += n;
+    nghttp2_session_consume_stream(s->hc->s, s->id, n);
+    h2stream_tune(s, n);
+    h2conn_kick(s->hc);
+}
+
+ssize_t h2stream_rx_read(struct conn *c, void *p, size_t len)
+{
     struct h2stream *s = c->h2s;
     size_t have = s->rx_len - s->rx_off;
     if (have == 0) {
@@ -812,7 +900,7 @@ void h2stream_credit(struct conn *c)
     h2conn_kick(s->hc);
 }
 
-ssize_t h2stream_send(struct conn *c, const void *p, size_t len)
+ssize_t h2stream_tx_write(struct conn *c, const void *p, size_t len)
 {
     struct h2stream *s = c->h2s;
     if (s->gone || s->hc->dying || s->tx_eof) {
@@ -850,10 +938,10 @@ size_t h2stream_room(const struct conn *c)
     const struct h2stream *s = c->h2s;
     if (s->gone || s->hc->dying || s->tx_eof)
         return 0;
-    return H2_TX_MAX - (s->tx_len - s->tx_off);
+    return h2stream_tx_room(c);
 }
 
-int h2stream_shutdown(struct conn *c)
+int h2stream_tx_end(struct conn *c)
 {
     struct h2stream *s = c->h2s;
     if (s->gone || s->hc->dying) {
@@ -890,6 +978,48 @@ void h2stream_respond(struct conn *c, int status, bool end, const char *name, co
     if (end)
         s->tx_eof = true;
     nghttp2_submit_response(s->hc->s, s->id, nv, name ? 2 : 1, end ? NULL : &dp);
+    h2conn_kick(s->hc);
+}
+
+void h2stream_respond_fields(struct conn *c, int status, const struct h1h2_field *f, size_t n,
+                             bool end)
+{
+    struct h2stream *s = c->h2s;
+    if (s->gone || s->hc->dying || s->responded)
+        return;
+    nghttp2_nv *nv = calloc(n + 1, sizeof(*nv));
+    if (!nv) {
+        nghttp2_submit_rst_stream(s->hc->s, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_INTERNAL_ERROR);
+        h2conn_kick(s->hc);
+        return;
+    }
+    /* nghttp2 copies names and values (no NO_COPY flags): pointers into
+     * the translator's buffers do for the call. */
+    char key[8] = ":status", st[8];
+    snprintf(st, sizeof(st), "%03u", (unsigned)status % 1000u);
+    nv[0] = (nghttp2_nv){(uint8_t *)key, (uint8_t *)st, 7, 3, NGHTTP2_NV_FLAG_NONE};
+    for (size_t i = 0; i < n; i++)
+        nv[i + 1] = (nghttp2_nv){(uint8_t *)(uintptr_t)f[i].name, (uint8_t *)(uintptr_t)f[i].value,
+                                 f[i].nlen, f[i].vlen, NGHTTP2_NV_FLAG_NONE};
+    nghttp2_data_provider dp = {.source.ptr = s, .read_callback = on_read_data};
+    s->responded = true;
+    if (end)
+        s->tx_eof = true;
+    if (nghttp2_submit_response(s->hc->s, s->id, nv, n + 1, end ? NULL : &dp) < 0)
+        nghttp2_submit_rst_stream(s->hc->s, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_INTERNAL_ERROR);
+    free(nv);
+    h2conn_kick(s->hc);
+}
+
+void h2stream_interim(struct conn *c, int status)
+{
+    struct h2stream *s = c->h2s;
+    if (s->gone || s->hc->dying || s->responded)
+        return;
+    char key[8] = ":status", st[8];
+    snprintf(st, sizeof(st), "%03u", (unsigned)status % 1000u);
+    nghttp2_nv nv = {(uint8_t *)key, (uint8_t *)st, 7, 3, NGHTTP2_NV_FLAG_NONE};
+    nghttp2_submit_headers(s->hc->s, NGHTTP2_FLAG_NONE, s->id, NULL, &nv, 1, NULL);
     h2conn_kick(s->hc);
 }
 

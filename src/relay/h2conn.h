@@ -44,6 +44,11 @@ struct h2stream_req {
     char proxy_auth[512];      /* Proxy-Authorization */
     char capsule_protocol[64]; /* Capsule-Protocol (RFC 9297 3.4), connect-udp */
     bool bad;                  /* a value too long for its field */
+    /* The regular fields, for a plain request (proto/h2h1.h's list;
+     * a Host field fills an empty authority instead). */
+    uint8_t *fields;
+    size_t flen, fcap;
+    bool field_bad; /* a malformed field (RFC 9113 8.2.2) */
 };
 
 /* The carrier's row (state CONN_ST_H2). */
@@ -75,6 +80,40 @@ int h2stream_shutdown(struct conn *c);
 /* The bytes h2stream_send() would take now in one call (0 once the stream
  * cannot send): a datagram relay sends a whole capsule or drops it. */
 size_t h2stream_room(const struct conn *c);
+/* The same without the plain-request translation (front_h2_http.c):
+ * the stream's own bytes, and its END_STREAM. */
+ssize_t h2stream_rx_read(struct conn *c, void *p, size_t len);
+ssize_t h2stream_tx_write(struct conn *c, const void *p, size_t len);
+int h2stream_tx_end(struct conn *c);
+/* n bytes read by h2stream_rx_read() were taken on by the session: the
+ * client gets their credit back (a plain request's body). */
+void h2stream_consumed(struct conn *c, size_t n);
+/* Bytes h2stream_tx_write() takes now. */
+size_t h2stream_tx_room(const struct conn *c);
+/* Did the request's HEADERS come with END_STREAM (or has it come)? */
+bool h2stream_rx_done(const struct conn *c);
+/* A plain request's translation state (front_h2_http.c): while set (the
+ * session owns it; NULL: none), conn_cli_recv/send/shutdown() go through
+ * h2http_recv/send/shutdown(), which keep the promises of
+ * h2stream_recv/send/shutdown() for the request written as HTTP/1.1 and
+ * an HTTP/1.1 response read back into HEADERS, DATA and END_STREAM
+ * (send: -1 with EPIPE for a response that cannot be followed). */
+struct h2http;
+void h2stream_set_http(struct conn *c, struct h2http *x);
+/* The session's translation state, or NULL. */
+struct h2http *h2stream_http(const struct conn *c);
+ssize_t h2http_recv(struct conn *c, struct h2http *x, void *p, size_t len);
+ssize_t h2http_send(struct conn *c, struct h2http *x, const void *p, size_t len);
+int h2http_shutdown(struct conn *c, struct h2http *x);
+/* Start a plain (non-CONNECT) request's session (front_h2_http.c). */
+void h2http_start(struct conn *c);
+struct h1h2_field;
+/* Answer with status and n fields (a plain request's response); end:
+ * with END_STREAM, else DATA from h2stream_tx_write() follows. */
+void h2stream_respond_fields(struct conn *c, int status, const struct h1h2_field *f, size_t n,
+                             bool end);
+/* An interim response (a 100 Continue) before the final one. */
+void h2stream_interim(struct conn *c, int status);
 /* After the pump moved bytes: give the client credit for those that
  * reached the destination (c->c2u.bytes), maybe growing the window. */
 void h2stream_credit(struct conn *c);

@@ -801,7 +801,7 @@ static void http_connected(struct conn *c)
  * written through the outbound's call. */
 static ssize_t hflow_send(struct conn *c, int fd, const uint8_t *p, size_t len, uint8_t *want)
 {
-    if (fd == c->up.fd && c->out->write)
+    if (fd >= 0 && fd == c->up.fd && c->out->write) /* an HTTP/2 stream's cli.fd is -1 */
         return c->out->write(c, p, len, want);
     *want = SIDE_WR;
     ssize_t n =
@@ -861,7 +861,7 @@ static ssize_t hflow_read(struct conn *c, struct hflow *f, int fd, uint8_t *ev, 
 {
     /* c->up of a stream outbound: read through its call, and bytes it
      * holds decrypted count as readable (epoll will not say so again). */
-    bool stream = fd == c->up.fd && c->out->read;
+    bool stream = fd >= 0 && fd == c->up.fd && c->out->read;
     if ((!(*ev & SIDE_RD) && !(stream && c->out->pending && c->out->pending(c))) || f->eof)
         return 0;
     if (!f->in && !(f->in = buf_get_cap(&c->w->bufs, cap)))
