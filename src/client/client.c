@@ -313,7 +313,8 @@ static char *client_text(const struct client_opts *o, const struct client_url *u
 {
     struct text t = {0};
     char buf[PATH_MAX], hp[300], dest[300];
-    text_add(&t, "# ferry client %s", o->url);
+    text_add(&t, "# ferry client https://%s%s%s", u->has_user ? u->user : "",
+             u->has_user ? "@" : "", u->hostport);
     for (size_t i = 0; i < o->n; i++)
         text_add(&t, " %s", o->words[i]);
     text_add(&t, "\n");
