@@ -596,8 +596,13 @@ int client_main(int argc, char **argv)
     }
     struct stdio_pump sp = {.index = (size_t)stdio, .what = stdio >= 0 ? o.words[stdio] : NULL};
     atomic_init(&sp.status, 0);
-    struct config_cli cli = {
-        .path = o.config, .workers = o.workers, .text = text, .text_name = "ferry client"};
+    /* One session: one worker is plenty, and starts faster. */
+    struct config_cli cli = {.path = o.config,
+                             .workers = o.workers    ? o.workers
+                                        : stdio >= 0 ? "1"
+                                                     : NULL,
+                             .text = text,
+                             .text_name = "ferry client"};
     if (stdio >= 0) {
         cli.ready = stdio_ready;
         cli.ready_arg = &sp;

@@ -16,6 +16,7 @@ import hashlib
 import os
 import random
 import re
+import select
 import shutil
 import signal
 import socket
@@ -377,6 +378,50 @@ def test_server_not_running(server, tmp_path, echo_server):
         c.wait_log(r"cmd=connect .*end=parent-unreachable err=ECONNREFUSED via=tunnel")
     finally:
         c.stop()
+
+
+def test_config_file_adds_rules(server, client, echo_server, tmp_path):
+    """-c FILE adds to the client's configuration: its [rules] judge the
+    client's sessions (a denied one never reaches the tunnel)."""
+    conf = tmp_path / "more.conf"
+    conf.write_text(f"[rules]\ndeny to 127.0.0.1 port {echo_server.port}\n")
+    port = free_port()
+    c = client(f"{port}:socks", extra=("-c", str(conf)))
+    assert socks_reply(port, echo_server.addr) == 0x02
+    c.wait_log(rf"cmd=connect dst=127.0.0.1:{echo_server.port} .*end=denied rule=more.conf:2")
+
+
+def test_password_prompt(server, echo_server):
+    """A URL with a user and no password asks on the terminal, without echo."""
+    import pty
+    port = free_port()
+    url = server["url"].replace("https://", "https://alice@")
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: ferry on the pty
+        os.execve(ferry_bin(), [ferry_bin(), "client", url, "--pin", server["pin"], "-w", "1",
+                                f"{port}:socks"], ferry_env())
+    out = b""
+    deadline = time.monotonic() + 20
+
+    def read_until(marker: bytes) -> bytes:
+        nonlocal out
+        while marker not in out and time.monotonic() < deadline:
+            if select.select([fd], [], [], 0.2)[0]:
+                out += os.read(fd, 4096)
+        return out
+
+    try:
+        read_until(b"Password for alice at 127.0.0.1:")
+        os.write(fd, PASSWORD.encode() + b"\n")
+        read_until(b"ready:")
+        assert b"ready:" in out, out
+        assert socks_reply(port, echo_server.addr) == 0x00
+        assert PASSWORD.encode() not in out  # not echoed
+    finally:
+        os.kill(pid, signal.SIGTERM)
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 0, out
 
 
 # ---- the command line -----------------------------------------------------------------
