@@ -248,6 +248,21 @@ def test_forward_listener_follows_rules(ferry, echo_server):
                r"rule=")
 
 
+def test_forward_listener_behind_proxy_protocol(ferry, echo_server):
+    """proxy_protocol= then forward=: the header's client is the session's,
+    the bytes after it go to the target."""
+    f = ferry(config={"listen": f"127.0.0.1:0 proxy_protocol=v1 forward=127.0.0.1:{echo_server.port}",
+                      "proxy_protocol_from": "127.0.0.1"}, listens=())
+    s = socket.create_connection(f.addr, timeout=10)
+    with s:
+        s.sendall(b"PROXY TCP4 192.0.2.7 127.0.0.1 4242 80\r\nhello through")
+        s.shutdown(socket.SHUT_WR)
+        data, how = read_until_close(s, timeout=10)
+    assert data == b"hello through" and how == "eof"
+    f.wait_log(rf"client=192\.0\.2\.7:4242 user=- cmd=forward dst=127\.0\.0\.1:{echo_server.port} "
+               r".*reply=succeeded end=done")
+
+
 # ---- stdio ----------------------------------------------------------------------------
 
 
