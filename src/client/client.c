@@ -507,6 +507,14 @@ static int parse_args(int argc, char **argv, struct client_opts *o)
         }
         o->words[o->n++] = argv[optind];
     }
+    enum log_level lvl;
+    if (o->log_level && log_level_parse(o->log_level, &lvl)) {
+        log_print(true,
+                  "ferry client: --log-level: '%s' is not a log level (debug, info, warn "
+                  "or error)\n",
+                  o->log_level);
+        return 2;
+    }
     if (o->n == 0) {
         log_print(true, "ferry client: no remote given (e.g. socks, 8080:10.0.0.5:80 or "
                         "stdio:HOST:PORT)\nTry 'ferry client --help'.\n");

@@ -452,6 +452,7 @@ def test_password_prompt(server, echo_server):
     (["https://h", "8080:h:0"], "bad destination port '0'"),
     (["https://h", "[::1:8080:h:80"], "unbalanced brackets"),
     (["https://h"], "no remote given"),
+    (["https://h", "socks", "--log-level", "loud"], "--log-level: 'loud' is not a log level"),
     ([], "no server URL"),
 ])
 def test_cli_refusals(args, says):
