@@ -10,6 +10,7 @@
 
 #include "auth/passwd.h"
 #include "bench/bench.h"
+#include "client/client.h"
 #include "config/config.h"
 #include "log/log.h"
 #include "server/server.h"
@@ -24,6 +25,8 @@ static const char usage_main[] =
     "Commands:\n"
     "  serve      run the proxy (default: 127.0.0.1:1080, no config file needed)\n"
     "  passwd     print a userlist line for a user: ferry passwd NAME\n"
+    "  client     open local ports through a ferry server (a tunnel):\n"
+    "             ferry client https://HOST socks\n"
     "  cert       make a self-signed certificate and key for a TLS listener and\n"
     "             print its pin: ferry cert --out DIR\n"
     "  bench      measure a proxy (ferry itself by default): ferry bench --help\n"
@@ -203,6 +206,11 @@ int main(int argc, char **argv)
             char *args[] = {argv[2], help, NULL};
             return passwd_main(2, args);
         }
+        if (strcmp(argv[2], "client") == 0) {
+            static char help[] = "--help";
+            char *args[] = {argv[2], help, NULL};
+            return client_main(2, args);
+        }
         if (strcmp(argv[2], "cert") == 0) {
             static char help[] = "--help";
             char *args[] = {argv[2], help, NULL};
@@ -222,6 +230,8 @@ int main(int argc, char **argv)
         return bench_main(argc - 1, argv + 1);
     if (strcmp(cmd, "passwd") == 0)
         return passwd_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "client") == 0)
+        return client_main(argc - 1, argv + 1);
     if (strcmp(cmd, "cert") == 0)
         return cert_main(argc - 1, argv + 1);
     log_print(true, "ferry: unknown command '%s'\n\n%s", cmd, usage_main);

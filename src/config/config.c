@@ -498,10 +498,20 @@ static int set_listen_option(struct loader *ld, struct config_listen *l, const c
                               : "is not an interface name");
             return -EINVAL;
         }
+    } else if (strncmp(word, "forward=", 8) == 0) {
+        int rc =
+            parse_host_port(word + 8, l->forward_host, sizeof(l->forward_host), &l->forward_port);
+        if (rc) {
+            bad(ld, "listen", "forward: '%s' %s", word + 8,
+                rc == -ERANGE ? "has a port outside 1-65535"
+                              : "is not HOST:PORT (expected e.g. 10.0.0.5:80, db.internal:5432 "
+                                "or [2001:db8::1]:80)");
+            return -EINVAL;
+        }
     } else if (strncmp(word, "protocols=", 10) != 0) {
         bad(ld, "listen",
             "unknown option '%s' (known: protocols=socks5+socks4+http, proxy_protocol=v1|v2, "
-            "source=ADDR, device=NAME)",
+            "source=ADDR, device=NAME, forward=HOST:PORT)",
             word);
         return -EINVAL;
     } else if (config_parse_protocols(word + 10, &mask)) {
@@ -1385,6 +1395,11 @@ static void validate(struct config *c, const struct loader *ld, struct msglist *
     bool any_pp = false;
     for (size_t i = 0; i < c->nlisten; i++) {
         const struct config_listen *l = &c->listen[i];
+        if (l->forward_port && (l->tls || l->protocols))
+            msglist_push(
+                errs, "%s: listen: forward=%s:%u %s (a forward listener speaks no protocol)",
+                l->origin, l->forward_host, l->forward_port,
+                l->tls ? "cannot be on a tls:// address yet" : "and protocols= exclude each other");
         any_pp = any_pp || l->proxy_protocol;
         if (l->proxy_protocol && c->nproxy_from == 0)
             msglist_push(errs,
@@ -1511,29 +1526,51 @@ static void load_rules_file(struct loader *ld, const char *cfg_path)
 
 /* Reads and parses the configuration file at path into ld (errors and
  * warnings go to ld->errs line by line); records the path in the config. */
+/* Parse ld->text (then freed) as the file named ld->file. */
+static void parse_loaded(struct loader *ld)
+{
+    ld->line = 0;
+    ld->in_rules = false;
+    ld->cur_ob = NULL;
+    /* Runtime knobs of Debian's libinih: '#' and ';' start comments
+     * anywhere, continuation lines are errors, lines up to 4000. */
+    static char comment_prefixes[] = ";#";
+    ini_inline_comment_prefixes = comment_prefixes;
+    ini_allow_multiline = false;
+    ini_use_stack = false;
+    ini_max_line = CONFIG_LINE_MAX + 3;
+    /* With the heap buffer, Debian's build sizes it from
+     * ini_initial_alloc, not ini_max_line. */
+    ini_initial_alloc = CONFIG_LINE_MAX + 3;
+    /* Syntax errors were reported line by line by check_line(), so
+     * inih's own "first bad line" result adds nothing. */
+    int rc = ini_parse_stream(ini_reader_cb, ld, ini_handler_cb, ld);
+    if (rc == -2)
+        msglist_push(ld->errs, "%s: out of memory while parsing", ld->file);
+    free(ld->text);
+    ld->text = ld->next = NULL;
+}
+
 static void parse_file(struct loader *ld, const char *path)
 {
     ld->c->path = strdup(path);
     ld->file = path;
-    if (read_file(ld, path) == 0) {
-        /* Runtime knobs of Debian's libinih: '#' and ';' start comments
-         * anywhere, continuation lines are errors, lines up to 4000. */
-        static char comment_prefixes[] = ";#";
-        ini_inline_comment_prefixes = comment_prefixes;
-        ini_allow_multiline = false;
-        ini_use_stack = false;
-        ini_max_line = CONFIG_LINE_MAX + 3;
-        /* With the heap buffer, Debian's build sizes it from
-         * ini_initial_alloc, not ini_max_line. */
-        ini_initial_alloc = CONFIG_LINE_MAX + 3;
-        /* Syntax errors were reported line by line by check_line(), so
-         * inih's own "first bad line" result adds nothing. */
-        int rc = ini_parse_stream(ini_reader_cb, ld, ini_handler_cb, ld);
-        if (rc == -2) {
-            msglist_push(ld->errs, "%s: out of memory while parsing", path);
-        }
+    if (read_file(ld, path) == 0)
+        parse_loaded(ld);
+}
+
+/* Configuration text given by the command line (ferry client), read as a
+ * file named name would be. */
+static void parse_text(struct loader *ld, const char *name, const char *text)
+{
+    ld->file = name;
+    ld->text = strdup(text);
+    ld->next = ld->text;
+    if (!ld->text) {
+        msglist_push(ld->errs, "%s: out of memory", name);
+        return;
     }
-    free(ld->text);
+    parse_loaded(ld);
 }
 
 int config_load(const struct config_cli *cli, struct config **out, struct msglist *errs)
@@ -1545,6 +1582,8 @@ int config_load(const struct config_cli *cli, struct config **out, struct msglis
     struct loader ld = {.c = c, .errs = errs, .workers_auto = true, .max_conn_auto = true};
     size_t nerr0 = errs->n;
 
+    if (cli->text)
+        parse_text(&ld, cli->text_name ? cli->text_name : "command line", cli->text);
     if (cli->path)
         parse_file(&ld, cli->path);
     if (c->auth.userlist) {

@@ -43,6 +43,10 @@ struct config_listen {
     uint8_t protocols;      /* PROTO_*; 0 = the config's protocols */
     uint8_t proxy_protocol; /* 0, or 1/2: a PROXY v1/v2 header comes first */
     bool tls;               /* "tls://ADDR:PORT": a TLS handshake comes first ([tls]) */
+    /* forward=HOST:PORT: a fixed-target listener (a port forward): no
+     * protocol, every session goes to this destination; port 0: none. */
+    uint16_t forward_port;
+    char forward_host[254]; /* a DNS name or an IP address (IPv6 without brackets) */
     char origin[160];       /* "ferry.conf:3" or "command line": where it was set */
     /* Resolved: iotimeout as set, or when it is not set, its default for
      * this listener (0 on loopback, CONFIG_PUBLIC_IOTIMEOUT_MS on one that
@@ -233,6 +237,15 @@ struct config_cli {
     const char *workers;
     const char *pidfile; /* serve --pidfile */
     bool upgrade;        /* serve --upgrade: share listen ports with a running ferry */
+    /* Configuration text read before path (ferry client's listeners and
+     * outbound), named text_name in messages; NULL: none. */
+    const char *text;
+    const char *text_name;
+    /* Called on the main thread once every listener is bound and the
+     * workers run, with the bound addresses (port 0 resolved), in the
+     * order of the configuration's listen addresses; NULL: none. */
+    void (*ready)(void *arg, const struct addr *bound, size_t n);
+    void *ready_arg;
 };
 
 /* Load and validate. On success *out is set and 0 returned; otherwise

@@ -22,7 +22,7 @@ void stats_hs_observe(struct worker_stats *st, enum stats_proto p, uint64_t us)
 
 const char *stats_proto_name(enum stats_proto p)
 {
-    static const char *const names[SP_COUNT] = {"none", "socks5", "socks4", "http"};
+    static const char *const names[SP_COUNT] = {"none", "socks5", "socks4", "http", "forward"};
     return (unsigned)p < SP_COUNT ? names[p] : "none";
 }
 

@@ -23,7 +23,7 @@ typedef _Atomic uint64_t stat_t;
 #define STATS_SOCKS5_REPLIES 9
 
 /* Sessions by protocol: before the first byte a session has none. */
-enum stats_proto { SP_NONE, SP_SOCKS5, SP_SOCKS4, SP_HTTP, SP_COUNT };
+enum stats_proto { SP_NONE, SP_SOCKS5, SP_SOCKS4, SP_HTTP, SP_FORWARD, SP_COUNT };
 
 /* How a session ended, decided once (the first answer that settles it). */
 enum stats_outcome {

@@ -26,6 +26,12 @@ static void front_pre_end(struct conn *c)
     conn_access_log(c, "-", "-");
 }
 
+const struct front_ops *front_after_pre(const struct conn *c)
+{
+    const struct config *cfg = conn_cfg(c);
+    return cfg->listen[c->listen_index].forward_port ? &front_forward : &front_sniff;
+}
+
 /* ---- the first byte ------------------------------------------------------ */
 
 /* The row a first byte stands for, or NULL. HTTP: a method's first letter,
@@ -233,8 +239,9 @@ static void front_proxy_drive(struct conn *c, uint32_t up_events)
         front_tls.start(c);
         return;
     }
-    conn_set_front(c, &front_sniff);
-    front_sniff.start(c);
+    const struct front_ops *next = front_after_pre(c);
+    conn_set_front(c, next);
+    next->start(c);
 }
 
 static void front_proxy_timeout(struct conn *c)

@@ -65,5 +65,11 @@ extern const struct front_ops front_socks5; /* socks.c */
 extern const struct front_ops front_socks4; /* socks.c */
 extern const struct front_ops front_http;   /* http.c */
 extern const struct front_ops front_h2;     /* front_h2.c: one HTTP/2 stream */
+/* A forward= listener: no protocol, a fixed destination (front_forward.c). */
+extern const struct front_ops front_forward;
+
+/* The row that follows the pre-protocol rows on the session's listener:
+ * front_forward on a forward= listener, else front_sniff (front.c). */
+const struct front_ops *front_after_pre(const struct conn *c);
 
 #endif

@@ -843,6 +843,8 @@ int server_run(struct config *cfg, const struct config_cli *cli)
         goto out_workers;
     announce_ready(&s, bound);
     log_tls_pin(cfg, "");
+    if (cli->ready)
+        cli->ready(cli->ready_arg, bound, cfg->nlisten);
 
     supervise(&s, sfd);
     status = 0;

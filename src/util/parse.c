@@ -159,3 +159,65 @@ char *str_trim(char *s)
         s[--n] = '\0';
     return s;
 }
+
+/* A DNS name's characters (letters, digits, '-', '.', '_'), or an IPv4
+ * address's (a subset). */
+static bool host_chars_ok(const char *h, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char c = h[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '-' || c == '.' || c == '_';
+        if (!ok)
+            return false;
+    }
+    return n > 0;
+}
+
+/* An IPv6 literal's characters (hex digits, ':' and '.' for an embedded
+ * IPv4 address). */
+static bool ip6_chars_ok(const char *h, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char c = h[i];
+        bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') ||
+                  c == ':' || c == '.';
+        if (!ok)
+            return false;
+    }
+    return n >= 2 && memchr(h, ':', n) != NULL;
+}
+
+int parse_host_port(const char *s, char *host, size_t cap, uint16_t *port)
+{
+    const char *h = s, *colon;
+    size_t n;
+    bool v6 = *s == '[';
+    if (v6) {
+        const char *close = strchr(s, ']');
+        if (!close || memchr(s + 1, '[', (size_t)(close - s - 1)))
+            return -EINVAL;
+        h = s + 1;
+        n = (size_t)(close - h);
+        if (close[1] != ':' || !ip6_chars_ok(h, n))
+            return -EINVAL;
+        colon = close + 1;
+    } else {
+        colon = strrchr(s, ':');
+        if (!colon || strchr(s, ']') || memchr(s, ':', (size_t)(colon - s)))
+            return -EINVAL; /* no port, a stray bracket, or IPv6 without [] */
+        n = (size_t)(colon - s);
+        if (!host_chars_ok(h, n))
+            return -EINVAL;
+    }
+    if (n >= cap || n > 253)
+        return -ENAMETOOLONG;
+    uint64_t p;
+    int rc = parse_u64(colon + 1, 1, 65535, &p);
+    if (rc)
+        return rc;
+    memcpy(host, h, n);
+    host[n] = '\0';
+    *port = (uint16_t)p;
+    return 0;
+}

@@ -30,6 +30,14 @@ int parse_bool(const char *s, bool *out);
 /* Copy src into dst[cap] with NUL; returns -ENAMETOOLONG when it does not fit. */
 int str_copy(char *dst, size_t cap, const char *src);
 
+/* A destination "HOST:PORT" (a DNS name or an IPv4 address), or
+ * "[IPV6]:PORT" (RFC 3986's brackets): host gets the name or the address
+ * without brackets, *port 1..65535. -EINVAL for a missing part, an
+ * unbalanced bracket, an IPv6 address without brackets or a character a
+ * host name cannot have; -ERANGE for a port outside 1..65535;
+ * -ENAMETOOLONG when the host does not fit in cap (or is over 253). */
+int parse_host_port(const char *s, char *host, size_t cap, uint16_t *port);
+
 /* Trim ASCII spaces and tabs in place; returns the start of the trimmed text. */
 char *str_trim(char *s);
 

@@ -1,0 +1,504 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""`ferry client URL REMOTE...` against a real `ferry serve` with a tls://
+listener and an [auth] userlist (a certificate made here, pinned), and
+forward= listeners. Covers: curl and PySocks through a `PORT:socks` remote
+(10 MiB each way with integrity, a half-close crossing the tunnel), a port
+forward (integrity; bytes sent, and an EOF, before the tunnel's CONNECT
+finished are not lost), stdio:HOST:PORT as a subprocess (integrity, exit 0
+on EOF; the target unreachable: exit 1 and one line on stderr), ssh with
+ProxyCommand to a local sshd (skipped without openssh-server), a wrong
+pin, a wrong password and a server that is not running (the SOCKS/HTTP
+error, the log names the reason), the command line's refusals (wss://,
+R:, /udp, duplicates), --print-config read back by --check, and forward=
+config errors naming FILE:LINE."""
+
+import hashlib
+import os
+import random
+import re
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from certlib import OPENSSL, make_cert, pin_of
+from ferrylib import (
+    FerryFactory,
+    SinkThenReplyServer,
+    ferry_bin,
+    ferry_env,
+    passwd_line,
+    read_until_close,
+    run_ferry,
+    sanitizer_findings,
+    _pdeathsig_prefix,
+)
+from opslib import free_port
+
+MiB = 1024 * 1024
+CURL = shutil.which("curl")
+SSHD = shutil.which("sshd") or ("/usr/sbin/sshd" if os.path.exists("/usr/sbin/sshd") else None)
+SSH = shutil.which("ssh")
+SSH_KEYGEN = shutil.which("ssh-keygen")
+PASSWORD = "tunnel-pw"
+
+pytestmark = pytest.mark.skipif(not OPENSSL or not CURL,
+                                reason="openssl and curl are needed (make deps-test)")
+
+try:
+    import socks  # PySocks (python3-socks)
+except ImportError:  # pragma: no cover - a Makefile dependency
+    socks = None
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """The ferry server: tls:// on loopback, [auth] with user alice."""
+    d = tmp_path_factory.mktemp("client")
+    cert, key = make_cert(d, "server")
+    (d / "users.txt").write_text(passwd_line("alice", PASSWORD) + "\n")
+    (d / "alice.auth").write_text(f"alice:{PASSWORD}\n")
+    (d / "wrong.auth").write_text("alice:not-the-password\n")
+    factory = FerryFactory(d)
+    srv = factory(listens=("tls://127.0.0.1:0",), auth={"userlist": "users.txt"},
+                  extra=f"[tls]\ncert = {cert}\nkey = {key}\n")
+    yield {"dir": d, "srv": srv, "pin": pin_of(cert), "url": f"https://127.0.0.1:{srv.port}",
+           "auth": d / "alice.auth", "wrong": d / "wrong.auth", "stranger": make_cert(d, "x")[0]}
+    findings = factory.finalize()
+    assert not findings, findings
+
+
+class Client:
+    """One `ferry client` process (stderr to a file), stopped by SIGTERM."""
+
+    def __init__(self, d: Path, args: list[str], name: str = "client"):
+        self.err_path = d / f"{name}-{time.monotonic_ns()}.stderr"
+        self._err = open(self.err_path, "wb")
+        self.proc = subprocess.Popen(_pdeathsig_prefix() + [ferry_bin(), "client", *args, "-w", "1"],
+                                     stdin=subprocess.DEVNULL, stdout=self._err, stderr=self._err,
+                                     env=ferry_env())
+
+    def text(self) -> str:
+        return self.err_path.read_text(errors="replace")
+
+    def wait_log(self, pattern: str, timeout: float = 15.0) -> re.Match:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            m = re.search(pattern, self.text(), re.M)
+            if m:
+                return m
+            assert self.proc.poll() is None, f"client exited {self.proc.returncode}:\n{self.text()}"
+            time.sleep(0.02)
+        raise AssertionError(f"no {pattern!r} in the client's log:\n{self.text()[-3000:]}")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self._err.close()
+        assert not sanitizer_findings(self.text()), self.text()
+        assert self.proc.returncode == 0, self.text()
+
+
+@pytest.fixture
+def client(server):
+    started = []
+
+    def start(*remotes, auth=None, pin=None, extra=()):
+        args = [server["url"], "--pin", pin or server["pin"], "--auth-file",
+                str(auth or server["auth"]), *extra, *remotes]
+        c = Client(server["dir"], args)
+        started.append(c)
+        c.wait_log(r"ready:")
+        return c
+
+    yield start
+    for c in started:
+        c.stop()
+
+
+def exchange(sock: socket.socket, size: int, seed: int, timeout: float = 60):
+    """Send size random bytes to an echo while reading them back, then EOF.
+    Returns (sha256 sent, sha256 received, count received, how it ended)."""
+    sock.settimeout(timeout)
+    sent_h, errs = hashlib.sha256(), []
+
+    def sender():
+        try:
+            rnd = random.Random(seed)
+            left = size
+            while left:
+                block = rnd.randbytes(min(65536, left))
+                sent_h.update(block)
+                sock.sendall(block)
+                left -= len(block)
+        except Exception as e:  # reported below
+            errs.append(e)
+
+    t = threading.Thread(target=sender, daemon=True)
+    t.start()
+    got_h, got = hashlib.sha256(), 0
+    deadline = time.monotonic() + timeout
+    while got < size and time.monotonic() < deadline:
+        data = sock.recv(256 * 1024)
+        if not data:
+            break
+        got += len(data)
+        got_h.update(data)
+    t.join(max(0.1, deadline - time.monotonic()))
+    assert not t.is_alive() and not errs, errs
+    sock.shutdown(socket.SHUT_WR)
+    rest, how = read_until_close(sock, timeout=20)
+    return sent_h.hexdigest(), got_h.hexdigest(), got + len(rest), how
+
+
+def socks_sock(port: int) -> socket.socket:
+    s = socks.socksocket()
+    s.set_proxy(socks.SOCKS5, "127.0.0.1", port, rdns=True)
+    s.settimeout(30)
+    return s
+
+
+# ---- SOCKS and HTTP through the tunnel -------------------------------------------------
+
+
+@pytest.mark.skipif(socks is None, reason="PySocks (python3-socks) is needed")
+def test_socks_remote_curl_pysocks_10mib_and_half_close(server, client, echo_server, http_server,
+                                                        tcp_server):
+    port = free_port()
+    c = client(f"{port}:socks")
+    # curl: SOCKS5 with a remote name, and the same port as an HTTP proxy.
+    big = hashlib.sha256((http_server.directory / "big.bin").read_bytes()).hexdigest()
+    for proxy in (f"socks5h://localhost:{port}", f"http://127.0.0.1:{port}"):
+        r = subprocess.run([CURL, "-sS", "--max-time", "60", "-x", proxy,
+                            f"http://127.0.0.1:{http_server.port}/big.bin"],
+                           capture_output=True, timeout=90)
+        assert r.returncode == 0, r.stderr
+        assert hashlib.sha256(r.stdout).hexdigest() == big, proxy
+    # PySocks: 10 MiB to an echo and back.
+    s = socks_sock(port)
+    s.connect(echo_server.addr)
+    with s:
+        sent, got, n, how = exchange(s, 10 * MiB, seed=17)
+    assert n == 10 * MiB and sent == got and how == "eof"
+    # Half-close: the client's EOF crosses the tunnel, the reply comes back whole.
+    sink = tcp_server(SinkThenReplyServer, reply_size=512 * 1024)
+    s = socks_sock(port)
+    s.connect(sink.addr)
+    with s:
+        payload = random.Random(5).randbytes(2 * MiB)
+        s.sendall(payload)
+        s.shutdown(socket.SHUT_WR)
+        reply, how = read_until_close(s, timeout=60)
+    assert how == "eof"
+    assert reply == SinkThenReplyServer.reply_for(len(payload), hashlib.sha256(payload).hexdigest(),
+                                                  512 * 1024)
+    c.wait_log(rf"cmd=connect dst=127.0.0.1:{echo_server.port} .*reply=succeeded end=done.* via=tunnel")
+    server["srv"].wait_log(rf"user=alice cmd=CONNECT dst=127.0.0.1:{echo_server.port} ")
+
+
+# ---- port forwards --------------------------------------------------------------------
+
+
+def test_port_forward_integrity_and_early_bytes(server, client, echo_server, tcp_server):
+    port, port2 = free_port(), free_port()
+    sink = tcp_server(SinkThenReplyServer, reply_size=1024)
+    c = client(f"{port}:127.0.0.1:{echo_server.port}", f"127.0.0.1:{port2}:localhost:{sink.port}")
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    with s:
+        sent, got, n, how = exchange(s, 4 * MiB, seed=23)
+    assert n == 4 * MiB and sent == got and how == "eof"
+    # Bytes and the EOF right after connect(): the tunnel's TLS handshake
+    # and CONNECT have not even started; nothing is lost.
+    payload = random.Random(8).randbytes(300_000)
+    s = socket.create_connection(("127.0.0.1", port2), timeout=30)
+    with s:
+        s.sendall(payload)
+        s.shutdown(socket.SHUT_WR)
+        reply, how = read_until_close(s, timeout=30)
+    assert how == "eof"
+    assert reply == SinkThenReplyServer.reply_for(len(payload), hashlib.sha256(payload).hexdigest(),
+                                                  1024)
+    c.wait_log(rf"cmd=forward dst=localhost:{sink.port} .*up={len(payload)} .*reply=succeeded "
+               r"end=done.* via=tunnel")
+
+
+def test_forward_listener_follows_rules(ferry, echo_server):
+    """ferry serve alone: a forward= session meets [rules] like a SOCKS
+    CONNECT (denied: the client's connection is reset, the access log says
+    why)."""
+    f = ferry(config={"listen": f"127.0.0.1:0 forward=127.0.0.1:{echo_server.port}"}, listens=(),
+              extra=f"[rules]\ndeny cmd connect to 127.0.0.1 port {echo_server.port}\n")
+    s = socket.create_connection(f.addr, timeout=10)
+    with s:
+        s.sendall(b"x")
+        with pytest.raises(ConnectionResetError):
+            s.recv(10)
+    f.wait_log(rf"cmd=forward dst=127.0.0.1:{echo_server.port} .*reply=not-allowed end=denied "
+               r"rule=")
+
+
+def test_forward_listener_behind_proxy_protocol(ferry, echo_server):
+    """proxy_protocol= then forward=: the header's client is the session's,
+    the bytes after it go to the target."""
+    f = ferry(config={"listen": f"127.0.0.1:0 proxy_protocol=v1 forward=127.0.0.1:{echo_server.port}",
+                      "proxy_protocol_from": "127.0.0.1"}, listens=())
+    s = socket.create_connection(f.addr, timeout=10)
+    with s:
+        s.sendall(b"PROXY TCP4 192.0.2.7 127.0.0.1 4242 80\r\nhello through")
+        s.shutdown(socket.SHUT_WR)
+        data, how = read_until_close(s, timeout=10)
+    assert data == b"hello through" and how == "eof"
+    f.wait_log(rf"client=192\.0\.2\.7:4242 user=- cmd=forward dst=127\.0\.0\.1:{echo_server.port} "
+               r".*reply=succeeded end=done")
+
+
+# ---- stdio ----------------------------------------------------------------------------
+
+
+def run_client(server, args, data: bytes = b"", timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(_pdeathsig_prefix() + [ferry_bin(), "client", server["url"], "--pin",
+                                                 server["pin"], "--auth-file", str(server["auth"]),
+                                                 "-w", "1", *args],
+                          input=data, capture_output=True, timeout=timeout, env=ferry_env())
+
+
+def test_stdio_integrity_and_exit(server, echo_server):
+    data = random.Random(11).randbytes(3 * MiB)
+    r = run_client(server, [f"stdio:127.0.0.1:{echo_server.port}"], data)
+    assert r.returncode == 0, r.stderr
+    assert hashlib.sha256(r.stdout).hexdigest() == hashlib.sha256(data).hexdigest()
+    assert r.stderr == b"", r.stderr  # warnings only, and there are none
+
+
+def test_stdio_unreachable_target_fails(server):
+    closed = free_port()
+    r = run_client(server, [f"stdio:127.0.0.1:{closed}"], b"hello")
+    assert r.returncode == 1
+    lines = r.stderr.decode().splitlines()
+    assert len(lines) == 1 and f"stdio:127.0.0.1:{closed}" in lines[0], lines
+
+
+@pytest.mark.skipif(not (SSHD and SSH and SSH_KEYGEN and os.geteuid() == 0),
+                    reason="openssh-server (sshd), ssh and root are needed")
+def test_stdio_ssh_proxycommand(server, tmp_path):
+    """ssh -o ProxyCommand='ferry client ... stdio:%h:%p' to a local sshd."""
+    hostkey, userkey = tmp_path / "host_ed25519", tmp_path / "user_ed25519"
+    for k in (hostkey, userkey):
+        subprocess.run([SSH_KEYGEN, "-q", "-t", "ed25519", "-N", "", "-f", str(k)], check=True,
+                       timeout=30)
+    auth_keys = tmp_path / "authorized_keys"
+    auth_keys.write_text((tmp_path / "user_ed25519.pub").read_text())
+    os.chmod(auth_keys, 0o600)
+    Path("/run/sshd").mkdir(exist_ok=True)
+    port = free_port()
+    conf = tmp_path / "sshd_config"
+    conf.write_text(f"Port {port}\nListenAddress 127.0.0.1\nHostKey {hostkey}\n"
+                    f"AuthorizedKeysFile {auth_keys}\nPasswordAuthentication no\n"
+                    "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
+                    "PermitRootLogin prohibit-password\nPidFile none\n")
+    sshd = subprocess.Popen(_pdeathsig_prefix() + [SSHD, "-D", "-e", "-f", str(conf)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        proxy = (f"{ferry_bin()} client {server['url']} --pin {server['pin']} --auth-file "
+                 f"{server['auth']} -w 1 stdio:%h:%p")
+        data = random.Random(4).randbytes(MiB)
+        r = subprocess.run([SSH, "-F", "none", "-i", str(userkey), "-p", str(port),
+                            "-o", f"ProxyCommand={proxy}", "-o", "StrictHostKeyChecking=no",
+                            "-o", "UserKnownHostsFile=/dev/null", "-o", "BatchMode=yes",
+                            "-o", "LogLevel=ERROR", "root@127.0.0.1", "sha256sum"],
+                           input=data, capture_output=True, timeout=60, env=ferry_env())
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.split()[0].decode() == hashlib.sha256(data).hexdigest()
+    finally:
+        sshd.terminate()
+        sshd.wait(10)
+
+
+# ---- failures -------------------------------------------------------------------------
+
+
+def socks_reply(port: int, target) -> int:
+    """The REP a raw SOCKS5 CONNECT to target gets through 127.0.0.1:port."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    with s:
+        s.sendall(b"\x05\x01\x00")
+        assert s.recv(2) == b"\x05\x00"
+        s.sendall(b"\x05\x01\x00\x01" + socket.inet_aton(target[0]) + target[1].to_bytes(2, "big"))
+        return s.recv(10)[1]
+
+
+def test_wrong_pin(server, client, echo_server):
+    port = free_port()
+    c = client(f"{port}:socks", pin=pin_of(server["stranger"]))
+    assert socks_reply(port, echo_server.addr) == 0x01
+    c.wait_log(r"warn .*outbound tunnel: parent 127\.0\.0\.1 port \d+: certificate pin mismatch: "
+               rf"got {re.escape(server['pin'])}")
+    c.wait_log(r"cmd=connect .*reply=general-failure end=tls-verify-failed.* via=tunnel")
+
+
+def test_stdio_wrong_pin(server):
+    """stdio with the wrong pin: exit 1; stderr has the warning that says
+    why and the one-line verdict, nothing else."""
+    r = subprocess.run(_pdeathsig_prefix() + [ferry_bin(), "client", server["url"], "--pin",
+                                              pin_of(server["stranger"]), "--auth-file",
+                                              str(server["auth"]), "-w", "1", "stdio:127.0.0.1:9"],
+                       input=b"x", capture_output=True, timeout=60, env=ferry_env())
+    assert r.returncode == 1
+    err = r.stderr.decode()
+    assert "certificate pin mismatch" in err
+    verdicts = [l for l in err.splitlines() if l.startswith("ferry client: stdio:127.0.0.1:9: ")]
+    assert len(verdicts) == 1, err
+    assert not re.search(r"Z info ", err), err
+
+
+def test_wrong_password(server, client, echo_server):
+    port = free_port()
+    c = client(f"{port}:socks", auth=server["wrong"])
+    assert socks_reply(port, echo_server.addr) == 0x01
+    c.wait_log(r"warn .*outbound tunnel: parent 127\.0\.0\.1 port \d+: parent refused the "
+               r"credentials \(HTTP 407\)")
+    c.wait_log(r"cmd=connect .*reply=general-failure end=parent-auth-failed via=tunnel")
+    # The HTTP face of the same port answers with an HTTP error.
+    r = subprocess.run([CURL, "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "20",
+                        "-x", f"http://127.0.0.1:{port}", f"http://127.0.0.1:{echo_server.port}/"],
+                       capture_output=True, timeout=30)
+    assert r.stdout.decode() == "502", r.stdout
+
+
+def test_server_not_running(server, tmp_path, echo_server):
+    port, dead = free_port(), free_port()
+    c = Client(tmp_path, [f"https://127.0.0.1:{dead}", "--pin", server["pin"], f"{port}:socks"])
+    try:
+        c.wait_log("ready:")
+        assert socks_reply(port, echo_server.addr) == 0x01
+        c.wait_log(rf"warn .*outbound tunnel: parent 127\.0\.0\.1 port {dead}: cannot connect: "
+                   r"ECONNREFUSED")
+        c.wait_log(r"cmd=connect .*end=parent-unreachable err=ECONNREFUSED via=tunnel")
+    finally:
+        c.stop()
+
+
+def test_config_file_adds_rules(server, client, echo_server, tmp_path):
+    """-c FILE adds to the client's configuration: its [rules] judge the
+    client's sessions (a denied one never reaches the tunnel)."""
+    conf = tmp_path / "more.conf"
+    conf.write_text(f"[rules]\ndeny to 127.0.0.1 port {echo_server.port}\n")
+    port = free_port()
+    c = client(f"{port}:socks", extra=("-c", str(conf)))
+    assert socks_reply(port, echo_server.addr) == 0x02
+    c.wait_log(rf"cmd=connect dst=127.0.0.1:{echo_server.port} .*end=denied rule=more.conf:2")
+
+
+def test_password_prompt(server, echo_server):
+    """A URL with a user and no password asks on the terminal, without echo."""
+    import pty
+    port = free_port()
+    url = server["url"].replace("https://", "https://alice@")
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: ferry on the pty
+        os.execve(ferry_bin(), [ferry_bin(), "client", url, "--pin", server["pin"], "-w", "1",
+                                f"{port}:socks"], ferry_env())
+    out = b""
+    deadline = time.monotonic() + 20
+
+    def read_until(marker: bytes) -> bytes:
+        nonlocal out
+        while marker not in out and time.monotonic() < deadline:
+            if select.select([fd], [], [], 0.2)[0]:
+                out += os.read(fd, 4096)
+        return out
+
+    try:
+        read_until(b"Password for alice at 127.0.0.1:")
+        os.write(fd, PASSWORD.encode() + b"\n")
+        read_until(b"ready:")
+        assert b"ready:" in out, out
+        assert socks_reply(port, echo_server.addr) == 0x00
+        assert PASSWORD.encode() not in out  # not echoed
+    finally:
+        os.kill(pid, signal.SIGTERM)
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 0, out
+
+
+# ---- the command line -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args,says", [
+    (["wss://h/path", "socks"], "not supported yet"),
+    (["http://h", "socks"], "not an https:// URL"),
+    (["https://h", "R:2222:127.0.0.1:22"], "remote 'R:2222:127.0.0.1:22': reverse (R:) remotes are not supported yet"),
+    (["https://h", "R:socks"], "reverse (R:) remotes are not supported yet"),
+    (["https://h", "5353:1.1.1.1:53/udp"], "UDP (/udp) remotes are not supported yet"),
+    (["https://h", "8080:h:80", "8080:h:81"], "same local port 8080"),
+    (["https://h", "8080:h:0"], "bad destination port '0'"),
+    (["https://h", "[::1:8080:h:80"], "unbalanced brackets"),
+    (["https://h"], "no remote given"),
+    (["https://h", "socks", "--log-level", "loud"], "--log-level: 'loud' is not a log level"),
+    ([], "no server URL"),
+])
+def test_cli_refusals(args, says):
+    r = run_ferry(["client", *args])
+    assert r.rc == 2, (r.rc, r.err)
+    assert says in r.err, r.err
+
+
+def test_help_and_print_config(tmp_path):
+    r = run_ferry(["client", "--help"])
+    assert r.rc == 0 and "ProxyCommand" in r.out and "8080:10.0.0.5:80" in r.out
+    assert run_ferry(["help", "client"]).out == r.out
+    ca, _ = make_cert(tmp_path, "ca")
+    r = run_ferry(["client", "https://bob:secret@proxy.example:8443", "--cacert", str(ca), "socks", "[::1]:8080:[2001:db8::1]:80",
+                   "stdio:db:5432", "--print-config"])
+    assert r.rc == 0, r.err
+    assert "secret" not in r.out
+    assert "listen = 127.0.0.1:1080 protocols=socks5+socks4+http" in r.out
+    assert "listen = [::1]:8080 forward=[2001:db8::1]:80" in r.out
+    assert "url = https://bob@proxy.example:8443" in r.out
+    conf = tmp_path / "printed.conf"
+    conf.write_text(r.out)
+    chk = run_ferry(["serve", "--check", "-c", str(conf)])
+    assert chk.rc == 0, chk.err
+
+
+def test_url_password_warned(server, echo_server):
+    """A password in the URL works and is warned about (ps shows it)."""
+    url = server["url"].replace("https://", f"https://alice:{PASSWORD}@")
+    r = subprocess.run(_pdeathsig_prefix() + [ferry_bin(), "client", url, "--pin", server["pin"],
+                                              "-w", "1", f"stdio:127.0.0.1:{echo_server.port}"],
+                       input=b"ping", capture_output=True, timeout=60, env=ferry_env())
+    assert r.returncode == 0 and r.stdout == b"ping", r.stderr
+    assert b"visible to other local users" in r.stderr
+
+
+@pytest.mark.parametrize("listen,says", [
+    ("127.0.0.1:0 forward=nohost", "forward: 'nohost' is not HOST:PORT"),
+    ("127.0.0.1:0 forward=h:0", "forward: 'h:0' has a port outside 1-65535"),
+    ("127.0.0.1:0 forward=2001:db8::1:80", "is not HOST:PORT"),
+    ("127.0.0.1:0 forward=h:80 protocols=http", "protocols= exclude each other"),
+    ("tls://127.0.0.1:0 forward=h:80", "cannot be on a tls:// address yet"),
+])
+def test_forward_config_errors_name_file_line(tmp_path, listen, says):
+    conf = tmp_path / "f.conf"
+    conf.write_text(f"# a forward listener\nlisten = {listen}\n")
+    r = run_ferry(["serve", "--check", "-c", str(conf)])
+    assert r.rc == 1
+    assert f"f.conf:2: listen: " in r.err and says in r.err, r.err
