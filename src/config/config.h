@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config/edge.h"
 #include "config/outbound.h"
 #include "core/stats.h"
 #include "log/log.h"
@@ -43,6 +44,7 @@ struct config_listen {
     uint8_t protocols;      /* PROTO_*; 0 = the config's protocols */
     uint8_t proxy_protocol; /* 0, or 1/2: a PROXY v1/v2 header comes first */
     bool tls;               /* "tls://ADDR:PORT": a TLS handshake comes first ([tls]) */
+    uint8_t edge;           /* 1 + the index in config.edges of an [edge] listener; 0: proxy */
     char origin[160];       /* "ferry.conf:3" or "command line": where it was set */
     /* Resolved: iotimeout as set, or when it is not set, its default for
      * this listener (0 on loopback, CONFIG_PUBLIC_IOTIMEOUT_MS on one that
@@ -186,6 +188,10 @@ struct config {
     struct config_dns dns;
     struct config_tls tls;
     struct config_http2 http2;
+    /* [edge NAME] sections (edge.h); their listeners are in listen[] with .edge set. */
+    struct config_edge *edges;
+    uint32_t nedges;
+    int32_t cur_edge; /* while loading: the section being read, -1 outside one */
     /* Outbounds: [0] "direct", [1] "reject", then the file's [outbound NAME]
      * sections in order (outbound.h); health[i] is outbounds[i]'s. */
     struct config_outbound *outbounds;

@@ -41,7 +41,11 @@ static void relay_accept(struct worker *w, struct listener *ls, int fd, const st
     /* A PROXY header comes before the TLS handshake (front_proxy hands over
      * to front_tls on a tls:// listener). */
     bool tls = ls->index < cfg->nlisten && cfg->listen[ls->index].tls;
-    const struct front_ops *first = pp ? &front_proxy : tls ? &front_tls : &front_sniff;
+    bool edge = ls->index < cfg->nlisten && cfg->listen[ls->index].edge;
+    const struct front_ops *first = edge  ? &front_edge
+                                    : pp  ? &front_proxy
+                                    : tls ? &front_tls
+                                          : &front_sniff;
     int rc = conn_open(w, (uint8_t)ls->index, fd, peer, tracked, first,
                        pp ? CONN_ST_PROXY : CONN_ST_GREETING, &outbound_direct);
     if (rc) {
