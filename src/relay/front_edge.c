@@ -261,9 +261,13 @@ static int edge_sniff(struct conn *c)
     struct buf *b = c->c2u.buf;
     const uint8_t *p = buf_head(b);
     size_t len = buf_len(b);
+    /* auto: a TLS record header is 16 03; a Minecraft frame of 22 bytes
+     * also starts with 16, but its packet id 00 follows. */
+    if (!s->sniffed && s->e->sniff == EDGE_SNIFF_AUTO && p[0] == 0x16 && len < 2)
+        return 0;
     if (!s->sniffed)
         s->sniffed = s->e->sniff != EDGE_SNIFF_AUTO ? (uint8_t)s->e->sniff
-                     : p[0] == 0x16                 ? EDGE_SNIFF_TLS
+                     : p[0] == 0x16 && p[1] == 0x03 ? EDGE_SNIFF_TLS
                                                     : EDGE_SNIFF_MC;
     int rc;
     if (s->sniffed == EDGE_SNIFF_TLS) {
