@@ -927,6 +927,10 @@ static int ini_handler_cb(void *user, const char *section, const char *name, con
         return 1;
     }
     char where[400];
+    if (!section[0] && config_edge_is_key(name)) {
+        bad(ld, qname, "unknown key (it goes in an [edge NAME] section)");
+        return 1;
+    }
     if (misplaced_hint(qname, name, where, sizeof(where))) {
         bad(ld, qname, "unknown key (did you mean %s?)", where);
         return 1;

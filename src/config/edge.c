@@ -318,6 +318,21 @@ void config_edge_key(struct config *c, const char *key, const char *value, const
         EBAD(errs, file, line, e, key, "'%.200s' is not valid (expected %s)", v, expect);
 }
 
+bool config_edge_is_key(const char *key)
+{
+    static const char *const only[] = {
+        "route",           "sniff",
+        "unknown",         "first_byte_timeout",
+        "hello_timeout",   "max_hello",
+        "max_halfopen",    "per_source_connections",
+        "per_source_rate", "per_source_burst",
+    };
+    for (size_t i = 0; i < sizeof(only) / sizeof(only[0]); i++)
+        if (!strcmp(key, only[i]))
+            return true;
+    return false;
+}
+
 int32_t edge_route_find(const struct config_edge *e, const char *host)
 {
     int32_t best = -1;

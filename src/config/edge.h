@@ -105,6 +105,9 @@ void config_edge_finish(struct config *c, const char *file, struct msglist *errs
 /* Free the sections (config_destroy). */
 void config_edge_free(struct config *c);
 
+/* key belongs in [edge NAME] only (for "did you mean" at the top level). */
+bool config_edge_is_key(const char *key);
+
 /* The route for canonical host (exact beats wildcard, the longest
  * wildcard wins), or -1. */
 int32_t edge_route_find(const struct config_edge *e, const char *host);
