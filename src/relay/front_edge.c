@@ -327,8 +327,7 @@ static void edge_timeout(struct conn *c)
     if (s->idle_armed && !s->idle && loop_now(&c->w->loop) < s->hello_deadline) {
         s->idle = true;
         loop_timer_arm_at(&c->w->loop, &c->timer, s->hello_deadline);
-        if (!edge_sniff(c))
-            return;
+        edge_sniff(c);
         return;
     }
     if (!s->got_first)
@@ -379,12 +378,10 @@ static void edge_start(struct conn *c)
     }
     b->start = b->end = EDGE_HEADROOM;
     c->c2u.buf = b;
-    uint64_t now = loop_now(&c->w->loop);
     s->hello_deadline = c->t_start + e->hello_ms;
     loop_timer_arm_at(&c->w->loop, &c->timer, c->t_start + e->first_byte_ms);
     if (c->cli_ev & SIDE_RD)
         edge_drive(c, 0);
-    (void)now;
 }
 
 const struct front_ops front_edge = {
