@@ -1606,6 +1606,8 @@ int config_load(const struct config_cli *cli, struct config **out, struct msglis
         free(ld.rules);
     }
     apply_cli(c, cli, &ld);
+    if (c->nedges && !ld.listen_from_file && !cli->nlisten)
+        c->nlisten = 0; /* edges only: no built-in proxy listener beside them */
     config_edge_finish(c, cli->path, errs);
     if (ld.workers_auto)
         c->workers = config_default_workers();

@@ -26,7 +26,7 @@ import time
 import pytest
 
 from ferrylib import run_ferry
-from opslib import metrics_addr, scrape, wait_until
+from opslib import metrics_addr, scrape, validate_exposition, wait_until
 
 IO = 5.0
 METRICS = "[metrics]\nlisten = 127.0.0.1:0\n"
@@ -243,6 +243,7 @@ def test_route_by_minecraft_host_and_sni(ferry, backends):
     f.wait_log(r"cmd=EDGE .* route=a\.mc\.test host=a\.mc\.test backend=.* sniff=mc")
     f.wait_log(r"cmd=EDGE .*end=unknown-host edge=games route=- host=example\.com")
     m = scrape(metrics_addr(f))
+    assert validate_exposition(m.text) == []
     assert m.get("ferry_edge_sessions_total", edge="games", route="tls.test", result="ok") == 4
     assert m.get("ferry_edge_sessions_total", edge="games", route="*.example.com", result="ok") == 2
     assert m.get("ferry_edge_rejects_total", edge="games", reason="unknown-host") == 1

@@ -41,6 +41,15 @@ static void test_defaults_and_listeners(void **state)
     assert_false(c->protect_local);
 }
 
+/* A file with edges and no listen: no built-in proxy listener opens. */
+static void test_edge_only(void **state)
+{
+    struct ctx *x = *state;
+    expect_load_ok(x, "[edge e]\nlisten = 127.0.0.1:0\nroute = a.b -> 127.0.0.1:1\n", NULL);
+    assert_int_equal(x->c->nlisten, 1);
+    assert_int_equal(x->c->listen[0].edge, 1);
+}
+
 static void test_every_key_and_matching(void **state)
 {
     struct ctx *x = *state;
@@ -135,6 +144,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_defaults_and_listeners),
+        T(test_edge_only),
         T(test_every_key_and_matching),
         T(test_errors),
     };
