@@ -134,7 +134,52 @@ static int add_addr(void *arg, char *item)
     return 0;
 }
 
-/* route = HOST -> BACKEND[, BACKEND...] */
+static int parse_strategy(const char *v, enum edge_strategy *out)
+{
+    if (!strcmp(v, "round-robin"))
+        *out = EDGE_ROUND_ROBIN;
+    else if (!strcmp(v, "least-connections"))
+        *out = EDGE_LEAST_CONN;
+    else if (!strcmp(v, "first-healthy"))
+        *out = EDGE_FIRST_HEALTHY;
+    else
+        return -EINVAL;
+    return 0;
+}
+
+/* The words of a route's backend list holding '=': the route's own
+ * strategy= and proxy_protocol=, cut out of s (blanked) so that only the
+ * addresses are left. */
+static int route_options(char *s, int8_t *strategy, int8_t *pp, char *bad, size_t badlen)
+{
+    for (char *p = s; (p = strchr(p, '=')) != NULL;) {
+        char *w = p;
+        while (w > s && w[-1] != ' ' && w[-1] != '\t' && w[-1] != ',')
+            w--;
+        char *end = p + strcspn(p, " \t,");
+        char word[64];
+        snprintf(word, sizeof(word), "%.*s", (int)(end - w), w);
+        char *v = strchr(word, '=') + 1;
+        enum edge_strategy st;
+        if (!strncmp(word, "strategy=", 9) && parse_strategy(v, &st) == 0) {
+            *strategy = (int8_t)st;
+        } else if (!strncmp(word, "proxy_protocol=", 15) &&
+                   (!strcmp(v, "v2") || !strcmp(v, "off"))) {
+            *pp = !strcmp(v, "v2");
+        } else {
+            snprintf(bad, badlen,
+                     "'%s' is not a route option (expected strategy=round-robin|least-connections|"
+                     "first-healthy or proxy_protocol=v2|off)",
+                     word);
+            return -EINVAL;
+        }
+        memset(w, ' ', (size_t)(end - w));
+        p = end;
+    }
+    return 0;
+}
+
+/* route = HOST -> BACKEND[, BACKEND...] [strategy=S] [proxy_protocol=v2|off] */
 static void set_route(struct config_edge *e, char *v, const char *file, int line,
                       struct msglist *errs)
 {
@@ -165,6 +210,11 @@ static void set_route(struct config_edge *e, char *v, const char *file, int line
     }
     struct addr b[EDGE_BACKENDS_MAX];
     struct addrs list = {.v = b, .cap = EDGE_BACKENDS_MAX};
+    int8_t strategy = -1, pp = -1;
+    if (route_options(arrow + 2, &strategy, &pp, list.bad, sizeof(list.bad))) {
+        EBAD(errs, file, line, e, "route", "%s", list.bad);
+        return;
+    }
     if (split_list(arrow + 2, add_addr, &list) || list.n == 0) {
         EBAD(errs, file, line, e, "route", "%s", list.n || list.bad[0] ? list.bad : "no backend");
         return;
@@ -195,6 +245,8 @@ static void set_route(struct config_edge *e, char *v, const char *file, int line
         r->backends[i].addr = b[i];
     r->nbackends = list.n;
     r->wildcard = wild;
+    r->strategy = strategy;
+    r->proxy_v2 = pp;
     r->line = line;
     e->nroutes++;
 }
@@ -230,15 +282,7 @@ static int set_scalar(struct config_edge *e, const char *key, const char *v, con
     }
     if (!strcmp(key, "strategy")) {
         *expect = "round-robin, least-connections or first-healthy";
-        if (!strcmp(v, "round-robin"))
-            e->strategy = EDGE_ROUND_ROBIN;
-        else if (!strcmp(v, "least-connections"))
-            e->strategy = EDGE_LEAST_CONN;
-        else if (!strcmp(v, "first-healthy"))
-            e->strategy = EDGE_FIRST_HEALTHY;
-        else
-            return -EINVAL;
-        return 0;
+        return parse_strategy(v, &e->strategy);
     }
     if (!strcmp(key, "proxy_protocol")) {
         *expect = "v2 or off";

@@ -55,9 +55,11 @@ struct edge_route_live {
 };
 
 struct edge_route {
-    char *host;    /* canonical; a wildcard keeps its "*." */
-    bool wildcard; /* "*.example.com": any name under example.com, not example.com */
-    int line;      /* where it was set */
+    char *host;      /* canonical; a wildcard keeps its "*." */
+    bool wildcard;   /* "*.example.com": any name under example.com, not example.com */
+    int8_t strategy; /* enum edge_strategy of its own, -1: the section's */
+    int8_t proxy_v2; /* 1 or 0 of its own, -1: the section's */
+    int line;        /* where it was set */
     struct edge_backend *backends;
     uint32_t nbackends;
     struct edge_route_live *live;

@@ -143,13 +143,14 @@ static struct edge_backend *edge_pick(const struct config_edge *e, const struct 
 {
     struct edge_backend *b = r->backends;
     uint32_t n = r->nbackends;
-    if (e->strategy == EDGE_FIRST_HEALTHY) {
+    enum edge_strategy st = r->strategy >= 0 ? (enum edge_strategy)r->strategy : e->strategy;
+    if (st == EDGE_FIRST_HEALTHY) {
         for (uint32_t i = 0; i < n; i++)
             if (atomic_load_explicit(&b[i].down_until_ms, memory_order_relaxed) <= now)
                 return &b[i];
         return &b[0];
     }
-    if (e->strategy == EDGE_LEAST_CONN) {
+    if (st == EDGE_LEAST_CONN) {
         uint32_t best = 0, load = UINT32_MAX;
         for (uint32_t i = 0; i < n; i++) {
             uint32_t a = atomic_load_explicit(&b[i].active, memory_order_relaxed);
@@ -198,7 +199,8 @@ static void edge_connected(struct conn *c)
 {
     struct edge_sess *s = c->edge;
     struct buf *b = c->c2u.buf;
-    if (s->e->proxy_v2) {
+    const struct edge_route *r = &s->e->routes[s->route];
+    if (r->proxy_v2 > 0 || (r->proxy_v2 < 0 && s->e->proxy_v2)) {
         uint8_t hdr[EDGE_HEADROOM];
         struct addr dst;
         if (sock_local_addr(c->cli.fd, &dst))

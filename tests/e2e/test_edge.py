@@ -253,8 +253,10 @@ def test_route_by_minecraft_host_and_sni(ferry, backends):
 
 
 def test_proxy_v2_to_backend(ferry, backends):
-    f, addr = start(ferry, edge_conf(backends, "proxy_protocol = v2\n"))
+    C = backends["C"]
+    f, addr = start(ferry, edge_conf(backends, f"proxy_protocol = v2\nroute = plain.test -> {hostport(C.addr)} proxy_protocol=off\n"))
     A = backends["A"]
+    route_one(addr, [mc_handshake("plain.test")], C)  # a route may turn it off
     hs = mc_handshake("a.mc.test") + mc_login()
     line, s = exchange(addr, [hs])
     assert line == b"A\n"

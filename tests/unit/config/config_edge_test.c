@@ -68,7 +68,8 @@ static void test_every_key_and_matching(void **state)
                    "per_source_rate = 7\n"
                    "route = Exact.Example.COM. -> 10.0.0.1:443\n"
                    "route = *.example.com -> 10.0.0.2:443, 10.0.0.3:443\n"
-                   "route = *.b.example.com -> 10.0.0.4:443\n"
+                   "route = *.b.example.com -> 10.0.0.4:443,10.0.0.5:443 strategy=first-healthy "
+                   "proxy_protocol=off\n"
                    "unknown = *.example.com\n",
                    NULL);
     const struct config_edge *e = &x->c->edges[0];
@@ -84,6 +85,12 @@ static void test_every_key_and_matching(void **state)
     assert_int_equal(e->burst, 14);
     assert_int_equal(e->unknown, 1);
     assert_int_equal(e->routes[1].nbackends, 2);
+    assert_int_equal(e->routes[1].strategy, -1);
+    assert_int_equal(e->routes[1].proxy_v2, -1);
+    assert_int_equal(e->routes[2].nbackends, 2);
+    assert_int_equal(e->routes[2].backends[1].addr.port, 443);
+    assert_int_equal(e->routes[2].strategy, EDGE_FIRST_HEALTHY);
+    assert_int_equal(e->routes[2].proxy_v2, 0);
     assert_string_equal(e->routes[0].host, "exact.example.com");
     assert_int_equal(edge_route_find(e, "exact.example.com"), 0);
     assert_int_equal(edge_route_find(e, "x.example.com"), 1);
@@ -110,8 +117,9 @@ static void test_errors(void **state)
                       "sniff = mc\n"
                       "[edge g]\n"
                       "[edge h]\n"
-                      "route = *x.b -> 127.0.0.1:1\n",
-                      NULL, 11);
+                      "route = *x.b -> 127.0.0.1:1\n"
+                      "route = c.d -> 127.0.0.1:1 weight=2\n",
+                      NULL, 12);
     expect_msg(x, 0, "%s:2: route: unknown key (it goes in an [edge NAME] section)", x->path);
     expect_msg(x, 1,
                "%s:5: edge g: strategy: 'random' is not valid (expected round-robin, "
@@ -134,8 +142,12 @@ static void test_errors(void **state)
                "%s:14: edge h: route: '*x.b' is not a host name (letters, digits, '-' and dots; "
                "'*.' only as a wildcard's first label)",
                x->path);
-    expect_msg(x, 9, "%s:13: edge h: no listen address (listen = ADDR:PORT[, ...])", x->path);
-    expect_msg(x, 10, "%s:13: edge h: no route (route = HOST -> BACKEND[, ...])", x->path);
+    expect_msg(x, 9,
+               "%s:15: edge h: route: 'weight=2' is not a route option (expected "
+               "strategy=round-robin|least-connections|first-healthy or proxy_protocol=v2|off)",
+               x->path);
+    expect_msg(x, 10, "%s:13: edge h: no listen address (listen = ADDR:PORT[, ...])", x->path);
+    expect_msg(x, 11, "%s:13: edge h: no route (route = HOST -> BACKEND[, ...])", x->path);
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
