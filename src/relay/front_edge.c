@@ -231,7 +231,10 @@ static void edge_fail_reply(struct conn *c, enum outcome o, const char *why)
             atomic_store_explicit(&s->be->down_until_ms, loop_now(&c->w->loop) + EDGE_BACKEND_DOWN,
                                   memory_order_relaxed);
     }
-    conn_close(c, "backend-unreachable");
+    /* One end reason for every way a dial fails (err= keeps the errno,
+     * a timeout or a refusal). */
+    c->why = "backend-unreachable";
+    conn_close(c, c->why);
 }
 
 /* ---- the first message ---------------------------------------------------- */

@@ -6,7 +6,8 @@ with the SNI in the second); lossless replay to the backend, with a PROXY v2
 header naming the real client when configured; wildcard routes; unknown
 hosts (closed, or sent to the unknown route); garbage first bytes; the
 first-byte and hello deadlines; the half-open cap; the per-source rate;
-SIGHUP with an open session; configuration errors with FILE:LINE; metrics.
+SIGHUP with an open session; configuration errors with FILE:LINE; metrics;
+the strategies and an unreachable backend.
 
 Backends are small recording TCP servers on loopback: each answers its name
 and a newline at once, then keeps every byte it receives until the client
@@ -302,7 +303,7 @@ def test_garbage_and_deadlines(ferry, backends):
 
 
 def test_halfopen_cap(ferry, backends):
-    cap, silent = 20, 200
+    cap, silent = 20, 500
     conf = edge_conf(
         backends,
         f"max_halfopen = {cap}\nper_source_connections = 0\nfirst_byte_timeout = 30s\nhello_timeout = 30s\n",
@@ -338,16 +339,20 @@ def test_per_source_rate(ferry, backends):
     conf = edge_conf(backends, "per_source_rate = 1\nper_source_burst = 3\n", top=METRICS)
     f, addr = start(ferry, conf)
     results = []
+    t0 = time.monotonic()
     for _ in range(10):
         line, s = exchange(addr, [mc_handshake("a.mc.test")], source="127.0.0.2")
         results.append(line)
         s.close()
-    assert results.count(b"A\n") <= 5 and results.count(b"") >= 5, results
+    # The burst, plus one a second while the loop ran (a slow machine refills more).
+    allowed = 3 + int(time.monotonic() - t0) + 1
+    assert results.count(b"A\n") <= allowed and results.count(b"") >= 10 - allowed, results
+    assert results.count(b"") >= 1
     # Another source is served meanwhile.
     line, s = exchange(addr, [mc_handshake("a.mc.test")], source="127.0.0.3")
     assert line == b"A\n"
     s.close()
-    assert scrape(metrics_addr(f)).get("ferry_edge_rejects_total", edge="games", reason="rate") >= 5
+    assert scrape(metrics_addr(f)).get("ferry_edge_rejects_total", edge="games", reason="rate") == results.count(b"")
 
 
 def test_sighup_changes_routes_open_sessions_continue(ferry, backends):
@@ -392,3 +397,47 @@ def test_config_errors(tmp_path, body, want):
     r = run_ferry(["serve", "--check", "-c", str(p)])
     assert r.rc != 0
     assert re.search(want, r.text), r.text
+
+
+def test_strategies_and_unreachable_backend(ferry, backends):
+    A, B = backends["A"], backends["B"]
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))  # bound, not listening: connections are refused
+    d = hostport(dead.getsockname())
+    a, b = hostport(A.addr), hostport(B.addr)
+    conf = edge_conf(
+        backends,
+        f"route = rr.test -> {a}, {b}\n"
+        f"route = lc.test -> {a}, {b} strategy=least-connections\n"
+        f"route = fh.test -> {d}, {a} strategy=first-healthy\n"
+        f"route = dead.test -> {d}\n",
+        top=METRICS,
+    )
+    f, addr = start(ferry, conf)
+    try:
+        # round-robin: in turn
+        got = []
+        for _ in range(4):
+            line, s = exchange(addr, [mc_handshake("rr.test")])
+            got.append(line)
+            s.close()
+        assert sorted(got) == [b"A\n", b"A\n", b"B\n", b"B\n"] and got[0] != got[1], got
+        # least-connections: one held on a backend, the next goes to the other
+        first, held = exchange(addr, [mc_handshake("lc.test")])
+        second, s = exchange(addr, [mc_handshake("lc.test")])
+        assert {first, second} == {b"A\n", b"B\n"}
+        held.close()
+        s.close()
+        # an unreachable backend: closed, counted; first-healthy then skips it
+        assert closed(addr, [mc_handshake("dead.test")])
+        f.wait_log(r"cmd=EDGE .*end=backend-unreachable .*route=dead\.test")
+        assert closed(addr, [mc_handshake("fh.test")])
+        line, s = exchange(addr, [mc_handshake("fh.test")])
+        assert line == b"A\n"
+        s.close()
+        m = scrape(metrics_addr(f))
+        assert m.get("ferry_edge_sessions_total", edge="games", route="dead.test", result="backend-unreachable") == 1
+        assert m.get("ferry_edge_sessions_total", edge="games", route="fh.test", result="backend-unreachable") == 1
+        assert m.get("ferry_edge_sessions_total", edge="games", route="fh.test", result="ok") == 1
+    finally:
+        dead.close()
