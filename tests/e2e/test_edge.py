@@ -139,6 +139,15 @@ def mc_login(name: str = "Notch") -> bytes:
     return varint(len(body)) + body
 
 
+def legacy16_ping(host: str, port: int = 25565) -> bytes:
+    """A Minecraft 1.6 server-list ping (FE 01 FA MC|PingHost ...), the
+    only legacy ping that carries a host."""
+    h = host.encode("utf-16-be")
+    rest = bytes([74]) + struct.pack(">H", len(host)) + h + struct.pack(">i", port)
+    tag = "MC|PingHost".encode("utf-16-be")
+    return b"\xfe\x01\xfa" + struct.pack(">H", 11) + tag + struct.pack(">H", len(rest)) + rest
+
+
 def client_hello(sni: str) -> bytes:
     """A real ClientHello from python's ssl (one TLS record)."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -226,6 +235,8 @@ def test_route_by_minecraft_host_and_sni(ferry, backends):
     route_one(addr, [mc_handshake("a.mc.test\0FML2\0")], A)
     hs = mc_handshake("A.MC.Test.", intent=1)
     route_one(addr, [hs[:7], hs[7:]], A)
+    ping = legacy16_ping("a.mc.test")
+    route_one(addr, [ping[:2], ping[2:]], A)  # FE 01, then the rest: not a bare 1.4 ping
     # TLS: one write, two writes, two records with the SNI in the second.
     hello = client_hello("tls.test")
     route_one(addr, [hello], C)
