@@ -52,6 +52,7 @@ struct edge_sess {
     bool got_first;          /* a byte came: the hello deadline runs */
     bool idle_armed, idle;   /* the short legacy-ping timer, and it fired */
     bool counted_active;     /* be->active holds this session */
+    bool flood;              /* refused at accept by a flood limit: no access line */
     uint8_t sniffed;         /* EDGE_SNIFF_MC or _TLS once known; 0 (auto) before */
     uint64_t hello_deadline; /* loop ms */
     char host[HOSTNAME_MAX + 1];
@@ -93,14 +94,36 @@ static void edge_halfopen_done(struct edge_sess *s)
     }
 }
 
+/* Refusals at accept come in floods: no access-log line each (the
+ * counters have them), and one warning per second per worker says how
+ * many. */
+static void edge_flood_log(struct conn *c, const char *why)
+{
+    static _Thread_local uint64_t last_ms, suppressed;
+    uint64_t now = loop_now(&c->w->loop);
+    if (last_ms && now - last_ms < 1000) {
+        suppressed++;
+        return;
+    }
+    char a[ADDR_STRLEN];
+    log_warn("edge %s: connection from %s refused (%s)%s", c->edge->e->name,
+             addr_format(&c->client, a, sizeof(a)), why,
+             suppressed ? " (and others in the last second)" : "");
+    last_ms = now;
+    suppressed = 0;
+}
+
 /* Refused before a backend: counted, and closed (a reset for the flood
  * reasons, where nothing was read). */
 static void edge_reject(struct conn *c, enum edge_reject r, const char *why)
 {
     edge_count_reject(c, r);
     conn_bad_handshake(c);
-    if (r == EDGE_REJ_HALFOPEN || r == EDGE_REJ_PER_SOURCE || r == EDGE_REJ_RATE)
+    if (r == EDGE_REJ_HALFOPEN || r == EDGE_REJ_PER_SOURCE || r == EDGE_REJ_RATE) {
+        c->edge->flood = true;
+        edge_flood_log(c, why);
         sock_abort(c->cli.fd);
+    }
     conn_close(c, why);
 }
 
@@ -121,8 +144,9 @@ static void edge_log_fields(const struct conn *c, char *out, size_t len)
 
 static void edge_end(struct conn *c)
 {
-    conn_access_log(c, "EDGE", c->reply == OUT_OK ? "ok" : "-");
     struct edge_sess *s = c->edge;
+    if (!s || !s->flood)
+        conn_access_log(c, "EDGE", c->reply == OUT_OK ? "ok" : "-");
     if (!s)
         return;
     edge_halfopen_done(s);

@@ -364,6 +364,10 @@ def test_per_source_rate(ferry, backends):
     assert line == b"A\n"
     s.close()
     assert scrape(metrics_addr(f)).get("ferry_edge_rejects_total", edge="games", reason="rate") == results.count(b"")
+    # Refusals at accept get a throttled warning, not an access line each.
+    f.wait_log(r"edge games: connection from 127\.0\.0\.2:\d+ refused \(rate\)")
+    wait_until(lambda: sum(e.get("client", "").startswith("127.0.0.2:") for e in f.access_entries())
+               == results.count(b"A\n"), IO, "an access line for each connection served")
 
 
 def test_sighup_changes_routes_open_sessions_continue(ferry, backends):
