@@ -903,6 +903,11 @@ static int ini_handler_cb(void *user, const char *section, const char *name, con
         outbound_key(ld, section, name, unquote(value, qbuf, sizeof(qbuf)));
         return 1;
     }
+    if (!strncmp(section, "edge ", 5)) {
+        config_edge_key(ld->c, name, unquote(value, qbuf, sizeof(qbuf)), ld->file ? ld->file : "?",
+                        ld->line, ld->errs);
+        return 1;
+    }
     if (strcmp(section, "http2") == 0) {
         if (!config_http2_key(ld->c, name, unquote(value, qbuf, sizeof(qbuf)), ld->file, ld->line))
             bad(ld, "http2", "unknown key '%s'", name);
@@ -932,6 +937,10 @@ static int ini_handler_cb(void *user, const char *section, const char *name, con
         return 1;
     }
     char where[400];
+    if (!section[0] && config_edge_is_key(name)) {
+        bad(ld, qname, "unknown key (it goes in an [edge NAME] section)");
+        return 1;
+    }
     if (misplaced_hint(qname, name, where, sizeof(where))) {
         bad(ld, qname, "unknown key (did you mean %s?)", where);
         return 1;
@@ -1001,6 +1010,14 @@ static bool check_line(struct loader *ld, const char *line)
         const char *end0 = strchr(p, ']');
         ld->in_rules = end0 && (size_t)(end0 - p - 1) == 5 && strncmp(p + 1, "rules", 5) == 0;
         ld->cur_ob = NULL;
+        ld->c->cur_edge = -1;
+        if (end0 && !strncmp(p + 1, "edge ", 5)) {
+            char name[160];
+            snprintf(name, sizeof(name), "%.*s", (int)MIN((size_t)(end0 - p - 6), 159), p + 6);
+            config_edge_section(ld->c, str_trim(name), ld->file ? ld->file : "?", ld->line,
+                                ld->errs);
+            return false;
+        }
         if (end0 && !strncmp(p + 1, "outbound", 8) && (p[9] == ' ' || p[9] == ']')) {
             outbound_header(ld, p + 9, end0);
             return false;
@@ -1019,7 +1036,7 @@ static bool check_line(struct loader *ld, const char *line)
         }
         bad(ld, NULL,
             "unknown section [%.*s] (known: [auth], [udp], [http], [rules], [limits], [metrics], "
-            "[dns], [tls], [http2], [outbound NAME]; other keys go at the top)",
+            "[dns], [tls], [http2], [outbound NAME], [edge NAME]; other keys go at the top)",
             (int)(end - p - 1), p + 1);
         return false;
     }
@@ -1077,6 +1094,7 @@ static void set_defaults(struct config *c)
 {
     memset(c, 0, sizeof(*c));
     atomic_init(&c->refs, 1);
+    c->cur_edge = -1;
     addr_parse("127.0.0.1:1080", -1, &c->listen[0].addr);
     snprintf(c->listen[0].origin, sizeof(c->listen[0].origin), "built-in default");
     c->nlisten = 1;
@@ -1248,7 +1266,7 @@ static void resolve_iotimeout(struct config *c, const struct loader *ld)
 static bool any_public_listener(const struct config *c, const struct config_listen **which)
 {
     for (size_t i = 0; i < c->nlisten; i++) {
-        if (!addr_is_loopback(&c->listen[i].addr)) {
+        if (!c->listen[i].edge && !addr_is_loopback(&c->listen[i].addr)) {
             *which = &c->listen[i];
             return true;
         }
@@ -1627,6 +1645,9 @@ int config_load(const struct config_cli *cli, struct config **out, struct msglis
         free(ld.rules);
     }
     apply_cli(c, cli, &ld);
+    if (c->nedges && !ld.listen_from_file && !cli->nlisten)
+        c->nlisten = 0; /* edges only: no built-in proxy listener beside them */
+    config_edge_finish(c, cli->path, errs);
     if (ld.workers_auto)
         c->workers = config_default_workers();
     if (ld.max_conn_auto)
@@ -1714,6 +1735,7 @@ static void config_destroy(struct config *c)
     free(c->dns.hosts);
     dns_hosts_unref(c->dns.hosts_table);
     config_tls_fini(c);
+    config_edge_free(c);
     for (uint32_t i = 0; i < c->noutbounds; i++)
         outbound_fini(&c->outbounds[i]);
     free(c->outbounds);

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config/edge.h"
 #include "config/outbound.h"
 #include "core/stats.h"
 #include "log/log.h"
@@ -47,6 +48,7 @@ struct config_listen {
      * protocol, every session goes to this destination; port 0: none. */
     uint16_t forward_port;
     char forward_host[254]; /* a DNS name or an IP address (IPv6 without brackets) */
+    uint8_t edge;           /* 1 + the index in config.edges of an [edge] listener; 0: proxy */
     char origin[160];       /* "ferry.conf:3" or "command line": where it was set */
     /* Resolved: iotimeout as set, or when it is not set, its default for
      * this listener (0 on loopback, CONFIG_PUBLIC_IOTIMEOUT_MS on one that
@@ -190,6 +192,10 @@ struct config {
     struct config_dns dns;
     struct config_tls tls;
     struct config_http2 http2;
+    /* [edge NAME] sections (edge.h); their listeners are in listen[] with .edge set. */
+    struct config_edge *edges;
+    uint32_t nedges;
+    int32_t cur_edge; /* while loading: the section being read, -1 outside one */
     /* Outbounds: [0] "direct", [1] "reject", then the file's [outbound NAME]
      * sections in order (outbound.h); health[i] is outbounds[i]'s. */
     struct config_outbound *outbounds;

@@ -538,6 +538,54 @@ static void render_workers(struct mtext *t, const struct metrics_source *src)
     }
 }
 
+/* Edge mode (config/edge.h): labelled by configured names only (the edge
+ * section and its routes' hosts as written), never by what clients send. */
+static void edge_labels(struct mtext *t, const char *edge, const char *key, const char *value)
+{
+    mtext_printf(t, "{edge=\"");
+    mt_label_value(t, edge);
+    mtext_printf(t, "\",%s=\"", key);
+    mt_label_value(t, value);
+    mtext_printf(t, "\"");
+}
+
+static void render_edges(struct mtext *t, const struct config *cfg)
+{
+    if (!cfg || !cfg->nedges)
+        return;
+    family(t, "ferry_edge_sessions_total", "counter",
+           "Edge connections routed, by edge, route and result (ok: the backend answered; "
+           "backend-unreachable: the dial failed).");
+    for (uint32_t i = 0; i < cfg->nedges; i++) {
+        const struct config_edge *e = &cfg->edges[i];
+        for (uint32_t j = 0; j < e->nroutes; j++) {
+            for (unsigned r = 0; r < EDGE_RES_COUNT; r++) {
+                mtext_printf(t, "ferry_edge_sessions_total");
+                edge_labels(t, e->name, "route", e->routes[j].host);
+                mtext_printf(t, ",result=\"%s\"} %llu\n", edge_result_name((enum edge_result)r),
+                             (unsigned long long)atomic_load(&e->routes[j].live->results[r]));
+            }
+        }
+    }
+    family(t, "ferry_edge_rejects_total", "counter",
+           "Edge connections closed before a backend was dialled, by edge and reason.");
+    for (uint32_t i = 0; i < cfg->nedges; i++) {
+        const struct config_edge *e = &cfg->edges[i];
+        for (unsigned r = 0; r < EDGE_REJ_COUNT; r++) {
+            mtext_printf(t, "ferry_edge_rejects_total");
+            edge_labels(t, e->name, "reason", edge_reject_name((enum edge_reject)r));
+            mtext_printf(t, "} %llu\n", (unsigned long long)atomic_load(&e->live->rejects[r]));
+        }
+    }
+    family(t, "ferry_edge_halfopen", "gauge",
+           "Edge connections accepted whose first message is not complete yet.");
+    for (uint32_t i = 0; i < cfg->nedges; i++) {
+        mtext_printf(t, "ferry_edge_halfopen{edge=\"");
+        mt_label_value(t, cfg->edges[i].name);
+        mtext_printf(t, "\"} %u\n", (unsigned)atomic_load(&cfg->edges[i].live->halfopen));
+    }
+}
+
 void metrics_render(struct mtext *t, const struct metrics_source *src, const struct config *cfg,
                     const struct metrics_state *st)
 {
@@ -551,6 +599,7 @@ void metrics_render(struct mtext *t, const struct metrics_source *src, const str
     render_udp(t, src, s);
     render_rules(t, src, cfg);
     render_outbounds(t, src, cfg);
+    render_edges(t, cfg);
     render_state(t, st);
     render_workers(t, src);
     render_process(t, st);

@@ -6,7 +6,7 @@
  * fields once the whole frame is there (at most MC_FRAME_MAX bytes, so a
  * rescan is cheap and the verdict cannot depend on the split). Pure: no
  * I/O, no allocation, no logging; this parser sits in proto/, edge mode's
- * I/O in edge/.
+ * I/O in relay/front_edge.c.
  */
 #include "proto/mcsniff.h"
 

@@ -5,7 +5,7 @@
  * (protocol version, intent, host, port), one of the three legacy 0xFE
  * pings, "need more", or a specific error. Pure: no syscalls, no
  * allocation, no logging, util only. It lives in proto/ (the house rule for
- * parsers) although edge mode's I/O will live in edge/; it must never learn
+ * parsers) while edge mode's I/O lives in relay/front_edge.c; it must never learn
  * about routes, sockets or timers.
  *
  * Wire format (docs/edge.md "Sniffers"): a frame is Length VarInt | Packet

@@ -7,7 +7,7 @@
  * boundaries, skipping each 5-byte record header. No copy of the message is
  * made: only the host name and the ALPN list are copied out. Pure: no I/O,
  * no allocation, no logging; this parser sits in proto/, edge mode's I/O in
- * edge/.
+ * relay/front_edge.c.
  */
 #include "proto/tlshello.h"
 

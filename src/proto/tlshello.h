@@ -6,7 +6,7 @@
  * TLS records (a handshake message fragmented over records, as nginx's
  * ssl_preread handles and HAProxy 2.6's req.ssl_sni does not). Pure: no
  * syscalls, no allocation, no logging, util only. It lives in proto/ (the
- * house rule for parsers) although edge mode's I/O will live in edge/; it
+ * house rule for parsers) while edge mode's I/O lives in relay/front_edge.c; it
  * must never decrypt, answer, or look past the first ClientHello (no
  * HelloRetryRequest, no renegotiation; with ECH it sees the outer, public
  * name, as HAProxy documents for req.ssl_sni).

@@ -122,16 +122,19 @@ void conn_access_log(struct conn *c, const char *cmd, const char *reply)
         snprintf(err + n, sizeof(err) - n, " dgrams=%llu/%llu", (unsigned long long)up,
                  (unsigned long long)down);
     }
+    char extra[400] = "";
+    if (c->front->log_fields)
+        c->front->log_fields(c, extra, sizeof(extra));
     log_write(LOG_INFO,
               "access id=%llu client=%s user=%s cmd=%s dst=%s addr=%s up=%llu down=%llu "
-              "ms=%llu reply=%s end=%s%s%s%s%s%s%s%s",
+              "ms=%llu reply=%s end=%s%s%s%s%s%s%s%s%s",
               (unsigned long long)c->id, client, c->user ? c->user : "-", cmd, dst,
               c->target.family ? target : "-", (unsigned long long)c->c2u.bytes,
               (unsigned long long)c->u2c.bytes,
               (unsigned long long)(loop_now(&c->w->loop) - c->t_start), reply,
               c->why ? c->why : "-", err, c->rule ? " rule=" : "", c->rule ? c->rule : "",
               via ? " via=" : "", via ? via : "", c->front->log_proto ? " proto=" : "",
-              c->front->log_proto ? c->front->log_proto : "");
+              c->front->log_proto ? c->front->log_proto : "", extra);
 }
 
 void conn_close_fd(struct io *io)

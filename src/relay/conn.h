@@ -88,6 +88,7 @@ struct dns_req;
 struct auth_job;
 struct udp_assoc;
 struct http_state;
+struct edge_sess;
 struct limits_user;
 struct conn_bw;
 struct front_ops;
@@ -164,6 +165,7 @@ struct conn {
     char *user;              /* authenticated (or claimed) user name, for logs */
     struct udp_assoc *udp;   /* UDP ASSOCIATE */
     struct http_state *http; /* HTTP sessions only */
+    struct edge_sess *edge;  /* an [edge] listener's session (front_edge.c) */
     struct limits_user *lu;  /* the user's session slot, with limits on */
     struct conn_bw *bw;      /* bandwidth limiter, with limits on */
     const char *rule;        /* the rule that decided, for the access log */

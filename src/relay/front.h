@@ -15,6 +15,7 @@
 #define FERRY_RELAY_FRONT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "relay/errmap.h"
@@ -51,6 +52,8 @@ struct front_ops {
     /* The session ends: write its access-log line(s) and free what the
      * front holds (c->state is not CLOSED yet, descriptors still open). */
     void (*end)(struct conn *c);
+    /* Optional: extra " key=value" fields for its access-log line. */
+    void (*log_fields)(const struct conn *c, char *out, size_t len);
 };
 
 /* The rows before a protocol is known (front.c): a PROXY protocol header
@@ -65,6 +68,7 @@ extern const struct front_ops front_socks5; /* socks.c */
 extern const struct front_ops front_socks4; /* socks.c */
 extern const struct front_ops front_http;   /* http.c */
 extern const struct front_ops front_h2;     /* front_h2.c: one HTTP/2 stream */
+extern const struct front_ops front_edge;   /* front_edge.c: an [edge NAME] listener */
 /* A forward= listener: no protocol, a fixed destination (front_forward.c). */
 extern const struct front_ops front_forward;
 

@@ -42,7 +42,9 @@ static void relay_accept(struct worker *w, struct listener *ls, int fd, const st
      * to front_tls on a tls:// listener). */
     bool tls = ls->index < cfg->nlisten && cfg->listen[ls->index].tls;
     bool fwd = ls->index < cfg->nlisten && cfg->listen[ls->index].forward_port;
-    const struct front_ops *first = pp    ? &front_proxy
+    bool edge = ls->index < cfg->nlisten && cfg->listen[ls->index].edge;
+    const struct front_ops *first = edge  ? &front_edge
+                                    : pp  ? &front_proxy
                                     : tls ? &front_tls
                                     : fwd ? &front_forward
                                           : &front_sniff;

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * edge.h: the [edge NAME] sections of edge mode (docs/edge.md). Each names
+ * its own listeners, how their first message is sniffed (mc, tls, auto),
+ * routes from host names to backends, what happens to an unknown host,
+ * PROXY v2 towards backends, the first-message deadlines and caps, and the
+ * flood limits. Parsing and validation only (edge.c): no sockets, no DNS;
+ * what a session does with an edge is relay/front_edge.c's.
+ *
+ * A loaded config is immutable; the few things that change while it runs
+ * (counters, the round-robin turn, backend load and passive health, the
+ * half-open gauge) sit behind pointers in `live` blocks, atomics shared by
+ * all workers. Counters start again at a reload, as the outbounds' do.
+ */
+#ifndef FERRY_CONFIG_EDGE_H
+#define FERRY_CONFIG_EDGE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/addr.h"
+#include "util/msglist.h"
+
+#define EDGE_MAX 16 /* [edge] sections */
+
+enum edge_sniff { EDGE_SNIFF_AUTO, EDGE_SNIFF_MC, EDGE_SNIFF_TLS };
+enum edge_strategy { EDGE_ROUND_ROBIN, EDGE_LEAST_CONN, EDGE_FIRST_HEALTHY };
+
+/* How a session through a route ended (ferry_edge_sessions_total result). */
+enum edge_result { EDGE_RES_OK, EDGE_RES_UNREACHABLE, EDGE_RES_COUNT };
+/* Why a connection was refused before a route (ferry_edge_rejects_total). */
+enum edge_reject {
+    EDGE_REJ_HALFOPEN,
+    EDGE_REJ_PER_SOURCE,
+    EDGE_REJ_RATE,
+    EDGE_REJ_FIRST_BYTE_TIMEOUT,
+    EDGE_REJ_HELLO_TIMEOUT,
+    EDGE_REJ_SNIFF_ERROR,
+    EDGE_REJ_UNKNOWN_HOST,
+    EDGE_REJ_CLIENT_CLOSED,
+    EDGE_REJ_COUNT
+};
+
+struct edge_backend {
+    struct addr addr;
+    _Atomic uint32_t active;        /* sessions carried now (least-connections) */
+    _Atomic uint64_t down_until_ms; /* a failed dial: skipped by first-healthy until then */
+};
+
+struct edge_route_live {
+    _Atomic uint64_t results[EDGE_RES_COUNT];
+    _Atomic uint32_t turn; /* round-robin */
+};
+
+struct edge_route {
+    char *host;      /* canonical; a wildcard keeps its "*." */
+    bool wildcard;   /* "*.example.com": any name under example.com, not example.com */
+    int8_t strategy; /* enum edge_strategy of its own, -1: the section's */
+    int8_t proxy_v2; /* 1 or 0 of its own, -1: the section's */
+    int line;        /* where it was set */
+    struct edge_backend *backends;
+    uint32_t nbackends;
+    struct edge_route_live *live;
+};
+
+struct edge_live {
+    _Atomic uint32_t halfopen; /* accepted, first message not complete */
+    _Atomic uint64_t rejects[EDGE_REJ_COUNT];
+};
+
+struct config_edge {
+    char name[64];
+    char origin[160]; /* "ferry.conf:12": the section header */
+    enum edge_sniff sniff;
+    enum edge_strategy strategy;
+    bool proxy_v2;          /* a PROXY v2 header to the backend first */
+    int32_t unknown;        /* route index for unknown hosts; -1: close */
+    char *unknown_name;     /* as written, resolved at the end of the section */
+    uint32_t first_byte_ms; /* first_byte_timeout */
+    uint32_t hello_ms;      /* hello_timeout: the whole first message */
+    uint32_t max_hello;     /* the Minecraft first-frame cap, bytes */
+    uint32_t max_halfopen;  /* this edge's half-open connections; 0: no cap */
+    uint32_t per_source;    /* concurrent connections per source; 0: no cap */
+    uint32_t rate, burst;   /* new connections per second per source (/32, /64); 0: off */
+    struct edge_route *routes;
+    uint32_t nroutes;
+    struct edge_live *live;
+    struct addr listen[8]; /* its own listeners, added to config.listen at the end */
+    uint32_t nlisten;
+    int listen_line;
+    char seen[256]; /* "|key|...": keys set, for "set twice" */
+};
+
+struct config;
+
+/* A "[edge NAME]" header at file:line: a new section (errors into errs). */
+void config_edge_section(struct config *c, const char *name, const char *file, int line,
+                         struct msglist *errs);
+/* A key of the section being read (the last one opened). */
+void config_edge_key(struct config *c, const char *key, const char *value, const char *file,
+                     int line, struct msglist *errs);
+/* After the file (and the command line): check each section and add its
+ * listeners to c->listen (with .edge set). */
+void config_edge_finish(struct config *c, const char *file, struct msglist *errs);
+/* Free the sections (config_destroy). */
+void config_edge_free(struct config *c);
+
+/* key belongs in [edge NAME] only (for "did you mean" at the top level). */
+bool config_edge_is_key(const char *key);
+
+/* The route for canonical host (exact beats wildcard, the longest
+ * wildcard wins), or -1. */
+int32_t edge_route_find(const struct config_edge *e, const char *host);
+
+/* Names for logs and metrics. */
+const char *edge_reject_name(enum edge_reject r);
+const char *edge_result_name(enum edge_result r);
+const char *edge_sniff_name(enum edge_sniff s);
+
+#endif

@@ -1,0 +1,427 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * front_edge.c: the front row of an [edge NAME] listener (docs/edge.md).
+ * At accept it applies the flood limits (the edge's half-open cap, then
+ * per source address: concurrent connections and a token bucket of new
+ * ones, keyed by /32 for IPv4 and /64 for IPv6); then it reads the first
+ * message within first_byte_timeout and hello_timeout, hands the bytes to
+ * the sans-I/O sniffers (proto/mcsniff.h, proto/tlshello.h), picks the
+ * route for the host and a backend by the edge's strategy, dials it
+ * directly (outbound_direct: no rules, no DNS), writes a PROXY v2 header
+ * when the edge asks for one, replays every byte read so far unchanged,
+ * and relays like any tunnel.
+ *
+ * It must not parse anything itself (the sniffers do), and it never puts
+ * a client-supplied name anywhere but the access log (canonical LDH only,
+ * so nothing there needs escaping); metrics carry configured names only.
+ * Seams for later: signed host names would be checked between the sniff
+ * and edge_route_find(); a status cache would answer intent 1 before the
+ * dial.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "acl/limits.h"
+#include "config/config.h"
+#include "config/edge.h"
+#include "core/buf.h"
+#include "core/sock.h"
+#include "log/log.h"
+#include "proto/mcsniff.h"
+#include "proto/proxy.h"
+#include "proto/tlshello.h"
+#include "relay/front.h"
+#include "relay/outbound.h"
+#include "relay/session.h"
+
+#define EDGE_HEADROOM      64   /* room before the first message for a PROXY v2 header */
+#define EDGE_IDLE_MS       300  /* "FE" or "FE 01" then this much silence: a legacy ping */
+#define EDGE_BACKEND_DOWN  5000 /* a failed dial: first-healthy skips the backend this long */
+#define EDGE_LIMIT_ENTRIES 65536
+
+struct edge_sess {
+    const struct config_edge *e;
+    int32_t route;           /* -1 while none */
+    struct edge_backend *be; /* the backend dialled, NULL while none */
+    bool halfopen;           /* counted in e->live->halfopen */
+    bool src_tracked;        /* counted in the per-source table */
+    bool got_first;          /* a byte came: the hello deadline runs */
+    bool idle_armed, idle;   /* the short legacy-ping timer, and it fired */
+    bool counted_active;     /* be->active holds this session */
+    bool flood;              /* refused at accept by a flood limit: no access line */
+    uint8_t sniffed;         /* EDGE_SNIFF_MC or _TLS once known; 0 (auto) before */
+    uint64_t hello_deadline; /* loop ms */
+    char host[HOSTNAME_MAX + 1];
+};
+
+/* ---- per-source limits: one table for all workers and edges ------------- */
+
+static struct limits src_limits;
+static bool src_limits_ok;
+static pthread_once_t src_once = PTHREAD_ONCE_INIT;
+
+static void src_limits_init(void)
+{
+    src_limits_ok = limits_init(&src_limits, EDGE_LIMIT_ENTRIES) == 0;
+}
+
+/* The key of a source: the address itself for IPv4, its /64 for IPv6. */
+static struct addr src_key(const struct addr *a)
+{
+    struct addr k = *a;
+    k.port = 0;
+    if (k.family == AF_INET6)
+        memset(k.ip + 8, 0, 8);
+    return k;
+}
+
+/* ---- ending --------------------------------------------------------------- */
+
+static void edge_count_reject(struct conn *c, enum edge_reject r)
+{
+    atomic_fetch_add_explicit(&c->edge->e->live->rejects[r], 1, memory_order_relaxed);
+}
+
+static void edge_halfopen_done(struct edge_sess *s)
+{
+    if (s->halfopen) {
+        atomic_fetch_sub_explicit(&s->e->live->halfopen, 1, memory_order_relaxed);
+        s->halfopen = false;
+    }
+}
+
+/* Refusals at accept come in floods: no access-log line each (the
+ * counters have them), and one warning per second per worker says how
+ * many. */
+static void edge_flood_log(struct conn *c, const char *why)
+{
+    static _Thread_local uint64_t last_ms, suppressed;
+    uint64_t now = loop_now(&c->w->loop);
+    if (last_ms && now - last_ms < 1000) {
+        suppressed++;
+        return;
+    }
+    char a[ADDR_STRLEN];
+    log_warn("edge %s: connection from %s refused (%s)%s", c->edge->e->name,
+             addr_format(&c->client, a, sizeof(a)), why,
+             suppressed ? " (and others in the last second)" : "");
+    last_ms = now;
+    suppressed = 0;
+}
+
+/* Refused before a backend: counted, and closed (a reset for the flood
+ * reasons, where nothing was read). */
+static void edge_reject(struct conn *c, enum edge_reject r, const char *why)
+{
+    edge_count_reject(c, r);
+    conn_bad_handshake(c);
+    if (r == EDGE_REJ_HALFOPEN || r == EDGE_REJ_PER_SOURCE || r == EDGE_REJ_RATE) {
+        c->edge->flood = true;
+        edge_flood_log(c, why);
+        sock_abort(c->cli.fd);
+    }
+    conn_close(c, why);
+}
+
+static void edge_log_fields(const struct conn *c, char *out, size_t len)
+{
+    const struct edge_sess *s = c->edge;
+    char be[ADDR_STRLEN] = "-";
+    if (!s) {
+        snprintf(out, len, "%s", "");
+        return;
+    }
+    if (s->be)
+        addr_format(&s->be->addr, be, sizeof(be));
+    snprintf(out, len, " edge=%s route=%s host=%s backend=%s sniff=%s", s->e->name,
+             s->route >= 0 ? s->e->routes[s->route].host : "-", s->host[0] ? s->host : "-", be,
+             s->sniffed ? edge_sniff_name((enum edge_sniff)s->sniffed) : "-");
+}
+
+static void edge_end(struct conn *c)
+{
+    struct edge_sess *s = c->edge;
+    if (!s || !s->flood)
+        conn_access_log(c, "EDGE", c->reply == OUT_OK ? "ok" : "-");
+    if (!s)
+        return;
+    edge_halfopen_done(s);
+    if (s->src_tracked) {
+        struct addr k = src_key(&c->client);
+        limits_ip_release(&src_limits, &k);
+    }
+    if (s->counted_active)
+        atomic_fetch_sub_explicit(&s->be->active, 1, memory_order_relaxed);
+    free(s);
+    c->edge = NULL;
+}
+
+/* ---- routing and the dial ------------------------------------------------- */
+
+static struct edge_backend *edge_pick(const struct config_edge *e, const struct edge_route *r,
+                                      uint64_t now)
+{
+    struct edge_backend *b = r->backends;
+    uint32_t n = r->nbackends;
+    enum edge_strategy st = r->strategy >= 0 ? (enum edge_strategy)r->strategy : e->strategy;
+    if (st == EDGE_FIRST_HEALTHY) {
+        for (uint32_t i = 0; i < n; i++)
+            if (atomic_load_explicit(&b[i].down_until_ms, memory_order_relaxed) <= now)
+                return &b[i];
+        return &b[0];
+    }
+    if (st == EDGE_LEAST_CONN) {
+        uint32_t best = 0, load = UINT32_MAX;
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t a = atomic_load_explicit(&b[i].active, memory_order_relaxed);
+            if (a < load) {
+                load = a;
+                best = i;
+            }
+        }
+        return &b[best];
+    }
+    uint32_t t = atomic_fetch_add_explicit(&r->live->turn, 1, memory_order_relaxed);
+    return &b[t % n];
+}
+
+static void edge_dial(struct conn *c, const char *host)
+{
+    struct edge_sess *s = c->edge;
+    const struct config_edge *e = s->e;
+    int32_t r = host[0] ? edge_route_find(e, host) : -1;
+    if (r < 0)
+        r = e->unknown;
+    if (r < 0) {
+        edge_reject(c, EDGE_REJ_UNKNOWN_HOST, "unknown-host");
+        return;
+    }
+    edge_halfopen_done(s);
+    s->route = r;
+    uint64_t now = loop_now(&c->w->loop);
+    s->be = edge_pick(e, &e->routes[r], now);
+    atomic_fetch_add_explicit(&s->be->active, 1, memory_order_relaxed);
+    s->counted_active = true;
+    const struct config *cfg = conn_cfg(c);
+    c->cmd = CONN_CMD_CONNECT;
+    c->dialed = true;
+    c->target = s->be->addr;
+    c->dst_port = s->be->addr.port;
+    c->ob_rule = OUTBOUND_DIRECT;
+    c->deadline = now + cfg->connect_timeout_ms;
+    loop_timer_arm_at(&c->w->loop, &c->timer, c->deadline);
+    conn_route(c, OUTBOUND_DIRECT, NULL, &s->be->addr, s->be->addr.port);
+}
+
+/* The backend answered: the PROXY v2 header (naming the client and the
+ * address it reached), then every byte read so far, then the relay. */
+static void edge_connected(struct conn *c)
+{
+    struct edge_sess *s = c->edge;
+    struct buf *b = c->c2u.buf;
+    const struct edge_route *r = &s->e->routes[s->route];
+    if (r->proxy_v2 > 0 || (r->proxy_v2 < 0 && s->e->proxy_v2)) {
+        uint8_t hdr[EDGE_HEADROOM];
+        struct addr dst;
+        if (sock_local_addr(c->cli.fd, &dst))
+            dst = c->client;
+        addr_unmap(&dst);
+        size_t n = proxy_write_v2(hdr, sizeof(hdr), &c->client, &dst);
+        if (n && n <= b->start) {
+            b->start -= (uint32_t)n;
+            memcpy(b->data + b->start, hdr, n);
+        }
+    }
+    atomic_fetch_add_explicit(&s->e->routes[s->route].live->results[EDGE_RES_OK], 1,
+                              memory_order_relaxed);
+    c->reply = OUT_OK;
+    conn_succeeded(c);
+    conn_relay_start(c);
+}
+
+static void edge_fail_reply(struct conn *c, enum outcome o, const char *why)
+{
+    (void)o;
+    (void)why;
+    struct edge_sess *s = c->edge;
+    if (s && s->route >= 0) {
+        atomic_fetch_add_explicit(&s->e->routes[s->route].live->results[EDGE_RES_UNREACHABLE], 1,
+                                  memory_order_relaxed);
+        if (s->be)
+            atomic_store_explicit(&s->be->down_until_ms, loop_now(&c->w->loop) + EDGE_BACKEND_DOWN,
+                                  memory_order_relaxed);
+    }
+    /* One end reason for every way a dial fails (err= keeps the errno,
+     * a timeout or a refusal). */
+    c->why = "backend-unreachable";
+    conn_close(c, c->why);
+}
+
+/* ---- the first message ---------------------------------------------------- */
+
+/* The end reason of a sniffer's error code (static: c->why keeps it). */
+static const char *edge_sniff_why(uint8_t sniffed, int rc)
+{
+    static const char *const mc[] = {
+        "sniff-error:mc-varint",    "sniff-error:mc-too-big",  "sniff-error:mc-frame",
+        "sniff-error:mc-packet-id", "sniff-error:mc-host-len", "sniff-error:mc-utf8",
+        "sniff-error:mc-host",      "sniff-error:mc-intent",   "sniff-error:mc-legacy",
+    };
+    static const char *const tls[] = {
+        "sniff-error:tls-not-tls",   "sniff-error:tls-too-big",   "sniff-error:tls-record",
+        "sniff-error:tls-handshake", "sniff-error:tls-extension", "sniff-error:tls-dup-sni",
+        "sniff-error:tls-sni",
+    };
+    size_t i = (size_t)(-rc - 1);
+    if (sniffed == EDGE_SNIFF_TLS)
+        return i < sizeof(tls) / sizeof(tls[0]) ? tls[i] : "sniff-error";
+    return i < sizeof(mc) / sizeof(mc[0]) ? mc[i] : "sniff-error";
+}
+
+/* The sniffer's verdict on what is there: 1 routed (or closed), 0 more
+ * needed. */
+static int edge_sniff(struct conn *c)
+{
+    struct edge_sess *s = c->edge;
+    struct buf *b = c->c2u.buf;
+    const uint8_t *p = buf_head(b);
+    size_t len = buf_len(b);
+    /* auto: a TLS record header is 16 03; a Minecraft frame of 22 bytes
+     * also starts with 16, but its packet id 00 follows. */
+    if (!s->sniffed && s->e->sniff == EDGE_SNIFF_AUTO && p[0] == 0x16 && len < 2)
+        return 0;
+    if (!s->sniffed)
+        s->sniffed = s->e->sniff != EDGE_SNIFF_AUTO ? (uint8_t)s->e->sniff
+                     : p[0] == 0x16 && p[1] == 0x03 ? EDGE_SNIFF_TLS
+                                                    : EDGE_SNIFF_MC;
+    int rc;
+    if (s->sniffed == EDGE_SNIFF_TLS) {
+        struct tls_hello th;
+        rc = tls_sniff(p, len, &th);
+        if (rc == TLS_OK)
+            memcpy(s->host, th.sni, th.sni_len + 1);
+    } else {
+        struct mc_hello mh;
+        rc = mc_sniff(p, len, s->e->max_hello, s->idle, &mh);
+        if (rc == MC_OK || rc == MC_LEGACY)
+            memcpy(s->host, mh.host, mh.host_len + 1);
+        if (rc == MC_NEED_MORE && !s->idle_armed && p[0] == 0xFE &&
+            (len == 1 || (len == 2 && p[1] == 0x01))) {
+            /* A bare legacy ping needs silence to be told from a frame. */
+            s->idle_armed = true;
+            uint64_t t = loop_now(&c->w->loop) + EDGE_IDLE_MS;
+            loop_timer_arm_at(&c->w->loop, &c->timer,
+                              t < s->hello_deadline ? t : s->hello_deadline);
+        }
+    }
+    if (rc < 0) {
+        edge_reject(c, EDGE_REJ_SNIFF_ERROR, edge_sniff_why(s->sniffed, rc));
+        return 1;
+    }
+    if (rc == 0)
+        return 0;
+    edge_dial(c, s->host);
+    return 1;
+}
+
+static void edge_drive(struct conn *c, uint32_t up_events)
+{
+    (void)up_events;
+    struct edge_sess *s = c->edge;
+    int rc = conn_read_handshake(c);
+    if (rc) {
+        conn_close_err(c, "client-error", rc);
+        return;
+    }
+    struct buf *b = c->c2u.buf;
+    if (buf_len(b) && !s->got_first) {
+        s->got_first = true;
+        loop_timer_arm_at(&c->w->loop, &c->timer, s->hello_deadline);
+    }
+    if (buf_len(b) && edge_sniff(c))
+        return;
+    if (c->c2u.flags & HALF_EOF)
+        edge_reject(c, EDGE_REJ_CLIENT_CLOSED, "client-closed");
+    else if (buf_room(b) == 0)
+        edge_reject(c, EDGE_REJ_SNIFF_ERROR, "sniff-error:too-big");
+}
+
+static void edge_timeout(struct conn *c)
+{
+    struct edge_sess *s = c->edge;
+    if (s->idle_armed && !s->idle && loop_now(&c->w->loop) < s->hello_deadline) {
+        s->idle = true;
+        loop_timer_arm_at(&c->w->loop, &c->timer, s->hello_deadline);
+        edge_sniff(c);
+        return;
+    }
+    if (!s->got_first)
+        edge_reject(c, EDGE_REJ_FIRST_BYTE_TIMEOUT, "first-byte-timeout");
+    else
+        edge_reject(c, EDGE_REJ_HELLO_TIMEOUT, "hello-timeout");
+}
+
+/* At accept: the limits, then wait for the first byte. */
+static void edge_start(struct conn *c)
+{
+    const struct config *cfg = conn_cfg(c);
+    const struct config_edge *e = &cfg->edges[cfg->listen[c->listen_index].edge - 1];
+    struct edge_sess *s = calloc(1, sizeof(*s));
+    if (!s) {
+        conn_close(c, "no-memory");
+        return;
+    }
+    s->e = e;
+    s->route = -1;
+    c->edge = s;
+    uint32_t h = atomic_fetch_add_explicit(&e->live->halfopen, 1, memory_order_relaxed);
+    s->halfopen = true;
+    if (e->max_halfopen && h >= e->max_halfopen) {
+        edge_reject(c, EDGE_REJ_HALFOPEN, "halfopen");
+        return;
+    }
+    pthread_once(&src_once, src_limits_init);
+    if (src_limits_ok && (e->per_source || e->rate)) {
+        struct addr k = src_key(&c->client);
+        bool log = false, tracked = false;
+        enum limits_verdict v = limits_ip_admit(&src_limits, &k, clock_us(), e->per_source, e->rate,
+                                                e->burst, &log, &tracked);
+        if (v == LIMITS_PER_IP) {
+            edge_reject(c, EDGE_REJ_PER_SOURCE, "per-source");
+            return;
+        }
+        if (v == LIMITS_RATE) {
+            edge_reject(c, EDGE_REJ_RATE, "rate");
+            return;
+        }
+        s->src_tracked = tracked;
+    }
+    struct buf *b = buf_get_cap(&c->w->bufs, TLS_SNIFF_BUF_MAX + EDGE_HEADROOM);
+    if (!b) {
+        conn_close(c, "no-memory");
+        return;
+    }
+    b->start = b->end = EDGE_HEADROOM;
+    c->c2u.buf = b;
+    s->hello_deadline = c->t_start + e->hello_ms;
+    loop_timer_arm_at(&c->w->loop, &c->timer, c->t_start + e->first_byte_ms);
+    if (c->cli_ev & SIDE_RD)
+        edge_drive(c, 0);
+}
+
+const struct front_ops front_edge = {
+    .name = "edge",
+    .log_proto = NULL,
+    .sp = SP_NONE,
+    .start = edge_start,
+    .drive = edge_drive,
+    .connected = edge_connected,
+    .fail_reply = edge_fail_reply,
+    .timeout = edge_timeout,
+    .end = edge_end,
+    .log_fields = edge_log_fields,
+};
