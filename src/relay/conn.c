@@ -495,6 +495,8 @@ static void conn_resume(struct conn *c)
 {
     if (c->state == CONN_ST_RELAY)
         conn_relay_drive(c);
+    else if (c->state == CONN_ST_CONNECT && c->up.fd < 0)
+        c->out->event(c, 0); /* a stream outbound's news (outbound_h2.c) */
     else if (conn_front_owns(c->state))
         c->front->drive(c, 0);
 }
