@@ -72,6 +72,8 @@ struct ho_stream {
     bool reset;         /* ended without a clean END_STREAM both ways */
     bool retry;         /* refused by a GOAWAY before it was processed: dial again */
     bool http1;         /* the parent speaks http/1.1 (auto): go the HTTP/1 way */
+    uint8_t fail_o;       /* enum outcome of the attempt that failed it now ... */
+    const char *fail_why; /* ... and why; NULL: none */
     bool rx_eof, tx_eof, deferred;
     uint8_t *rx; /* parent -> client, up to the granted window */
     size_t rx_off, rx_len, rx_cap;
@@ -110,7 +112,11 @@ struct ho_conn {
     uint64_t last_rx;  /* loop ms of the last frame from the parent */
     uint32_t missed;   /* keepalive PINGs unanswered */
     uint64_t up_since; /* loop ms it came up */
-    const char *why;   /* why it died */
+    const char *why;   /* a failed attempt: why, for the sessions it fails */
+    uint8_t fail_o;    /* ... their outcome */
+    bool fail_all;     /* ... every waiter fails now (the parent is up but not
+                        * usable: TLS, ALPN), else only pool members (the
+                        * others wait up to tunnel_wait) */
     uint64_t t_start;  /* loop ms the attempt began */
     uint32_t deadline; /* connect budget, ms */
     bool reconnect;    /* an attempt after a loss */
@@ -130,7 +136,6 @@ struct ho_slot {
     uint64_t retry_at;  /* no attempt before (loop ms) */
     bool lost;          /* a connection was lost: the next one is a reconnect */
     bool http1;         /* auto: the parent picked http/1.1 */
-    bool noh2;          /* mux = h2 and the parent does not speak it */
 };
 
 struct h2out_set {
@@ -417,6 +422,31 @@ static void ho_conn_free(struct release *r)
 
 static void slot_attempt(struct ho_slot *sl);
 
+/* The attempt hc fails its waiters with outcome o and why: all of them
+ * (all), or those dialled as a pool member (the pool tries the next). */
+static void ho_fail_as(struct ho_conn *hc, enum outcome o, const char *why, bool all)
+{
+    hc->fail_o = (uint8_t)o;
+    hc->why = why;
+    hc->fail_all = all;
+}
+
+static void slot_fail_waiters(struct ho_slot *sl, const struct ho_conn *hc)
+{
+    struct list *pos, *next;
+    for (pos = sl->waiters.next; pos != &sl->waiters; pos = next) {
+        next = pos->next;
+        struct ho_stream *s = container_of(pos, struct ho_stream, link);
+        if (!hc->fail_all && (!s->c || s->c->ob_rule == s->c->ob))
+            continue;
+        list_del(&s->link);
+        s->waiting = false;
+        s->fail_o = hc->fail_o;
+        s->fail_why = hc->why;
+        hs_wake(s, SIDE_RD);
+    }
+}
+
 /* The slot's waiters: each session looks again (a connection came up,
  * the parent turned out to speak http/1.1, or none will come soon). */
 static void slot_serve(struct ho_slot *sl)
@@ -445,7 +475,7 @@ static void ho_conn_close(struct ho_conn *hc, const char *why, bool failure)
         return;
     if (hc->st == HO_UP)
         ho_stat(sl, OB_STAT_H2_CONNS, -1);
-    log_write(failure ? LOG_WARN : LOG_DEBUG, "outbound %s: HTTP/2 connection to %s port %u: %s",
+    log_write(failure ? LOG_WARN : LOG_DEBUG, "outbound %s: parent %s port %u: %s (HTTP/2 connection)",
               sl_ob(sl)->name, sl_ob(sl)->host, sl_ob(sl)->port, why);
     hc->st = HO_DEAD;
     resolver_cancel(hc->dns);
@@ -498,8 +528,10 @@ static void ho_conn_close(struct ho_conn *hc, const char *why, bool failure)
                 cap = HO_BACKOFF_CAP;
             sl->retry_at = now + (uint64_t)random() % (cap + 1);
             sl->k++;
-            sl->lost = true;
+            sl->lost = sl->lost || hc->up_since;
         }
+        if (hc->why)
+            slot_fail_waiters(sl, hc);
         if (!list_empty(&sl->waiters))
             loop_timer_arm_at(l, &sl->timer, sl->retry_at > now ? sl->retry_at : now);
     }
@@ -523,7 +555,7 @@ static void ho_tls_done(struct ho_conn *hc)
             slot_serve(sl);
             return;
         }
-        sl->noh2 = true;
+        ho_fail_as(hc, OUT_FAILED, "parent-no-h2", true);
         ho_conn_close(hc, "the parent does not speak h2 (ALPN) but mux = h2", true);
         slot_serve(sl);
         return;
@@ -549,7 +581,6 @@ static void ho_tls_done(struct ho_conn *hc)
     if (!set->budget.cap)
         set->budget.cap = set->budget.max = h2->worker_budget;
     hc->st = HO_UP;
-    sl->noh2 = false;
     uint64_t now = loop_now(&hc->w->loop);
     hc->up_since = hc->last_rx = now;
     ho_stat(sl, OB_STAT_H2_CONNS, 1);
@@ -574,8 +605,10 @@ static int ho_handshake(struct ho_conn *hc)
     if (rc < 0) {
         char what[200];
         snprintf(what, sizeof(what), "TLS: %s", tls_error(hc->tls));
-        hc->why = strncmp(tls_error(hc->tls), "certificate ", 12) == 0 ? "tls-verify-failed"
-                                                                       : "tls-handshake-failed";
+        ho_fail_as(hc, OUT_FAILED,
+                   strncmp(tls_error(hc->tls), "certificate ", 12) == 0 ? "tls-verify-failed"
+                                                                        : "tls-handshake-failed",
+                   true);
         ho_conn_close(hc, what, true);
         return -1;
     }
@@ -667,7 +700,7 @@ static void ho_drive(struct ho_conn *hc)
             char what[96];
             snprintf(what, sizeof(what), "cannot connect: %s",
                      errmap_name(err ? err : -ECONNREFUSED));
-            hc->why = "parent-unreachable";
+            ho_fail_as(hc, OUT_FAILED, "parent-unreachable", false);
             ho_conn_close(hc, what, true);
             return;
         }
@@ -686,7 +719,6 @@ static void ho_drive(struct ho_conn *hc)
     if (rc == 0)
         rc = ho_flush(hc);
     if (rc) {
-        hc->why = "parent-closed";
         ho_conn_close(hc, rc > 0 ? "the parent closed the connection" : errmap_name(rc), true);
         return;
     }
@@ -725,8 +757,13 @@ static void ho_on_timer(struct timer *t)
     struct ho_conn *hc = container_of(t, struct ho_conn, timer);
     struct loop *l = &hc->w->loop;
     if (hc->st != HO_UP) {
-        hc->why = "parent-timeout";
-        ho_conn_close(hc, "no connection within the connect budget", true);
+        /* After TCP (TLS unanswered) every waiter times out, as an
+         * HTTP/1.1 parent's sessions would. */
+        ho_fail_as(hc, OUT_TIMEOUT, "parent-timeout", hc->st == HO_TLS);
+        ho_conn_close(hc,
+                      hc->st == HO_TLS ? "no TLS handshake within the connect budget"
+                                       : "no connection within the connect budget",
+                      true);
         return;
     }
     uint64_t now = loop_now(l);
@@ -751,7 +788,7 @@ static void ho_connect_to(struct ho_conn *hc, const struct addr *a)
     const struct outbound_source *src = &o->source;
     int fd = sock_connect_from(a, src->addr.family ? &src->addr : NULL, src->device, NULL);
     if (fd < 0) {
-        hc->why = "parent-unreachable";
+        ho_fail_as(hc, OUT_FAILED, "parent-unreachable", false);
         ho_conn_close(hc, errmap_name(fd), true);
         return;
     }
@@ -772,7 +809,7 @@ static void ho_on_dns(void *arg, int status, const struct dns_answer *ans)
     struct ho_conn *hc = arg;
     hc->dns = NULL;
     if (status != DNS_OK || ans->n == 0) {
-        hc->why = "parent-unresolved";
+        ho_fail_as(hc, OUT_FAILED, "parent-unresolved", false);
         ho_conn_close(hc, dns_status_str(status), true);
         return;
     }
@@ -917,7 +954,12 @@ static void ob_h2_queue(struct conn *c, struct ho_stream *s)
     }
     list_add_tail(&sl->waiters, &s->link);
     s->waiting = true;
-    loop_timer_arm(l, &c->timer, o->tunnel_wait_ms);
+    /* A pool's member keeps to the pool's connect budget: the next member
+     * may be up. */
+    uint64_t until = now + o->tunnel_wait_ms;
+    if (c->ob_rule != c->ob && c->deadline < until)
+        until = c->deadline;
+    loop_timer_arm_at(l, &c->timer, until);
     if (!sl->cur && now >= sl->retry_at)
         slot_attempt(sl);
     else if (!sl->cur && !timer_armed(&sl->timer))
@@ -995,8 +1037,8 @@ static void ob_h2_event(struct conn *c, uint32_t events)
         ob_h2_fail(c, o, why);
         return;
     }
-    if (!s->hc && s->id == 0 && s->sl->noh2)
-        ob_h2_fail(c, OUT_FAILED, "parent-no-h2"); /* the operator was told why (warn) */
+    if (!s->hc && s->id == 0 && s->fail_why)
+        ob_h2_fail(c, (enum outcome)s->fail_o, s->fail_why); /* the log said why (warn) */
     else if (s->gone || (!s->hc && s->id == 0))
         /* The connection went (or never came) before an answer. */
         ob_h2_fail(c, s->id ? OUT_FAILED : OUT_NET_UNREACHABLE,
