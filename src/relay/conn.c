@@ -116,14 +116,15 @@ void conn_access_log(struct conn *c, const char *cmd, const char *reply)
         snprintf(err, sizeof(err), " err=%s", errmap_name(c->err));
     log_write(LOG_INFO,
               "access id=%llu client=%s user=%s cmd=%s dst=%s addr=%s up=%llu down=%llu "
-              "ms=%llu reply=%s end=%s%s%s%s%s%s%s%s",
+              "ms=%llu reply=%s end=%s%s%s%s%s%s%s%s%s",
               (unsigned long long)c->id, client, c->user ? c->user : "-", cmd, dst,
               c->target.family ? target : "-", (unsigned long long)c->c2u.bytes,
               (unsigned long long)c->u2c.bytes,
               (unsigned long long)(loop_now(&c->w->loop) - c->t_start), reply,
               c->why ? c->why : "-", err, c->rule ? " rule=" : "", c->rule ? c->rule : "",
-              via ? " via=" : "", via ? via : "", c->front->log_proto ? " proto=" : "",
-              c->front->log_proto ? c->front->log_proto : "");
+              via ? " via=" : "", via ? via : "",
+              via && c->out == &outbound_h2 ? " mux=h2" : "", /* a stream of a shared connection */
+              c->front->log_proto ? " proto=" : "", c->front->log_proto ? c->front->log_proto : "");
 }
 
 void conn_close_fd(struct io *io)

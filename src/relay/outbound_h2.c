@@ -61,17 +61,17 @@ struct ho_slot;
 
 /* A session's stream: c->ob_priv from dial to close. */
 struct ho_stream {
-    struct list link;   /* in its connection's streams, or its slot's waiters */
-    struct ho_slot *sl; /* the slot it waits in or came through */
-    struct ho_conn *hc; /* NULL: waiting, or its connection is gone */
-    struct conn *c;     /* NULL once its session let go */
-    int32_t id;         /* 0: not submitted */
-    int status;         /* the response's :status; 0 while none */
-    bool waiting;       /* in sl->waiters */
-    bool gone;          /* nghttp2 closed it (or its connection died) */
-    bool reset;         /* ended without a clean END_STREAM both ways */
-    bool retry;         /* refused by a GOAWAY before it was processed: dial again */
-    bool http1;         /* the parent speaks http/1.1 (auto): go the HTTP/1 way */
+    struct list link;     /* in its connection's streams, or its slot's waiters */
+    struct ho_slot *sl;   /* the slot it waits in or came through */
+    struct ho_conn *hc;   /* NULL: waiting, or its connection is gone */
+    struct conn *c;       /* NULL once its session let go */
+    int32_t id;           /* 0: not submitted */
+    int status;           /* the response's :status; 0 while none */
+    bool waiting;         /* in sl->waiters */
+    bool gone;            /* nghttp2 closed it (or its connection died) */
+    bool reset;           /* ended without a clean END_STREAM both ways */
+    bool retry;           /* refused by a GOAWAY before it was processed: dial again */
+    bool http1;           /* the parent speaks http/1.1 (auto): go the HTTP/1 way */
     uint8_t fail_o;       /* enum outcome of the attempt that failed it now ... */
     const char *fail_why; /* ... and why; NULL: none */
     bool rx_eof, tx_eof, deferred;
@@ -475,8 +475,9 @@ static void ho_conn_close(struct ho_conn *hc, const char *why, bool failure)
         return;
     if (hc->st == HO_UP)
         ho_stat(sl, OB_STAT_H2_CONNS, -1);
-    log_write(failure ? LOG_WARN : LOG_DEBUG, "outbound %s: parent %s port %u: %s (HTTP/2 connection)",
-              sl_ob(sl)->name, sl_ob(sl)->host, sl_ob(sl)->port, why);
+    log_write(failure ? LOG_WARN : LOG_DEBUG,
+              "outbound %s: parent %s port %u: %s (HTTP/2 connection)", sl_ob(sl)->name,
+              sl_ob(sl)->host, sl_ob(sl)->port, why);
     hc->st = HO_DEAD;
     resolver_cancel(hc->dns);
     hc->dns = NULL;

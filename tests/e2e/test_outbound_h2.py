@@ -29,7 +29,7 @@ from certlib import OPENSSL, make_cert, pin_of
 from ferrylib import (EchoServer, ServerHalfCloseServer, SinkThenReplyServer, ThreadedServer,
                       expect_failure, handshake, open_client, read_until_close, request,
                       socks_connect)
-from opslib import free_port
+from opslib import free_port, http_get, metrics_addr
 
 pytestmark = pytest.mark.skipif(not OPENSSL, reason="openssl is needed (make deps-test)")
 
@@ -123,7 +123,8 @@ def test_h2_outbound_bulk_half_close_and_sharing(ferry, cert, workers):
     sink = SinkThenReplyServer(reply_size=64 * 1024)
     try:
         b = parent_b(ferry, cert)
-        a = child_a(ferry, cert, b.port, workers=workers)
+        a = child_a(ferry, cert, b.port, workers=workers,
+                    keys="[metrics]\nlisten = 127.0.0.1:0\n")
         exchange(a.addr, echo.addr, 10 * MiB, seed=workers)
         # The destination half-closes first: its greeting arrives and we go on sending.
         s, _ = socks_connect(a.addr, "127.0.0.1", hc.port)
@@ -177,6 +178,12 @@ def test_h2_outbound_bulk_half_close_and_sharing(ferry, cert, workers):
             assert time.monotonic() < deadline, "B did not log every stream"
             time.sleep(0.05)
         assert 1 <= len(b_client_ports(b)) <= workers, b_client_ports(b)
+        body = http_get(metrics_addr(a), "/metrics").body.decode()
+        conns = int(re.search(r'^ferry_outbound_h2_connections\{outbound="up"\} (\d+)$', body, re.M)[1])
+        streams = int(re.search(r'^ferry_outbound_h2_streams_total\{outbound="up"\} (\d+)$', body,
+                                re.M)[1])
+        assert 1 <= conns <= workers and streams == 203, body
+        assert re.search(r"access .* via=up mux=h2", a.log_text())
     finally:
         echo.stop()
         hc.stop()
@@ -244,7 +251,8 @@ def test_h2_outbound_parent_down_up_killed_back(ferry, cert):
     echo = EchoServer()
     port = free_port()
     try:
-        a = child_a(ferry, cert, port, workers=1, keys="tunnel_wait = 1s\n")
+        a = child_a(ferry, cert, port, workers=1,
+                    keys="tunnel_wait = 1s\n[metrics]\nlisten = 127.0.0.1:0\n")
         t0 = time.monotonic()
         s = open_client(a.addr)
         with s:
@@ -284,6 +292,9 @@ def test_h2_outbound_parent_down_up_killed_back(ferry, cert):
             assert time.monotonic() < deadline, "no session after the parent came back"
             time.sleep(0.2)
         assert b_client_ports(b2)
+        body = http_get(metrics_addr(a), "/metrics").body.decode()
+        assert re.search(r'^ferry_outbound_h2_reconnects_total\{outbound="up"\} [1-9]', body, re.M), body
+        a.wait_log(r"parent 127\.0\.0\.1 port \d+: (the parent closed the connection|ECONNRESET)")
     finally:
         echo.stop()
 
