@@ -42,6 +42,7 @@
 #include "log/log.h"
 #include "proto/h2flow.h"
 #include "proto/parent.h"
+#include "relay/h2io.h"
 #include "relay/outbound.h"
 #include "relay/session.h"
 #include "tls/tls.h"
@@ -135,6 +136,8 @@ struct ho_slot {
     uint32_t k;         /* failures in a row */
     uint64_t retry_at;  /* no attempt before (loop ms) */
     bool lost;          /* a connection was lost: the next one is a reconnect */
+    uint32_t refs;      /* its connections and streams: freed at 0 when its
+                         * configuration is no longer the current one */
     bool http1;         /* auto: the parent picked http/1.1 */
 };
 
@@ -176,6 +179,19 @@ static void hs_wake(struct ho_stream *s, uint8_t ev)
     loop_defer(&s->c->w->loop, &s->c->task);
 }
 
+static void slot_unref(struct ho_slot *sl);
+
+/* The stream's memory, and its hold on the slot. */
+static void hs_destroy(struct ho_stream *s)
+{
+    struct ho_slot *sl = s->sl;
+    free(s->rx);
+    free(s->tx);
+    free(s);
+    if (sl)
+        slot_unref(sl);
+}
+
 static void hs_free(struct ho_stream *s)
 {
     if (s->hc) {
@@ -187,9 +203,7 @@ static void hs_free(struct ho_stream *s)
     }
     if (s->hc || s->waiting)
         list_del(&s->link);
-    free(s->rx);
-    free(s->tx);
-    free(s);
+    hs_destroy(s);
 }
 
 /* ---- nghttp2 callbacks ------------------------------------------------ */
@@ -204,8 +218,8 @@ static int on_header(nghttp2_session *ss, const nghttp2_frame *f, const uint8_t 
     if (!s || f->hd.type != NGHTTP2_HEADERS || namelen != 7 || memcmp(name, ":status", 7))
         return 0;
     int st = 0;
-    for (size_t i = 0; i < valuelen && i < 3; i++)
-        st = st * 10 + (value[i] - '0');
+    for (size_t i = 0; i < valuelen; i++)
+        st = value[i] >= '0' && value[i] <= '9' && valuelen == 3 ? st * 10 + (value[i] - '0') : 999;
     if (st >= 200 && !s->status)
         s->status = st;
     return 0;
@@ -271,9 +285,10 @@ static int on_data_chunk(nghttp2_session *ss, uint8_t flags, int32_t id, const u
         while (cap < s->rx_len + len)
             cap *= 2;
         uint8_t *nb = cap > s->rx_cap ? realloc(s->rx, cap) : s->rx;
-        if (!nb)
-            return nghttp2_submit_rst_stream(ss, NGHTTP2_FLAG_NONE, id, NGHTTP2_INTERNAL_ERROR) ? 0
-                                                                                                : 0;
+        if (!nb) {
+            (void)nghttp2_submit_rst_stream(ss, NGHTTP2_FLAG_NONE, id, NGHTTP2_INTERNAL_ERROR);
+            return 0;
+        }
         s->rx = nb;
         s->rx_cap = cap;
     }
@@ -366,14 +381,12 @@ static void hs_submit(struct ho_conn *hc, struct ho_stream *s)
     char kmethod[] = ":method", vmethod[] = "CONNECT", kauth[] = ":authority",
          kcred[] = "proxy-authorization";
     char auth[300], cred[1100] = "";
-    if (c->dst_name) {
+    struct addr t = s->ip;
+    if (c->dst_name && addr_parse_ip(c->dst_name, c->dst_port, &t) != 0) {
         snprintf(auth, sizeof(auth), "%s:%u", c->dst_name, (unsigned)c->dst_port);
-    } else {
-        char a[ADDR_STRLEN];
-        struct addr t = s->ip;
+    } else { /* an address, or a name that is an address literal */
         t.port = c->dst_port;
-        addr_format(&t, a, sizeof(a)); /* [v6]:port */
-        snprintf(auth, sizeof(auth), "%s", a);
+        addr_format(&t, auth, sizeof(auth)); /* [v6]:port, RFC 9113 8.5 */
     }
     nghttp2_nv nv[3] = {
         {(uint8_t *)kmethod, (uint8_t *)vmethod, 7, 7, NGHTTP2_NV_FLAG_NONE},
@@ -417,7 +430,9 @@ static void hs_submit(struct ho_conn *hc, struct ho_stream *s)
 static void ho_conn_free(struct release *r)
 {
     struct ho_conn *hc = container_of(r, struct ho_conn, rel);
+    struct ho_slot *sl = hc->sl;
     free(hc);
+    slot_unref(sl);
 }
 
 static void slot_attempt(struct ho_slot *sl);
@@ -475,9 +490,10 @@ static void ho_conn_close(struct ho_conn *hc, const char *why, bool failure)
         return;
     if (hc->st == HO_UP)
         ho_stat(sl, OB_STAT_H2_CONNS, -1);
-    log_write(failure ? LOG_WARN : LOG_DEBUG,
-              "outbound %s: parent %s port %u: %s (HTTP/2 connection)", sl_ob(sl)->name,
-              sl_ob(sl)->host, sl_ob(sl)->port, why);
+    if (log_enabled(failure ? LOG_WARN : LOG_DEBUG))
+        log_write(failure ? LOG_WARN : LOG_DEBUG,
+                  "outbound %s: parent %s port %u: %s (HTTP/2 connection)", sl_ob(sl)->name,
+                  sl_ob(sl)->host, sl_ob(sl)->port, why);
     hc->st = HO_DEAD;
     resolver_cancel(hc->dns);
     hc->dns = NULL;
@@ -485,11 +501,10 @@ static void ho_conn_close(struct ho_conn *hc, const char *why, bool failure)
         struct ho_stream *s = container_of(hc->streams.next, struct ho_stream, link);
         list_del(&s->link);
         s->hc = NULL;
-        s->gone = s->reset = true;
+        s->reset = s->reset || !s->gone; /* a stream that had ended stays clean */
+        s->gone = true;
         if (!s->c) {
-            free(s->rx);
-            free(s->tx);
-            free(s);
+            hs_destroy(s);
             continue;
         }
         hs_wake(s, SIDE_RD | SIDE_WR);
@@ -515,6 +530,7 @@ static void ho_conn_close(struct ho_conn *hc, const char *why, bool failure)
         if (sl->cur == hc)
             sl->cur = NULL;
         free(hc);
+        sl->refs--;
         return;
     }
     if (sl->cur == hc) {
@@ -621,22 +637,9 @@ static int ho_handshake(struct ho_conn *hc)
 static int ho_flush(struct ho_conn *hc)
 {
     for (;;) {
-        while (hc->out_len < HO_OUT_CAP) {
-            const uint8_t *p;
-            ssize_t n = nghttp2_session_mem_send(hc->s, &p);
-            if (n < 0)
-                return -EPROTO;
-            if (n == 0)
-                break;
-            if (hc->out_len + (size_t)n > HO_OUT_CAP) {
-                uint8_t *nb = realloc(hc->out, hc->out_len + (size_t)n);
-                if (!nb)
-                    return -ENOMEM;
-                hc->out = nb;
-            }
-            memcpy(hc->out + hc->out_len, p, (size_t)n);
-            hc->out_len += (uint32_t)n;
-        }
+        int rc = h2io_gather(hc->s, &hc->out, &hc->out_len, HO_OUT_CAP, HO_OUT_CAP);
+        if (rc)
+            return rc;
         if (hc->out_off == hc->out_len)
             return 0;
         if (!(hc->ev & hc->wr_bit))
@@ -720,14 +723,16 @@ static void ho_drive(struct ho_conn *hc)
     if (rc == 0)
         rc = ho_flush(hc);
     if (rc) {
-        ho_conn_close(hc, rc > 0 ? "the parent closed the connection" : errmap_name(rc), true);
+        /* After its GOAWAY the parent closing is the plan, not a failure. */
+        ho_conn_close(hc, rc > 0 ? "the parent closed the connection" : errmap_name(rc),
+                      !(hc->goaway && rc > 0));
         return;
     }
     bool flushed = hc->out_len == 0 && !nghttp2_session_want_write(hc->s);
     if (flushed && hc->failed) {
         ho_conn_close(hc, "HTTP/2 protocol error", true);
     } else if (flushed && !nghttp2_session_want_read(hc->s)) {
-        ho_conn_close(hc, "the parent ended the session", hc->nstreams > 0);
+        ho_conn_close(hc, "the parent ended the session", !hc->goaway);
     } else if (hc->goaway && hc->nstreams == 0 && flushed) {
         ho_conn_close(hc, "GOAWAY, streams done", false);
     } else if (hc->nstreams == 0 && flushed && hc->sl->wc != hc->w->cur && !hc->goaway) {
@@ -831,6 +836,7 @@ static void slot_attempt(struct ho_slot *sl)
         return;
     }
     hc->sl = sl;
+    sl->refs++;
     hc->w = w;
     hc->rd_bit = SIDE_RD;
     hc->wr_bit = SIDE_WR;
@@ -910,9 +916,7 @@ static void ob_h2_release(struct conn *c)
     if (!s->hc) {
         if (s->waiting)
             list_del(&s->link);
-        free(s->rx);
-        free(s->tx);
-        free(s);
+        hs_destroy(s);
         return;
     }
     if (s->gone) {
@@ -983,6 +987,7 @@ static void ob_h2_dial(struct conn *c, const char *name, const struct addr *ip, 
         return;
     }
     s->sl = sl;
+    sl->refs++;
     s->c = c;
     s->port = port;
     s->has_name = name != NULL;
@@ -1153,30 +1158,12 @@ static void ob_h2_credit(struct conn *c)
     size_t n = (size_t)(done - s->credited);
     s->credited = done;
     nghttp2_session_consume_stream(hc->s, s->id, n);
-    s->win.consumed += (uint32_t)n;
-    if ((uint64_t)s->win.consumed * 2 > s->win.window) {
-        struct h2out_set *set = hc->w->h2out;
-        uint64_t now = clock_us(), tcp_rtt = 0;
-        struct tcp_info ti;
-        socklen_t tl = sizeof(ti);
-        if (getsockopt(hc->io.fd, IPPROTO_TCP, TCP_INFO, &ti, &tl) == 0)
-            tcp_rtt = ti.tcpi_rtt;
-        const struct config_http2 *h2 = &hc->sl->wc->cfg->http2;
-        uint32_t want =
-            h2flow_tune(&s->win, now, h2flow_rtt_use(&hc->rtt, tcp_rtt), h2->window_max);
-        uint32_t got = h2flow_admit(&hc->budget, &set->budget, s->win.window, want);
-        if (got > s->win.window) {
-            h2flow_charge(&hc->budget, got - s->win.window);
-            h2flow_charge(&set->budget, got - s->win.window);
-            s->win.window = got;
-            nghttp2_session_set_local_window_size(hc->s, NGHTTP2_FLAG_NONE, s->id, (int32_t)got);
-        }
-        s->win.consumed = 0;
-        s->win.epoch_us = now;
-        if (!hc->ping_us) {
-            hc->ping_us = now;
-            nghttp2_submit_ping(hc->s, NGHTTP2_FLAG_NONE, NULL);
-        }
+    uint64_t now;
+    if (h2io_window_consumed(hc->s, s->id, &s->win, n, &hc->budget, &hc->w->h2out->budget, &hc->rtt,
+                             hc->io.fd, hc->sl->wc->cfg->http2.window_max, &now) &&
+        !hc->ping_us) {
+        hc->ping_us = now; /* an RTT probe for the next epoch */
+        nghttp2_submit_ping(hc->s, NGHTTP2_FLAG_NONE, NULL);
     }
     ho_kick(hc);
 }
@@ -1206,6 +1193,12 @@ static void slot_free(struct ho_slot *sl)
     free(sl);
 }
 
+static void slot_unref(struct ho_slot *sl)
+{
+    if (--sl->refs == 0 && sl->wc != sl->w->cur && !sl->w->h2out->ending)
+        slot_free(sl);
+}
+
 void outbound_h2_config_changed(struct worker *w)
 {
     if (!w->h2out)
@@ -1220,7 +1213,7 @@ void outbound_h2_config_changed(struct worker *w)
     for (pos = w->h2out->slots.next; pos != &w->h2out->slots; pos = next) {
         next = pos->next;
         struct ho_slot *sl = container_of(pos, struct ho_slot, link);
-        if (sl->wc != w->cur && !sl->cur && list_empty(&sl->waiters))
+        if (sl->wc != w->cur && sl->refs == 0)
             slot_free(sl);
     }
 }

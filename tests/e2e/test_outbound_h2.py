@@ -12,7 +12,7 @@ credentials: SOCKS 0x01) and a rule's deny at B (0x02) while other sessions
 work, a parent that is down (0x03 within tunnel_wait), comes up (sessions
 work after the back-off), dies with sessions open (they end) and comes
 back, GOAWAY at B's SIGHUP (the open session finishes, a new one goes on a
-new connection), and a stalled local reader that does not stop 7 others
+new connection) and A's own reload, and a stalled local reader that does not stop 7 others
 from receiving 8 MiB each."""
 
 import hashlib
@@ -322,6 +322,21 @@ def test_h2_outbound_goaway_make_before_break(ferry, cert):
         while len(b_client_ports(b)) < 2:
             assert time.monotonic() < deadline, b_client_ports(b)
             time.sleep(0.05)
+        # A reloads with a session open: it finishes on the old
+        # configuration's connection, new ones go on a new one.
+        s, _ = socks_connect(a.addr, "127.0.0.1", echo.port)
+        with s:
+            off = a.log_offset()
+            a.send_signal(signal.SIGHUP)
+            a.wait_log(r"reload|configuration", start=off, timeout=10)
+            echo_once(a.addr, echo, b"after A's reload")
+            s.sendall(b"old generation")
+            assert s.recv(64) == b"old generation"
+        deadline = time.monotonic() + 10
+        while len(b_client_ports(b)) < 3:  # A's new generation: a new connection
+            assert time.monotonic() < deadline, b_client_ports(b)
+            time.sleep(0.05)
+        assert "the parent closed the connection" not in a.log_text()  # GOAWAY is no failure
     finally:
         echo.stop()
 
