@@ -139,6 +139,7 @@ struct ho_slot {
     uint32_t refs;      /* its connections and streams: freed at 0 when its
                          * configuration is no longer the current one */
     bool http1;         /* auto: the parent picked http/1.1 */
+    bool prewarm;       /* open a connection with nobody waiting (after a GOAWAY) */
 };
 
 struct h2out_set {
@@ -252,8 +253,13 @@ static int on_frame_recv(nghttp2_session *ss, const nghttp2_frame *f, void *user
     case NGHTTP2_GOAWAY:
         /* New sessions go to a new connection (make-before-break). */
         hc->goaway = true;
-        if (hc->sl && hc->sl->cur == hc)
+        if (hc->sl && hc->sl->cur == hc && hc->sl->wc != hc->w->cur)
+            hc->sl->cur = NULL; /* an old generation's: nothing to replace */
+        if (hc->sl && hc->sl->cur == hc && hc->sl->wc == hc->w->cur) {
             hc->sl->cur = NULL;
+            hc->sl->prewarm = true; /* the replacement opens now, from the slot's timer */
+            loop_timer_arm(&hc->w->loop, &hc->sl->timer, 0);
+        }
         break;
     default:
         break;
@@ -723,9 +729,10 @@ static void ho_drive(struct ho_conn *hc)
     if (rc == 0)
         rc = ho_flush(hc);
     if (rc) {
-        /* After its GOAWAY the parent closing is the plan, not a failure. */
+        /* After its GOAWAY, or idle (its iotimeout), the parent closing
+         * is no failure: the next session reconnects without a back-off. */
         ho_conn_close(hc, rc > 0 ? "the parent closed the connection" : errmap_name(rc),
-                      !(hc->goaway && rc > 0));
+                      !(rc > 0 && (hc->goaway || hc->nstreams == 0)));
         return;
     }
     bool flushed = hc->out_len == 0 && !nghttp2_session_want_write(hc->s);
@@ -871,8 +878,9 @@ static void slot_attempt(struct ho_slot *sl)
 static void slot_on_timer(struct timer *t)
 {
     struct ho_slot *sl = container_of(t, struct ho_slot, timer);
-    if (!sl->cur && !list_empty(&sl->waiters))
+    if (!sl->cur && (!list_empty(&sl->waiters) || sl->prewarm))
         slot_attempt(sl);
+    sl->prewarm = false;
 }
 
 static struct ho_slot *slot_get(struct conn *c)
