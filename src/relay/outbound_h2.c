@@ -307,15 +307,15 @@ static int on_data_chunk(nghttp2_session *ss, uint8_t flags, int32_t id, const u
 
 static int on_stream_close(nghttp2_session *ss, int32_t id, uint32_t err, void *user)
 {
-    (void)user;
+    const struct ho_conn *hc = user;
     struct ho_stream *s = nghttp2_session_get_stream_user_data(ss, id);
     if (!s)
         return 0;
     s->gone = true;
     if (err != NGHTTP2_NO_ERROR || !s->rx_eof)
         s->reset = true;
-    if (err == NGHTTP2_REFUSED_STREAM && !s->status)
-        s->retry = true; /* never processed: safe to send again */
+    if (err == NGHTTP2_REFUSED_STREAM && !s->status && hc->goaway)
+        s->retry = true; /* past the GOAWAY's last stream: never processed, sent again */
     if (!s->c) {
         hs_free(s);
         return 0;
@@ -1025,13 +1025,11 @@ static void ob_h2_event(struct conn *c, uint32_t events)
         c->out->dial(c, named ? c->dst_name : NULL, &ip, port);
         return;
     }
-    if (s->retry && s->sl) {
-        struct ho_slot *sl = s->sl;
+    if (s->retry) {
         struct addr ip = s->ip;
         uint16_t port = s->port;
         bool named = s->has_name;
         ob_h2_release(c);
-        (void)sl;
         ob_h2_dial(c, named ? c->dst_name : NULL, &ip, port);
         return;
     }
@@ -1044,10 +1042,11 @@ static void ob_h2_event(struct conn *c, uint32_t events)
         enum outcome o;
         const char *why;
         outbound_parent_outcome((uint8_t)parent_http_status_fail(s->status), &o, &why);
-        log_write(s->status == 407 ? LOG_WARN : LOG_DEBUG,
-                  "conn %llu: outbound %s: parent %s port %u answered HTTP %d",
-                  (unsigned long long)c->id, sl_ob(s->sl)->name, sl_ob(s->sl)->host,
-                  sl_ob(s->sl)->port, s->status);
+        if (log_enabled(s->status == 407 ? LOG_WARN : LOG_DEBUG))
+            log_write(s->status == 407 ? LOG_WARN : LOG_DEBUG,
+                      "conn %llu: outbound %s: parent %s port %u answered HTTP %d",
+                      (unsigned long long)c->id, sl_ob(s->sl)->name, sl_ob(s->sl)->host,
+                      sl_ob(s->sl)->port, s->status);
         ob_h2_fail(c, o, why);
         return;
     }
