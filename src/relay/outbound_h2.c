@@ -7,7 +7,7 @@
  * with exponential back-off and full jitter (200 ms * 2^k, at most 30 s,
  * k forgotten after 60 s up). A session arriving while it is down waits up
  * to the outbound's tunnel_wait, then fails as net-unreachable (SOCKS
- * 0x03, HTTP 503). mux = auto offers "h2,http/1.1" and, when the parent
+ * 0x03, HTTP 502). mux = auto offers "h2,http/1.1" and, when the parent
  * picks http/1.1, hands its sessions to the per-session HTTP/1.1 CONNECT
  * (outbound_https) from then on.
  *

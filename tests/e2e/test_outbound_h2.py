@@ -253,13 +253,19 @@ def test_h2_outbound_parent_down_up_killed_back(ferry, cert):
     try:
         a = child_a(ferry, cert, port, workers=1,
                     keys="tunnel_wait = 1s\n[metrics]\nlisten = 127.0.0.1:0\n")
+        # A SOCKS5 and an HTTP CONNECT client while it is down: both wait
+        # tunnel_wait, then net-unreachable (0x03; HTTP 502).
         t0 = time.monotonic()
         s = open_client(a.addr)
-        with s:
+        h = socket.create_connection(a.addr, timeout=10)
+        with s, h:
             handshake(s)
             s.sendall(request("127.0.0.1", echo.port))
+            h.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: x\r\n\r\n" % echo.port)
             expect_failure(s, 0x03, timeout=10)
+            assert h.recv(12) == b"HTTP/1.1 502"
         assert time.monotonic() - t0 < 8
+        a.wait_log(r"access .*end=tunnel-down via=up")
         b = parent_b(ferry, cert, port=port)
 
         def works() -> bool:
