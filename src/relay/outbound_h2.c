@@ -420,7 +420,12 @@ static void hs_submit(struct ho_conn *hc, struct ho_stream *s)
     list_add_tail(&hc->streams, &s->link);
     hc->nstreams++;
     if (id < 0) {
-        s->gone = s->reset = true;
+        /* Stream ids used up (or nghttp2 out of memory): this connection
+         * takes no more; the session is dialled again on a new one. */
+        s->gone = s->reset = s->retry = true;
+        hc->goaway = true;
+        if (hc->sl->cur == hc)
+            hc->sl->cur = NULL;
         hs_wake(s, SIDE_RD);
         return;
     }
