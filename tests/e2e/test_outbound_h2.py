@@ -334,14 +334,16 @@ def test_h2_outbound_goaway_make_before_break(ferry, cert):
         with s:
             off = a.log_offset()
             a.send_signal(signal.SIGHUP)
-            a.wait_log(r"reload|configuration", start=off, timeout=10)
-            echo_once(a.addr, echo, b"after A's reload")
+            a.wait_log(r"reload: configuration applied", start=off, timeout=10)
+            # A's new generation gets a connection of its own (the workers
+            # take the new configuration a moment after the log line).
+            deadline = time.monotonic() + 10
+            while len(b_client_ports(b)) < 3:
+                assert time.monotonic() < deadline, b_client_ports(b)
+                echo_once(a.addr, echo, b"after A's reload")
+                time.sleep(0.05)
             s.sendall(b"old generation")
             assert s.recv(64) == b"old generation"
-        deadline = time.monotonic() + 10
-        while len(b_client_ports(b)) < 3:  # A's new generation: a new connection
-            assert time.monotonic() < deadline, b_client_ports(b)
-            time.sleep(0.05)
         assert "the parent closed the connection" not in a.log_text()  # GOAWAY is no failure
     finally:
         echo.stop()
