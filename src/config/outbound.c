@@ -292,6 +292,7 @@ int outbound_section(struct outbound_list *l, const char *name, const char *orig
     snprintf(o->origin, sizeof(o->origin), "%s", origin);
     o->kind = OUTBOUND_KIND_DIRECT; /* until a url or members say otherwise */
     o->backoff_ms = 5000;
+    o->tunnel_wait_ms = 10000;
     *out = o;
     return 0;
 }
@@ -407,6 +408,18 @@ int outbound_set_key(struct config_outbound *o, const char *key, const char *v, 
     if (!strcmp(key, "connect_timeout"))
         return set_duration_key(&o->connect_timeout_ms, v, 1, 3600000, "a duration (1ms to 1h)",
                                 err, errlen);
+    if (!strcmp(key, "mux")) {
+        static const char *const names[] = {"auto", "h2", "http1"};
+        for (uint8_t i = 0; i < 3; i++)
+            if (!strcmp(v, names[i])) {
+                o->mux = i;
+                return 0;
+            }
+        return ERR("'%s': expected auto, h2 or http1", v);
+    }
+    if (!strcmp(key, "tunnel_wait"))
+        return set_duration_key(&o->tunnel_wait_ms, v, 1, 3600000, "a duration (1ms to 1h)", err,
+                                errlen);
     if (!strcmp(key, "pin")) {
         if (outbound_pin_parse(v, o->pin))
             return ERR("'%s' is not a pin (expected sha256// and the base64 of 32 bytes, as "
@@ -440,7 +453,7 @@ int outbound_set_key(struct config_outbound *o, const char *key, const char *v, 
     }
     return ERR("unknown key (known: url, members, strategy, health_check, health_target, "
                "backoff, connect_timeout, pin, ca_file, credentials_file, source, device, "
-               "ip_preference)");
+               "ip_preference, mux, tunnel_wait)");
 }
 
 /* ---- the whole list ------------------------------------------------------ */
@@ -543,6 +556,8 @@ static void check_section(const struct config_outbound *o, struct msglist *errs)
     bool pool = o->kind == OUTBOUND_KIND_POOL, parent = o->kind >= OUTBOUND_KIND_SOCKS5 && !pool;
     if ((o->has_pin || o->ca_file) && o->kind != OUTBOUND_KIND_HTTPS)
         why = "pin and ca_file are for https:// parents";
+    else if (o->mux && o->kind != OUTBOUND_KIND_HTTPS)
+        why = "mux is for https:// parents";
     else if (o->has_pin && o->ca_file)
         why = "pin and ca_file: choose one (a pin replaces the CA check)";
     else if (!pool && (o->health_ms || o->health_host[0] || o->strategy))

@@ -53,6 +53,15 @@ enum outbound_strategy {
     OUTBOUND_LEAST_CONN,  /* the member that is up with the fewest sessions */
 };
 
+/* An HTTPS parent: one HTTP/1.1 CONNECT per session, or every session of
+ * a worker a CONNECT stream (RFC 9113 section 8.5) on one shared HTTP/2
+ * connection; auto: the parent's ALPN answer decides. */
+enum outbound_mux {
+    OUTBOUND_MUX_AUTO,
+    OUTBOUND_MUX_H2,
+    OUTBOUND_MUX_HTTP1,
+};
+
 /* Which addresses of a name a direct dial tries first. */
 enum ip_preference {
     IP_PREF_ANY,        /* the resolver's order */
@@ -90,7 +99,17 @@ struct outbound_health {
 /* The per-worker counters of each outbound (config.ob_stats): dials that
  * reached the destination through it, sessions it carries now (a gauge:
  * least-connections sums it over workers), dials through it that failed. */
-enum { OB_STAT_SESSIONS, OB_STAT_ACTIVE, OB_STAT_FAILURES, OB_STATS };
+/* An HTTP/2 parent: its connections up now (a gauge), the CONNECT streams
+ * opened on them, and connections opened again after one was lost. */
+enum {
+    OB_STAT_SESSIONS,
+    OB_STAT_ACTIVE,
+    OB_STAT_FAILURES,
+    OB_STAT_H2_CONNS,
+    OB_STAT_H2_STREAMS,
+    OB_STAT_H2_RECONNECTS,
+    OB_STATS
+};
 
 struct config_outbound {
     char name[OUTBOUND_NAME_MAX];
@@ -109,6 +128,12 @@ struct config_outbound {
     uint8_t pin[32];
     char *ca_file;
     struct tls_ctx *tls; /* HTTPS: the client context made from them at load (tls/tls.h) */
+    /* HTTPS: how sessions share the parent (enum outbound_mux), the TLS
+     * context of the shared HTTP/2 connection (ALPN h2[,http/1.1]), and
+     * how long a session waits for that connection while it is down. */
+    uint8_t mux;
+    struct tls_ctx *tls_h2;
+    uint32_t tunnel_wait_ms;
     /* A pool: members by index into config.outbounds, in order. */
     uint16_t members[OUTBOUND_MAX_MEMBERS];
     uint8_t nmembers;

@@ -26,7 +26,13 @@ int outbound_tls_load(struct config_outbound *o, char *err, size_t errlen)
     };
     char why[TLS_ERROR_MAX];
     o->tls = tls_client_ctx_new(&conf, why, sizeof(why));
-    if (!o->tls) {
+    if (o->tls && o->mux != OUTBOUND_MUX_HTTP1) {
+        /* The shared HTTP/2 connection (relay/outbound_h2.c): auto also
+         * offers http/1.1 and falls back to the context above. */
+        conf.alpn = o->mux == OUTBOUND_MUX_H2 ? "h2" : "h2,http/1.1";
+        o->tls_h2 = tls_client_ctx_new(&conf, why, sizeof(why));
+    }
+    if (!o->tls || (o->mux != OUTBOUND_MUX_HTTP1 && !o->tls_h2)) {
         snprintf(err, errlen, "outbound %s: %s", o->name, why);
         return -EINVAL;
     }
@@ -37,4 +43,6 @@ void outbound_tls_fini(struct config_outbound *o)
 {
     tls_ctx_free(o->tls);
     o->tls = NULL;
+    tls_ctx_free(o->tls_h2);
+    o->tls_h2 = NULL;
 }

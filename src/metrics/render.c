@@ -323,6 +323,36 @@ static void ob_sample(struct mtext *t, const char *name, const char *name_value,
         mtext_printf(t, "\"} %llu\n", (unsigned long long)v);
 }
 
+/* HTTPS parents spoken HTTP/2 (relay/outbound_h2.c): one connection per
+ * worker carrying every session as a stream. */
+static void render_outbounds_h2(struct mtext *t, const struct config *cfg, unsigned nw)
+{
+    static const struct {
+        const char *name, *type, *help;
+        unsigned col;
+    } fam[] = {
+        {"ferry_outbound_h2_connections", "gauge",
+         "HTTP/2 connections to the parent up now (one per worker at most).", OB_STAT_H2_CONNS},
+        {"ferry_outbound_h2_streams_total", "counter",
+         "CONNECT streams opened on the HTTP/2 connections to the parent.", OB_STAT_H2_STREAMS},
+        {"ferry_outbound_h2_reconnects_total", "counter",
+         "HTTP/2 connections to the parent opened again after one was lost.",
+         OB_STAT_H2_RECONNECTS},
+    };
+    bool any = false;
+    for (uint32_t i = 0; i < cfg->noutbounds; i++)
+        any |= cfg->outbounds[i].kind == OUTBOUND_KIND_HTTPS &&
+               cfg->outbounds[i].mux != OUTBOUND_MUX_HTTP1;
+    for (size_t f = 0; any && f < sizeof(fam) / sizeof(fam[0]); f++) {
+        family(t, fam[f].name, fam[f].type, fam[f].help);
+        for (uint32_t i = 0; i < cfg->noutbounds; i++) {
+            const struct config_outbound *o = &cfg->outbounds[i];
+            if (o->kind == OUTBOUND_KIND_HTTPS && o->mux != OUTBOUND_MUX_HTTP1)
+                ob_sample(t, fam[f].name, o->name, ob_sum(cfg, nw, i, fam[f].col), 0, false);
+        }
+    }
+}
+
 /* Each configured outbound (and direct): health, what it carries, how
  * often dials through it failed. Counts start again at a reload. */
 static void render_outbounds(struct mtext *t, const struct metrics_source *src,
@@ -381,6 +411,7 @@ static void render_outbounds(struct mtext *t, const struct metrics_source *src,
             }
         }
     }
+    render_outbounds_h2(t, cfg, nw);
 }
 
 /* The relay, and what refused destinations or protocols. */

@@ -427,38 +427,37 @@ static int http_status(const struct parent_hs *h)
     return s;
 }
 
+enum parent_fail parent_http_status_fail(int s)
+{
+    switch (s) {
+    case 407:
+        return PARENT_FAIL_AUTH;
+    case 403:
+        return PARENT_FAIL_DENIED;
+    case 405:
+    case 501:
+        return PARENT_FAIL_CMD_UNSUPPORTED;
+    case 502:
+        return PARENT_FAIL_REFUSED;
+    case 503:
+        return PARENT_FAIL_HOST_UNREACHABLE;
+    case 504:
+        return PARENT_FAIL_TIMEOUT;
+    default:
+        return PARENT_FAIL_GENERAL;
+    }
+}
+
 /* An HTTP status that is not 1xx or 2xx: the failure it says. */
 static void http_fail(struct parent_hs *h, int s)
 {
     char why[80];
-    enum parent_fail f = PARENT_FAIL_GENERAL;
-    switch (s) {
-    case 407:
-        f = PARENT_FAIL_AUTH;
+    enum parent_fail f = parent_http_status_fail(s);
+    if (f == PARENT_FAIL_AUTH)
         snprintf(why, sizeof(why), "parent %s (HTTP 407)",
                  h->has_auth ? "refused the credentials" : "requires credentials");
-        fail(h, f, why);
-        return;
-    case 403:
-        f = PARENT_FAIL_DENIED;
-        break;
-    case 405:
-    case 501:
-        f = PARENT_FAIL_CMD_UNSUPPORTED;
-        break;
-    case 502:
-        f = PARENT_FAIL_REFUSED;
-        break;
-    case 503:
-        f = PARENT_FAIL_HOST_UNREACHABLE;
-        break;
-    case 504:
-        f = PARENT_FAIL_TIMEOUT;
-        break;
-    default:
-        break;
-    }
-    snprintf(why, sizeof(why), "parent answered HTTP %d", s);
+    else
+        snprintf(why, sizeof(why), "parent answered HTTP %d", s);
     fail(h, f, why);
 }
 

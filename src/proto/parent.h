@@ -142,6 +142,11 @@ const char *parent_fail_name(enum parent_fail f);
 /* Basic credentials (RFC 7617) for a Proxy-Authorization field: base64 of
  * "user:pass" into out, NUL-terminated. Returns the length, or 0 when cap
  * is too small. */
+/* The failure an HTTP CONNECT parent's non-2xx status says (RFC 9110
+ * section 15): 407 auth, 403 denied, 405/501 command, 502 refused, 503
+ * host unreachable, 504 timeout, any other general. */
+enum parent_fail parent_http_status_fail(int status);
+
 size_t parent_basic_credentials(const char *user, const char *pass, char *out, size_t cap);
 
 #endif

@@ -127,14 +127,16 @@ void conn_access_log(struct conn *c, const char *cmd, const char *reply)
         c->front->log_fields(c, extra, sizeof(extra));
     log_write(LOG_INFO,
               "access id=%llu client=%s user=%s cmd=%s dst=%s addr=%s up=%llu down=%llu "
-              "ms=%llu reply=%s end=%s%s%s%s%s%s%s%s%s",
+              "ms=%llu reply=%s end=%s%s%s%s%s%s%s%s%s%s",
               (unsigned long long)c->id, client, c->user ? c->user : "-", cmd, dst,
               c->target.family ? target : "-", (unsigned long long)c->c2u.bytes,
               (unsigned long long)c->u2c.bytes,
               (unsigned long long)(loop_now(&c->w->loop) - c->t_start), reply,
               c->why ? c->why : "-", err, c->rule ? " rule=" : "", c->rule ? c->rule : "",
-              via ? " via=" : "", via ? via : "", c->front->log_proto ? " proto=" : "",
-              c->front->log_proto ? c->front->log_proto : "", extra);
+              via ? " via=" : "", via ? via : "",
+              via && c->out == &outbound_h2 ? " mux=h2" : "", /* a stream of a shared connection */
+              c->front->log_proto ? " proto=" : "", c->front->log_proto ? c->front->log_proto : "",
+              extra);
 }
 
 void conn_close_fd(struct io *io)
@@ -506,6 +508,8 @@ static void conn_resume(struct conn *c)
 {
     if (c->state == CONN_ST_RELAY)
         conn_relay_drive(c);
+    else if (c->state == CONN_ST_CONNECT && c->up.fd < 0)
+        c->out->event(c, 0); /* a stream outbound's news (outbound_h2.c) */
     else if (conn_front_owns(c->state))
         c->front->drive(c, 0);
 }

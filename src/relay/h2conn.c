@@ -36,6 +36,7 @@
 #include "proto/h2flow.h"
 #include "proto/h2h1.h"
 #include "relay/front.h"
+#include "relay/h2io.h"
 #include "relay/session.h"
 
 #define H2_TX_MAX   (128u * 1024) /* bytes a stream holds for the client */
@@ -507,24 +508,9 @@ static int h2conn_flush(struct h2conn *hc)
 {
     struct conn *c = hc->c;
     for (;;) {
-        while (hc->out_len < H2_OUT_CAP / 2) {
-            const uint8_t *p;
-            ssize_t n = nghttp2_session_mem_send(hc->s, &p);
-            if (n < 0)
-                return -EPROTO;
-            if (n == 0)
-                break;
-            if (hc->out_len + (size_t)n > H2_OUT_CAP) {
-                /* A frame bigger than the room (never past 16 KiB + 9 by
-                 * default): write what is gathered first. */
-                uint8_t *nb = realloc(hc->out, hc->out_len + (size_t)n);
-                if (!nb)
-                    return -ENOMEM;
-                hc->out = nb;
-            }
-            memcpy(hc->out + hc->out_len, p, (size_t)n);
-            hc->out_len += (uint32_t)n;
-        }
+        int rc = h2io_gather(hc->s, &hc->out, &hc->out_len, H2_OUT_CAP / 2, H2_OUT_CAP);
+        if (rc)
+            return rc;
         if (hc->out_off == hc->out_len)
             return 0;
         if (!(c->cli_ev & SIDE_WR))
@@ -782,26 +768,10 @@ const struct h2stream_req *h2stream_req(const struct conn *c)
 static void h2stream_tune(struct h2stream *s, size_t n)
 {
     struct h2conn *hc = s->hc;
-    s->win.consumed += (uint32_t)n;
-    if ((uint64_t)s->win.consumed * 2 <= s->win.window)
+    uint64_t now;
+    if (!h2io_window_consumed(hc->s, s->id, &s->win, n, &hc->budget, &worker_budget, &hc->rtt,
+                              hc->c->cli.fd, h2cfg(hc)->window_max, &now))
         return;
-    uint64_t now = clock_us();
-    uint64_t tcp_rtt = 0;
-    struct tcp_info ti;
-    socklen_t tl = sizeof(ti);
-    if (getsockopt(hc->c->cli.fd, IPPROTO_TCP, TCP_INFO, &ti, &tl) == 0)
-        tcp_rtt = ti.tcpi_rtt;
-    uint32_t want =
-        h2flow_tune(&s->win, now, h2flow_rtt_use(&hc->rtt, tcp_rtt), h2cfg(hc)->window_max);
-    uint32_t got = h2flow_admit(&hc->budget, &worker_budget, s->win.window, want);
-    if (got > s->win.window) {
-        h2flow_charge(&hc->budget, got - s->win.window);
-        h2flow_charge(&worker_budget, got - s->win.window);
-        s->win.window = got;
-        nghttp2_session_set_local_window_size(hc->s, NGHTTP2_FLAG_NONE, s->id, (int32_t)got);
-    }
-    s->win.consumed = 0;
-    s->win.epoch_us = now;
     uint64_t ms = loop_now(&hc->c->w->loop);
     if (!hc->ping_us && ms - hc->ping_ms >= H2_PING_MS) {
         hc->ping_us = now;

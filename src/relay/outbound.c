@@ -23,7 +23,7 @@ const struct outbound_ops *outbound_ops_for(const struct config_outbound *o)
     case OUTBOUND_KIND_HTTP:
         return &outbound_parent;
     case OUTBOUND_KIND_HTTPS:
-        return &outbound_https;
+        return o->mux == OUTBOUND_MUX_HTTP1 ? &outbound_https : &outbound_h2;
     case OUTBOUND_KIND_POOL:
         return &outbound_pool;
     default:

@@ -67,6 +67,10 @@ struct outbound_ops {
     ssize_t (*write)(struct conn *c, const void *p, size_t len, uint8_t *want);
     int (*shutdown_wr)(struct conn *c, uint8_t *want);
     bool (*pending)(const struct conn *c);
+    /* After the pump moved bytes (a stream outbound): account for what
+     * reached the client (c->u2c.bytes), e.g. flow-control credit. NULL:
+     * nothing to do. */
+    void (*credit)(struct conn *c);
 };
 
 extern const struct outbound_ops outbound_direct;
@@ -76,6 +80,10 @@ extern const struct outbound_ops outbound_parent;
 /* The same through TLS 1.3: an HTTPS parent (outbound_parent.c,
  * outbound_https.c). */
 extern const struct outbound_ops outbound_https;
+/* An HTTPS parent with mux h2 or auto: CONNECT streams on the worker's
+ * shared HTTP/2 connection (outbound_h2.c); auto falls back to
+ * outbound_https when the parent's ALPN says http/1.1. */
+extern const struct outbound_ops outbound_h2;
 /* outbound_pool.c: members tried by strategy, failing over. */
 extern const struct outbound_ops outbound_pool;
 
@@ -101,6 +109,16 @@ void outbound_fail(struct conn *c, enum outcome o, const char *why);
  * evenly over this one and the `left` addresses still untried after it).
  * Returns 0, or -errno with fd closed (try the next address). */
 int outbound_watch_connect(struct conn *c, int fd, uint64_t now, uint64_t left);
+
+/* A parent's failure (enum parent_fail of proto/parent.h) as the outcome
+ * a session fails with and the access log's why (outbound_parent.c). */
+void outbound_parent_outcome(uint8_t fail, enum outcome *o, const char **why);
+
+/* The worker's HTTP/2 parent connections (outbound_h2.c): close those of
+ * configurations no longer current that carry nothing (after a reload),
+ * and free them all at the worker's end (after its sessions closed). */
+void outbound_h2_config_changed(struct worker *w);
+void outbound_h2_worker_fini(struct worker *w);
 
 /* ---- pools and health (outbound_pool.c, outbound_check.c) ---------------- */
 

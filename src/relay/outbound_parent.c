@@ -129,10 +129,7 @@ static void pd_fail(struct conn *c, enum outcome o, const char *why, const char 
     outbound_fail(c, o, why);
 }
 
-/* A failed handshake: its neutral failure to an outcome and a why for the
- * access log. An auth failure at the parent is not the client's: it is
- * answered as a general failure (SOCKS 0x01, HTTP 502). */
-static void pd_fail_hs(struct conn *c)
+void outbound_parent_outcome(uint8_t fail, enum outcome *o, const char **why)
 {
     static const struct {
         uint8_t outcome;
@@ -150,12 +147,25 @@ static void pd_fail_hs(struct conn *c)
         [PARENT_FAIL_CMD_UNSUPPORTED] = {OUT_CMD_UNSUPPORTED, "parent-cmd-unsupported"},
         [PARENT_FAIL_ADDR_UNSUPPORTED] = {OUT_ADDR_UNSUPPORTED, "parent-addr-unsupported"},
     };
+    uint8_t f = fail < PARENT_FAIL_COUNT ? fail : PARENT_FAIL_GENERAL;
+    *o = (enum outcome)map[f].outcome;
+    *why = map[f].why;
+}
+
+/* A failed handshake: its neutral failure to an outcome and a why for the
+ * access log. An auth failure at the parent is not the client's: it is
+ * answered as a general failure (SOCKS 0x01, HTTP 502). */
+static void pd_fail_hs(struct conn *c)
+{
     struct parent_dial *pd = c->ob_priv;
     uint8_t f = pd->hs.fail < PARENT_FAIL_COUNT ? pd->hs.fail : PARENT_FAIL_GENERAL;
     bool warn = f == PARENT_FAIL_AUTH || f == PARENT_FAIL_BAD_REPLY;
     char what[sizeof(pd->hs.reason)];
     memcpy(what, pd->hs.reason, sizeof(what));
-    pd_fail(c, (enum outcome)map[f].outcome, map[f].why, what, warn);
+    enum outcome o;
+    const char *why;
+    outbound_parent_outcome(f, &o, &why);
+    pd_fail(c, o, why, what, warn);
 }
 
 /* ---- the handshake ------------------------------------------------------ */

@@ -450,6 +450,8 @@ static int pump_stream(struct conn *c)
     }
     if (c->h2s)
         h2stream_credit(c); /* stream credit for what reached the destination */
+    if (o->credit)
+        o->credit(c); /* ... and for what reached the client (outbound_h2.c) */
     relay_count_bytes(c);
     return rc;
 }

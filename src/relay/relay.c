@@ -75,6 +75,7 @@ static void relay_worker_fini(struct worker *w)
     w->ob_checks = NULL;
     udp_worker_fini(w);
     http_pool_fini(w);
+    outbound_h2_worker_fini(w);
     if (w->auth) {
         auth_worker_fini(w->auth);
         free(w->auth);
@@ -98,6 +99,7 @@ static void relay_config_changed(struct worker *w)
      * GOAWAY: their open streams finish, new ones come on a new
      * connection under the new one. */
     h2conn_goaway_all(w);
+    outbound_h2_config_changed(w);
     const struct config *cfg = w->cur->cfg;
     struct auth *a = atomic_load(&w->sh->auth);
     if (w->auth || !a || !config_auth_enabled(cfg))

@@ -37,6 +37,7 @@ struct conn;
 struct upstream_pool;
 struct udp_worker;
 struct ob_checks;
+struct h2out_set;
 
 enum worker_cmd {
     WORKER_CMD_DRAIN = 1u << 0,  /* stop accepting; exit once no session is left */
@@ -125,6 +126,7 @@ struct worker {
     struct auth_worker *auth;             /* auth/, or NULL */
     struct udp_worker *udp;               /* udp/, or NULL until needed */
     struct ob_checks *ob_checks;          /* relay/'s pool health checks (worker 0), or NULL */
+    struct h2out_set *h2out;              /* relay/'s HTTP/2 parent connections, or NULL */
     struct upstream_pool *http;           /* relay/'s HTTP upstream pool, or NULL until needed */
     struct listener *listeners;
     size_t nlisteners;

@@ -206,7 +206,7 @@ static void test_names_and_sections(void **state)
     expect_msg(x, 4,
                "%s:7: outbound a.secret: unknown key (known: url, members, strategy, "
                "health_check, health_target, backoff, connect_timeout, pin, ca_file, "
-               "credentials_file, source, device, ip_preference)",
+               "credentials_file, source, device, ip_preference, mux, tunnel_wait)",
                x->path);
     expect_msg(x, 5, "%s:8: [outbound a] is defined twice (at %s:4)", x->path, x->path);
 }
@@ -249,14 +249,55 @@ static void test_checks_that_hang_together(void **state)
                x->path);
 }
 
+/* mux and tunnel_wait: defaults, values, and the ones that make no sense. */
+static void test_mux(void **state)
+{
+    struct ctx *x = *state;
+    expect_load_ok(x,
+                   "[outbound a]\nurl = https://x\npin = "
+                   "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"
+                   "[outbound b]\nurl = https://x\nmux = h2\ntunnel_wait = 2s\npin = "
+                   "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"
+                   "[outbound c]\nurl = https://x\nmux = http1\npin = "
+                   "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n",
+                   NULL);
+    const struct config_outbound *a = ob(x->c, "a"), *b = ob(x->c, "b"), *c = ob(x->c, "c");
+    assert_int_equal(a->mux, OUTBOUND_MUX_AUTO);
+    assert_int_equal(a->tunnel_wait_ms, 10000);
+    assert_non_null(a->tls_h2);
+    assert_int_equal(b->mux, OUTBOUND_MUX_H2);
+    assert_int_equal(b->tunnel_wait_ms, 2000);
+    assert_int_equal(c->mux, OUTBOUND_MUX_HTTP1);
+    assert_null(c->tls_h2);
+}
+
+static void test_mux_errors(void **state)
+{
+    struct ctx *x = *state;
+    expect_load_fails(x,
+                      "[outbound a]\nurl = https://x\nmux = h3\n"
+                      "[outbound b]\nurl = http://x\nmux = h2\n",
+                      NULL, 2);
+    expect_msg(x, 0, "%s:3: outbound a.mux: 'h3': expected auto, h2 or http1", x->path);
+    expect_msg(x, 1, "%s:4: outbound b: mux is for https:// parents", x->path);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        T(test_builtins_without_file), T(test_urls),  T(test_bad_urls),
-        T(test_credentials_file),      T(test_pools), T(test_pool_errors),
-        T(test_names_and_sections),    T(test_via),   T(test_checks_that_hang_together),
+        T(test_builtins_without_file),
+        T(test_urls),
+        T(test_bad_urls),
+        T(test_credentials_file),
+        T(test_pools),
+        T(test_pool_errors),
+        T(test_names_and_sections),
+        T(test_via),
+        T(test_checks_that_hang_together),
+        T(test_mux),
+        T(test_mux_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * h2io.c: the pieces the HTTP/2 server and client share (h2io.h): frame
+ * gathering for memory I/O and the stream window's growth on consumption.
+ * No socket writes, no sessions, no logging.
+ */
+#include "relay/h2io.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "core/loop.h"
+
+int h2io_gather(nghttp2_session *s, uint8_t **buf, uint32_t *len, uint32_t upto, uint32_t cap)
+{
+    while (*len < upto) {
+        const uint8_t *p;
+        ssize_t n = nghttp2_session_mem_send(s, &p);
+        if (n < 0)
+            return -EPROTO;
+        if (n == 0)
+            break;
+        if (*len + (size_t)n > cap) {
+            /* A frame bigger than the room (never past 16 KiB + 9 by
+             * default): the buffer grows for it. */
+            uint8_t *nb = realloc(*buf, *len + (size_t)n);
+            if (!nb)
+                return -ENOMEM;
+            *buf = nb;
+        }
+        memcpy(*buf + *len, p, (size_t)n);
+        *len += (uint32_t)n;
+    }
+    return 0;
+}
+
+bool h2io_window_consumed(nghttp2_session *s, int32_t id, struct h2flow_win *win, size_t n,
+                          struct h2flow_budget *conn, struct h2flow_budget *worker,
+                          const struct h2flow_rtt *rtt, int fd, uint32_t window_max,
+                          uint64_t *now_us)
+{
+    win->consumed += (uint32_t)n;
+    if ((uint64_t)win->consumed * 2 <= win->window)
+        return false;
+    uint64_t now = clock_us();
+    uint64_t tcp_rtt = 0;
+    struct tcp_info ti;
+    socklen_t tl = sizeof(ti);
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &tl) == 0)
+        tcp_rtt = ti.tcpi_rtt;
+    uint32_t want = h2flow_tune(win, now, h2flow_rtt_use(rtt, tcp_rtt), window_max);
+    uint32_t got = h2flow_admit(conn, worker, win->window, want);
+    if (got > win->window) {
+        h2flow_charge(conn, got - win->window);
+        h2flow_charge(worker, got - win->window);
+        win->window = got;
+        nghttp2_session_set_local_window_size(s, NGHTTP2_FLAG_NONE, id, (int32_t)got);
+    }
+    win->consumed = 0;
+    win->epoch_us = now;
+    *now_us = now;
+    return true;
+}
