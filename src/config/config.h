@@ -175,8 +175,14 @@ struct config {
     uint32_t pipe_size;
     enum splice_mode splice;
     enum log_level log_level;
-    char *log_file;    /* NULL: stderr */
-    int log_file_line; /* line of path that set it; 0: not from the file */
+    char *log_file;           /* NULL: stderr */
+    int log_file_line;        /* line of log_file_src that set it; 0: not from the file */
+    const char *log_file_src; /* the file (in files) that set it */
+    enum log_format log_format;
+    enum log_target log_target; /* AUTO: the file when log_file is set, else stderr */
+    char *syslog_address;       /* NULL: /dev/log */
+    int syslog_facility;        /* 3 (daemon) or 16..23 (local0..7) */
+    bool log_session_start;     /* access-start lines when a relay starts */
     bool access_log;
     bool open_proxy;
     struct config_auth auth;
@@ -223,6 +229,7 @@ struct config {
     /* Problems that did not stop the load ("FILE:LINE: KEY: ..."); the server
      * logs them at start and on reload, --check prints them. */
     struct msglist warnings;
+    struct msglist files; /* the config file, then every file it included, in reading order */
 };
 
 /* What the command line says; NULL/0 fields mean "not given". */
