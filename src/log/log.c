@@ -220,11 +220,13 @@ static size_t format_record(char *line, size_t cap, enum log_level lvl, const ch
         n += m > 0 ? (size_t)m : 0;
         n += log_fields_json(line + n, cap - n - 1, msg, f, nf);
     } else {
+        /* LOG_LINE_MAX bounds a text record, its "TIME LEVEL " included
+         * (the syslog header is not). */
+        size_t lim = MIN(cap, n + LOG_LINE_MAX);
         if (q.sfd < 0) {
             m = snprintf(line + n, cap - n, "%s %-5s ", ts, log_level_name(lvl));
             n += m > 0 ? (size_t)m : 0;
         }
-        size_t lim = MIN(cap, n + LOG_LINE_MAX);
         n += log_fields_text(line + n, lim - n, msg, f, nf);
         if (n >= lim - 1) {
             n = lim - 5;
