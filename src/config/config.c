@@ -48,8 +48,9 @@ struct loader {
     char *text;   /* the whole file */
     char *next;   /* next unread line in text */
     int seen[96]; /* line a key was first set on (by key index), 0 = unset */
-    const char *seen_file[96]; /* ... in this file (c->files owns it) */
-    int depth;                 /* files being read: the main one is 1 */
+
+    const char *seen_file[96];       /* ... in this file (c->files owns it) */
+    int depth;                       /* files being read: the main one is 1 */
     char *stack[CONFIG_INCLUDE_MAX]; /* their real paths, for cycles */
     bool listen_from_file;
     bool workers_auto;
@@ -707,8 +708,11 @@ static int set_tls_version(struct loader *ld, const struct key *k, const char *v
 static int set_tls_file(struct loader *ld, const struct key *k, const char *v)
 {
     int rc = set_string(ld, k, v);
-    if (!rc)
-        *(k->off == OFF(tls.cert) ? &ld->c->tls.cert_line : &ld->c->tls.key_line) = ld->line;
+    if (!rc) {
+        bool cert = k->off == OFF(tls.cert);
+        *(cert ? &ld->c->tls.cert_line : &ld->c->tls.key_line) = ld->line;
+        *(cert ? &ld->c->tls.cert_src : &ld->c->tls.key_src) = ld->file;
+    }
     return rc;
 }
 
@@ -1118,23 +1122,22 @@ static void include_one(struct loader *ld, const char *path)
     char *real = realpath(path, NULL);
     for (int i = 0; real && i < ld->depth; i++) {
         if (strcmp(ld->stack[i], real) == 0) {
-            bad(ld, "include", "%s is already being read (an include cycle: %s includes it)",
-                path, ld->file);
+            bad(ld, "include", "%s is already being read (an include cycle: %s includes it)", path,
+                ld->file);
             free(real);
             return;
         }
     }
     free(real);
     if (ld->depth >= CONFIG_INCLUDE_MAX) {
-        bad(ld, "include", "%s: includes nested more than %d files deep", path,
-            CONFIG_INCLUDE_MAX);
+        bad(ld, "include", "%s: includes nested more than %d files deep", path, CONFIG_INCLUDE_MAX);
         return;
     }
     char *text;
     int rc = file_read_text(path, CONFIG_FILE_MAX, &text, NULL);
     if (rc) {
         bad(ld, "include", "cannot read %s: %s", path,
-            rc == -EFBIG      ? "larger than 1 MiB"
+            rc == -EFBIG    ? "larger than 1 MiB"
             : rc == -EINVAL ? "contains a NUL byte; not a text file"
                             : strerror(-rc));
         return;
@@ -1891,8 +1894,7 @@ int config_check_log_file(const struct config *c, struct msglist *errs)
     if (!why[0])
         return 0;
     if (c->log_file_src && c->log_file_line)
-        msglist_push(errs, "%s:%d: log_file: %s: %s", c->log_file_src, c->log_file_line, path,
-                     why);
+        msglist_push(errs, "%s:%d: log_file: %s: %s", c->log_file_src, c->log_file_line, path, why);
     else
         msglist_push(errs, "log_file: %s: %s", path, why);
     return -EINVAL;

@@ -65,6 +65,8 @@ struct config_tls {
     uint32_t handshake_ms;       /* a TLS handshake must end within it */
     uint32_t per_ip_handshakes;  /* concurrent handshakes per client address; 0: unlimited */
     uint32_t ticket_rotation_ms; /* session-ticket key lifetime; 0: no tickets */
+
+    const char *cert_src, *key_src; /* the files (config.files) of cert_line, key_line */
     struct tls_ctx *ctx;
     char pin[64]; /* "sha256//BASE64" of the certificate's SubjectPublicKeyInfo */
 };

@@ -95,8 +95,7 @@ size_t log_json_escape(char *out, size_t cap, const char *s, size_t n, size_t *c
     return o;
 }
 
-size_t log_fields_text(char *out, size_t cap, const char *msg, const struct log_field *f,
-                       size_t n)
+size_t log_fields_text(char *out, size_t cap, const char *msg, const struct log_field *f, size_t n)
 {
     size_t used = 0;
     int w = snprintf(out, cap, "%s", msg);
@@ -154,8 +153,7 @@ static size_t json_member(char *out, size_t o, size_t lim, const struct log_fiel
     return o + (size_t)w;
 }
 
-size_t log_fields_json(char *out, size_t cap, const char *msg, const struct log_field *f,
-                       size_t n)
+size_t log_fields_json(char *out, size_t cap, const char *msg, const struct log_field *f, size_t n)
 {
     static const char cut[] = ",\"truncated\":true}";
     size_t lim = cap - sizeof(cut); /* room kept for the cut mark and the NUL */

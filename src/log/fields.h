@@ -27,9 +27,18 @@ struct log_field {
     uint64_t u, u2;
 };
 
-#define LOG_FSTR(k, v)     {.key = (k), .type = LOG_F_STR, .s = (v)}
-#define LOG_FU64(k, v)     {.key = (k), .type = LOG_F_U64, .u = (v)}
-#define LOG_FPAIR(k, a, b) {.key = (k), .type = LOG_F_PAIR, .u = (a), .u2 = (b)}
+#define LOG_FSTR(k, v)                          \
+    {                                           \
+        .key = (k), .type = LOG_F_STR, .s = (v) \
+    }
+#define LOG_FU64(k, v)                          \
+    {                                           \
+        .key = (k), .type = LOG_F_U64, .u = (v) \
+    }
+#define LOG_FPAIR(k, a, b)                                  \
+    {                                                       \
+        .key = (k), .type = LOG_F_PAIR, .u = (a), .u2 = (b) \
+    }
 
 /* Write s (n bytes) into out as the inside of a JSON string (RFC 8259 7):
  * '"' and '\\' escaped, control bytes and DEL as \n \r \t \b \f or \u00XX,
@@ -41,14 +50,12 @@ size_t log_json_escape(char *out, size_t cap, const char *s, size_t n, size_t *c
 
 /* "msg key=value ..." (fields with a NULL string left out) into out.
  * Returns the length it needed (as snprintf); out is always terminated. */
-size_t log_fields_text(char *out, size_t cap, const char *msg, const struct log_field *f,
-                       size_t n);
+size_t log_fields_text(char *out, size_t cap, const char *msg, const struct log_field *f, size_t n);
 
 /* The members after "time" and "level": ,"msg":"...",... and the closing
  * '}' into out. Returns the length written; when the fields do not fit, the
  * record is cut at a whole member and ends with ,"truncated":true}, so the
  * line stays valid JSON. cap must be at least 64. */
-size_t log_fields_json(char *out, size_t cap, const char *msg, const struct log_field *f,
-                       size_t n);
+size_t log_fields_json(char *out, size_t cap, const char *msg, const struct log_field *f, size_t n);
 
 #endif

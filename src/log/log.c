@@ -10,14 +10,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <poll.h>
-#include <stddef.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <netdb.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -52,7 +52,7 @@ static struct {
     _Atomic int next_fd; /* a reopened log file the writer switches to */
     char *path;          /* NULL: stderr */
     pthread_t thread;
-    _Atomic int format;  /* enum log_format */
+    _Atomic int format; /* enum log_format */
     /* The syslog target (sfd >= 0): one datagram per record, never
      * blocking; failures counted and reported once per interval. */
     int sfd;
@@ -297,8 +297,8 @@ static void sys_send(const char *text, size_t len)
 {
     if (len && text[len - 1] == '\n')
         len--; /* RFC 5424 over datagrams: the datagram is the message */
-    ssize_t w = sendto(q.sfd, text, len, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&q.sa,
-                       q.salen);
+    ssize_t w =
+        sendto(q.sfd, text, len, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&q.sa, q.salen);
     if (w < 0) {
         q.sys_errno = errno;
         atomic_fetch_add_explicit(&q.sys_failed, 1, memory_order_relaxed);
@@ -402,8 +402,8 @@ static void writer_switch(char *batch, size_t cap)
     q.fd = nfd;
     /* Said here, so the line opens the new file whatever the timing. */
     char line[600];
-    size_t n = format_record(line, sizeof(line), LOG_INFO, NULL, "log: file reopened (SIGUSR1)",
-                             NULL, 0);
+    size_t n =
+        format_record(line, sizeof(line), LOG_INFO, NULL, "log: file reopened (SIGUSR1)", NULL, 0);
     write_all(q.fd, line, n);
 }
 
@@ -550,8 +550,8 @@ int log_start(const char *path)
 int log_start_sink(const struct log_sink *sk)
 {
     int fd = STDERR_FILENO;
-    const char *path = sk->target == LOG_TARGET_AUTO || sk->target == LOG_TARGET_FILE ? sk->path
-                                                                                      : NULL;
+    const char *path =
+        sk->target == LOG_TARGET_AUTO || sk->target == LOG_TARGET_FILE ? sk->path : NULL;
     if (sk->target == LOG_TARGET_FILE && !(path && *path))
         return -EINVAL;
     if (path && *path) {

@@ -22,8 +22,8 @@
 #include "log/fields.h"
 #include "util/compiler.h"
 
-#define LOG_QUEUE_LEN 8192
-#define LOG_LINE_MAX  1024 /* a text record, header included */
+#define LOG_QUEUE_LEN  8192
+#define LOG_LINE_MAX   1024 /* a text record, header included */
 /* A whole record: a JSON line of escaped client-supplied names, the
  * syslog header. */
 #define LOG_RECORD_MAX 4608

@@ -812,8 +812,8 @@ int server_run(struct config *cfg, const struct config_cli *cli)
         goto out;
     }
     if (rc) {
-        log_error("%s:%d: log_file: %s: %s", cfg->log_file_src, cfg->log_file_line,
-                  cfg->log_file, strerror(-rc));
+        log_error("%s:%d: log_file: %s: %s", cfg->log_file_src, cfg->log_file_line, cfg->log_file,
+                  strerror(-rc));
         goto out;
     }
     if (!fds || !bound || !s.ws || !s.lfds) {

@@ -65,7 +65,7 @@ static void test_text_and_json_from_one_list(void **state)
 {
     (void)state;
     struct log_field f[] = {
-        LOG_FU64("id", 7),          LOG_FSTR("user", "b\"ob"), LOG_FSTR("rule", NULL),
+        LOG_FU64("id", 7),         LOG_FSTR("user", "b\"ob"), LOG_FSTR("rule", NULL),
         LOG_FPAIR("dgrams", 3, 4), LOG_FU64("up", 0),
     };
     char out[256];
