@@ -73,11 +73,16 @@ uint32_t conn_iotimeout(const struct conn *c)
                                           : cfg->iotimeout_ms;
 }
 
+static void conn_access_start(struct conn *c);
+
 void conn_set_state(struct conn *c, enum conn_state s)
 {
     log_debug("conn %llu: %s -> %s", (unsigned long long)c->id, state_names[c->state],
               state_names[s]);
+    bool starts = (s == CONN_ST_RELAY || s == CONN_ST_UDP) && c->state != s;
     c->state = (uint8_t)s;
+    if (starts) /* the reply is sent: the tunnel or association is up */
+        conn_access_start(c);
 }
 
 /* ---- closing ---------------------------------------------------------- */
@@ -168,8 +173,8 @@ static const char *access_start_cmd(const struct conn *c)
     }
 }
 
-/* log_session_start: the access-start line of a session whose relay
- * starts, so long tunnels are visible before they end. */
+/* log_session_start: the access-start line of a session whose relay (or
+ * UDP association) starts, so long tunnels are visible before they end. */
 static void conn_access_start(struct conn *c)
 {
     if (!conn_cfg(c)->access_log || !conn_cfg(c)->log_session_start || !log_enabled(LOG_INFO))
@@ -557,7 +562,6 @@ void conn_relay_start(struct conn *c)
 {
     policy_bw_start(c);
     conn_set_state(c, CONN_ST_RELAY);
-    conn_access_start(c);
     c->last_active = loop_now(&c->w->loop);
     conn_arm_idle(c);
     conn_relay_drive(c);

@@ -334,3 +334,11 @@ def test_session_start_off_by_default(ferry, echo_server):
         client = s.getsockname()
     f.access_for(client)
     assert "access-start" not in f.log_text()
+
+
+def test_session_start_udp_association(ferry):
+    f = ferry(config={"access_log": "yes", "log_session_start": "yes", "log_format": "text"})
+    with UdpAssoc(f.addr) as a:
+        c = a.ctl.getsockname()
+        f.wait_log(rf"\baccess-start id=\d+ client={re.escape(c[0])}:{c[1]} user=- cmd=udp ")
+    f.access_for(c)
