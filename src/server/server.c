@@ -780,6 +780,26 @@ static void workers_down(struct server *s, bool clean)
         limits_fini(&s->limits);
 }
 
+/* The log's level, format and target from cfg, and its writer thread.
+ * Returns 0, or -errno (said on stderr). */
+static int start_logging(const struct config *cfg)
+{
+    log_set_level(cfg->log_level);
+    log_set_format(cfg->log_format);
+    struct log_sink sink = {.target = cfg->log_target,
+                            .path = cfg->log_file,
+                            .syslog_address = cfg->syslog_address,
+                            .facility = cfg->syslog_facility};
+    int rc = log_start_sink(&sink);
+    if (rc && cfg->log_target == LOG_TARGET_SYSLOG)
+        log_error("log_target = syslog: %s: %s",
+                  cfg->syslog_address ? cfg->syslog_address : "/dev/log", strerror(-rc));
+    else if (rc)
+        log_error("%s:%d: log_file: %s: %s", cfg->log_file_src, cfg->log_file_line, cfg->log_file,
+                  strerror(-rc));
+    return rc;
+}
+
 int server_run(struct config *cfg, const struct config_cli *cli)
 {
     struct server s = {.cli = cli, .cfg = cfg, .nworkers = cfg->workers, .nlisten = cfg->nlisten};
@@ -799,23 +819,9 @@ int server_run(struct config *cfg, const struct config_cli *cli)
     sigset_t mask;
     block_signals(&mask);
 
-    log_set_level(cfg->log_level);
-    log_set_format(cfg->log_format);
-    struct log_sink sink = {.target = cfg->log_target,
-                            .path = cfg->log_file,
-                            .syslog_address = cfg->syslog_address,
-                            .facility = cfg->syslog_facility};
-    int rc = log_start_sink(&sink);
-    if (rc && cfg->log_target == LOG_TARGET_SYSLOG) {
-        log_error("log_target = syslog: %s: %s",
-                  cfg->syslog_address ? cfg->syslog_address : "/dev/log", strerror(-rc));
+    int rc = start_logging(cfg);
+    if (rc)
         goto out;
-    }
-    if (rc) {
-        log_error("%s:%d: log_file: %s: %s", cfg->log_file_src, cfg->log_file_line, cfg->log_file,
-                  strerror(-rc));
-        goto out;
-    }
     if (!fds || !bound || !s.ws || !s.lfds) {
         log_error("out of memory");
         goto out;
