@@ -342,3 +342,30 @@ def test_session_start_udp_association(ferry):
         c = a.ctl.getsockname()
         f.wait_log(rf"\baccess-start id=\d+ client={re.escape(c[0])}:{c[1]} user=- cmd=udp ")
     f.access_for(c)
+
+
+def test_log_keys_checked(tmp_path):
+    cfg = tmp_path / "bad.conf"
+    cfg.write_text("listen = 127.0.0.1:0\nlog_format = xml\nlog_target = file\n"
+                   "syslog_address = tcp://127.0.0.1:514\nsyslog_facility = local9\n")
+    r = ferrylib.run_ferry(["serve", "--check", "-c", str(cfg)])
+    assert r.rc != 0
+    for want in (f"{cfg}:2: log_format: 'xml' is not a log format (expected text or json)",
+                 f"{cfg}:3: log_target: 'file' needs log_file = PATH",
+                 f"{cfg}:4: syslog_address: 'tcp://127.0.0.1:514' is not a syslog address",
+                 f"{cfg}:5: syslog_facility: 'local9' is not a syslog facility"):
+        assert want in r.err, r.text
+
+
+def test_log_format_follows_reload(ferry, echo_server):
+    import signal
+    f = ferry(config={"access_log": "yes"})
+    text = f.config_path.read_text()
+    f.config_path.write_text(text + "log_format = json\n")
+    off = f.log_offset()
+    f.send_signal(signal.SIGHUP)
+    f.wait_log(r'"msg":"reload: configuration applied', start=off)
+    s, _ = ferrylib.socks_connect(f.addr, *echo_server.addr)
+    s.close()
+    m = f.wait_log(r'^\{.*"msg":"access".*\}$', start=off)
+    assert json.loads(m.group(0))["cmd"] == "connect"
