@@ -87,7 +87,8 @@ int log_start_sink(const struct log_sink *sk);
 int log_start(const char *path);
 /* Open the log file again (after logrotate moved it): records queued
  * before go to the old file, later ones to the new. Returns 0, 1 when
- * logging to stderr (nothing to reopen), or -errno (the old file stays). */
+ * logging to stderr or syslog (nothing to reopen), or -errno (the old file
+ * stays). */
 int log_reopen(void);
 /* Flush every queued record and stop the writer thread. */
 void log_stop(void);

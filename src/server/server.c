@@ -476,7 +476,8 @@ static void supervise(struct server *s, int sfd)
                         log_error("SIGUSR1: cannot reopen %s: %s; still writing to the old file",
                                   s->cfg->log_file, strerror(-rc));
                     else if (rc > 0)
-                        log_info("SIGUSR1: logging to stderr; nothing to reopen");
+                        log_info("SIGUSR1: logging to %s; nothing to reopen",
+                                 s->cfg->log_target == LOG_TARGET_SYSLOG ? "syslog" : "stderr");
                 } else if (!draining) {
                     draining = true;
                     shutdown_ms = s->cfg->shutdown_timeout_ms;
