@@ -511,6 +511,10 @@ int log_syslog_address(const char *s, struct sockaddr_storage *sa, socklen_t *le
         snprintf(host, sizeof(host), "%.*s", (int)(colon - p), p);
         port = colon + 1;
     }
+    char *end;
+    unsigned long pn = strtoul(port, &end, 10);
+    if (*port < '0' || *port > '9' || *end || pn == 0 || pn > 65535)
+        return -EINVAL;
     struct addrinfo hints = {.ai_socktype = SOCK_DGRAM,
                              .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV};
     struct addrinfo *ai;
