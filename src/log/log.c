@@ -60,6 +60,7 @@ static struct {
     struct sockaddr_storage sa;
     socklen_t salen;
     char host[256];
+    long pid;
     _Atomic uint64_t sys_failed; /* since the last report */
     int sys_errno;
     struct timespec sys_reported;
@@ -149,8 +150,8 @@ static struct log_rec *dequeue(void)
     return r;
 }
 
-/* "2026-11-29T23:00:51.123Z" (RFC 3339, UTC, milliseconds): the date part is cached per thread and
- * rebuilt once a second. */
+/* "2026-11-29T23:00:51.123Z" (RFC 3339, UTC, milliseconds): the date
+ * part is cached per thread and rebuilt once a second. */
 static size_t format_time(char *out, size_t cap)
 {
     static _Thread_local time_t cached_sec = -1;
@@ -211,7 +212,7 @@ static size_t format_record(char *line, size_t cap, enum log_level lvl, const ch
     format_time(ts, sizeof(ts));
     if (q.sfd >= 0) {
         m = snprintf(line, cap, "<%d>1 %s %s ferry %ld %s - ", q.facility * 8 + level_severity(lvl),
-                     ts, q.host, (long)getpid(), msgid ? msgid : "-");
+                     ts, q.host, q.pid, msgid ? msgid : "-");
         n = m > 0 ? (size_t)m : 0;
     }
     if (atomic_load_explicit(&q.format, memory_order_relaxed) == LOG_FMT_JSON) {
@@ -540,6 +541,7 @@ static int sys_open(const struct log_sink *sk)
     for (char *h = q.host; *h; h++) /* RFC 5424 6.2.4: PRINTUSASCII only */
         if (*h <= ' ' || *h > '~')
             *h = '_';
+    q.pid = (long)getpid();
     q.sys_reported.tv_sec = 0;
     q.sfd = fd;
     return 0;
