@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <grp.h>
 #include <ifaddrs.h>
 #include <ini.h>
@@ -33,8 +34,10 @@
 #include "util/file.h"
 #include "util/parse.h"
 
-#define CONFIG_FILE_MAX (1u << 20)
-#define CONFIG_LINE_MAX 4000
+#define CONFIG_FILE_MAX     (1u << 20)
+#define CONFIG_LINE_MAX     4000
+#define CONFIG_INCLUDE_MAX  8   /* files deep, the main file included */
+#define CONFIG_INCLUDE_GLOB 256 /* files one include line may name */
 
 /* State of one load: the config being built and where we are in the file. */
 struct loader {
@@ -45,6 +48,10 @@ struct loader {
     char *text;   /* the whole file */
     char *next;   /* next unread line in text */
     int seen[96]; /* line a key was first set on (by key index), 0 = unset */
+
+    const char *seen_file[96];       /* ... in this file (c->files owns it) */
+    int depth;                       /* files being read: the main one is 1 */
+    char *stack[CONFIG_INCLUDE_MAX]; /* their real paths, for cycles */
     bool listen_from_file;
     bool workers_auto;
     bool max_conn_auto;
@@ -291,6 +298,51 @@ static int set_log_level(struct loader *ld, const struct key *k, const char *v)
 {
     if (log_level_parse(v, &ld->c->log_level)) {
         bad(ld, k->name, "'%s' is not a log level (expected %s)", v, k->expect);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int set_log_format(struct loader *ld, const struct key *k, const char *v)
+{
+    if (strcmp(v, "text") && strcmp(v, "json")) {
+        bad(ld, k->name, "'%s' is not a log format (expected %s)", v, k->expect);
+        return -EINVAL;
+    }
+    ld->c->log_format = v[0] == 'j' ? LOG_FMT_JSON : LOG_FMT_TEXT;
+    return 0;
+}
+
+static int set_log_target(struct loader *ld, const struct key *k, const char *v)
+{
+    static const char *const names[] = {"file", "stderr", "syslog"};
+    for (size_t i = 0; i < ARRAY_LEN(names); i++) {
+        if (strcmp(v, names[i]) == 0) {
+            ld->c->log_target = (enum log_target)(LOG_TARGET_FILE + i);
+            return 0;
+        }
+    }
+    bad(ld, k->name, "'%s' is not a log target (expected %s)", v, k->expect);
+    return -EINVAL;
+}
+
+static int set_syslog_address(struct loader *ld, const struct key *k, const char *v)
+{
+    struct sockaddr_storage sa;
+    socklen_t len;
+    if (log_syslog_address(v, &sa, &len) < 0) {
+        bad(ld, k->name, "'%s' is not a syslog address (expected %s)", v, k->expect);
+        return -EINVAL;
+    }
+    free(ld->c->syslog_address);
+    ld->c->syslog_address = strdup(v);
+    return 0;
+}
+
+static int set_syslog_facility(struct loader *ld, const struct key *k, const char *v)
+{
+    if (log_facility_parse(v, &ld->c->syslog_facility)) {
+        bad(ld, k->name, "'%s' is not a syslog facility (expected %s)", v, k->expect);
         return -EINVAL;
     }
     return 0;
@@ -666,8 +718,11 @@ static int set_tls_version(struct loader *ld, const struct key *k, const char *v
 static int set_tls_file(struct loader *ld, const struct key *k, const char *v)
 {
     int rc = set_string(ld, k, v);
-    if (!rc)
-        *(k->off == OFF(tls.cert) ? &ld->c->tls.cert_line : &ld->c->tls.key_line) = ld->line;
+    if (!rc) {
+        bool cert = k->off == OFF(tls.cert);
+        *(cert ? &ld->c->tls.cert_line : &ld->c->tls.key_line) = ld->line;
+        *(cert ? &ld->c->tls.cert_src : &ld->c->tls.key_src) = ld->file;
+    }
     return rc;
 }
 
@@ -693,6 +748,12 @@ static const struct key keys[] = {
     {"log_level", set_log_level, 0, 0, 0, "debug, info, warn or error", false},
     {"log_file", set_string, OFF(log_file), 0, 0, "a file path, or empty for stderr", false},
     {"access_log", set_bool, OFF(access_log), 0, 0, "yes or no", false},
+    {"log_format", set_log_format, 0, 0, 0, "text or json", false},
+    {"log_target", set_log_target, 0, 0, 0, "file, stderr or syslog", false},
+    {"syslog_address", set_syslog_address, 0, 0, 0,
+     "a unix datagram socket path such as /dev/log, or udp://IP:PORT", false},
+    {"syslog_facility", set_syslog_facility, 0, 0, 0, "daemon or local0..local7", false},
+    {"log_session_start", set_bool, OFF(log_session_start), 0, 0, "yes or no", false},
     {"open_proxy", set_bool, OFF(open_proxy), 0, 0, "yes or no", false},
     {"protocols", set_protocols, 0, 0, 0, "socks5, socks4 and/or http, e.g. socks5,http", false},
     {"rules_file", set_string, OFF(rules_file), 0, 0, "a file of rules, one per line", false},
@@ -928,11 +989,16 @@ static int ini_handler_cb(void *user, const char *section, const char *name, con
         if (strcmp(qname, k->name) != 0)
             continue;
         if (ld->seen[i] && !k->repeatable) {
-            bad(ld, qname, "set twice (first on line %d)", ld->seen[i]);
+            if (ld->seen_file[i] == ld->file)
+                bad(ld, qname, "set twice (first on line %d)", ld->seen[i]);
+            else
+                bad(ld, qname, "set twice (first at %s:%d)", ld->seen_file[i], ld->seen[i]);
             return 1;
         }
-        if (!ld->seen[i])
+        if (!ld->seen[i]) {
             ld->seen[i] = ld->line;
+            ld->seen_file[i] = ld->file;
+        }
         k->set(ld, k, unquote(value, qbuf, sizeof(qbuf)));
         return 1;
     }
@@ -995,6 +1061,166 @@ static void add_rule(struct loader *ld, const char *file, int line, const char *
         msglist_push(ld->errs, "%s:%d: rule: %s", file, line, err);
 }
 
+/* ---- include ------------------------------------------------------------
+ * "include = PATH-OR-GLOB", anywhere in a file (at the top, in a section,
+ * in [rules]): relative to the including file's directory; a glob's files
+ * are read in sorted order and a glob that matches nothing is fine, a
+ * plain path that does not exist is an error. Each included file is read
+ * like the main file: it starts outside any section and its sections end
+ * with it; after the include line, the including file goes on in the
+ * section it was in. CONFIG_INCLUDE_MAX files deep at most; a file that
+ * is already being read is a cycle. Keys keep their rules across files
+ * (one set twice is an error naming both places). */
+
+static char *ini_reader_cb(char *str, int num, void *stream);
+static int ini_handler_cb(void *user, const char *section, const char *name, const char *value);
+
+/* Record path as a file of this config (errors and key origins point into
+ * c->files); returns the stored copy, or NULL when out of memory. */
+static const char *loader_file(struct loader *ld, const char *path)
+{
+    msglist_push(&ld->c->files, "%s", path);
+    return ld->c->files.n ? ld->c->files.msg[ld->c->files.n - 1] : NULL;
+}
+
+/* Read and parse one file: the main one (depth 0) or an included one.
+ * Returns 0, or -errno when it could not be read (not said here). */
+static int parse_text(struct loader *ld, const char *path, char *text)
+{
+    static char comment_prefixes[] = ";#";
+    const char *file = loader_file(ld, path);
+    /* Includes are told apart by their real path (cycles); text from the
+     * command line has no file, and its name stands in. */
+    char *real = realpath(path, NULL);
+    if (!real && errno != ENOMEM)
+        real = strdup(path);
+    if (!file || !real) {
+        free(real);
+        free(text);
+        return -ENOMEM;
+    }
+    /* What the including file was doing, restored after. */
+    const char *o_file = ld->file;
+    int o_line = ld->line;
+    char *o_text = ld->text, *o_next = ld->next;
+    bool o_rules = ld->in_rules;
+    struct config_outbound *o_ob = ld->cur_ob;
+    char o_seen[sizeof(ld->ob_seen)];
+    memcpy(o_seen, ld->ob_seen, sizeof(o_seen));
+
+    ld->stack[ld->depth++] = real;
+    ld->file = file;
+    ld->line = 0;
+    ld->text = ld->next = text;
+    ld->in_rules = false;
+    ld->cur_ob = NULL;
+    /* Runtime knobs of Debian's libinih: '#' and ';' start comments
+     * anywhere, continuation lines are errors, lines up to 4000; with the
+     * heap buffer, Debian's build sizes it from ini_initial_alloc. */
+    ini_inline_comment_prefixes = comment_prefixes;
+    ini_allow_multiline = false;
+    ini_use_stack = false;
+    ini_max_line = CONFIG_LINE_MAX + 3;
+    ini_initial_alloc = CONFIG_LINE_MAX + 3;
+    /* Syntax errors were reported line by line by check_line(), so inih's
+     * own "first bad line" result adds nothing. */
+    if (ini_parse_stream(ini_reader_cb, ld, ini_handler_cb, ld) == -2)
+        msglist_push(ld->errs, "%s: out of memory while parsing", path);
+    free(ld->text);
+    free(ld->stack[--ld->depth]);
+
+    ld->file = o_file;
+    ld->line = o_line;
+    ld->text = o_text;
+    ld->next = o_next;
+    ld->in_rules = o_rules;
+    ld->cur_ob = o_ob;
+    memcpy(ld->ob_seen, o_seen, sizeof(o_seen));
+    return 0;
+}
+
+/* One file named by an include line at ld->file:ld->line. */
+static void include_one(struct loader *ld, const char *path)
+{
+    char *real = realpath(path, NULL);
+    for (int i = 0; real && i < ld->depth; i++) {
+        if (strcmp(ld->stack[i], real) == 0) {
+            bad(ld, "include", "%s is already being read (an include cycle: %s includes it)", path,
+                ld->file);
+            free(real);
+            return;
+        }
+    }
+    free(real);
+    if (ld->depth >= CONFIG_INCLUDE_MAX) {
+        bad(ld, "include", "%s: includes nested more than %d files deep", path, CONFIG_INCLUDE_MAX);
+        return;
+    }
+    char *text;
+    int rc = file_read_text(path, CONFIG_FILE_MAX, &text, NULL);
+    if (rc) {
+        bad(ld, "include", "cannot read %s: %s", path,
+            rc == -EFBIG    ? "larger than 1 MiB"
+            : rc == -EINVAL ? "contains a NUL byte; not a text file"
+                            : strerror(-rc));
+        return;
+    }
+    if (parse_text(ld, path, text) < 0)
+        bad(ld, "include", "%s: out of memory", path);
+}
+
+/* "include = PATTERN" at ld->file:ld->line. */
+static void include_line(struct loader *ld, const char *value)
+{
+    char buf[CONFIG_LINE_MAX + 1], qbuf[CONFIG_LINE_MAX + 1], pat[4096 + CONFIG_LINE_MAX];
+    snprintf(buf, sizeof(buf), "%s", value);
+    buf[strcspn(buf, "\r\n")] = '\0';
+    char *hash = strpbrk(buf, "#;"); /* comments, as inih strips them */
+    if (hash && (hash == buf || hash[-1] == ' ' || hash[-1] == '\t'))
+        *hash = '\0';
+    const char *v = unquote(str_trim(buf), qbuf, sizeof(qbuf));
+    if (!*v) {
+        bad(ld, "include", "expected a file or a glob such as conf.d/*.conf");
+        return;
+    }
+    const char *slash = strrchr(ld->file, '/');
+    if (v[0] != '/' && slash)
+        snprintf(pat, sizeof(pat), "%.*s/%s", (int)(slash - ld->file), ld->file, v);
+    else
+        snprintf(pat, sizeof(pat), "%s", v);
+    if (!strpbrk(v, "*?[")) {
+        include_one(ld, pat);
+        return;
+    }
+    glob_t g;
+    int rc = glob(pat, 0, NULL, &g); /* sorted (C locale: byte order) */
+    if (rc == GLOB_NOMATCH)
+        return; /* an empty conf.d is fine */
+    if (rc) {
+        bad(ld, "include", "%s: %s", pat, rc == GLOB_NOSPACE ? "out of memory" : "read error");
+        return;
+    }
+    if (g.gl_pathc > CONFIG_INCLUDE_GLOB)
+        bad(ld, "include", "%s matches %zu files (at most %d)", pat, g.gl_pathc,
+            CONFIG_INCLUDE_GLOB);
+    else
+        for (size_t i = 0; i < g.gl_pathc; i++)
+            include_one(ld, g.gl_pathv[i]);
+    globfree(&g);
+}
+
+/* Whether line p is an include line; if so, it is handled here. */
+static bool check_include(struct loader *ld, const char *p)
+{
+    if (strncmp(p, "include", 7) != 0)
+        return false;
+    const char *q = p + 7 + strspn(p + 7, " \t");
+    if (*q != '=' && *q != ':')
+        return false;
+    include_line(ld, q + 1);
+    return true;
+}
+
 /* Judge a line before inih sees it. Returns true when the line was a rule
  * (consumed here; inih gets a blank line instead). */
 static bool check_line(struct loader *ld, const char *line)
@@ -1002,6 +1228,8 @@ static bool check_line(struct loader *ld, const char *line)
     const char *p = line + strspn(line, " \t\r\n");
     if (*p == '\0' || *p == '#' || *p == ';')
         return false;
+    if (check_include(ld, p))
+        return true;
     if (*p != '[' && ld->in_rules) {
         add_rule(ld, ld->file, ld->line, p);
         return true;
@@ -1113,6 +1341,7 @@ static void set_defaults(struct config *c)
     c->splice = SPLICE_AUTO;
     c->log_level = LOG_INFO;
     c->access_log = true;
+    c->syslog_facility = 3; /* daemon */
     c->auth.workers = 4;
     c->auth.queue = 256;
     c->auth.cachettl_ms = 300000;
@@ -1247,6 +1476,16 @@ static int key_line(const struct loader *ld, const char *key)
     return 0;
 }
 
+/* The file that set key (the main file or an included one), or the main
+ * file's path when none did. */
+static const char *key_file(const struct loader *ld, const char *key)
+{
+    for (size_t i = 0; i < ARRAY_LEN(keys); i++)
+        if (strcmp(keys[i].name, key) == 0 && ld->seen_file[i])
+            return ld->seen_file[i];
+    return ld->file;
+}
+
 /* iotimeout for each listener: as set (0 included) when the file sets it;
  * otherwise none on loopback, where a peer that goes away is seen going,
  * and CONFIG_PUBLIC_IOTIMEOUT_MS on a listener other hosts reach (its
@@ -1333,7 +1572,7 @@ static const char *key_origin(const struct loader *ld, const char *key, char *bu
     if (!ld->file)
         snprintf(buf, len, "built-in defaults");
     else if (line)
-        snprintf(buf, len, "%s:%d", ld->file, line);
+        snprintf(buf, len, "%s:%d", key_file(ld, key), line);
     else
         snprintf(buf, len, "%s", ld->file);
     return buf;
@@ -1542,53 +1781,48 @@ static void load_rules_file(struct loader *ld, const char *cfg_path)
     free(text);
 }
 
-/* Reads and parses the configuration file at path into ld (errors and
- * warnings go to ld->errs line by line); records the path in the config. */
-/* Parse ld->text (then freed) as the file named ld->file. */
-static void parse_loaded(struct loader *ld)
+/* log_target against the keys that go with it. */
+static void check_log_target(struct config *c, const struct loader *ld, struct msglist *errs)
 {
-    ld->line = 0;
-    ld->in_rules = false;
-    ld->cur_ob = NULL;
-    /* Runtime knobs of Debian's libinih: '#' and ';' start comments
-     * anywhere, continuation lines are errors, lines up to 4000. */
-    static char comment_prefixes[] = ";#";
-    ini_inline_comment_prefixes = comment_prefixes;
-    ini_allow_multiline = false;
-    ini_use_stack = false;
-    ini_max_line = CONFIG_LINE_MAX + 3;
-    /* With the heap buffer, Debian's build sizes it from
-     * ini_initial_alloc, not ini_max_line. */
-    ini_initial_alloc = CONFIG_LINE_MAX + 3;
-    /* Syntax errors were reported line by line by check_line(), so
-     * inih's own "first bad line" result adds nothing. */
-    int rc = ini_parse_stream(ini_reader_cb, ld, ini_handler_cb, ld);
-    if (rc == -2)
-        msglist_push(ld->errs, "%s: out of memory while parsing", ld->file);
-    free(ld->text);
-    ld->text = ld->next = NULL;
+    char where[4200];
+    if (c->log_target == LOG_TARGET_FILE && !c->log_file)
+        msglist_push(errs, "%s: log_target: 'file' needs log_file = PATH",
+                     key_origin(ld, "log_target", where, sizeof(where)));
+    if (c->log_target != LOG_TARGET_SYSLOG) {
+        const char *k = key_line(ld, "syslog_address")    ? "syslog_address"
+                        : key_line(ld, "syslog_facility") ? "syslog_facility"
+                                                          : NULL;
+        if (k)
+            msglist_push(&c->warnings, "%s: %s: has no effect without log_target = syslog",
+                         key_origin(ld, k, where, sizeof(where)), k);
+    }
+    if (c->log_target == LOG_TARGET_SYSLOG && c->log_file)
+        msglist_push(&c->warnings, "%s: log_file: not written with log_target = syslog",
+                     key_origin(ld, "log_file", where, sizeof(where)));
 }
 
+/* Reads and parses the configuration file at path (and the files it
+ * includes) into ld (errors and warnings go to ld->errs line by line);
+ * records the path in the config. */
 static void parse_file(struct loader *ld, const char *path)
 {
     ld->c->path = strdup(path);
     ld->file = path;
-    if (read_file(ld, path) == 0)
-        parse_loaded(ld);
+    size_t idx = ld->c->files.n;
+    if (read_file(ld, path) == 0 && parse_text(ld, path, ld->text) < 0)
+        msglist_push(ld->errs, "%s: out of memory while parsing", path);
+    ld->text = ld->next = NULL; /* parse_text() freed it */
+    ld->file = ld->c->files.n > idx ? ld->c->files.msg[idx] : path;
 }
 
 /* Configuration text given by the command line (ferry client), read as a
- * file named name would be. */
-static void parse_text(struct loader *ld, const char *name, const char *text)
+ * file named name would be (an include in it is relative to the current
+ * directory). */
+static void parse_cli_text(struct loader *ld, const char *name, const char *text)
 {
-    ld->file = name;
-    ld->text = strdup(text);
-    ld->next = ld->text;
-    if (!ld->text) {
+    char *copy = strdup(text);
+    if (!copy || parse_text(ld, name, copy) < 0)
         msglist_push(ld->errs, "%s: out of memory", name);
-        return;
-    }
-    parse_loaded(ld);
 }
 
 int config_load(const struct config_cli *cli, struct config **out, struct msglist *errs)
@@ -1601,23 +1835,25 @@ int config_load(const struct config_cli *cli, struct config **out, struct msglis
     size_t nerr0 = errs->n;
 
     if (cli->text)
-        parse_text(&ld, cli->text_name ? cli->text_name : "command line", cli->text);
+        parse_cli_text(&ld, cli->text_name ? cli->text_name : "command line", cli->text);
     if (cli->path)
         parse_file(&ld, cli->path);
     if (c->auth.userlist) {
-        load_userlist(c, cli->path, key_line(&ld, "auth.userlist"), errs);
+        load_userlist(c, key_file(&ld, "auth.userlist"), key_line(&ld, "auth.userlist"), errs);
     } else {
         for (size_t i = 0; i < ARRAY_LEN(keys); i++) {
             if (ld.seen[i] && strncmp(keys[i].name, "auth.", 5) == 0) {
                 msglist_push(errs,
                              "%s:%d: %s: [auth] settings without auth.userlist (add "
                              "'userlist = FILE' to [auth] to turn authentication on)",
-                             cli->path, ld.seen[i], keys[i].name);
+                             ld.seen_file[i], ld.seen[i], keys[i].name);
                 break;
             }
         }
     }
     c->log_file_line = key_line(&ld, "log_file");
+    c->log_file_src = key_file(&ld, "log_file");
+    check_log_target(c, &ld, errs);
     if (c->rules_file) {
         char where[4200];
         if (ld.nrules)
@@ -1626,7 +1862,7 @@ int config_load(const struct config_cli *cli, struct config **out, struct msglis
                          "the other",
                          key_origin(&ld, "rules_file", where, sizeof(where)));
         else
-            load_rules_file(&ld, cli->path);
+            load_rules_file(&ld, key_file(&ld, "rules_file"));
     }
     resolve_outbounds(&ld, c);
     outbound_list_fini(&ld.obs); /* what did not move into c */
@@ -1682,7 +1918,7 @@ int config_load(const struct config_cli *cli, struct config **out, struct msglis
 int config_check_log_file(const struct config *c, struct msglist *errs)
 {
     const char *path = c->log_file;
-    if (!path || !*path)
+    if (!path || !*path || c->log_target == LOG_TARGET_STDERR || c->log_target == LOG_TARGET_SYSLOG)
         return 0;
     char dir[4096], why[4200];
     const char *slash = strrchr(path, '/');
@@ -1710,8 +1946,8 @@ int config_check_log_file(const struct config *c, struct msglist *errs)
     }
     if (!why[0])
         return 0;
-    if (c->path && c->log_file_line)
-        msglist_push(errs, "%s:%d: log_file: %s: %s", c->path, c->log_file_line, path, why);
+    if (c->log_file_src && c->log_file_line)
+        msglist_push(errs, "%s:%d: log_file: %s: %s", c->log_file_src, c->log_file_line, path, why);
     else
         msglist_push(errs, "log_file: %s: %s", path, why);
     return -EINVAL;
@@ -1724,7 +1960,9 @@ static void config_destroy(struct config *c)
     free(c->group);
     free(c->proxy_from);
     free(c->path);
+    msglist_fini(&c->files);
     free(c->log_file);
+    free(c->syslog_address);
     free(c->auth.userlist);
     userlist_unref(c->auth.users);
     msglist_fini(&c->warnings);

@@ -71,6 +71,8 @@ struct config_tls {
     uint32_t handshake_ms;       /* a TLS handshake must end within it */
     uint32_t per_ip_handshakes;  /* concurrent handshakes per client address; 0: unlimited */
     uint32_t ticket_rotation_ms; /* session-ticket key lifetime; 0: no tickets */
+
+    const char *cert_src, *key_src; /* the files (config.files) of cert_line, key_line */
     struct tls_ctx *ctx;
     char pin[64]; /* "sha256//BASE64" of the certificate's SubjectPublicKeyInfo */
 };
@@ -181,8 +183,14 @@ struct config {
     uint32_t pipe_size;
     enum splice_mode splice;
     enum log_level log_level;
-    char *log_file;    /* NULL: stderr */
-    int log_file_line; /* line of path that set it; 0: not from the file */
+    char *log_file;           /* NULL: stderr */
+    int log_file_line;        /* line of log_file_src that set it; 0: not from the file */
+    const char *log_file_src; /* the file (in files) that set it */
+    enum log_format log_format;
+    enum log_target log_target; /* AUTO: the file when log_file is set, else stderr */
+    char *syslog_address;       /* NULL: /dev/log */
+    int syslog_facility;        /* 3 (daemon) or 16..23 (local0..7) */
+    bool log_session_start;     /* access-start lines when a relay starts */
     bool access_log;
     bool open_proxy;
     struct config_auth auth;
@@ -233,6 +241,7 @@ struct config {
     /* Problems that did not stop the load ("FILE:LINE: KEY: ..."); the server
      * logs them at start and on reload, --check prints them. */
     struct msglist warnings;
+    struct msglist files; /* the config file, then every file it included, in reading order */
 };
 
 /* What the command line says; NULL/0 fields mean "not given". */

@@ -50,8 +50,9 @@ void config_tls_load(struct config *c, struct msglist *errs)
     c->tls.ctx = tls_server_ctx_new(&conf, why, sizeof(why));
     if (!c->tls.ctx) {
         bool key = strncmp(why, "key ", 4) == 0;
-        msglist_push(errs, "%s:%d: tls.%s: %s", file, key ? c->tls.key_line : c->tls.cert_line,
-                     key ? "key" : "cert", why);
+        const char *src = key ? c->tls.key_src : c->tls.cert_src;
+        msglist_push(errs, "%s:%d: tls.%s: %s", src ? src : file,
+                     key ? c->tls.key_line : c->tls.cert_line, key ? "key" : "cert", why);
         return;
     }
     if (tls_server_pin(c->tls.ctx, c->tls.pin) < 0)

@@ -10,15 +10,21 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "log/fields.h"
 
 _Atomic int log_min_level = LOG_INFO;
 
@@ -46,9 +52,22 @@ static struct {
     _Atomic int next_fd; /* a reopened log file the writer switches to */
     char *path;          /* NULL: stderr */
     pthread_t thread;
-} q = {.fd = STDERR_FILENO, .efd = -1, .next_fd = -1};
+    _Atomic int format; /* enum log_format */
+    /* The syslog target (sfd >= 0): one datagram per record, never
+     * blocking; failures counted and reported once per interval. */
+    int sfd;
+    int facility;
+    struct sockaddr_storage sa;
+    socklen_t salen;
+    char host[256];
+    long pid;
+    _Atomic uint64_t sys_failed; /* since the last report */
+    int sys_errno;
+    struct timespec sys_reported;
+} q = {.fd = STDERR_FILENO, .efd = -1, .next_fd = -1, .sfd = -1};
 
-#define LOG_BATCH_MS 10
+#define LOG_BATCH_MS     10
+#define LOG_SYS_REPORT_S 10
 
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
@@ -131,8 +150,8 @@ static struct log_rec *dequeue(void)
     return r;
 }
 
-/* "2026-11-29T23:00:51.123Z": the date part is cached per thread and
- * rebuilt once a second. */
+/* "2026-11-29T23:00:51.123Z" (RFC 3339, UTC, milliseconds): the date
+ * part is cached per thread and rebuilt once a second. */
 static size_t format_time(char *out, size_t cap)
 {
     static _Thread_local time_t cached_sec = -1;
@@ -145,7 +164,7 @@ static size_t format_time(char *out, size_t cap)
         strftime(cached, sizeof(cached), "%Y-%m-%dT%H:%M:%S", &tm);
         cached_sec = ts.tv_sec;
     }
-    int n = snprintf(out, cap, "%s.%03ldZ ", cached, ts.tv_nsec / 1000000);
+    int n = snprintf(out, cap, "%s.%03dZ", cached, (int)(ts.tv_nsec / 1000000) % 1000);
     return n > 0 ? (size_t)n : 0;
 }
 
@@ -159,23 +178,71 @@ static void log_wake_writer(void)
     }
 }
 
-void log_vwrite(enum log_level lvl, const char *fmt, va_list ap)
+void log_set_format(enum log_format f)
 {
-    char line[LOG_LINE_MAX];
-    size_t n = format_time(line, sizeof(line));
-    int m = snprintf(line + n, sizeof(line) - n, "%-5s ", log_level_name(lvl));
-    n += m > 0 ? (size_t)m : 0;
-    m = vsnprintf(line + n, sizeof(line) - n, fmt, ap);
-    if (m < 0)
-        m = 0;
-    n += (size_t)m;
-    if (n >= sizeof(line) - 1) {
-        n = sizeof(line) - 5;
-        memcpy(line + n, "...", 3); /* a truncated record says so */
-        n += 3;
+    atomic_store(&q.format, (int)f);
+}
+
+/* RFC 5424 6.2.1: the severity of each level. */
+static int level_severity(enum log_level lvl)
+{
+    switch (lvl) {
+    case LOG_DEBUG:
+        return 7;
+    case LOG_INFO:
+        return 6;
+    case LOG_WARN:
+        return 4;
+    case LOG_ERROR:
+        return 3;
+    }
+    return 5;
+}
+
+/* One whole record, newline included, into line (cap >= 256): the
+ * target's header (file and stderr: "TIME LEVEL " in text; syslog: the RFC
+ * 5424 header), then the body in the configured format. Returns its
+ * length. */
+static size_t format_record(char *line, size_t cap, enum log_level lvl, const char *msgid,
+                            const char *msg, const struct log_field *f, size_t nf)
+{
+    char ts[64];
+    size_t n = 0;
+    int m;
+    format_time(ts, sizeof(ts));
+    if (q.sfd >= 0) {
+        m = snprintf(line, cap, "<%d>1 %s %s ferry %ld %s - ", q.facility * 8 + level_severity(lvl),
+                     ts, q.host, q.pid, msgid ? msgid : "-");
+        n = m > 0 ? (size_t)m : 0;
+    }
+    if (atomic_load_explicit(&q.format, memory_order_relaxed) == LOG_FMT_JSON) {
+        m = snprintf(line + n, cap - n, "{\"time\":\"%s\",\"level\":\"%s\"", ts,
+                     log_level_name(lvl));
+        n += m > 0 ? (size_t)m : 0;
+        n += log_fields_json(line + n, cap - n - 1, msg, f, nf);
+    } else {
+        /* LOG_LINE_MAX bounds a text record, its "TIME LEVEL " included
+         * (the syslog header is not). */
+        size_t lim = MIN(cap, n + LOG_LINE_MAX);
+        if (q.sfd < 0) {
+            m = snprintf(line + n, cap - n, "%s %-5s ", ts, log_level_name(lvl));
+            n += m > 0 ? (size_t)m : 0;
+        }
+        n += log_fields_text(line + n, lim - n, msg, f, nf);
+        if (n >= lim - 1) {
+            n = lim - 5;
+            memcpy(line + n, "...", 3); /* a truncated record says so */
+            n += 3;
+        }
     }
     line[n++] = '\n';
+    return n;
+}
 
+/* Hand a formatted record to the writer (or write it now, before
+ * log_start() and after log_stop()). */
+static void submit(const char *line, size_t n)
+{
     if (!atomic_load_explicit(&q.running, memory_order_acquire)) {
         write_all(q.fd, line, n);
         return;
@@ -188,6 +255,20 @@ void log_vwrite(enum log_level lvl, const char *fmt, va_list ap)
         return;
     }
     log_wake_writer();
+}
+
+void log_vwrite(enum log_level lvl, const char *fmt, va_list ap)
+{
+    char msg[LOG_LINE_MAX], line[LOG_RECORD_MAX];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    submit(line, format_record(line, sizeof(line), lvl, NULL, msg, NULL, 0));
+}
+
+void log_fields(enum log_level lvl, const char *msgid, const char *msg, const struct log_field *f,
+                size_t n)
+{
+    char line[LOG_RECORD_MAX];
+    submit(line, format_record(line, sizeof(line), lvl, msgid, msg, f, n));
 }
 
 void log_write(enum log_level lvl, const char *fmt, ...)
@@ -212,14 +293,61 @@ void log_print(bool to_stderr, const char *fmt, ...)
     write_all(to_stderr ? STDERR_FILENO : STDOUT_FILENO, line, (size_t)n);
 }
 
-/* Drain the queue into batches of up to 64 KiB per write(). Returns the
- * number of records written. */
+/* One record to the syslog target: a datagram that never waits. */
+static void sys_send(const char *text, size_t len)
+{
+    if (len && text[len - 1] == '\n')
+        len--; /* RFC 5424 over datagrams: the datagram is the message */
+    ssize_t w =
+        sendto(q.sfd, text, len, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&q.sa, q.salen);
+    if (w < 0) {
+        q.sys_errno = errno;
+        atomic_fetch_add_explicit(&q.sys_failed, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&q.dropped_total, 1, memory_order_relaxed);
+    }
+}
+
+/* Syslog records that could not be sent: said at most once per
+ * LOG_SYS_REPORT_S (the first failure at once), to the syslog target and
+ * to stderr, since the target may be what is failing. */
+static void sys_report_now(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    uint64_t lost = atomic_exchange(&q.sys_failed, 0);
+    if (!lost)
+        return;
+    q.sys_reported = now;
+    char msg[200], line[600];
+    snprintf(msg, sizeof(msg), "log: %llu records not delivered to syslog (%s)",
+             (unsigned long long)lost, strerror(q.sys_errno));
+    size_t n = format_record(line, sizeof(line), LOG_WARN, NULL, msg, NULL, 0);
+    sys_send(line, n);
+    write_all(STDERR_FILENO, line, n);
+}
+
+static void sys_report(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (q.sys_reported.tv_sec && now.tv_sec - q.sys_reported.tv_sec < LOG_SYS_REPORT_S)
+        return;
+    sys_report_now();
+}
+
+/* Drain the queue into batches of up to 64 KiB per write() (or one
+ * datagram per record to syslog). Returns the number of records written. */
 static size_t writer_drain(char *batch, size_t cap)
 {
     size_t used = 0, count = 0;
     struct log_rec *r;
     while ((r = dequeue())) {
         count++;
+        if (q.sfd >= 0) {
+            sys_send(r->text, r->len);
+            free(r);
+            continue;
+        }
         if (used + r->len > cap) {
             write_all(q.fd, batch, used);
             used = 0;
@@ -234,22 +362,25 @@ static size_t writer_drain(char *batch, size_t cap)
     }
     uint64_t lost = atomic_exchange(&q.dropped, 0);
     if (lost) {
-        char line[160];
-        size_t n = format_time(line, sizeof(line));
-        int m = snprintf(line + n, sizeof(line) - n,
-                         "warn  log: %llu records dropped (queue of %d full)\n",
-                         (unsigned long long)lost, LOG_QUEUE_LEN);
-        if (m > 0) {
-            if (used + n + (size_t)m > cap) {
+        char msg[160], line[600];
+        snprintf(msg, sizeof(msg), "log: %llu records dropped (queue of %d full)",
+                 (unsigned long long)lost, LOG_QUEUE_LEN);
+        size_t n = format_record(line, sizeof(line), LOG_WARN, NULL, msg, NULL, 0);
+        if (q.sfd >= 0) {
+            sys_send(line, n);
+        } else {
+            if (used + n > cap) {
                 write_all(q.fd, batch, used); /* make room: the count must not be lost */
                 used = 0;
             }
-            memcpy(batch + used, line, n + (size_t)m);
-            used += n + (size_t)m;
+            memcpy(batch + used, line, n);
+            used += n;
         }
     }
     if (used)
         write_all(q.fd, batch, used);
+    if (q.sfd >= 0)
+        sys_report();
     return count;
 }
 
@@ -271,11 +402,10 @@ static void writer_switch(char *batch, size_t cap)
         close(q.fd);
     q.fd = nfd;
     /* Said here, so the line opens the new file whatever the timing. */
-    char line[160];
-    size_t n = format_time(line, sizeof(line));
-    int m = snprintf(line + n, sizeof(line) - n, "info  log: file reopened (SIGUSR1)\n");
-    if (m > 0)
-        write_all(q.fd, line, n + (size_t)m);
+    char line[600];
+    size_t n =
+        format_record(line, sizeof(line), LOG_INFO, NULL, "log: file reopened (SIGUSR1)", NULL, 0);
+    write_all(q.fd, line, n);
 }
 
 static void *writer_main(void *arg)
@@ -315,7 +445,7 @@ static void *writer_main(void *arg)
 
 int log_reopen(void)
 {
-    if (!q.path)
+    if (!q.path || q.sfd >= 0)
         return 1;
     int fd = open(q.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
     if (fd < 0)
@@ -335,9 +465,101 @@ int log_reopen(void)
     return 0;
 }
 
+int log_facility_parse(const char *s, int *out)
+{
+    if (strcasecmp(s, "daemon") == 0) {
+        *out = 3;
+        return 0;
+    }
+    if (strncasecmp(s, "local", 5) == 0 && s[5] >= '0' && s[5] <= '7' && s[6] == '\0') {
+        *out = 16 + (s[5] - '0');
+        return 0;
+    }
+    return -EINVAL;
+}
+
+int log_syslog_address(const char *s, struct sockaddr_storage *sa, socklen_t *len)
+{
+    memset(sa, 0, sizeof(*sa));
+    if (!s || !*s)
+        s = "/dev/log";
+    if (strncmp(s, "unix:", 5) == 0)
+        s += 5;
+    if (s[0] == '/') {
+        struct sockaddr_un *un = (struct sockaddr_un *)sa;
+        size_t n = strlen(s);
+        if (n >= sizeof(un->sun_path))
+            return -EINVAL;
+        un->sun_family = AF_UNIX;
+        memcpy(un->sun_path, s, n + 1);
+        *len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
+        return 0;
+    }
+    if (strncmp(s, "udp://", 6) != 0)
+        return -EINVAL;
+    char host[128];
+    const char *p = s + 6, *port;
+    if (*p == '[') {
+        const char *end = strchr(p, ']');
+        if (!end || end[1] != ':' || (size_t)(end - p - 1) >= sizeof(host))
+            return -EINVAL;
+        snprintf(host, sizeof(host), "%.*s", (int)(end - p - 1), p + 1);
+        port = end + 2;
+    } else {
+        const char *colon = strrchr(p, ':');
+        if (!colon || (size_t)(colon - p) >= sizeof(host))
+            return -EINVAL;
+        snprintf(host, sizeof(host), "%.*s", (int)(colon - p), p);
+        port = colon + 1;
+    }
+    char *end;
+    unsigned long pn = strtoul(port, &end, 10);
+    if (*port < '0' || *port > '9' || *end || pn == 0 || pn > 65535)
+        return -EINVAL;
+    struct addrinfo hints = {.ai_socktype = SOCK_DGRAM,
+                             .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV};
+    struct addrinfo *ai;
+    if (!*port || getaddrinfo(host, port, &hints, &ai) != 0)
+        return -EINVAL;
+    memcpy(sa, ai->ai_addr, ai->ai_addrlen);
+    *len = ai->ai_addrlen;
+    freeaddrinfo(ai);
+    return ((struct sockaddr_in *)(void *)sa)->sin_port ? 0 : -EINVAL;
+}
+
+/* The syslog target's socket and header fields. Returns 0 or -errno. */
+static int sys_open(const struct log_sink *sk)
+{
+    if (log_syslog_address(sk->syslog_address, &q.sa, &q.salen) < 0)
+        return -EINVAL;
+    int fd = socket(q.sa.ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return -errno;
+    q.facility = sk->facility ? sk->facility : 3;
+    if (gethostname(q.host, sizeof(q.host) - 1) < 0 || !q.host[0])
+        snprintf(q.host, sizeof(q.host), "-");
+    for (char *h = q.host; *h; h++) /* RFC 5424 6.2.4: PRINTUSASCII only */
+        if (*h <= ' ' || *h > '~')
+            *h = '_';
+    q.pid = (long)getpid();
+    q.sys_reported.tv_sec = 0;
+    q.sfd = fd;
+    return 0;
+}
+
 int log_start(const char *path)
 {
+    struct log_sink sk = {.target = LOG_TARGET_AUTO, .path = path};
+    return log_start_sink(&sk);
+}
+
+int log_start_sink(const struct log_sink *sk)
+{
     int fd = STDERR_FILENO;
+    const char *path =
+        sk->target == LOG_TARGET_AUTO || sk->target == LOG_TARGET_FILE ? sk->path : NULL;
+    if (sk->target == LOG_TARGET_FILE && !(path && *path))
+        return -EINVAL;
     if (path && *path) {
         fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
         if (fd < 0)
@@ -345,11 +567,19 @@ int log_start(const char *path)
         free(q.path);
         q.path = strdup(path);
     }
+    if (sk->target == LOG_TARGET_SYSLOG) {
+        int rc = sys_open(sk);
+        if (rc)
+            return rc;
+    }
     int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (efd < 0) {
         int rc = -errno;
         if (fd != STDERR_FILENO)
             close(fd);
+        if (q.sfd >= 0)
+            close(q.sfd);
+        q.sfd = -1;
         return rc;
     }
     for (size_t i = 0; i < LOG_QUEUE_LEN; i++)
@@ -398,4 +628,9 @@ void log_stop(void)
     q.fd = STDERR_FILENO;
     free(q.path);
     q.path = NULL;
+    if (q.sfd >= 0) {
+        sys_report_now();
+        close(q.sfd);
+        q.sfd = -1;
+    }
 }

@@ -542,7 +542,8 @@ static void render_udp(struct mtext *t, const struct metrics_source *src, const 
 static void render_state(struct mtext *t, const struct metrics_state *st)
 {
     counter(t, "ferry_log_records_dropped_total",
-            "Log records dropped because the log queue was full.", st->log_dropped);
+            "Log records dropped: the log queue was full, or the syslog target did not take them.",
+            st->log_dropped);
     family(t, "ferry_config_reloads_total", "counter", "Configuration reloads (SIGHUP).");
     sample(t, "ferry_config_reloads_total", "result=\"ok\"", st->reloads_ok);
     sample(t, "ferry_config_reloads_total", "result=\"failed\"", st->reloads_failed);

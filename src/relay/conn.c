@@ -73,11 +73,16 @@ uint32_t conn_iotimeout(const struct conn *c)
                                           : cfg->iotimeout_ms;
 }
 
+static void conn_access_start(struct conn *c);
+
 void conn_set_state(struct conn *c, enum conn_state s)
 {
     log_debug("conn %llu: %s -> %s", (unsigned long long)c->id, state_names[c->state],
               state_names[s]);
+    bool starts = (s == CONN_ST_RELAY || s == CONN_ST_UDP) && c->state != s;
     c->state = (uint8_t)s;
+    if (starts) /* the reply is sent: the tunnel or association is up */
+        conn_access_start(c);
 }
 
 /* ---- closing ---------------------------------------------------------- */
@@ -97,46 +102,94 @@ static void conn_free(struct release *r)
     }
 }
 
+#define ACCESS_FIELDS_MAX 24
+
+/* The access line's fields, in the order the text line has always had:
+ * one list, rendered as text or JSON by the logger (log/fields.h). start:
+ * the access-start line, without what only the end knows. The strings
+ * point into the caller's buffers (client, target and extra: ADDR_STRLEN
+ * bytes, dst: 300; f: ACCESS_FIELDS_MAX). Returns the field count. */
+static size_t access_fields(struct conn *c, const char *cmd, const char *reply, bool start,
+                            char *client, char *target, char *dst, char *extra, struct log_field *f)
+{
+    addr_format(&c->client, client, ADDR_STRLEN);
+    addr_format(&c->target, target, ADDR_STRLEN);
+    if (c->dst_name)
+        snprintf(dst, 300, "%s:%u", c->dst_name, c->dst_port);
+    else if (c->target.family && c->cmd != CONN_CMD_UDP)
+        snprintf(dst, 300, "%s", target);
+    else
+        snprintf(dst, 300, "-");
+    /* The outbound that carried it, once one was chosen (a dial). */
+    const char *via = c->dialed ? conn_cfg(c)->outbounds[c->ob].name : NULL;
+    size_t n = 0;
+    f[n++] = (struct log_field)LOG_FU64("id", c->id);
+    f[n++] = (struct log_field)LOG_FSTR("client", client);
+    f[n++] = (struct log_field)LOG_FSTR("user", c->user ? c->user : "-");
+    f[n++] = (struct log_field)LOG_FSTR("cmd", cmd);
+    f[n++] = (struct log_field)LOG_FSTR("dst", dst);
+    f[n++] = (struct log_field)LOG_FSTR("addr", c->target.family ? target : "-");
+    if (!start) {
+        f[n++] = (struct log_field)LOG_FU64("up", c->c2u.bytes);
+        f[n++] = (struct log_field)LOG_FU64("down", c->u2c.bytes);
+        f[n++] = (struct log_field)LOG_FU64("ms", loop_now(&c->w->loop) - c->t_start);
+        f[n++] = (struct log_field)LOG_FSTR("reply", reply);
+        f[n++] = (struct log_field)LOG_FSTR("end", c->why ? c->why : "-");
+        f[n++] = (struct log_field)LOG_FSTR("err", c->err ? errmap_name(c->err) : NULL);
+        if (c->h2u && c->cmd == CONN_CMD_UDP) { /* CONNECT-UDP (h2udp.c): datagrams */
+            uint64_t up, down;
+            h2udp_counts(c, &up, &down);
+            f[n++] = (struct log_field)LOG_FPAIR("dgrams", up, down);
+        }
+    }
+    f[n++] = (struct log_field)LOG_FSTR("rule", c->rule);
+    f[n++] = (struct log_field)LOG_FSTR("via", via);
+    /* a stream of a shared connection */
+    f[n++] = (struct log_field)LOG_FSTR("mux", via && c->out == &outbound_h2 ? "h2" : NULL);
+    f[n++] = (struct log_field)LOG_FSTR("proto", c->front->log_proto);
+    if (c->front->log_fields)
+        n += c->front->log_fields(c, f + n, ACCESS_FIELDS_MAX - n, extra, ADDR_STRLEN);
+    return n;
+}
+
 void conn_access_log(struct conn *c, const char *cmd, const char *reply)
 {
     if (!conn_cfg(c)->access_log || !log_enabled(LOG_INFO))
         return;
-    char client[ADDR_STRLEN], target[ADDR_STRLEN], dst[300];
-    addr_format(&c->client, client, sizeof(client));
-    addr_format(&c->target, target, sizeof(target));
-    if (c->dst_name)
-        snprintf(dst, sizeof(dst), "%s:%u", c->dst_name, c->dst_port);
-    else if (c->target.family && c->cmd != CONN_CMD_UDP)
-        snprintf(dst, sizeof(dst), "%s", target);
-    else
-        snprintf(dst, sizeof(dst), "-");
-    /* The outbound that carried it, once one was chosen (a dial). */
-    const char *via = c->dialed ? conn_cfg(c)->outbounds[c->ob].name : NULL;
-    char err[96] = "";
-    if (c->err)
-        snprintf(err, sizeof(err), " err=%s", errmap_name(c->err));
-    if (c->h2u && c->cmd == CONN_CMD_UDP) { /* CONNECT-UDP (h2udp.c): datagrams */
-        uint64_t up, down;
-        h2udp_counts(c, &up, &down);
-        size_t n = strlen(err);
-        snprintf(err + n, sizeof(err) - n, " dgrams=%llu/%llu", (unsigned long long)up,
-                 (unsigned long long)down);
+    char client[ADDR_STRLEN], target[ADDR_STRLEN], dst[300], extra[ADDR_STRLEN];
+    struct log_field f[ACCESS_FIELDS_MAX];
+    size_t n = access_fields(c, cmd, reply, false, client, target, dst, extra, f);
+    log_fields(LOG_INFO, "access", "access", f, n);
+}
+
+/* The command of a session whose relay starts, as its access line will
+ * name it: SOCKS in lower case, HTTP's method (CONNECT, or the request
+ * that switched protocols). */
+static const char *access_start_cmd(const struct conn *c)
+{
+    bool http = c->proto == PROTO_HTTP;
+    switch (c->cmd) {
+    case CONN_CMD_CONNECT:
+        return http ? "CONNECT" : "connect";
+    case CONN_CMD_BIND:
+        return http ? "-" : "bind";
+    case CONN_CMD_UDP:
+        return "udp";
+    default:
+        return http ? "upgrade" : "-";
     }
-    char extra[400] = "";
-    if (c->front->log_fields)
-        c->front->log_fields(c, extra, sizeof(extra));
-    log_write(LOG_INFO,
-              "access id=%llu client=%s user=%s cmd=%s dst=%s addr=%s up=%llu down=%llu "
-              "ms=%llu reply=%s end=%s%s%s%s%s%s%s%s%s%s",
-              (unsigned long long)c->id, client, c->user ? c->user : "-", cmd, dst,
-              c->target.family ? target : "-", (unsigned long long)c->c2u.bytes,
-              (unsigned long long)c->u2c.bytes,
-              (unsigned long long)(loop_now(&c->w->loop) - c->t_start), reply,
-              c->why ? c->why : "-", err, c->rule ? " rule=" : "", c->rule ? c->rule : "",
-              via ? " via=" : "", via ? via : "",
-              via && c->out == &outbound_h2 ? " mux=h2" : "", /* a stream of a shared connection */
-              c->front->log_proto ? " proto=" : "", c->front->log_proto ? c->front->log_proto : "",
-              extra);
+}
+
+/* log_session_start: the access-start line of a session whose relay (or
+ * UDP association) starts, so long tunnels are visible before they end. */
+static void conn_access_start(struct conn *c)
+{
+    if (!conn_cfg(c)->access_log || !conn_cfg(c)->log_session_start || !log_enabled(LOG_INFO))
+        return;
+    char client[ADDR_STRLEN], target[ADDR_STRLEN], dst[300], extra[ADDR_STRLEN];
+    struct log_field f[ACCESS_FIELDS_MAX];
+    size_t n = access_fields(c, access_start_cmd(c), NULL, true, client, target, dst, extra, f);
+    log_fields(LOG_INFO, "access", "access-start", f, n);
 }
 
 void conn_close_fd(struct io *io)

@@ -21,6 +21,7 @@
 #include "relay/errmap.h"
 
 struct conn;
+struct log_field;
 
 /* One front protocol. Every hook runs on the session's worker thread and
  * may end the session (conn_close, conn_fail, conn_linger); the caller
@@ -52,8 +53,12 @@ struct front_ops {
     /* The session ends: write its access-log line(s) and free what the
      * front holds (c->state is not CLOSED yet, descriptors still open). */
     void (*end)(struct conn *c);
-    /* Optional: extra " key=value" fields for its access-log line. */
-    void (*log_fields)(const struct conn *c, char *out, size_t len);
+    /* Optional: its own fields for the session's access-log line(s),
+     * appended after the common ones (at most room of them; strings may
+     * point into buf, len bytes, or at memory that outlives the call).
+     * Returns how many it wrote. */
+    size_t (*log_fields)(const struct conn *c, struct log_field *f, size_t room, char *buf,
+                         size_t len);
 };
 
 /* The rows before a protocol is known (front.c): a PROXY protocol header

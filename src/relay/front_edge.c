@@ -30,6 +30,7 @@
 #include "config/edge.h"
 #include "core/buf.h"
 #include "core/sock.h"
+#include "log/fields.h"
 #include "log/log.h"
 #include "proto/mcsniff.h"
 #include "proto/proxy.h"
@@ -127,19 +128,23 @@ static void edge_reject(struct conn *c, enum edge_reject r, const char *why)
     conn_close(c, why);
 }
 
-static void edge_log_fields(const struct conn *c, char *out, size_t len)
+static size_t edge_log_fields(const struct conn *c, struct log_field *f, size_t room, char *buf,
+                              size_t len)
 {
     const struct edge_sess *s = c->edge;
-    char be[ADDR_STRLEN] = "-";
-    if (!s) {
-        snprintf(out, len, "%s", "");
-        return;
-    }
+    if (!s || room < 5)
+        return 0;
+    snprintf(buf, len, "-");
     if (s->be)
-        addr_format(&s->be->addr, be, sizeof(be));
-    snprintf(out, len, " edge=%s route=%s host=%s backend=%s sniff=%s", s->e->name,
-             s->route >= 0 ? s->e->routes[s->route].host : "-", s->host[0] ? s->host : "-", be,
-             s->sniffed ? edge_sniff_name((enum edge_sniff)s->sniffed) : "-");
+        addr_format(&s->be->addr, buf, len);
+    size_t n = 0;
+    f[n++] = (struct log_field)LOG_FSTR("edge", s->e->name);
+    f[n++] = (struct log_field)LOG_FSTR("route", s->route >= 0 ? s->e->routes[s->route].host : "-");
+    f[n++] = (struct log_field)LOG_FSTR("host", s->host[0] ? s->host : "-");
+    f[n++] = (struct log_field)LOG_FSTR("backend", buf);
+    f[n++] = (struct log_field)LOG_FSTR(
+        "sniff", s->sniffed ? edge_sniff_name((enum edge_sniff)s->sniffed) : "-");
+    return n;
 }
 
 static void edge_end(struct conn *c)

@@ -305,6 +305,10 @@ static void warn_restart_needed(const struct config *old, const struct config *n
         log_warn("reload: workers changed; applies after a restart");
     if (!str_equal(old->log_file, nc->log_file))
         log_warn("reload: log_file changed; applies after a restart");
+    if (old->log_target != nc->log_target || old->syslog_facility != nc->syslog_facility ||
+        !str_equal(old->syslog_address, nc->syslog_address))
+        log_warn("reload: log_target, syslog_address or syslog_facility changed; applies after "
+                 "a restart");
     if (old->backlog != nc->backlog)
         log_warn("reload: backlog changed; applies after a restart");
     if (old->limits.ip_table != nc->limits.ip_table)
@@ -388,6 +392,7 @@ static void reload(struct server *s)
         throttle_configure(&s->auth.t, nc->auth.max_failures, nc->auth.failure_window_ms,
                            nc->auth.block_ms);
     log_set_level(nc->log_level);
+    log_set_format(nc->log_format);
     for (unsigned i = 0; i < s->nworkers; i++) {
         if (worker_post_config(&s->ws[i], nc, sets[i]) < 0) {
             log_error("reload: worker %u: out of memory; it keeps the previous configuration", i);
@@ -471,7 +476,8 @@ static void supervise(struct server *s, int sfd)
                         log_error("SIGUSR1: cannot reopen %s: %s; still writing to the old file",
                                   s->cfg->log_file, strerror(-rc));
                     else if (rc > 0)
-                        log_info("SIGUSR1: logging to stderr; nothing to reopen");
+                        log_info("SIGUSR1: logging to %s; nothing to reopen",
+                                 s->cfg->log_target == LOG_TARGET_SYSLOG ? "syslog" : "stderr");
                 } else if (!draining) {
                     draining = true;
                     shutdown_ms = s->cfg->shutdown_timeout_ms;
@@ -775,6 +781,26 @@ static void workers_down(struct server *s, bool clean)
         limits_fini(&s->limits);
 }
 
+/* The log's level, format and target from cfg, and its writer thread.
+ * Returns 0, or -errno (said on stderr). */
+static int start_logging(const struct config *cfg)
+{
+    log_set_level(cfg->log_level);
+    log_set_format(cfg->log_format);
+    struct log_sink sink = {.target = cfg->log_target,
+                            .path = cfg->log_file,
+                            .syslog_address = cfg->syslog_address,
+                            .facility = cfg->syslog_facility};
+    int rc = log_start_sink(&sink);
+    if (rc && cfg->log_target == LOG_TARGET_SYSLOG)
+        log_error("log_target = syslog: %s: %s",
+                  cfg->syslog_address ? cfg->syslog_address : "/dev/log", strerror(-rc));
+    else if (rc)
+        log_error("%s:%d: log_file: %s: %s", cfg->log_file_src, cfg->log_file_line, cfg->log_file,
+                  strerror(-rc));
+    return rc;
+}
+
 int server_run(struct config *cfg, const struct config_cli *cli)
 {
     struct server s = {.cli = cli, .cfg = cfg, .nworkers = cfg->workers, .nlisten = cfg->nlisten};
@@ -794,13 +820,9 @@ int server_run(struct config *cfg, const struct config_cli *cli)
     sigset_t mask;
     block_signals(&mask);
 
-    log_set_level(cfg->log_level);
-    int rc = log_start(cfg->log_file);
-    if (rc) {
-        log_error("%s:%d: log_file: %s: %s", cfg->path, cfg->log_file_line, cfg->log_file,
-                  strerror(-rc));
+    int rc = start_logging(cfg);
+    if (rc)
         goto out;
-    }
     if (!fds || !bound || !s.ws || !s.lfds) {
         log_error("out of memory");
         goto out;
