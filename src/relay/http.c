@@ -796,30 +796,30 @@ static void http_connected(struct conn *c)
 
 /* ---- forwarding -------------------------------------------------------------- */
 
-/* One send to fd, or -errno; -EAGAIN with *want, the readiness it waits
+/* One send to c->up (up) or the client, or -errno; -EAGAIN with *want, the readiness it waits
  * for. c->up of a stream outbound (an HTTPS parent's TLS, outbound.h) is
  * written through the outbound's call. */
-static ssize_t hflow_send(struct conn *c, int fd, const uint8_t *p, size_t len, uint8_t *want)
+static ssize_t hflow_send(struct conn *c, bool up, const uint8_t *p, size_t len, uint8_t *want)
 {
-    if (fd >= 0 && fd == c->up.fd && c->out->write) /* an HTTP/2 stream's cli.fd is -1 */
+    if (up && c->out->write) /* a stream outbound: TLS, or an HTTP/2 stream (no fd) */
         return c->out->write(c, p, len, want);
     *want = SIDE_WR;
-    ssize_t n =
-        fd == c->cli.fd ? conn_cli_send(c, p, len) : send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t n = up ? send(c->up.fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT) : conn_cli_send(c, p, len);
     return n < 0 ? -errno : n;
 }
 
-/* Send out, then the cleared body bytes of in, to fd; add what went to
+/* Send out, then the cleared body bytes of in, to c->up (up) or the
+ * client; add what went to
  * *total (the session's count, heads included) and the body bytes to
  * *count. Returns 0 when all went, 1 when fd is full, or -errno. */
-static int hflow_flush(struct conn *c, struct hflow *f, int fd, uint8_t *ev, uint64_t *count,
+static int hflow_flush(struct conn *c, struct hflow *f, bool up, uint8_t *ev, uint64_t *count,
                        uint64_t *total)
 {
     uint8_t want;
     while (f->out && buf_len(f->out)) {
         if (!(*ev & SIDE_WR))
             return 1;
-        ssize_t n = hflow_send(c, fd, buf_head(f->out), buf_len(f->out), &want);
+        ssize_t n = hflow_send(c, up, buf_head(f->out), buf_len(f->out), &want);
         if (n < 0) {
             if (n == -EAGAIN) {
                 *ev &= (uint8_t)~want;
@@ -835,7 +835,7 @@ static int hflow_flush(struct conn *c, struct hflow *f, int fd, uint8_t *ev, uin
     while (f->pass) {
         if (!(*ev & SIDE_WR))
             return 1;
-        ssize_t n = hflow_send(c, fd, buf_head(f->in), f->pass, &want);
+        ssize_t n = hflow_send(c, up, buf_head(f->in), f->pass, &want);
         if (n < 0) {
             if (n == -EAGAIN) {
                 *ev &= (uint8_t)~want;
@@ -856,12 +856,12 @@ static int hflow_flush(struct conn *c, struct hflow *f, int fd, uint8_t *ev, uin
 /* Read from fd into f->in, no more than the bandwidth limits allow now.
  * Returns bytes read, 0 (nothing now, or EOF: see f->eof; or nothing
  * allowed: *paused is set, and reading waits for the limiter), or -errno. */
-static ssize_t hflow_read(struct conn *c, struct hflow *f, int fd, uint8_t *ev, uint32_t cap,
+static ssize_t hflow_read(struct conn *c, struct hflow *f, bool up, uint8_t *ev, uint32_t cap,
                           bool *paused)
 {
     /* c->up of a stream outbound: read through its call, and bytes it
      * holds decrypted count as readable (epoll will not say so again). */
-    bool stream = fd >= 0 && fd == c->up.fd && c->out->read;
+    bool stream = up && c->out->read;
     if ((!(*ev & SIDE_RD) && !(stream && c->out->pending && c->out->pending(c))) || f->eof)
         return 0;
     if (!f->in && !(f->in = buf_get_cap(&c->w->bufs, cap)))
@@ -883,9 +883,9 @@ static ssize_t hflow_read(struct conn *c, struct hflow *f, int fd, uint8_t *ev, 
         room = allow;
     for (;;) {
         uint8_t want = SIDE_RD;
-        ssize_t n = stream            ? c->out->read(c, buf_tail(f->in), room, &want)
-                    : fd == c->cli.fd ? conn_cli_recv(c, buf_tail(f->in), room)
-                                      : recv(fd, buf_tail(f->in), room, 0);
+        ssize_t n = stream ? c->out->read(c, buf_tail(f->in), room, &want)
+                    : up   ? recv(c->up.fd, buf_tail(f->in), room, 0)
+                           : conn_cli_recv(c, buf_tail(f->in), room);
         if (n < 0 && !stream)
             n = -errno;
         if (n > 0) {
@@ -930,7 +930,7 @@ static void http_abort_flush(struct conn *c)
 {
     struct http_state *h = c->http;
     uint64_t before = c->u2c.bytes;
-    int rc = hflow_flush(c, &h->resp, c->cli.fd, &c->cli_ev, &h->resp_bytes, &c->u2c.bytes);
+    int rc = hflow_flush(c, &h->resp, false, &c->cli_ev, &h->resp_bytes, &c->u2c.bytes);
     if (rc < 0)
         conn_close(c, c->why); /* the client is gone too: the first error is the one logged */
     else if (rc == 0)
@@ -1184,7 +1184,7 @@ static enum fwd_step http_fwd_request(struct conn *c, struct fwd_round *r)
 {
     struct http_state *h = c->http;
     uint32_t pending = hflow_pending(&h->req);
-    int rc = hflow_flush(c, &h->req, c->up.fd, &c->up_ev, &h->req_bytes, &c->c2u.bytes);
+    int rc = hflow_flush(c, &h->req, true, &c->up_ev, &h->req_bytes, &c->c2u.bytes);
     r->origin |= rc >= 0 && hflow_pending(&h->req) != pending; /* the origin takes bytes */
     r->up_full = rc == 1;
     if (rc < 0) {
@@ -1205,8 +1205,7 @@ static enum fwd_step http_fwd_request(struct conn *c, struct fwd_round *r)
         r->progress |= h->req.pass > 0;
         return FWD_ON;
     }
-    ssize_t n =
-        hflow_read(c, &h->req, c->cli.fd, &c->cli_ev, conn_cfg(c)->buffer_size, &r->req_paused);
+    ssize_t n = hflow_read(c, &h->req, false, &c->cli_ev, conn_cfg(c)->buffer_size, &r->req_paused);
     if (n < 0) {
         conn_close_err(c, "client-error", (int)n);
         return FWD_END;
@@ -1242,7 +1241,7 @@ static enum fwd_step http_fwd_read_response(struct conn *c, struct fwd_round *r)
 {
     struct http_state *h = c->http;
     uint32_t cap = h->resp_head ? conn_cfg(c)->buffer_size : conn_cfg(c)->http.max_header + 1;
-    ssize_t n = hflow_read(c, &h->resp, c->up.fd, &c->up_ev, cap, &r->resp_paused);
+    ssize_t n = hflow_read(c, &h->resp, true, &c->up_ev, cap, &r->resp_paused);
     if (n < 0) {
         if (http_retry(c))
             return FWD_END;
@@ -1277,11 +1276,13 @@ static enum fwd_step http_fwd_read_response(struct conn *c, struct fwd_round *r)
 static enum fwd_step http_fwd_response(struct conn *c, struct fwd_round *r)
 {
     struct http_state *h = c->http;
-    int rc = hflow_flush(c, &h->resp, c->cli.fd, &c->cli_ev, &h->resp_bytes, &c->u2c.bytes);
+    int rc = hflow_flush(c, &h->resp, false, &c->cli_ev, &h->resp_bytes, &c->u2c.bytes);
     if (rc < 0) {
         conn_close_err(c, "client-error", rc);
         return FWD_END;
     }
+    if (c->out->credit)
+        c->out->credit(c); /* an HTTP/2 parent's stream: credit for what reached the client */
     r->cli_full = rc == 1;
     if (h->kind == HTTP_CONNECT && rc == 0) {
         http_fwd_switch(c);
