@@ -449,16 +449,20 @@ enum parent_fail parent_http_status_fail(int s)
 }
 
 /* An HTTP status that is not 1xx or 2xx: the failure it says. */
+void parent_http_status_why(int status, bool has_auth, char *out, size_t len)
+{
+    if (parent_http_status_fail(status) == PARENT_FAIL_AUTH)
+        snprintf(out, len, "parent %s (HTTP 407)",
+                 has_auth ? "refused the credentials" : "requires credentials");
+    else
+        snprintf(out, len, "parent answered HTTP %d", status);
+}
+
 static void http_fail(struct parent_hs *h, int s)
 {
     char why[80];
-    enum parent_fail f = parent_http_status_fail(s);
-    if (f == PARENT_FAIL_AUTH)
-        snprintf(why, sizeof(why), "parent %s (HTTP 407)",
-                 h->has_auth ? "refused the credentials" : "requires credentials");
-    else
-        snprintf(why, sizeof(why), "parent answered HTTP %d", s);
-    fail(h, f, why);
+    parent_http_status_why(s, h->has_auth, why, sizeof(why));
+    fail(h, parent_http_status_fail(s), why);
 }
 
 /* One byte of an HTTP response head. Lines end in CRLF (a bare LF is

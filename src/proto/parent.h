@@ -139,14 +139,19 @@ bool parent_bnd(const struct parent_hs *h, struct addr *out);
 /* "general", "bad-reply", "auth", ... for logs and tests. */
 const char *parent_fail_name(enum parent_fail f);
 
-/* Basic credentials (RFC 7617) for a Proxy-Authorization field: base64 of
- * "user:pass" into out, NUL-terminated. Returns the length, or 0 when cap
- * is too small. */
 /* The failure an HTTP CONNECT parent's non-2xx status says (RFC 9110
  * section 15): 407 auth, 403 denied, 405/501 command, 502 refused, 503
  * host unreachable, 504 timeout, any other general. */
 enum parent_fail parent_http_status_fail(int status);
 
+/* The words for that failure in a log line, into out (NUL-terminated):
+ * "parent refused the credentials (HTTP 407)" (or "requires credentials"
+ * when none were sent: has_auth false), else "parent answered HTTP N". */
+void parent_http_status_why(int status, bool has_auth, char *out, size_t len);
+
+/* Basic credentials (RFC 7617) for a Proxy-Authorization field: base64 of
+ * "user:pass" into out, NUL-terminated. Returns the length, or 0 when cap
+ * is too small. */
 size_t parent_basic_credentials(const char *user, const char *pass, char *out, size_t cap);
 
 #endif

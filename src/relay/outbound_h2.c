@@ -631,12 +631,12 @@ static int ho_handshake(struct ho_conn *hc)
         return 0;
     }
     if (rc < 0) {
+        /* A certificate's problem in the same words as the HTTP/1.1 path
+         * ("certificate pin mismatch: ..."); others say they are TLS's. */
+        bool verify = strncmp(tls_error(hc->tls), "certificate ", 12) == 0;
         char what[200];
-        snprintf(what, sizeof(what), "TLS: %s", tls_error(hc->tls));
-        ho_fail_as(hc, OUT_FAILED,
-                   strncmp(tls_error(hc->tls), "certificate ", 12) == 0 ? "tls-verify-failed"
-                                                                        : "tls-handshake-failed",
-                   true);
+        snprintf(what, sizeof(what), "%s%s", verify ? "" : "TLS: ", tls_error(hc->tls));
+        ho_fail_as(hc, OUT_FAILED, verify ? "tls-verify-failed" : "tls-handshake-failed", true);
         ho_conn_close(hc, what, true);
         return -1;
     }
@@ -1047,11 +1047,14 @@ static void ob_h2_event(struct conn *c, uint32_t events)
         enum outcome o;
         const char *why;
         outbound_parent_outcome((uint8_t)parent_http_status_fail(s->status), &o, &why);
-        if (log_enabled(s->status == 407 ? LOG_WARN : LOG_DEBUG))
+        if (log_enabled(s->status == 407 ? LOG_WARN : LOG_DEBUG)) {
+            const struct config_outbound *ob = sl_ob(s->sl);
+            char words[80];
+            parent_http_status_why(s->status, ob->user != NULL, words, sizeof(words));
             log_write(s->status == 407 ? LOG_WARN : LOG_DEBUG,
-                      "conn %llu: outbound %s: parent %s port %u answered HTTP %d",
-                      (unsigned long long)c->id, sl_ob(s->sl)->name, sl_ob(s->sl)->host,
-                      sl_ob(s->sl)->port, s->status);
+                      "conn %llu: outbound %s: parent %s port %u: %s", (unsigned long long)c->id,
+                      ob->name, ob->host, ob->port, words);
+        }
         ob_h2_fail(c, o, why);
         return;
     }
