@@ -388,10 +388,13 @@ def test_server_not_running(server, tmp_path, echo_server):
     c = Client(tmp_path, [f"https://127.0.0.1:{dead}", "--pin", server["pin"], f"{port}:socks"])
     try:
         c.wait_log("ready:")
-        assert socks_reply(port, echo_server.addr) == 0x01
-        c.wait_log(rf"warn .*outbound tunnel: parent 127\.0\.0\.1 port {dead}: cannot connect: "
-                   r"ECONNREFUSED")
-        c.wait_log(r"cmd=connect .*end=parent-unreachable err=ECONNREFUSED via=tunnel")
+        # The tunnel is down: a new session waits tunnel_wait (10 s) for it,
+        # then gets REP 0x03 (network unreachable).
+        t0 = time.monotonic()
+        assert socks_reply(port, echo_server.addr) == 0x03
+        assert time.monotonic() - t0 >= 9
+        c.wait_log(rf"warn .*outbound tunnel: parent 127\.0\.0\.1 port {dead}: .*ECONNREFUSED")
+        c.wait_log(r"cmd=connect .*end=tunnel-down .*via=tunnel")
     finally:
         c.stop()
 
