@@ -68,6 +68,7 @@ struct bench_opts {
     bool echo_gro;            /* udp: the echo takes coalesced runs (UDP_GRO) */
     uint8_t http_proxy;       /* requests: enum http_proxy_mode */
     uint8_t https_proxy;      /* --https-proxy: enum https_proxy_mode (TLS to the proxy) */
+    unsigned stalled;         /* throughput, h2: streams that send a burst and never read */
     const char *proxy_cacert; /* --proxy-cacert FILE: an external TLS proxy's CA */
     const char *proxy_pin;    /* --proxy-pin sha256//...: an external TLS proxy's pin */
     unsigned nrules;          /* rules: how many synthetic rules */
