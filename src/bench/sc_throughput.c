@@ -44,7 +44,8 @@ struct tp_conn {
     unsigned index; /* the stream's number in reports */
     uint64_t seed, sent, recvd;
     bool open, dead;
-    bool stalled; /* --stalled: sends its burst, never reads */
+    bool stalled;          /* --stalled: sends its burst, never reads */
+    _Atomic uint64_t seen; /* recvd, for the main thread's per-stream figures */
 };
 
 struct tp_thread {
@@ -130,6 +131,7 @@ static bool tp_check(struct tp_conn *c, const uint8_t *p, size_t n)
     stat_store(&th->recvd, atomic_load_explicit(&th->recvd, memory_order_relaxed) + diff);
     uint64_t at = c->recvd + diff;
     c->recvd = at;
+    atomic_store_explicit(&c->seen, at, memory_order_relaxed);
     if (diff < good) {
         tp_corrupt(c, "byte %llu of the echo is 0x%02x, 0x%02x was sent", (unsigned long long)at,
                    p[diff], want[diff]);
@@ -363,6 +365,30 @@ static void tp_stall_report(struct result *res, struct tp_thread *ths, unsigned 
                     (unsigned long long)(TP_STALL_BURST >> 20));
 }
 
+/* Echoed bytes of each measured stream so far into out (conns order). */
+static void tp_seen(const struct tp_thread *ths, unsigned started, uint64_t *out)
+{
+    size_t k = 0;
+    for (unsigned t = 0; t < started; t++)
+        for (unsigned i = 0; i < ths[t].n; i++)
+            out[k++] = atomic_load_explicit(&ths[t].conns[i].seen, memory_order_relaxed);
+}
+
+/* The slowest and the fastest measured stream's echo over the window
+ * (streams that died are in it with what they managed): fair shares. */
+static void tp_per_stream(struct result *res, const uint64_t *a, const uint64_t *z, size_t n,
+                          double secs)
+{
+    double lo = 0, hi = 0;
+    for (size_t i = 0; i < n; i++) {
+        double r = (double)(z[i] - a[i]) / secs / 1048576.0;
+        lo = i == 0 || r < lo ? r : lo;
+        hi = r > hi ? r : hi;
+    }
+    result_add(res, "slowest_stream_down", "MiB/s", lo);
+    result_add(res, "fastest_stream_down", "MiB/s", hi);
+}
+
 /* Let the open streams go: the warm-up, the window, the figures. */
 static void tp_measure(struct bench *b, struct result *res, struct tp_thread *ths, unsigned started,
                        unsigned open)
@@ -377,10 +403,15 @@ static void tp_measure(struct bench *b, struct result *res, struct tp_thread *th
     struct proc_sample p0, p1;
     bool have_cpu = bench_sample(b, &p0);
     uint64_t up0 = sum_bytes(ths, started, true), down0 = sum_bytes(ths, started, false);
+    uint64_t *seen = calloc(2 * (size_t)o->connections, sizeof(*seen));
+    if (seen)
+        tp_seen(ths, started, seen);
     uint64_t stall0 = sum_stall(ths, started), t0 = now_ns();
     bench_window(b, "measure", o->duration_s, tp_rate, &rate, "MiB/s");
     uint64_t up1 = sum_bytes(ths, started, true), down1 = sum_bytes(ths, started, false);
     uint64_t stall1 = sum_stall(ths, started);
+    if (seen)
+        tp_seen(ths, started, seen + o->connections);
     double secs = (double)(now_ns() - t0) / 1e9;
     have_cpu = have_cpu && bench_sample(b, &p1);
 
@@ -401,6 +432,9 @@ static void tp_measure(struct bench *b, struct result *res, struct tp_thread *th
         result_add(res, "proxy_cpu", "s/s", (p1.cpu_s - p0.cpu_s) / secs);
         result_add(res, "proxy_cpu_per_gib", "s/GiB", gib > 0 ? (p1.cpu_s - p0.cpu_s) / gib : 0);
     }
+    if (seen && o->connections > 1)
+        tp_per_stream(res, seen, seen + o->connections, o->connections, secs);
+    free(seen);
     result_add(res, "streams", "", open);
     result_add(res, "corrupt_streams", "", corrupt);
     result_add(res, "broken_streams", "", broken);
