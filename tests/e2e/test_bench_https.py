@@ -248,3 +248,17 @@ def test_stalled_is_refused_where_it_would_not_share_a_connection():
     p = bench("throughput", "--https-proxy", "h2", "--connections", "2", "--stalled", "3",
               "--runs", "1", timeout=30)
     assert p.returncode == 2 and "--stalled must be 0..2" in p.stderr, p.stderr
+
+
+def test_compare_stall_group_plans_its_rows():
+    """bench/compare.sh --only stall: ferry's tls:// listener over h2, the
+    same 7 streams alone and beside one stalled stream, in each round."""
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    p = subprocess.run([os.path.join(root, "bench", "compare.sh"), "--dry-run", "--only", "stall",
+                        "--rounds", "1"], capture_output=True, text=True, timeout=60, cwd=root)
+    assert p.returncode == 0, p.stderr
+    runs = [l for l in p.stdout.splitlines() if l.startswith("run:")]
+    assert [l.split()[1] for l in runs] == ["stall-7", "stall-7-1"], runs
+    for l in runs:
+        assert "ferry-tls-h2:" in l and "--connections 7" in l and "--https-proxy h2 --proxy-pin" in l
+    assert "--stalled" not in runs[0] and "--stalled 1" in runs[1]
