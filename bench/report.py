@@ -1366,14 +1366,17 @@ class Report:
             "same interleaved rounds. The slowest stream is the lowest echo rate of the 7 over the "
             "window; × alone compares it with the mean stream rate without the stalled one (down "
             "/ 7). Stalled sent: what ferry took of the stalled stream's burst before its windows "
-            "filled (in the window: what it took while the others were measured; 0 is stalled)."
+            "filled (in the window: what it took while the others were measured; 0 is stalled); "
+            "unread in the bench: its echo held unread at the end, at most the bench's 16 MiB "
+            "stream window."
         )
         L.append("")
         for v in vs:
             L.append(f"- {V[v]['title']}: {self.params_line(v)}")
         L.append("")
         header = ["load", "total (MiB/s)", "× alone", "slowest stream down (MiB/s)", "× alone",
-                  "stalled held", "stalled sent (MiB)", "in the window (MiB)", "proxy CPU s/GiB",
+                  "stalled held", "stalled sent (MiB)", "in the window (MiB)",
+                  "unread in the bench (MiB)", "proxy CPU s/GiB",
                   "integrity and failures"]
         alone = self.cell("stall-7", t)
         base_total = alone.m("total") if alone and alone.runs else None
@@ -1382,7 +1385,7 @@ class Report:
         for v in vs:
             c = self.cell(v, t)
             if not c or not c.runs:
-                rows.append([V[v]["title"], "—", "", "", "", "", "", "", "", self.status(v, t) or "–"])
+                rows.append([V[v]["title"], "—", "", "", "", "", "", "", "", "", self.status(v, t) or "–"])
                 continue
             tot, slow = c.m("total"), c.m("slowest_stream_down")
             rows.append([
@@ -1390,7 +1393,8 @@ class Report:
                 fmt(slow) if slow is not None else "–",
                 f"{slow / base_stream:.2f}×" if base_stream and slow is not None else "",
                 fint(c.m("stalled_streams") or 0), fmt(c.m("stalled_sent") or 0),
-                fmt(c.m("stalled_sent_in_window") or 0), self.cpu(v, t), self.issues(v, t)])
+                fmt(c.m("stalled_sent_in_window") or 0), fmt(c.m("stalled_unread") or 0),
+                self.cpu(v, t), self.issues(v, t)])
         L.append(md_table(header, rows))
         L.append("")
         self.bench_notes(L, [(v, t) for v in vs], label=lambda v, t: V[v]["title"])

@@ -286,6 +286,9 @@ int h2_stream_state(const struct sclient *sc);
  * reading returns flow-control credit to the proxy. */
 ssize_t h2_stream_recv(struct sclient *sc, void *p, size_t n);
 ssize_t h2_stream_send(struct sclient *sc, const void *p, size_t n);
+/* Bytes the proxy sent on sc's stream that nobody has read yet (held in
+ * the stream's buffer, their credit not yet returned); 0 without a stream. */
+size_t h2_stream_unread(const struct sclient *sc);
 /* Detach sc from its stream, resetting the stream (CANCEL) if still open. */
 void h2_stream_close(struct sclient *sc);
 /* Why the last h2 stream of this thread failed, in words ("" if none). */

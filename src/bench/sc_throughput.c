@@ -44,8 +44,9 @@ struct tp_conn {
     unsigned index; /* the stream's number in reports */
     uint64_t seed, sent, recvd;
     bool open, dead;
-    bool stalled;          /* --stalled: sends its burst, never reads */
-    _Atomic uint64_t seen; /* recvd, for the main thread's per-stream figures */
+    bool stalled;            /* --stalled: sends its burst, never reads */
+    _Atomic uint64_t seen;   /* recvd, for the main thread's per-stream figures */
+    _Atomic uint64_t unread; /* stalled: its echo held unread in the h2 client */
 };
 
 struct tp_thread {
@@ -222,6 +223,8 @@ static void tp_on_io(struct io *io, uint32_t events)
     } else {
         sclient_step(&c->sc, &th->b->route, events); /* updates readiness only */
     }
+    if (c->stalled && c->sc.via_h2)
+        atomic_store_explicit(&c->unread, h2_stream_unread(&c->sc), memory_order_relaxed);
     if (!c->stalled) {
         tp_pump(c);
     } else if (events & (EPOLLRDHUP | EPOLLERR | EPOLLHUP)) {
@@ -352,10 +355,14 @@ static void tp_stall_report(struct result *res, struct tp_thread *ths, unsigned 
         sopen += atomic_load(&ths[t].stall_open);
         lost += atomic_load(&ths[t].stall_lost);
     }
-    uint64_t sent = sum_stall(ths, started);
+    uint64_t sent = sum_stall(ths, started), unread = 0;
+    for (unsigned t = 0; t < started; t++)
+        for (unsigned i = ths[t].n; i < ths[t].n + ths[t].nstall; i++)
+            unread += atomic_load_explicit(&ths[t].conns[i].unread, memory_order_relaxed);
     result_add(res, "stalled_streams", "", sopen - lost);
     result_add(res, "stalled_sent", "MiB", (double)sent / 1048576.0);
     result_add(res, "stalled_sent_in_window", "MiB", (double)in_window / 1048576.0);
+    result_add(res, "stalled_unread", "MiB", (double)unread / 1048576.0);
     if (lost)
         result_shortfall(res, "%u of %u stalled streams were ended by the proxy", lost, sopen);
     if (sopen && sent >= (uint64_t)sopen * TP_STALL_BURST)

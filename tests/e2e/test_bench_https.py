@@ -236,6 +236,8 @@ def test_h2_stalled_stream_held_beside_the_measured():
     assert metric(r, "broken_streams") == 0
     assert metric(r, "stalled_streams") == 1
     assert 0 < metric(r, "stalled_sent") < 64
+    # Its echo piles up unread in the bench, bounded by the 16 MiB window.
+    assert 0 < metric(r, "stalled_unread") <= 16
 
 
 def test_stalled_is_refused_where_it_would_not_share_a_connection():
