@@ -68,6 +68,11 @@ Options:
                                  ferry port, and Squid's https_port; every
                                  TLS daemon gets a throwaway certificate
                                  (`ferry cert`) and is verified by its pin
+                       stall     ferry's tls:// listener over h2: 7 streams on
+                                 one connection, then the same 7 beside one
+                                 stalled stream (`--stalled 1`: sends a burst,
+                                 never reads); the ratio is the issue's
+                                 ">= 90 % beside a stalled stream"
   --targets LIST     targets, comma separated: direct, ferry, dante,
                      microsocks, ss-libev, haproxy, tinyproxy, squid, for
                      the hop group ferry-ferry, ferry-dante, dante-dante,
@@ -162,7 +167,7 @@ if [ -n "$RESULTS" ] && [[ $RESULTS != /* ]]; then RESULTS=$ORIG_PWD/$RESULTS; f
 [[ "$DURATION" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "compare.sh: --duration: not a number: $DURATION" >&2; exit 2; }
 [[ "$SETTLE" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "compare.sh: --settle: not a number: $SETTLE" >&2; exit 2; }
 
-ALL_SCENARIOS=(throughput handshakes requests connections udp auth http hop https)
+ALL_SCENARIOS=(throughput handshakes requests connections udp auth http hop https stall)
 ALL_TARGETS=(direct ferry dante microsocks ss-libev haproxy tinyproxy squid ferry-ferry ferry-dante dante-dante
     ferry-tls-h1 ferry-tls-h2 stunnel squid-https nghttpx)
 # The hop group: ferries in a row that `ferry bench --chain N` starts itself
@@ -722,6 +727,10 @@ for s in "${SCENARIOS[@]}"; do
     https) VARIANTS+=("https-throughput-1|throughput|--connections 1 --payload 64k --http-proxy connect|$HTTPS_TARGETS|https"
         "https-throughput-8|throughput|--connections 8 --payload 64k --http-proxy connect|$HTTPS_TARGETS|https"
         "https-requests|requests|--http-proxy connect|$HTTPS_TARGETS|https") ;;
+    # "stall": the same 7 streams alone and beside a stalled stream, on
+    # ferry's tls:// listener over h2 (one connection).
+    stall) VARIANTS+=("stall-7|throughput|--connections 7 --payload 64k --http-proxy connect|ferry-tls-h2|https"
+        "stall-7-1|throughput|--connections 7 --stalled 1 --payload 64k --http-proxy connect|ferry-tls-h2|https") ;;
     hop) VARIANTS+=("hop-throughput-8|throughput|--connections 8 --payload 64k|$HOP_TARGETS|hop"
         "hop-handshakes|handshakes|--concurrency 32|$HOP_TARGETS|hop") ;;
     esac

@@ -172,6 +172,10 @@ V = {
                                title="Throughput, 8 streams", summary=None, chart=False),
     "https-requests": dict(kind="requests", metric="requests", unit="requests/s",
                            title="Small requests, CONNECT per request", summary=None, chart=False),
+    "stall-7": dict(kind="throughput", metric="total", unit="MiB/s",
+                    title="7 streams", summary=None, chart=False),
+    "stall-7-1": dict(kind="throughput", metric="total", unit="MiB/s",
+                      title="7 streams + 1 stalled", summary=None, chart=False),
 }
 SOCKS_TCP_VARIANTS = ["throughput-1", "throughput-8", "handshakes", "requests", "connections"]
 UDP_VARIANTS = ["udp-1x1200", "udp-16x1200", "udp-1x8192", "udp-16x8192", "udp-blast", "udp-blast-nogro"]
@@ -181,6 +185,8 @@ HTTP_HS_VARIANTS = ["http-handshakes-socks", "http-handshakes-connect"]
 HOP_VARIANTS = ["hop-throughput-8", "hop-handshakes"]
 HTTPS_VARIANTS = ["https-throughput-1", "https-throughput-8", "https-requests"]
 ROWS_HTTPS = ["ferry"] + HTTPS_TARGETS
+STALL_VARIANTS = ["stall-7", "stall-7-1"]
+STALL_TARGET = 0.9  # issue 16: each stream keeps >= 90 % of its rate beside a stalled one
 # The hop section's rows: (target, hops, the one-hop row it is compared with).
 HOP_ROWS = [("direct", 0, None), ("ferry", 1, "ferry"), ("ferry-ferry", 2, "ferry"),
             ("dante", 1, "dante"), ("ferry-dante", 2, "dante"), ("dante-dante", 2, "dante")]
@@ -796,6 +802,8 @@ class Report:
             "requests": f"{bp.get('requests', 1000)} small HTTP requests (after {bp.get('warm_requests', 100)} warm-up ones), each on a new proxied connection, {bp.get('concurrency', 8)} in flight; then {bp.get('downloads', 8)} concurrent downloads of {bp.get('download_size', 1048576) // 1048576} MiB.",
             "https-throughput-1": "one stream (h2: one CONNECT stream on one TLS connection) pumps 64 KiB chunks to the echo target and reads them back; every byte is checked; the TLS rows add `--https-proxy h1|h2 --proxy-pin PIN`.",
             "https-throughput-8": "eight streams: h1, eight TLS connections; h2, eight streams on one TLS connection.",
+            "stall-7": "seven streams on one TLS connection (h2), 64 KiB chunks echoed and checked; the row adds `--https-proxy h2 --proxy-pin PIN --proxy ADDR --proxy-pid PID`.",
+            "stall-7-1": "the same seven beside an eighth CONNECT stream on the same connection that sends a burst (up to 64 MiB, until ferry's windows and buffers for it are full) and never reads: its echo piles up unread in the bench, which returns no credit for it.",
             "https-requests": f"{bp.get('requests', 1000)} small HTTP requests (after {bp.get('warm_requests', 100)} warm-up ones), {bp.get('concurrency', 8)} in flight, each through a new tunnel: h1, a new TLS connection and CONNECT; h2, a new CONNECT stream on the warm connection (one per phase); then {bp.get('downloads', 8)} concurrent downloads of {bp.get('download_size', 1048576) // 1048576} MiB.",
             "connections": f"open {bp.get('connections', p.get('connections', '?'))} connections ({bp.get('concurrency', 256)} setups in flight), hold them {bp.get('duration_s', p.get('duration_s', 0)):g} s, then check each still echoes. Memory is the growth of the proxy's memory (Pss of its whole process tree) over the hold, per held connection.",
         }.get(v, "")
@@ -1344,6 +1352,61 @@ class Report:
             L.append("")
             self.bench_notes(L, [(v, t) for t in ROWS_HTTPS])
 
+    def section_stall(self, L):
+        vs = [v for v in STALL_VARIANTS if self.has(v)]
+        t = "ferry-tls-h2"
+        if not vs:
+            return
+        L.append("## A stalled stream beside others (h2)")
+        L.append("")
+        L.append(
+            "Does one HTTP/2 stream whose reader never reads slow the others on the same "
+            "connection? ferry's tls:// listener (**ferry tls:// h2**), 7 CONNECT streams on one "
+            "connection alone, and the same 7 beside one stalled stream (`--stalled 1`), in the "
+            "same interleaved rounds. The slowest stream is the lowest echo rate of the 7 over the "
+            "window; × alone compares it with the mean stream rate without the stalled one (down "
+            "/ 7). Stalled sent: what ferry took of the stalled stream's burst before its windows "
+            "filled (in the window: what it took while the others were measured; 0 is stalled); "
+            "unread in the bench: its echo held unread at the end, at most the bench's 16 MiB "
+            "stream window."
+        )
+        L.append("")
+        for v in vs:
+            L.append(f"- {V[v]['title']}: {self.params_line(v)}")
+        L.append("")
+        header = ["load", "total (MiB/s)", "× alone", "slowest stream down (MiB/s)", "× alone",
+                  "stalled held", "stalled sent (MiB)", "in the window (MiB)",
+                  "unread in the bench (MiB)", "proxy CPU s/GiB",
+                  "integrity and failures"]
+        alone = self.cell("stall-7", t)
+        base_total = alone.m("total") if alone and alone.runs else None
+        base_stream = alone.m("down") / 7 if alone and alone.runs and alone.m("down") else None
+        rows = []
+        for v in vs:
+            c = self.cell(v, t)
+            if not c or not c.runs:
+                rows.append([V[v]["title"], "—", "", "", "", "", "", "", "", "", self.status(v, t) or "–"])
+                continue
+            tot, slow = c.m("total"), c.m("slowest_stream_down")
+            rows.append([
+                V[v]["title"], fmt(tot), f"{tot / base_total:.2f}×" if base_total else "",
+                fmt(slow) if slow is not None else "–",
+                f"{slow / base_stream:.2f}×" if base_stream and slow is not None else "",
+                fint(c.m("stalled_streams") or 0), fmt(c.m("stalled_sent") or 0),
+                fmt(c.m("stalled_sent_in_window") or 0), fmt(c.m("stalled_unread") or 0),
+                self.cpu(v, t), self.issues(v, t)])
+        L.append(md_table(header, rows))
+        L.append("")
+        self.bench_notes(L, [(v, t) for v in vs], label=lambda v, t: V[v]["title"])
+        c = self.cell("stall-7-1", t)
+        if base_total and base_stream and c and c.runs and c.m("slowest_stream_down") is not None:
+            r_tot, r_slow = c.m("total") / base_total, c.m("slowest_stream_down") / base_stream
+            met = r_slow >= STALL_TARGET
+            L.append(f"**Beside a stalled stream** the 7 keep {r_tot:.2f}× of their total rate and "
+                     f"the slowest of them {r_slow:.2f}× of a stream's mean rate alone (target ≥ "
+                     f"{STALL_TARGET}× each: {'met' if met else '**not met**'}).")
+            L.append("")
+
     def section_hop(self, L):
         vs = [v for v in HOP_VARIANTS if self.has(v)]
         if not vs:
@@ -1596,13 +1659,14 @@ class Report:
         self.section_http(L)
         self.section_hop(L)
         self.section_https(L)
+        self.section_stall(L)
 
         L.append("## Reproduce")
         L.append("")
         L.append("```sh")
         L.append("bench/compare.sh --build-head    # 3 interleaved rounds of every group, committed HEAD: 22-27 min here")
         L.append("bench/compare.sh --quick         # 1 round, short windows, no --settle waits: about 3 min, a check only")
-        L.append("bench/compare.sh --only udp,auth,http            # groups: socks (= throughput,handshakes,requests,connections), udp, auth, http, hop, https")
+        L.append("bench/compare.sh --only udp,auth,http            # groups: socks (= throughput,handshakes,requests,connections), udp, auth, http, hop, https, stall")
         L.append("bench/compare.sh --only handshakes --targets ferry,dante --rounds 5")
         L.append("bench/compare.sh --only hop --build-head    # the cost of a hop: 3 interleaved rounds, about 5 min")
         L.append("make bench-compare BENCH_ARGS=--quick")

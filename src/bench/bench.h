@@ -68,6 +68,7 @@ struct bench_opts {
     bool echo_gro;            /* udp: the echo takes coalesced runs (UDP_GRO) */
     uint8_t http_proxy;       /* requests: enum http_proxy_mode */
     uint8_t https_proxy;      /* --https-proxy: enum https_proxy_mode (TLS to the proxy) */
+    unsigned stalled;         /* throughput, h2: streams that send a burst and never read */
     const char *proxy_cacert; /* --proxy-cacert FILE: an external TLS proxy's CA */
     const char *proxy_pin;    /* --proxy-pin sha256//...: an external TLS proxy's pin */
     unsigned nrules;          /* rules: how many synthetic rules */
@@ -285,6 +286,9 @@ int h2_stream_state(const struct sclient *sc);
  * reading returns flow-control credit to the proxy. */
 ssize_t h2_stream_recv(struct sclient *sc, void *p, size_t n);
 ssize_t h2_stream_send(struct sclient *sc, const void *p, size_t n);
+/* Bytes the proxy sent on sc's stream that nobody has read yet (held in
+ * the stream's buffer, their credit not yet returned); 0 without a stream. */
+size_t h2_stream_unread(const struct sclient *sc);
 /* Detach sc from its stream, resetting the stream (CANCEL) if still open. */
 void h2_stream_close(struct sclient *sc);
 /* Why the last h2 stream of this thread failed, in words ("" if none). */

@@ -735,6 +735,12 @@ ssize_t h2_stream_recv(struct sclient *sc, void *p, size_t n)
     return (ssize_t)k;
 }
 
+size_t h2_stream_unread(const struct sclient *sc)
+{
+    const struct h2s *s = sc->h2;
+    return s ? s->rlen - s->rhead : 0;
+}
+
 ssize_t h2_stream_send(struct sclient *sc, const void *p, size_t n)
 {
     struct h2s *s = sc->h2;

@@ -110,6 +110,13 @@ static const char usage_options[] =
     "                       connection, credit returned as it reads) never hold the\n"
     "                       proxy back. A self-hosted ferry gets a throwaway\n"
     "                       certificate and is verified by its pin\n"
+    "  --stalled N          throughput with --https-proxy h2: N more CONNECT streams\n"
+    "                       (0..--connections; spread over the threads' connections)\n"
+    "                       that send a burst of up to 64 MiB to the echo and never\n"
+    "                       read: their echo piles up in the bench, no credit goes\n"
+    "                       back. Held for the whole run, not in the rates; the\n"
+    "                       report says how many were held, what they sent and\n"
+    "                       what of their echo waits unread\n"
     "  --proxy-cacert FILE  with --proxy and --https-proxy: the CA (PEM) the proxy's\n"
     "                       certificate must lead to; it must name the --proxy address\n"
     "  --proxy-pin PIN      with --proxy and --https-proxy: the proxy's pin, sha256//...\n"
@@ -568,6 +575,7 @@ static const struct optdef optdefs[] = {
     {.name = "--no-echo-gro", FLAG, .set = set_flag, FIELD(F_BOOL, echo_gro), .val = false},
     {.name = "--http-proxy", ARG, .set = set_http_proxy},
     {.name = "--https-proxy", ARG, .set = set_https_proxy},
+    {.name = "--stalled", ARG, .set = set_count, FIELD(F_UNSIGNED, stalled), RANGE(0, 10000, "")},
     {.name = "--proxy-cacert", ARG, .set = set_proxy_tls},
     {.name = "--proxy-pin", ARG, .set = set_proxy_tls},
     {.name = "--rules", ARG, .set = set_count, FIELD(F_UNSIGNED, nrules), RANGE(0, 1000000, "")},
@@ -726,6 +734,27 @@ static int check_https(struct bench_opts *o, const struct bench_scenario *sc)
     return 0;
 }
 
+/* --stalled: a stream that never reads only says something about its
+ * neighbours when it shares their connection, so h2 throughput only (with
+ * h1 or SOCKS a stalled client is a TCP connection of its own). Returns 0,
+ * or 2 (told). */
+static int check_stalled(const struct bench_opts *o, const struct bench_scenario *sc)
+{
+    if (!o->stalled)
+        return 0;
+    if (strcmp(sc->name, "throughput") || o->https_proxy != HTTPS_PROXY_H2)
+        return usage_error("--stalled is for throughput with --https-proxy h2 (streams that "
+                           "share the measured streams' connection; elsewhere a stalled "
+                           "client is a TCP connection of its own)");
+    if (o->stalled > o->connections) {
+        char msg[120];
+        snprintf(msg, sizeof(msg), "--stalled must be 0..%u (--connections) (got %u)",
+                 o->connections, o->stalled);
+        return usage_error(msg);
+    }
+    return 0;
+}
+
 /* The options combined, once the scenario is known. */
 static int check_combination(struct bench_opts *o, const struct bench_cli *c)
 {
@@ -736,7 +765,7 @@ static int check_combination(struct bench_opts *o, const struct bench_cli *c)
                            "scenario");
     if (o->http_proxy == HTTP_PROXY_ABSOLUTE && !(sc->flags & SCF_HTTP_ABSOLUTE))
         return usage_error("--http-proxy absolute only makes sense for requests");
-    if (check_https(o, sc))
+    if (check_https(o, sc) || check_stalled(o, sc))
         return 2;
     if (o->chain > 1 && ((sc->flags & SCF_NO_PROXY) || o->mode != BENCH_SELF))
         return usage_error("--chain starts its own ferries: not with --proxy, --relay, "

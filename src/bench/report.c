@@ -206,6 +206,8 @@ void bench_report_header(const struct bench *b, const char *target)
                               : "CA-verified");
     if (o->http_proxy)
         printf(", http proxy %s", http_proxy_name(o->http_proxy));
+    if (o->stalled)
+        printf(", + %u stalled stream%s", o->stalled, o->stalled == 1 ? "" : "s");
     if (self && o->chain > 1)
         printf(", chain %u", o->chain);
     for (unsigned i = 0; i < o->nproxy_set && self; i++)
@@ -255,12 +257,12 @@ static void json_params(const struct bench_opts *o, const struct bench_scenario 
            "\"warm_requests\":%u,\"downloads\":%u,\"download_size\":%zu,\"ping_s\":%g,"
            "\"threads\":%u,\"proxy_workers\":%u,\"spread_src\":%s,\"auth\":\"%s\","
            "\"auth_cachettl_s\":%d,\"blast\":%s,\"echo_gro\":%s,\"http_proxy\":\"%s\","
-           "\"https_proxy\":\"%s\",\"target_port\":%u,\"allow_failures\":%s",
+           "\"https_proxy\":\"%s\",\"stalled\":%u,\"target_port\":%u,\"allow_failures\":%s",
            o->runs, o->duration_s, o->warmup_s, o->connections, o->concurrency, o->payload,
            o->requests, o->warm_requests, o->downloads, o->download_size, o->ping_s, o->threads,
            o->proxy_workers, o->spread_src ? "true" : "false", o->auth, o->auth_cachettl_s,
            o->blast ? "true" : "false", o->echo_gro ? "true" : "false",
-           http_proxy_name(o->http_proxy), https_proxy_name(o->https_proxy),
+           http_proxy_name(o->http_proxy), https_proxy_name(o->https_proxy), o->stalled,
            (unsigned)o->target_port, o->allow_failures ? "true" : "false");
     if (sc->shows & SCP_RULES)
         printf(",\"rules\":%u", o->nrules);

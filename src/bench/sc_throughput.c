@@ -10,18 +10,30 @@
  * came back fails the run (bench_fail) and ends that stream; only bytes up
  * to the first wrong one count in the rate. A reset is a broken stream, a
  * figure of its own.
+ *
+ * --stalled N (h2 only) adds N streams on the same connections that send a
+ * burst toward the echo and never read: the proxy's windows and buffers
+ * for them fill, their echo piles up in the bench unconsumed and no credit
+ * goes back for it, and they stay open for the whole run. They are not in
+ * the rates; the question is whether the measured streams keep their rate
+ * beside them (bench/compare.sh --only stall puts the two side by side).
  */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "bench/bench.h"
 
 #define TP_EVENT_BUDGET 16 /* chunks per direction per wakeup, then yield */
+/* What a stalled stream sends at most: more than the path to the echo and
+ * back holds (the proxy's 16 MiB stream window each way, its buffers and
+ * the sockets' around the echo), so that every window fills. */
+#define TP_STALL_BURST  (64ull << 20)
 
 struct tp_thread;
 
@@ -32,18 +44,24 @@ struct tp_conn {
     unsigned index; /* the stream's number in reports */
     uint64_t seed, sent, recvd;
     bool open, dead;
+    bool stalled;            /* --stalled: sends its burst, never reads */
+    _Atomic uint64_t seen;   /* recvd, for the main thread's per-stream figures */
+    _Atomic uint64_t unread; /* stalled: its echo held unread in the h2 client */
 };
 
 struct tp_thread {
     struct gen g;
     struct bench *b;
     struct tp_conn *conns;
-    unsigned n;
+    unsigned n; /* measured streams, then nstall stalled ones in conns */
+    unsigned nstall;
     uint8_t *rbuf;
     bool started;
     _Atomic bool go;
     _Atomic uint64_t sent, recvd;
     _Atomic unsigned open, failed, broken, corrupt;
+    _Atomic uint64_t stall_sent; /* bytes the stalled streams got through */
+    _Atomic unsigned stall_open, stall_lost;
 };
 
 static void stat_store(_Atomic uint64_t *s, uint64_t v)
@@ -56,8 +74,32 @@ static void tp_kill(struct tp_conn *c)
     if (c->dead)
         return;
     c->dead = true;
-    atomic_fetch_add(&c->th->broken, 1);
+    atomic_fetch_add(c->stalled ? &c->th->stall_lost : &c->th->broken, 1);
     sclient_close(&c->sc, false);
+}
+
+/* A stalled stream: write the burst as far as the path takes it, read
+ * nothing (its echo stays in the h2 client's buffer, its credit with it). */
+static void tp_stall_pump(struct tp_conn *c)
+{
+    struct tp_thread *th = c->th;
+    for (int i = 0; i < TP_EVENT_BUDGET; i++) {
+        if (!(c->sc.ev & SC_WR) || c->sent >= TP_STALL_BURST)
+            return;
+        size_t want = (size_t)MIN((uint64_t)th->b->o.payload, TP_STALL_BURST - c->sent);
+        ssize_t n = sclient_send(&c->sc, pattern_at(c->seed + c->sent), want);
+        if (n > 0) {
+            c->sent += (uint64_t)n;
+            atomic_fetch_add_explicit(&th->stall_sent, (uint64_t)n, memory_order_relaxed);
+        } else if (n < 0 && errno == EAGAIN) {
+            c->sc.ev &= (uint8_t)~SC_WR;
+            return;
+        } else {
+            tp_kill(c);
+            return;
+        }
+    }
+    loop_defer(&th->g.loop, &c->task);
 }
 
 /* The echo went wrong (fmt says where): fail the run, end the stream
@@ -90,6 +132,7 @@ static bool tp_check(struct tp_conn *c, const uint8_t *p, size_t n)
     stat_store(&th->recvd, atomic_load_explicit(&th->recvd, memory_order_relaxed) + diff);
     uint64_t at = c->recvd + diff;
     c->recvd = at;
+    atomic_store_explicit(&c->seen, at, memory_order_relaxed);
     if (diff < good) {
         tp_corrupt(c, "byte %llu of the echo is 0x%02x, 0x%02x was sent", (unsigned long long)at,
                    p[diff], want[diff]);
@@ -152,7 +195,11 @@ static void tp_pump(struct tp_conn *c)
 static void tp_on_task(struct task *t)
 {
     struct tp_conn *c = container_of(t, struct tp_conn, task);
-    if (!c->dead)
+    if (c->dead)
+        return;
+    if (c->stalled)
+        tp_stall_pump(c);
+    else
         tp_pump(c);
 }
 
@@ -172,11 +219,19 @@ static void tp_on_io(struct io *io, uint32_t events)
         if (rc == 0)
             return;
         c->open = true;
-        atomic_fetch_add(&th->open, 1);
+        atomic_fetch_add(c->stalled ? &th->stall_open : &th->open, 1);
     } else {
         sclient_step(&c->sc, &th->b->route, events); /* updates readiness only */
     }
-    tp_pump(c);
+    if (c->stalled && c->sc.via_h2)
+        atomic_store_explicit(&c->unread, h2_stream_unread(&c->sc), memory_order_relaxed);
+    if (!c->stalled) {
+        tp_pump(c);
+    } else if (events & (EPOLLRDHUP | EPOLLERR | EPOLLHUP)) {
+        tp_kill(c); /* the echo never closes: the proxy ended it */
+    } else {
+        tp_stall_pump(c);
+    }
 }
 
 static void tp_on_tick(struct gen *g)
@@ -194,7 +249,7 @@ static void tp_on_start(struct gen *g)
 {
     struct tp_thread *th = g->scenario;
     g->on_tick = tp_on_tick;
-    for (unsigned i = 0; i < th->n; i++) {
+    for (unsigned i = 0; i < th->n + th->nstall; i++) {
         struct tp_conn *c = &th->conns[i];
         c->th = th;
         task_init(&c->task, tp_on_task);
@@ -239,16 +294,22 @@ static unsigned tp_wait_open(struct bench *b, struct result *res, struct tp_thre
 {
     const struct bench_opts *o = &b->o;
     uint64_t t_setup = now_ns();
-    unsigned open = 0, failed = 0;
+    unsigned open = 0, failed = 0, sopen = 0;
     while (now_ns() - t_setup < 30ull * 1000000000u) {
-        open = failed = 0;
+        open = failed = sopen = 0;
         for (unsigned t = 0; t < started; t++) {
             open += atomic_load(&ths[t].open);
+            sopen += atomic_load(&ths[t].stall_open);
             failed += atomic_load(&ths[t].failed);
         }
-        if (open + failed >= o->connections)
+        if (open + sopen + failed >= o->connections + o->stalled)
             break;
         bench_window(b, NULL, 0.01, NULL, NULL, NULL);
+    }
+    if (sopen < o->stalled) {
+        char why[200];
+        result_shortfall(res, "%u of %u stalled streams could not be set up%s", o->stalled - sopen,
+                         o->stalled, bench_setup_reason(b, why, sizeof(why)));
     }
     if (open < o->connections) {
         char why[200];
@@ -259,11 +320,89 @@ static unsigned tp_wait_open(struct bench *b, struct result *res, struct tp_thre
     return open;
 }
 
+static uint64_t sum_stall(struct tp_thread *ths, unsigned n)
+{
+    uint64_t s = 0;
+    for (unsigned i = 0; i < n; i++)
+        s += atomic_load_explicit(&ths[i].stall_sent, memory_order_relaxed);
+    return s;
+}
+
+/* Before the load starts: until the stalled streams' bursts stop moving
+ * (nothing more for 300 ms: every window on their path is full) or went
+ * through whole; at most 20 s. */
+static void tp_wait_stalled(struct bench *b, struct tp_thread *ths, unsigned started)
+{
+    uint64_t t0 = now_ns(), last = sum_stall(ths, started), t_last = t0;
+    while (!bench_has_failed(b) && now_ns() - t0 < 20ull * 1000000000u &&
+           now_ns() - t_last < 300ull * 1000000u && last < b->o.stalled * TP_STALL_BURST) {
+        bench_window(b, NULL, 0.05, NULL, NULL, NULL);
+        uint64_t now = sum_stall(ths, started);
+        if (now != last) {
+            last = now;
+            t_last = now_ns();
+        }
+    }
+}
+
+/* The stalled streams' figures: how many were held to the end, what their
+ * bursts got through (before and during the window). */
+static void tp_stall_report(struct result *res, struct tp_thread *ths, unsigned started,
+                            uint64_t in_window)
+{
+    unsigned sopen = 0, lost = 0;
+    for (unsigned t = 0; t < started; t++) {
+        sopen += atomic_load(&ths[t].stall_open);
+        lost += atomic_load(&ths[t].stall_lost);
+    }
+    uint64_t sent = sum_stall(ths, started), unread = 0;
+    for (unsigned t = 0; t < started; t++)
+        for (unsigned i = ths[t].n; i < ths[t].n + ths[t].nstall; i++)
+            unread += atomic_load_explicit(&ths[t].conns[i].unread, memory_order_relaxed);
+    result_add(res, "stalled_streams", "", sopen - lost);
+    result_add(res, "stalled_sent", "MiB", (double)sent / 1048576.0);
+    result_add(res, "stalled_sent_in_window", "MiB", (double)in_window / 1048576.0);
+    result_add(res, "stalled_unread", "MiB", (double)unread / 1048576.0);
+    if (lost)
+        result_shortfall(res, "%u of %u stalled streams were ended by the proxy", lost, sopen);
+    if (sopen && sent >= (uint64_t)sopen * TP_STALL_BURST)
+        result_note(res,
+                    "the stalled streams' whole bursts (%llu MiB each) went through: "
+                    "their windows never filled",
+                    (unsigned long long)(TP_STALL_BURST >> 20));
+}
+
+/* Echoed bytes of each measured stream so far into out (conns order). */
+static void tp_seen(const struct tp_thread *ths, unsigned started, uint64_t *out)
+{
+    size_t k = 0;
+    for (unsigned t = 0; t < started; t++)
+        for (unsigned i = 0; i < ths[t].n; i++)
+            out[k++] = atomic_load_explicit(&ths[t].conns[i].seen, memory_order_relaxed);
+}
+
+/* The slowest and the fastest measured stream's echo over the window
+ * (streams that died are in it with what they managed): fair shares. */
+static void tp_per_stream(struct result *res, const uint64_t *a, const uint64_t *z, size_t n,
+                          double secs)
+{
+    double lo = 0, hi = 0;
+    for (size_t i = 0; i < n; i++) {
+        double r = (double)(z[i] - a[i]) / secs / 1048576.0;
+        lo = i == 0 || r < lo ? r : lo;
+        hi = r > hi ? r : hi;
+    }
+    result_add(res, "slowest_stream_down", "MiB/s", lo);
+    result_add(res, "fastest_stream_down", "MiB/s", hi);
+}
+
 /* Let the open streams go: the warm-up, the window, the figures. */
 static void tp_measure(struct bench *b, struct result *res, struct tp_thread *ths, unsigned started,
                        unsigned open)
 {
     const struct bench_opts *o = &b->o;
+    if (o->stalled)
+        tp_wait_stalled(b, ths, started);
     for (unsigned t = 0; t < started; t++)
         atomic_store(&ths[t].go, true);
     struct tp_rate rate = {ths, started, 0, 0};
@@ -271,9 +410,15 @@ static void tp_measure(struct bench *b, struct result *res, struct tp_thread *th
     struct proc_sample p0, p1;
     bool have_cpu = bench_sample(b, &p0);
     uint64_t up0 = sum_bytes(ths, started, true), down0 = sum_bytes(ths, started, false);
-    uint64_t t0 = now_ns();
+    uint64_t *seen = calloc(2 * (size_t)o->connections, sizeof(*seen));
+    if (seen)
+        tp_seen(ths, started, seen);
+    uint64_t stall0 = sum_stall(ths, started), t0 = now_ns();
     bench_window(b, "measure", o->duration_s, tp_rate, &rate, "MiB/s");
     uint64_t up1 = sum_bytes(ths, started, true), down1 = sum_bytes(ths, started, false);
+    uint64_t stall1 = sum_stall(ths, started);
+    if (seen)
+        tp_seen(ths, started, seen + o->connections);
     double secs = (double)(now_ns() - t0) / 1e9;
     have_cpu = have_cpu && bench_sample(b, &p1);
 
@@ -294,6 +439,9 @@ static void tp_measure(struct bench *b, struct result *res, struct tp_thread *th
         result_add(res, "proxy_cpu", "s/s", (p1.cpu_s - p0.cpu_s) / secs);
         result_add(res, "proxy_cpu_per_gib", "s/GiB", gib > 0 ? (p1.cpu_s - p0.cpu_s) / gib : 0);
     }
+    if (seen && o->connections > 1)
+        tp_per_stream(res, seen, seen + o->connections, o->connections, secs);
+    free(seen);
     result_add(res, "streams", "", open);
     result_add(res, "corrupt_streams", "", corrupt);
     result_add(res, "broken_streams", "", broken);
@@ -303,31 +451,48 @@ static void tp_measure(struct bench *b, struct result *res, struct tp_thread *th
     if (broken)
         result_shortfall(res, "%u of %u streams ended early (reset, or closed by the proxy)",
                          broken, open);
+    if (o->stalled)
+        tp_stall_report(res, ths, started, stall1 - stall0);
+}
+
+/* Each thread's slice of conns: its measured streams, then its stalled
+ * ones (spread like the measured, so each shares their connection).
+ * Measured streams are numbered 0.., stalled ones from --connections on. */
+static void tp_layout(struct tp_thread *ths, unsigned nth, struct tp_conn *conns,
+                      const struct bench_opts *o)
+{
+    unsigned at = 0, base = 0, sbase = o->connections;
+    for (unsigned t = 0; t < nth; t++) {
+        struct tp_thread *th = &ths[t];
+        th->n = o->connections / nth + (t < o->connections % nth ? 1 : 0);
+        th->nstall = o->stalled / nth + (t < o->stalled % nth ? 1 : 0);
+        th->conns = conns + at;
+        for (unsigned i = 0; i < th->n + th->nstall; i++) {
+            struct tp_conn *c = &th->conns[i];
+            c->stalled = i >= th->n;
+            c->index = c->stalled ? sbase++ : base++;
+            c->seed = (uint64_t)c->index * 7919u;
+            c->sc.io.fd = -1;
+        }
+        at += th->n + th->nstall;
+    }
 }
 
 int scenario_throughput(struct bench *b, struct result *res)
 {
     const struct bench_opts *o = &b->o;
-    unsigned nth = MIN(o->threads, o->connections);
+    unsigned nth = MIN(o->threads, o->connections), total = o->connections + o->stalled;
     struct tp_thread *ths = calloc(nth, sizeof(*ths));
-    struct tp_conn *conns = calloc(o->connections, sizeof(*conns));
+    struct tp_conn *conns = calloc(total, sizeof(*conns));
     if (!ths || !conns) {
         free(ths);
         free(conns);
         return -ENOMEM;
     }
-    unsigned base = 0;
+    tp_layout(ths, nth, conns, o);
     for (unsigned t = 0; t < nth; t++) {
         ths[t].b = b;
-        ths[t].n = o->connections / nth + (t < o->connections % nth ? 1 : 0);
-        ths[t].conns = conns + base;
         ths[t].rbuf = malloc(o->payload);
-        for (unsigned i = 0; i < ths[t].n; i++) {
-            ths[t].conns[i].index = base + i;
-            ths[t].conns[i].seed = (uint64_t)(base + i) * 7919u;
-            ths[t].conns[i].sc.io.fd = -1;
-        }
-        base += ths[t].n;
     }
     unsigned started = 0;
     int rc = 0;
@@ -349,7 +514,7 @@ int scenario_throughput(struct bench *b, struct result *res)
 
     for (unsigned t = 0; t < started; t++)
         gen_stop_join(&ths[t].g);
-    for (unsigned i = 0; i < o->connections; i++)
+    for (unsigned i = 0; i < total; i++)
         sclient_close(&conns[i].sc, false);
     for (unsigned t = 0; t < nth; t++)
         free(ths[t].rbuf);

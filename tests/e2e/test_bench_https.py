@@ -219,3 +219,48 @@ def test_compare_https_group_plans_its_rows():
         want = {"ferry": None, "ferry-tls-h1": "h1", "stunnel": "h1", "squid-https": "h1",
                 "ferry-tls-h2": "h2", "nghttpx": "h2"}[t]
         assert (f"--https-proxy {want} --proxy-pin" in l) if want else "--https-proxy" not in l, l
+
+
+def test_h2_stalled_stream_held_beside_the_measured():
+    """--stalled 1 against the self-hosted ferry (h2): one more CONNECT
+    stream on the same connection sends its burst and never reads. The run
+    completes with integrity, the stalled stream is held to the end, and
+    the proxy's flow control stopped its burst short of the 64 MiB (its
+    windows filled). No figure of speed is asserted: that is the bench's."""
+    p = bench("throughput", "--https-proxy", "h2", "--connections", "3", "--stalled", "1",
+              "--payload", "16k", *SHORT)
+    assert p.returncode == 0, f"bench failed: {p.stderr}\n{p.stdout}"
+    r = json.loads([l for l in p.stdout.splitlines() if l.startswith("{")][0])
+    assert r["ok"] is True and r["params"]["stalled"] == 1
+    assert metric(r, "streams") == 3 and metric(r, "corrupt_streams") == 0
+    assert metric(r, "broken_streams") == 0
+    assert metric(r, "stalled_streams") == 1
+    assert 0 < metric(r, "stalled_sent") < 64
+    # Its echo piles up unread in the bench, bounded by the 16 MiB window.
+    assert 0 < metric(r, "stalled_unread") <= 16
+
+
+def test_stalled_is_refused_where_it_would_not_share_a_connection():
+    for extra in ([], ["--https-proxy", "h1"]):
+        p = bench("throughput", "--stalled", "1", "--runs", "1", *extra, timeout=30)
+        assert p.returncode == 2 and "--stalled is for throughput with --https-proxy h2" \
+            in p.stderr, p.stderr
+    p = bench("requests", "--https-proxy", "h2", "--stalled", "1", "--runs", "1", timeout=30)
+    assert p.returncode == 2 and "--stalled is for throughput" in p.stderr, p.stderr
+    p = bench("throughput", "--https-proxy", "h2", "--connections", "2", "--stalled", "3",
+              "--runs", "1", timeout=30)
+    assert p.returncode == 2 and "--stalled must be 0..2" in p.stderr, p.stderr
+
+
+def test_compare_stall_group_plans_its_rows():
+    """bench/compare.sh --only stall: ferry's tls:// listener over h2, the
+    same 7 streams alone and beside one stalled stream, in each round."""
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    p = subprocess.run([os.path.join(root, "bench", "compare.sh"), "--dry-run", "--only", "stall",
+                        "--rounds", "1"], capture_output=True, text=True, timeout=60, cwd=root)
+    assert p.returncode == 0, p.stderr
+    runs = [l for l in p.stdout.splitlines() if l.startswith("run:")]
+    assert [l.split()[1] for l in runs] == ["stall-7", "stall-7-1"], runs
+    for l in runs:
+        assert "ferry-tls-h2:" in l and "--connections 7" in l and "--https-proxy h2 --proxy-pin" in l
+    assert "--stalled" not in runs[0] and "--stalled 1" in runs[1]

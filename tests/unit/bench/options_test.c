@@ -248,6 +248,18 @@ static void test_usage_errors(void **state)
     assert_int_equal(PARSE("throughput", "--https-proxy", "h1", "--proxy", "127.0.0.1:1",
                            "--proxy-pin", "sha256//short"),
                      2);
+    /* --stalled: h2 throughput only, at most --connections. */
+    assert_int_equal(
+        PARSE("throughput", "--https-proxy", "h2", "--connections", "7", "--stalled", "1"),
+        BENCH_RUN);
+    assert_int_equal(o.stalled, 1);
+    assert_int_equal(PARSE("throughput", "--https-proxy", "h2", "--stalled", "0"), BENCH_RUN);
+    assert_int_equal(
+        PARSE("throughput", "--https-proxy", "h2", "--connections", "2", "--stalled", "3"), 2);
+    assert_int_equal(PARSE("throughput", "--https-proxy", "h1", "--stalled", "1"), 2);
+    assert_int_equal(PARSE("throughput", "--stalled", "1"), 2); /* SOCKS5 */
+    assert_int_equal(PARSE("throughput", "--http-proxy", "connect", "--stalled", "1"), 2);
+    assert_int_equal(PARSE("requests", "--https-proxy", "h2", "--stalled", "1"), 2);
 }
 
 static void test_help_is_exit_0(void **state)
