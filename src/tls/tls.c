@@ -174,6 +174,13 @@ static struct tls_ctx *tls_ctx_alloc(const SSL_METHOD *method, char *err, size_t
     SSL_CTX_set_mode(ctx->ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
                                    SSL_MODE_RELEASE_BUFFERS);
     SSL_CTX_set_options(ctx->ssl, SSL_OP_NO_RENEGOTIATION);
+    /* Read ahead into a 64 KiB buffer: one read() takes what the socket
+     * holds, not a record's 5-byte header and then its body (half the
+     * read calls, and a quarter of the rest, on a bulk stream). The bytes
+     * read ahead count as pending (tls_pending(): SSL_has_pending()), so
+     * no caller waits for an epoll edge that has already come. */
+    SSL_CTX_set_read_ahead(ctx->ssl, 1);
+    SSL_CTX_set_default_read_buffer_len(ctx->ssl, 64 * 1024);
     return ctx;
 }
 
