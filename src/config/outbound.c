@@ -41,14 +41,6 @@ void outbound_fini(struct config_outbound *o)
 
 /* ---- url ------------------------------------------------------------------ */
 
-static int hexval(int ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    ch = tolower(ch);
-    return ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
-}
-
 /* Percent-decode s[0..n) into a new string (RFC 3986 userinfo). NULL on a
  * bad escape, an embedded NUL, more than 255 bytes (RFC 1929's limit), or
  * no memory (*nomem set). */
@@ -63,8 +55,8 @@ static char *pct_decode(const char *s, size_t n, bool *nomem)
     for (size_t i = 0; i < n; i++) {
         int ch = (unsigned char)s[i];
         if (ch == '%') {
-            int hi = i + 2 < n ? hexval((unsigned char)s[i + 1]) : -1;
-            int lo = i + 2 < n ? hexval((unsigned char)s[i + 2]) : -1;
+            int hi = i + 2 < n ? hex_digit((unsigned char)s[i + 1]) : -1;
+            int lo = i + 2 < n ? hex_digit((unsigned char)s[i + 2]) : -1;
             if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
                 goto bad;
             ch = hi * 16 + lo;

@@ -5,6 +5,7 @@
  * leniency lets two parties disagree about where a message ends.
  */
 #include "proto/http1.h"
+#include "util/parse.h"
 
 #include <string.h>
 #include <strings.h>
@@ -375,17 +376,6 @@ void http1_body_response(struct http1_body *b, const struct http1_msg *m, bool h
     }
 }
 
-static int hexval(uint8_t c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* qdtext and the byte after a backslash (RFC 9110 5.6.4), obs-text included */
 static bool is_qdtext(uint8_t c)
 {
@@ -484,7 +474,7 @@ static int chunk_ext_step(struct http1_body *b, uint8_t c)
 /* A hex digit, ';', or CR after a chunk's size digits. */
 static int chunk_size_byte(struct http1_body *b, uint8_t c)
 {
-    int h = hexval(c);
+    int h = hex_digit(c);
     if (h >= 0) {
         if (b->remaining >> 56)
             return HTTP1_E_CHUNK; /* absurd size: overflow guard */

@@ -10,23 +10,13 @@
  * decides nothing about where a target may go (that is the rules' job).
  */
 #include "proto/masque.h"
+#include "util/parse.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
 static const char hexdig[] = "0123456789ABCDEF";
-
-static int hex_val(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 /* RFC 3986 section 2.3: the bytes RFC 6570 simple expansion leaves as they are. */
 static bool is_unreserved(uint8_t c)
@@ -47,7 +37,7 @@ static int decode_segment(const char *s, size_t len, char *out, size_t cap)
         if (c == '%') {
             if (len - i < 3)
                 return MASQUE_E_ENCODING;
-            int hi = hex_val(s[i + 1]), lo = hex_val(s[i + 2]);
+            int hi = hex_digit((unsigned char)s[i + 1]), lo = hex_digit((unsigned char)s[i + 2]);
             if (hi < 0 || lo < 0)
                 return MASQUE_E_ENCODING;
             c = (uint8_t)(hi << 4 | lo);

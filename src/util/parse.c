@@ -221,3 +221,14 @@ int parse_host_port(const char *s, char *host, size_t cap, uint16_t *port)
     *port = (uint16_t)p;
     return 0;
 }
+
+int hex_digit(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}

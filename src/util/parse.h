@@ -41,4 +41,8 @@ int parse_host_port(const char *s, char *host, size_t cap, uint16_t *port);
 /* Trim ASCII spaces and tabs in place; returns the start of the trimmed text. */
 char *str_trim(char *s);
 
+/* The value of one hexadecimal digit, either case ('0'..'9', 'a'..'f',
+ * 'A'..'F'), or -1 for any other byte (as an unsigned char or EOF). */
+int hex_digit(int c);
+
 #endif
