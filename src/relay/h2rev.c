@@ -290,6 +290,17 @@ void h2rev_drive(struct conn *c)
         h2rev_accept(c, c->h2r);
 }
 
+void h2rev_close_all(void)
+{
+    struct list *l = worker_listeners();
+    while (!list_empty(l)) {
+        struct h2rev *x = list_entry(l->next, struct h2rev, link);
+        list_del(&x->link);
+        x->linked = false;
+        conn_close(x->c, "listener-closed"); /* its end hook frees x */
+    }
+}
+
 const char *h2rev_log_cmd(const struct conn *c)
 {
     if (c->h2r->listener)

@@ -42,6 +42,10 @@ void h2rev_go(struct conn *c);
 void h2rev_drive(struct conn *c);
 /* The access log's command for c. */
 const char *h2rev_log_cmd(const struct conn *c);
+/* A drain or a reload (this worker's thread): close every reverse
+ * listener (and the accept streams waiting on it); connections already
+ * handed over finish as other streams do. */
+void h2rev_close_all(void);
 /* The session ends: a listener closes its socket and every accept
  * stream still waiting on it; an accept stream leaves its queue. */
 void h2rev_end(struct conn *c);

@@ -254,3 +254,25 @@ def test_reverse_refused_without_rule_and_outside_range(ferry, cert, tmp_path):
             cl.pump(0.05)
     finally:
         cl.close()
+
+
+def test_reverse_listener_closes_at_drain(ferry, cert):
+    # SIGTERM drains: reverse listeners and their waiting accept streams
+    # close at once (they never finish by themselves), so the exit does not
+    # wait for shutdown_timeout (30 s).
+    f = t2.h2_ferry(ferry, cert, config={"shutdown_timeout": "30s"},
+                    extra="\n[rules]\nallow cmd reverse to 127.0.0.1\nallow\n")
+    cl = t2.H2Client(f.addr, cert[0])
+    try:
+        lid = open_listener(cl)
+        st = cl.streams[lid]
+        assert st["status"] == 200, st
+        port = int(st["headers"]["ferry-bound"].rsplit(":", 1)[1])
+        Echoer(cl, st["headers"]["ferry-listener"], 2)
+        cl.pump(0.2)
+        assert f.stop(timeout=20) == 0
+        assert f.stop_seconds < 15, f.stop_seconds
+        assert not port_open(port)
+    finally:
+        cl.close()
+    assert "listener-closed" in f.log_text()
