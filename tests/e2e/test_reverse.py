@@ -245,9 +245,17 @@ def test_reverse_refused_without_rule_and_outside_range(ferry, cert, tmp_path):
         assert cl.streams[bad]["status"] == 400
         assert port_open(lo)
         assert not port_open(outside)
-        # RST_STREAM on the listen stream closes the listener too.
+        # RST_STREAM on the listen stream closes the listener too, and the
+        # accept streams waiting on it are reset.
+        waiting = [accept(cl, cl.streams[ins]["headers"]["ferry-listener"]) for _ in range(3)]
+        cl.pump(0.2)
         cl.conn.reset_stream(ins)
         cl.flush()
+        # (port_open's connection waited in the accept queue: the first
+        # accept stream took it, 200.)
+        cl.wait(lambda: all(cl.streams[w]["reset"] is not None for w in waiting[1:]),
+                what="the accept streams' resets")
+        assert cl.streams[waiting[0]]["status"] == 200
         deadline = time.monotonic() + 10
         while port_open(lo):
             assert time.monotonic() < deadline, "the reverse port still accepts after a reset"
