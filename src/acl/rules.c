@@ -212,13 +212,14 @@ static int add_value(struct acl_rule *r, const char *kw, const char *v, char *er
         } cmds[] = {{"connect", ACL_CMD_CONNECT},
                     {"udp", ACL_CMD_UDP},
                     {"bind", ACL_CMD_BIND},
-                    {"http", ACL_CMD_HTTP}};
+                    {"http", ACL_CMD_HTTP},
+                    {"reverse", ACL_CMD_REVERSE}};
         size_t i;
         for (i = 0; i < ARRAY_LEN(cmds); i++)
             if (!strcasecmp(v, cmds[i].n))
                 break;
         if (i == ARRAY_LEN(cmds)) {
-            snprintf(err, errlen, "'%s' is not a command (connect, udp, bind, http)", v);
+            snprintf(err, errlen, "'%s' is not a command (connect, udp, bind, http, reverse)", v);
             return -EINVAL;
         }
         r->cmds |= cmds[i].bit;

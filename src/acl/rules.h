@@ -39,6 +39,7 @@ enum acl_cmd {
     ACL_CMD_UDP = 1u << 1,
     ACL_CMD_BIND = 1u << 2,
     ACL_CMD_HTTP = 1u << 3,
+    ACL_CMD_REVERSE = 1u << 4, /* a reverse-tunnel bind (relay/h2rev.c) */
 };
 
 struct acl_cidr {

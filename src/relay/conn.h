@@ -97,6 +97,7 @@ struct tls;
 struct h2conn;
 struct h2stream;
 struct h2udp;
+struct h2rev;
 
 struct half {
     struct buf *buf;        /* bytes in user space, or NULL */
@@ -159,6 +160,7 @@ struct conn {
     struct h2conn *h2;       /* the carrier of an HTTP/2 connection (h2conn.c) */
     struct h2stream *h2s;    /* a session on an HTTP/2 stream: its client side (no cli fd) */
     struct h2udp *h2u;       /* ... a CONNECT-UDP one: its datagram relay (h2udp.c) */
+    struct h2rev *h2r;       /* ... a reverse-tunnel one (h2rev.c) */
     struct bind_peers *bind; /* BIND by name: the hosts that may connect back */
     struct dns_req *dns;     /* pending lookup */
     struct auth_job *auth;   /* pending verification */

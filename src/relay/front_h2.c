@@ -21,6 +21,7 @@
 #include "proto/http1.h"
 #include "relay/front.h"
 #include "relay/h2conn.h"
+#include "relay/h2rev.h"
 #include "relay/h2udp.h"
 #include "relay/session.h"
 
@@ -80,6 +81,10 @@ static void front_h2_go(struct conn *c)
         h2udp_go(c); /* CONNECT-UDP */
         return;
     }
+    if (c->h2r) {
+        h2rev_go(c); /* ferry-listen, ferry-accept */
+        return;
+    }
     char host[256];
     uint16_t port = 0;
     if (http1_parse_authority(r->authority, strlen(r->authority), host, sizeof(host), &port)) {
@@ -117,10 +122,15 @@ static void front_h2_start(struct conn *c)
         front_h2_refuse(c, OUT_BAD_REQUEST, "bad-request");
         return;
     }
-    /* Extended CONNECT (RFC 8441): CONNECT-UDP (RFC 9298) is h2udp.c's;
-     * another :protocol is a 501 (h2udp_check). */
-    if (r->protocol[0] && h2udp_check(c) < 0)
+    /* Extended CONNECT (RFC 8441): ferry-listen and ferry-accept are
+     * h2rev.c's, CONNECT-UDP (RFC 9298) h2udp.c's; another :protocol is
+     * a 501 (h2udp_check). */
+    if (r->protocol[0] && h2rev_protocol(r->protocol)) {
+        if (h2rev_check(c) < 0)
+            return;
+    } else if (r->protocol[0] && h2udp_check(c) < 0) {
         return;
+    }
     if (front_h2_auth(c) == 0)
         front_h2_go(c);
 }
@@ -130,6 +140,8 @@ static void front_h2_drive(struct conn *c, uint32_t up_events)
     (void)up_events;
     if (c->h2u)
         h2udp_drive(c);
+    else if (c->h2r && c->state == CONN_ST_BIND)
+        h2rev_drive(c);
 }
 
 static void front_h2_connected(struct conn *c)
@@ -170,11 +182,13 @@ static void front_h2_end(struct conn *c)
              c->reply == OUT_NONE ? 0 : errmap_http_status((enum outcome)c->reply));
     const char *m = h2stream_req(c)->method;
     conn_access_log(c,
-                    c->cmd == CONN_CMD_UDP ? "udp"
-                    : m[0]                 ? m
-                                           : "CONNECT",
+                    c->h2r                   ? h2rev_log_cmd(c)
+                    : c->cmd == CONN_CMD_UDP ? "udp"
+                    : m[0]                   ? m
+                                             : "CONNECT",
                     c->reply == OUT_NONE ? "-" : reply);
     h2udp_end(c);
+    h2rev_end(c);
     h2stream_detach(c);
 }
 

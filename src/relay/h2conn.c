@@ -757,6 +757,11 @@ void h2stream_attach(struct h2stream *s, struct conn *c)
     s->c = c;
 }
 
+const void *h2stream_carrier(const struct conn *c)
+{
+    return c->h2s ? c->h2s->hc : NULL;
+}
+
 const struct h2stream_req *h2stream_req(const struct conn *c)
 {
     return &c->h2s->req;

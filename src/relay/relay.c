@@ -18,6 +18,7 @@
 #include "log/log.h"
 #include "relay/front.h"
 #include "relay/h2conn.h"
+#include "relay/h2rev.h"
 #include "relay/outbound.h"
 #include "relay/session.h"
 #include "udp/udp.h"
@@ -99,6 +100,7 @@ static void relay_config_changed(struct worker *w)
      * GOAWAY: their open streams finish, new ones come on a new
      * connection under the new one. */
     h2conn_goaway_all(w);
+    h2rev_close_all(); /* reverse listeners go: the client registers again */
     outbound_h2_config_changed(w);
     const struct config *cfg = w->cur->cfg;
     struct auth *a = atomic_load(&w->sh->auth);
@@ -120,6 +122,7 @@ static void relay_config_changed(struct worker *w)
 static void relay_drain(struct worker *w)
 {
     h2conn_goaway_all(w);
+    h2rev_close_all();
 }
 
 const struct worker_ops relay_worker_ops = {

@@ -494,7 +494,7 @@ def test_rule_errors_name_file_and_line(ferry, tmp_path):
         "allow port 80 port 81\n"
     )
     want = [
-        f"{conf}:4: rule: 'ftp' is not a command (connect, udp, bind, http)",
+        f"{conf}:4: rule: 'ftp' is not a command (connect, udp, bind, http, reverse)",
         f"{conf}:5: rule: '10.0.0.0/33' is neither an address range nor a domain "
         "(e.g. 10.0.0.0/8, example.com, *.example.com)",
         f"{conf}:6: rule: 'port' given twice (list the values after one)",

@@ -337,9 +337,9 @@ static void test_parse_errors_values(void **state)
         snprintf(m2, sizeof(m2), "'%s' is not a port or range (e.g. 443, 8000-8999)", bad_port[i]);
         parse_err(l2, m2);
     }
-    parse_err("allow cmd ftp", "'ftp' is not a command (connect, udp, bind, http)");
+    parse_err("allow cmd ftp", "'ftp' is not a command (connect, udp, bind, http, reverse)");
     parse_err("allow cmd connect, associate",
-              "'associate' is not a command (connect, udp, bind, http)");
+              "'associate' is not a command (connect, udp, bind, http, reverse)");
 }
 
 /* ---- CIDR ------------------------------------------------------------------ */
@@ -650,6 +650,19 @@ static void test_matcher_port_and_cmd(void **state)
     expect(a, (struct q){.ip = "192.0.2.1", .port = 8500, .cmd = ACL_CMD_UDP}, ACL_V_DENY, -1);
     expect(a, (struct q){.ip = "192.0.2.1", .port = 8500, .cmd = ACL_CMD_BIND}, ACL_V_ALLOW, 3);
     expect(a, (struct q){.ip = "192.0.2.1", .port = 80, .cmd = ACL_CMD_BIND}, ACL_V_DENY, 0);
+    release(a);
+
+    /* cmd reverse (a reverse-tunnel bind): to is the bind address. */
+    static const char *const rev[] = {
+        "allow cmd reverse to 127.0.0.1 port 9000-9099",
+        "allow cmd connect",
+        NULL,
+    };
+    a = build(rev, ACL_DENY);
+    expect(a, (struct q){.ip = "127.0.0.1", .port = 9050, .cmd = ACL_CMD_REVERSE}, ACL_V_ALLOW, 0);
+    expect(a, (struct q){.ip = "127.0.0.1", .port = 9100, .cmd = ACL_CMD_REVERSE}, ACL_V_DENY, -1);
+    expect(a, (struct q){.ip = "127.0.0.2", .port = 9050, .cmd = ACL_CMD_REVERSE}, ACL_V_DENY, -1);
+    expect(a, (struct q){.ip = "127.0.0.1", .port = 9050, .cmd = ACL_CMD_CONNECT}, ACL_V_ALLOW, 1);
     release(a);
 }
 

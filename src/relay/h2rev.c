@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * h2rev.c: reverse tunnels on HTTP/2 streams (h2rev.h for the protocol).
+ * A ferry-listen stream's session owns the listening socket (c->up, state
+ * CONN_ST_BIND) and a queue of the ferry-accept stream sessions waiting
+ * on it; each connection accepted is handed to the oldest waiting one,
+ * which answers 200 and becomes an ordinary relay between the stream and
+ * the accepted socket (conn_relay_start), so no round trip is added per
+ * reverse connection. Listeners are found by token in a per-worker list:
+ * an HTTP/2 connection and all its streams live on one worker.
+ *
+ * Authorisation is the rules' (acl/): only an allow rule naming cmd
+ * reverse lets a bind through; the default action never does, so a
+ * server that says nothing about reverse binds allows none.
+ *
+ * It must not block, nor free a session itself: ends go through
+ * conn_close(), and the state is freed by the front's end hook.
+ */
+#include "relay/h2rev.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "acl/rules.h"
+#include "core/sock.h"
+#include "log/log.h"
+#include "proto/h2h1.h"
+#include "relay/h2conn.h"
+#include "relay/session.h"
+#include "util/list.h"
+#include "util/parse.h"
+
+/* Accept streams one listener keeps waiting at most. */
+#define H2REV_WAITING_MAX   64u
+/* Connections taken off a listening socket per drive. */
+#define H2REV_ACCEPT_BUDGET 32
+
+struct h2rev {
+    struct conn *c;
+    bool listener;
+    uint64_t token;      /* listener: its name in ferry-accept paths */
+    struct list link;    /* listener: in the worker's list; accept: in its queue */
+    struct list waiting; /* listener: accept streams waiting, oldest first */
+    unsigned nwaiting;   /* ... how many */
+    struct h2rev *l;     /* accept: the listener it waits on, NULL once handed */
+    bool linked;         /* link is in a list */
+    bool paused;         /* listener: not polling its socket (nobody waits) */
+    struct addr bind;    /* listener: the address asked for */
+};
+
+static _Thread_local struct list listeners;
+static _Thread_local bool listeners_ready;
+static _Thread_local uint64_t next_token;
+
+static struct list *worker_listeners(void)
+{
+    if (!listeners_ready) {
+        list_init(&listeners);
+        listeners_ready = true;
+    }
+    return &listeners;
+}
+
+bool h2rev_protocol(const char *p)
+{
+    return !strcmp(p, "ferry-listen") || !strcmp(p, "ferry-accept");
+}
+
+/* "/ferry/listen/tcp/{addr}/{port}": 0 with *a set, or -1. */
+static int parse_listen(const char *path, struct addr *a)
+{
+    static const char pre[] = "/ferry/listen/tcp/";
+    if (strncmp(path, pre, sizeof(pre) - 1) != 0)
+        return -1;
+    const char *h = path + sizeof(pre) - 1;
+    const char *slash = strrchr(h, '/');
+    if (!slash || slash == h || (size_t)(slash - h) >= 64)
+        return -1;
+    char host[64];
+    size_t n = (size_t)(slash - h);
+    if (n > 2 && h[0] == '[' && h[n - 1] == ']') { /* [v6] as in an authority */
+        h++;
+        n -= 2;
+    }
+    memcpy(host, h, n);
+    host[n] = '\0';
+    uint64_t port;
+    if (parse_u64(slash + 1, 0, 65535, &port))
+        return -1;
+    if (addr_parse_ip(host, (uint16_t)port, a) < 0)
+        return -1;
+    return 0;
+}
+
+/* "/ferry/accept/{token}": 0 with *token set, or -1. */
+static int parse_accept(const char *path, uint64_t *token)
+{
+    static const char pre[] = "/ferry/accept/";
+    if (strncmp(path, pre, sizeof(pre) - 1) != 0)
+        return -1;
+    const char *t = path + sizeof(pre) - 1;
+    return parse_u64(t, 1, UINT64_MAX, token) ? -1 : 0;
+}
+
+int h2rev_check(struct conn *c)
+{
+    const struct h2stream_req *r = h2stream_req(c);
+    struct h2rev *x = calloc(1, sizeof(*x));
+    if (!x) {
+        conn_fail(c, OUT_FAILED, "no-memory");
+        return -1;
+    }
+    x->c = c;
+    x->listener = !strcmp(r->protocol, "ferry-listen");
+    list_init(&x->waiting);
+    c->h2r = x;
+    int rc = x->listener ? parse_listen(r->path, &x->bind) : parse_accept(r->path, &x->token);
+    if (r->bad || rc < 0) {
+        conn_fail(c, OUT_BAD_REQUEST, "bad-request");
+        return -1;
+    }
+    if (x->listener) {
+        c->target = x->bind;
+        c->dst_port = x->bind.port;
+    }
+    return 0;
+}
+
+/* Only an allow rule naming cmd reverse lets a bind through. */
+static bool h2rev_allowed(struct conn *c, const struct addr *a)
+{
+    const struct config *cfg = conn_cfg(c);
+    if (!cfg->acl)
+        return false;
+    struct acl_req q = {&c->client, c->authed ? c->user : NULL, ACL_CMD_REVERSE, NULL, a, a->port};
+    struct acl_result res = {ACL_V_DENY, -1, false};
+    acl_check(cfg->acl, &q, &res);
+    if (res.rule >= 0 && (uint32_t)res.rule < cfg->acl->n)
+        c->rule = cfg->acl->rules[res.rule].name;
+    return res.verdict == ACL_V_ALLOW && res.rule >= 0 &&
+           (cfg->acl->rules[res.rule].cmds & ACL_CMD_REVERSE);
+}
+
+static void h2rev_listen(struct conn *c, struct h2rev *x)
+{
+    c->cmd = CONN_CMD_BIND;
+    if (!h2rev_allowed(c, &x->bind)) {
+        stat_add(&c->w->stats.denied, 1);
+        conn_fail(c, OUT_DENIED, "denied");
+        return;
+    }
+    int fd = sock_listen(&x->bind, 128, false);
+    if (fd < 0 || sock_local_addr(fd, &c->bnd) < 0 ||
+        loop_io_add(&c->w->loop, &c->up, fd, EPOLLIN) < 0) {
+        if (fd >= 0)
+            close(fd);
+        c->err = fd < 0 ? fd : -EIO;
+        conn_fail(c, OUT_FAILED, "bind-failed");
+        return;
+    }
+    x->token = ++next_token;
+    list_add_tail(worker_listeners(), &x->link);
+    x->linked = true;
+    conn_set_state(c, CONN_ST_BIND);
+    loop_timer_stop(&c->w->loop, &c->timer);
+    conn_succeeded(c);
+    c->reply = OUT_OK;
+    char tok[24], bound[ADDR_STRLEN];
+    snprintf(tok, sizeof(tok), "%" PRIu64, x->token);
+    addr_format(&c->bnd, bound, sizeof(bound));
+    struct h1h2_field f[2] = {
+        {(const uint8_t *)"ferry-listener", (const uint8_t *)tok, 14, strlen(tok)},
+        {(const uint8_t *)"ferry-bound", (const uint8_t *)bound, 11, strlen(bound)},
+    };
+    h2stream_respond_fields(c, 200, f, 2, false);
+    log_info("conn %llu: reverse listener %s for %s (token %s)", (unsigned long long)c->id, bound,
+             c->user ? c->user : "-", tok);
+}
+
+static struct h2rev *find_listener(const struct conn *c, uint64_t token)
+{
+    struct list *pos, *tmp;
+    list_for_each_safe(pos, tmp, worker_listeners())
+    {
+        struct h2rev *l = list_entry(pos, struct h2rev, link);
+        if (l->token == token && h2stream_carrier(l->c) == h2stream_carrier(c))
+            return l;
+    }
+    return NULL;
+}
+
+static void h2rev_wait(struct conn *c, struct h2rev *x)
+{
+    c->cmd = CONN_CMD_BIND;
+    struct h2rev *l = find_listener(c, x->token);
+    if (!l) {
+        conn_fail(c, OUT_HOST_UNREACHABLE, "no-listener");
+        return;
+    }
+    if (l->nwaiting >= H2REV_WAITING_MAX) {
+        conn_fail(c, OUT_LIMIT, "accept-limit");
+        return;
+    }
+    x->l = l;
+    c->target = l->c->bnd;
+    list_add_tail(&l->waiting, &x->link);
+    x->linked = true;
+    l->nwaiting++;
+    conn_set_state(c, CONN_ST_BIND);
+    loop_timer_stop(&c->w->loop, &c->timer);
+    if (l->paused && loop_io_mod(&c->w->loop, &l->c->up, EPOLLIN) == 0) {
+        l->paused = false;
+        loop_defer(&c->w->loop, &l->c->task); /* connections may be queued already */
+    }
+}
+
+void h2rev_go(struct conn *c)
+{
+    if (c->h2r->listener)
+        h2rev_listen(c, c->h2r);
+    else
+        h2rev_wait(c, c->h2r);
+}
+
+/* Hand accepted socket fd (from peer) to the oldest waiting stream. */
+static void h2rev_hand(struct h2rev *l, int fd, const struct addr *peer)
+{
+    struct h2rev *a = list_entry(l->waiting.next, struct h2rev, link);
+    list_del(&a->link);
+    a->linked = false;
+    l->nwaiting--;
+    a->l = NULL;
+    struct conn *c = a->c;
+    sock_set_nodelay(fd);
+    if (loop_io_add(&c->w->loop, &c->up, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET) < 0) {
+        sock_abort(fd);
+        close(fd);
+        conn_fail(c, OUT_FAILED, "accept-failed");
+        return;
+    }
+    c->up_ev = SIDE_RD | SIDE_WR;
+    c->target = *peer;
+    c->dst_port = peer->port;
+    conn_succeeded(c);
+    c->reply = OUT_OK;
+    char p[ADDR_STRLEN];
+    addr_format(peer, p, sizeof(p));
+    h2stream_respond(c, 200, false, "ferry-peer", p);
+    conn_relay_start(c);
+}
+
+static void h2rev_accept(struct conn *c, struct h2rev *l)
+{
+    for (int i = 0; i < H2REV_ACCEPT_BUDGET && c->up.fd >= 0; i++) {
+        if (list_empty(&l->waiting)) {
+            /* Nobody waits: leave connections in the kernel's accept
+             * queue (its backlog bounds them) until an accept stream
+             * comes. */
+            if (!l->paused && loop_io_mod(&c->w->loop, &c->up, 0) == 0)
+                l->paused = true;
+            return;
+        }
+        struct addr peer;
+        int fd = sock_accept(c->up.fd, &peer);
+        if (fd < 0)
+            return;
+        h2rev_hand(l, fd, &peer);
+    }
+    loop_defer(&c->w->loop, &c->task); /* more may wait: go on after the others */
+}
+
+void h2rev_drive(struct conn *c)
+{
+    /* Nothing is expected on a listening or waiting stream: its end (or a
+     * byte) ends the session. */
+    uint8_t b[256];
+    ssize_t n = h2stream_recv(c, b, sizeof(b));
+    if (n >= 0 || errno != EAGAIN) {
+        if (n == 0)
+            h2stream_shutdown(c); /* END_STREAM answers END_STREAM */
+        conn_close(c, n == 0 ? "client-closed" : n > 0 ? "bad-request" : "client-reset");
+        return;
+    }
+    if (c->h2r->listener)
+        h2rev_accept(c, c->h2r);
+}
+
+void h2rev_close_all(void)
+{
+    struct list *l = worker_listeners();
+    while (!list_empty(l)) {
+        struct h2rev *x = list_entry(l->next, struct h2rev, link);
+        list_del(&x->link);
+        x->linked = false;
+        conn_close(x->c, "listener-closed"); /* its end hook frees x */
+    }
+}
+
+const char *h2rev_log_cmd(const struct conn *c)
+{
+    if (c->h2r->listener)
+        return "reverse-listen";
+    return c->reply == OUT_OK ? "reverse" : "reverse-accept";
+}
+
+void h2rev_end(struct conn *c)
+{
+    struct h2rev *x = c->h2r;
+    if (!x)
+        return;
+    c->h2r = NULL;
+    if (x->linked)
+        list_del(&x->link);
+    if (x->l)
+        x->l->nwaiting--;
+    if (x->listener) {
+        while (!list_empty(&x->waiting)) {
+            struct h2rev *a = list_entry(x->waiting.next, struct h2rev, link);
+            list_del(&a->link);
+            a->linked = false;
+            a->l = NULL;
+            conn_close(a->c, "listener-closed");
+        }
+    }
+    free(x);
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * h2rev.h: reverse tunnels on the HTTP/2 proxy (chisel's R: remotes), the
+ * only ferry-specific part of the tunnel: two :protocol values of an
+ * extended CONNECT (RFC 8441).
+ *
+ *   :protocol ferry-listen, :path /ferry/listen/tcp/{addr}/{port}
+ *     Bind a TCP listener at addr:port on the server (an IP literal, an
+ *     IPv6 one with or without brackets; port 0: any). Allowed only by a
+ *     [rules] allow rule naming cmd reverse whose to/port hold the bind
+ *     address and port (403 otherwise, whatever rules_default says; the
+ *     first matching rule decides). 200 carries
+ *     ferry-listener: TOKEN and ferry-bound: ADDR:PORT. The stream is the
+ *     listener's lifetime: END_STREAM or RST_STREAM closes it.
+ *   :protocol ferry-accept, :path /ferry/accept/{TOKEN}
+ *     Wait for a connection on that listener (same HTTP/2 connection
+ *     only; 502 otherwise). The server answers 200 with
+ *     ferry-peer: ADDR:PORT when one arrives, and the stream carries its
+ *     bytes as a CONNECT stream does (END_STREAM = FIN, RST_STREAM =
+ *     reset). While no accept stream waits, connections stay in the
+ *     kernel's accept queue (backlog 128) rather than being reset.
+ *
+ * Only front_h2.c calls it; it touches the h2 connection only through
+ * h2conn.h's stream calls.
+ */
+#ifndef FERRY_RELAY_H2REV_H
+#define FERRY_RELAY_H2REV_H
+
+#include <stdbool.h>
+
+struct conn;
+
+/* Is :protocol p one of ours? */
+bool h2rev_protocol(const char *p);
+/* Check the request of stream session c (its :path): 0 to go on (c->h2r
+ * set), or -1 after refusing it (400). */
+int h2rev_check(struct conn *c);
+/* The request is authenticated: judge, bind and answer (listen), or
+ * queue behind its listener (accept). May close c. */
+void h2rev_go(struct conn *c);
+/* Events of a listening or waiting stream (state CONN_ST_BIND). */
+void h2rev_drive(struct conn *c);
+/* The access log's command for c. */
+const char *h2rev_log_cmd(const struct conn *c);
+/* A drain or a reload (this worker's thread): close every reverse
+ * listener (and the accept streams waiting on it); connections already
+ * handed over finish as other streams do. */
+void h2rev_close_all(void);
+/* The session ends: a listener closes its socket and every accept
+ * stream still waiting on it; an accept stream leaves its queue. */
+void h2rev_end(struct conn *c);
+
+#endif
