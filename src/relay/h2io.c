@@ -49,6 +49,11 @@ static void h2io_due(struct h2io_sched *q, int32_t id, int32_t weight)
     }
 }
 
+void h2io_young_later(struct h2io_sched *q, int32_t id)
+{
+    h2io_due(q, id, H2IO_WEIGHT_YOUNG);
+}
+
 size_t h2io_quantum(struct h2io_sched *q, int32_t id, uint64_t *sent, size_t have, size_t len)
 {
     size_t n = have < len ? have : len;
@@ -56,8 +61,6 @@ size_t h2io_quantum(struct h2io_sched *q, int32_t id, uint64_t *sent, size_t hav
         n = H2IO_QUANTUM;
     if (n == 0)
         return 0;
-    if (*sent == 0)
-        h2io_due(q, id, H2IO_WEIGHT_YOUNG);
     if (*sent < H2IO_YOUNG && *sent + n >= H2IO_YOUNG)
         h2io_due(q, id, H2IO_WEIGHT_BULK);
     *sent += n;

@@ -53,8 +53,8 @@
 
 /* The streams whose weight changes once nghttp2 has let go of the frame
  * that decided it (applied between nghttp2_session_mem_send() calls, never
- * from inside a callback). One DATA frame per mem_send call and at most
- * one change per frame: the room never fills while h2io_gather drains it. */
+ * from inside a callback). One frame per mem_send call and at most one
+ * change per frame: the room never fills while h2io_gather drains it. */
 #define H2IO_DUE_MAX 4
 struct h2io_sched {
     struct {
@@ -71,15 +71,22 @@ void h2io_carrier(int fd);
 
 /* Stream id of s starts young: weight H2IO_WEIGHT_YOUNG under the root,
  * whatever dependency the peer asked for (it is a tunnel, not a page: no
- * stream waits for another). Silent (no PRIORITY frame). Call it outside
- * nghttp2's callbacks, once the stream exists in s. */
+ * stream waits for another). Silent (no PRIORITY frame). For a stream that
+ * exists in s and has no DATA queued yet (the server, as it submits a
+ * response; a tree edit, as nghttp2's own for a PRIORITY frame). */
 void h2io_young(nghttp2_session *s, int32_t id);
+
+/* The same, queued in q for h2io_gather: for a client's stream, from the
+ * on_frame_send callback of its request HEADERS (nghttp2 opens it then,
+ * and queues its DATA right after the callback, within the same
+ * nghttp2_session_mem_send call). */
+void h2io_young_later(struct h2io_sched *q, int32_t id);
 
 /* A data provider of stream id holds have bytes and nghttp2 takes up to
  * len: how many to hand it (at most H2IO_QUANTUM). *sent counts the
- * stream's DATA: the first bytes make it young, the ones that take it to
- * H2IO_YOUNG make it bulk (weight H2IO_WEIGHT_BULK under the root), both
- * queued in q for h2io_gather. Call it from the data provider only. */
+ * stream's DATA: the bytes that take it to H2IO_YOUNG make it bulk
+ * (weight H2IO_WEIGHT_BULK under the root), queued in q for h2io_gather.
+ * Call it from the data provider only. */
 size_t h2io_quantum(struct h2io_sched *q, int32_t id, uint64_t *sent, size_t have, size_t len);
 
 /* Append what s has to send to *buf (*len bytes used) while fewer than

@@ -342,8 +342,6 @@ static ssize_t on_read_data(nghttp2_session *ss, int32_t id, uint8_t *buf, size_
         s->deferred = true;
         return NGHTTP2_ERR_DEFERRED;
     }
-    /* Its first bytes make it young (the stream exists in nghttp2 only
-     * since its HEADERS went out), 64 KiB make it bulk. */
     size_t n = h2io_quantum(&hc->sched, id, &s->sent, have, len);
     memcpy(buf, s->tx + s->tx_off, n);
     s->tx_off += n;
@@ -353,6 +351,17 @@ static ssize_t on_read_data(nghttp2_session *ss, int32_t id, uint8_t *buf, size_
         *flags |= NGHTTP2_DATA_FLAG_EOF;
     hs_wake(s, SIDE_WR);
     return (ssize_t)n;
+}
+
+/* A CONNECT's HEADERS went out: nghttp2 has opened its stream, which
+ * starts young (h2io.h) before its first DATA. */
+static int on_frame_send(nghttp2_session *ss, const nghttp2_frame *f, void *user)
+{
+    (void)ss;
+    struct ho_conn *hc = user;
+    if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST)
+        h2io_young_later(&hc->sched, f->hd.stream_id);
+    return 0;
 }
 
 static nghttp2_session *ho_session(struct ho_conn *hc)
@@ -370,6 +379,7 @@ static nghttp2_session *ho_session(struct ho_conn *hc)
     nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data_chunk);
     nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
+    nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
     nghttp2_option_set_no_auto_window_update(opt, 1);
     if (nghttp2_session_client_new2(&s, cb, hc, opt))
         s = NULL;

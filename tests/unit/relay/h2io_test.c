@@ -5,8 +5,10 @@
  * a data provider hands at most one 16 KiB quantum, a stream is young
  * until 64 KiB and bulk after, and a young stream's 64 KiB response leaves
  * in one piece while 8 bulk streams have DATA ready (without the young
- * weight nghttp2's round-robin puts 8 bulk frames between its quanta).
- * Frames are read back from what h2io_gather produces, in order.
+ * weight nghttp2's round-robin puts 8 bulk frames between its quanta), on
+ * a server session (h2conn.c's responses) and on a client session
+ * (outbound_h2.c's CONNECT uploads). Frames are read back from what
+ * h2io_gather produces, in order.
  */
 #include "harness.h"
 
@@ -21,7 +23,7 @@ struct src {
     size_t left; /* SIZE_MAX: endless */
 };
 
-struct srv {
+struct srv { /* one side: the server, or the client in the last test */
     nghttp2_session *s;
     struct h2io_sched q;
     struct src src[NBULK + 1];
@@ -95,6 +97,49 @@ static bool next_frame(struct srv *sv, uint8_t **buf, uint8_t *type, int32_t *id
     return true;
 }
 
+/* Frames until stream young's END_STREAM: the bulk DATA frames before its
+ * first DATA and between its first and last; its DATA frames count. */
+static void young_order(struct srv *sv, uint8_t **buf, int32_t young, int *before, int *inside,
+                        int *frames)
+{
+    uint8_t type, flags;
+    int32_t id;
+    uint32_t len;
+    bool ended = false;
+    *before = *inside = *frames = 0;
+    for (int guard = 0; !ended && guard < 1000; guard++) {
+        assert_true(next_frame(sv, buf, &type, &id, &len, &flags));
+        if (type != NGHTTP2_DATA)
+            continue;
+        assert_true(len <= H2IO_QUANTUM);
+        if (id == young) {
+            ++*frames;
+            ended = flags & NGHTTP2_FLAG_END_STREAM;
+        } else if (*frames == 0) {
+            ++*before;
+        } else {
+            ++*inside;
+        }
+    }
+    assert_true(ended);
+}
+
+/* Send DATA until every one of the first NBULK streams is past 64 KiB. */
+static void run_bulk(struct srv *sv, uint8_t **buf)
+{
+    uint8_t type, flags;
+    int32_t id;
+    uint32_t len;
+    uint64_t data = 0;
+    while (data < (uint64_t)NBULK * 2 * H2IO_YOUNG) {
+        assert_true(next_frame(sv, buf, &type, &id, &len, &flags));
+        if (type == NGHTTP2_DATA)
+            data += len;
+    }
+    for (int i = 0; i < NBULK; i++)
+        assert_true(sv->src[i].sent > H2IO_YOUNG);
+}
+
 static void test_quantum(void **state)
 {
     (void)state;
@@ -102,10 +147,7 @@ static void test_quantum(void **state)
     uint64_t sent = 0;
     /* Never more than a quantum, whatever nghttp2 offers. */
     assert_int_equal(h2io_quantum(&q, 5, &sent, 1 << 20, 1 << 20), H2IO_QUANTUM);
-    assert_int_equal(q.n, 1); /* young from its first bytes */
-    assert_int_equal(q.due[0].id, 5);
-    assert_int_equal(q.due[0].weight, H2IO_WEIGHT_YOUNG);
-    q.n = 0;
+    assert_int_equal(q.n, 0);
     assert_int_equal(h2io_quantum(&q, 5, &sent, 100, 16384), 100);
     assert_int_equal(h2io_quantum(&q, 5, &sent, 0, 16384), 0);
     assert_int_equal(q.n, 0);
@@ -114,6 +156,7 @@ static void test_quantum(void **state)
     assert_int_equal(q.n, 0);
     h2io_quantum(&q, 5, &sent, 1 << 20, 16384); /* past 64 KiB: bulk */
     assert_int_equal(q.n, 1);
+    assert_int_equal(q.due[0].id, 5);
     assert_int_equal(q.due[0].weight, H2IO_WEIGHT_BULK);
     q.n = 0;
     h2io_quantum(&q, 5, &sent, 1 << 20, 16384);
@@ -141,41 +184,14 @@ static void test_young_goes_ahead_of_bulk(void **state)
     }
     uint8_t *buf = malloc(64 * 1024);
     assert_non_null(buf);
-    uint8_t type, flags;
-    int32_t id;
-    uint32_t len;
-    /* Until every bulk stream is past 64 KiB: all bulk now. */
-    uint64_t data = 0;
-    while (data < (uint64_t)NBULK * 2 * H2IO_YOUNG) {
-        assert_true(next_frame(&sv, &buf, &type, &id, &len, &flags));
-        if (type == NGHTTP2_DATA) {
-            assert_true(len <= H2IO_QUANTUM);
-            data += len;
-        }
-    }
-    for (int i = 0; i < NBULK; i++)
-        assert_true(sv.src[i].sent > H2IO_YOUNG);
+    run_bulk(&sv, &buf);
     /* A young stream with 64 KiB to send. */
     client_feed(cl, sv.s, 1);
     int32_t young = 1 + 2 * NBULK;
     sv.src[NBULK].left = H2IO_YOUNG;
     respond(&sv, young, &sv.src[NBULK]);
-    int bulk_before = 0, bulk_inside = 0, young_frames = 0;
-    bool ended = false;
-    for (int guard = 0; !ended && guard < 1000; guard++) {
-        assert_true(next_frame(&sv, &buf, &type, &id, &len, &flags));
-        if (type != NGHTTP2_DATA)
-            continue;
-        if (id == young) {
-            young_frames++;
-            ended = flags & NGHTTP2_FLAG_END_STREAM;
-        } else if (young_frames == 0) {
-            bulk_before++;
-        } else {
-            bulk_inside++;
-        }
-    }
-    assert_true(ended);
+    int bulk_before, bulk_inside, young_frames;
+    young_order(&sv, &buf, young, &bulk_before, &bulk_inside, &young_frames);
     assert_int_equal(young_frames, H2IO_YOUNG / H2IO_QUANTUM);
     /* Before its first quantum, at most the bulk quanta due at the same
      * virtual time (one round); between its quanta none (round-robin at
@@ -189,11 +205,80 @@ static void test_young_goes_ahead_of_bulk(void **state)
     nghttp2_session_callbacks_del(cb);
 }
 
+/* The client's side (outbound_h2.c): a request's stream exists once its
+ * HEADERS went out, and turns young from that frame's on_frame_send. */
+static int on_send(nghttp2_session *ss, const nghttp2_frame *f, void *user)
+{
+    (void)ss;
+    struct srv *c = user;
+    if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST)
+        h2io_young_later(&c->q, f->hd.stream_id);
+    return 0;
+}
+
+static void request(struct srv *c, struct src *sr)
+{
+    static char km[] = ":method", vm[] = "CONNECT", ka[] = ":authority", va[] = "x:1";
+    nghttp2_nv nv[] = {
+        {(uint8_t *)km, (uint8_t *)vm, 7, 7, NGHTTP2_NV_FLAG_NONE},
+        {(uint8_t *)ka, (uint8_t *)va, 10, 3, NGHTTP2_NV_FLAG_NONE},
+    };
+    nghttp2_data_provider dp = {.source.ptr = sr, .read_callback = on_read};
+    assert_true(nghttp2_submit_request(c->s, NULL, nv, 2, &dp, NULL) > 0);
+}
+
+static void test_client_young_goes_ahead_of_bulk(void **state)
+{
+    (void)state;
+    nghttp2_session_callbacks *cb, *scb;
+    assert_int_equal(nghttp2_session_callbacks_new(&cb), 0);
+    assert_int_equal(nghttp2_session_callbacks_new(&scb), 0);
+    nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_send);
+    struct srv c = {0};
+    assert_int_equal(nghttp2_session_client_new(&c.s, cb, &c), 0);
+    nghttp2_session *sv;
+    assert_int_equal(nghttp2_session_server_new(&sv, scb, NULL), 0);
+    /* The parent's SETTINGS and windows: 1 GiB. */
+    nghttp2_settings_entry iv = {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1u << 30};
+    assert_int_equal(nghttp2_submit_settings(sv, NGHTTP2_FLAG_NONE, &iv, 1), 0);
+    assert_int_equal(nghttp2_session_set_local_window_size(sv, NGHTTP2_FLAG_NONE, 0, 1 << 30), 0);
+    for (;;) {
+        const uint8_t *p;
+        ssize_t n = nghttp2_session_mem_send(sv, &p);
+        assert_true(n >= 0);
+        if (n == 0)
+            break;
+        assert_int_equal(nghttp2_session_mem_recv(c.s, p, (size_t)n), n);
+    }
+    for (int i = 0; i < NBULK; i++) {
+        c.src[i].left = SIZE_MAX;
+        request(&c, &c.src[i]);
+    }
+    const uint8_t *magic;
+    assert_int_equal(nghttp2_session_mem_send(c.s, &magic), 24); /* the preface: no frame */
+    uint8_t *buf = malloc(64 * 1024);
+    assert_non_null(buf);
+    run_bulk(&c, &buf);
+    c.src[NBULK].left = H2IO_YOUNG;
+    request(&c, &c.src[NBULK]);
+    int before, inside, frames;
+    young_order(&c, &buf, 1 + 2 * NBULK, &before, &inside, &frames);
+    assert_int_equal(frames, H2IO_YOUNG / H2IO_QUANTUM);
+    assert_true(before <= NBULK);
+    assert_int_equal(inside, 0);
+    free(buf);
+    nghttp2_session_del(c.s);
+    nghttp2_session_del(sv);
+    nghttp2_session_callbacks_del(cb);
+    nghttp2_session_callbacks_del(scb);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quantum),
         cmocka_unit_test(test_young_goes_ahead_of_bulk),
+        cmocka_unit_test(test_client_young_goes_ahead_of_bulk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
