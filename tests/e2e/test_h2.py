@@ -687,9 +687,12 @@ def test_h2_young_stream_goes_ahead_of_bulk(ferry, cert):
     bytes that arrive before the young stream's first and last bytes: at
     most what sat in the queues (the client's receive buffer, ferry's
     unsent socket queue, bounded by TCP_NOTSENT_LOWAT at 128 KiB, and its
-    64 KiB gather), never a 4 MiB send buffer; and the young stream's 4
-    quanta go together (weight 256 against 16), not one per round of the
-    8 bulk streams (3 rounds = 384 KiB between them). Byte counts only."""
+    64 KiB gather, one round of the 8 bulk streams), never a send buffer
+    of megabytes; and the young stream's 4 quanta go (nearly) together
+    (weight 256 against 1), not one per round of the 8 bulk streams (3
+    rounds = 384 KiB between them): a bulk stream that ran dry re-enters
+    nghttp2's queue at the current virtual time and may slip one quantum
+    in (seen: 0 to 4). Byte counts only."""
     bulk_src, young_src = EndlessServer(), ReadySourceServer()
     try:
         f = h2_ferry(ferry, cert)
