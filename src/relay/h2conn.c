@@ -13,6 +13,9 @@
  * each growth admitted under the connection's budget and the worker's.
  * The TLS socket is always read: once a connection is over budget it is
  * told GOAWAY(ENHANCE_YOUR_CALM) and what it still sends is discarded.
+ * Sending order (h2io.h): a response stream starts young (weight 256)
+ * until it has sent 64 KiB, then bulk (1); DATA goes in 16 KiB quanta; the
+ * socket has TCP_NOTSENT_LOWAT so the order is not lost in its queue.
  *
  * It must not: free the carrier or a stream inside an nghttp2 callback
  * (the carrier closes from its own drive; a stream's state goes when both
@@ -64,6 +67,7 @@ struct h2stream {
     size_t tx_off, tx_len;
     uint32_t hdr_bytes; /* the header list's size so far (RFC 9113 6.5.2) */
     uint64_t handed;    /* bytes its session has read from rx */
+    uint64_t sent;      /* DATA handed to nghttp2 (young until H2IO_YOUNG) */
     uint64_t credited;  /* ... of which the client got credit back for */
     struct h2flow_win win;
     struct h2stream_req req;
@@ -77,6 +81,7 @@ struct h2conn {
     uint32_t nstreams;
     struct h2flow_budget budget;
     struct h2flow_rtt rtt;
+    struct h2io_sched sched; /* young/bulk weight changes due */
     struct h2flow_rate r_reset, r_ping, r_settings, r_empty;
     uint64_t ping_us; /* when our PING went out; 0: none outstanding */
     uint64_t ping_ms; /* when the last one did */
@@ -431,11 +436,10 @@ static ssize_t on_read_data(nghttp2_session *ss, int32_t id, uint8_t *buf, size_
                             uint32_t *flags, nghttp2_data_source *src, void *user)
 {
     (void)ss;
-    (void)id;
-    (void)user;
+    struct h2conn *hc = user;
     struct h2stream *s = src->ptr;
     size_t have = s->tx_len - s->tx_off;
-    size_t n = have < len ? have : len;
+    size_t n = h2io_quantum(&hc->sched, id, &s->sent, have, len);
     bool was_full = s->tx_len >= H2_TX_MAX;
     if (n)
         memcpy(buf, s->tx + s->tx_off, n);
@@ -508,7 +512,7 @@ static int h2conn_flush(struct h2conn *hc)
 {
     struct conn *c = hc->c;
     for (;;) {
-        int rc = h2io_gather(hc->s, &hc->out, &hc->out_len, H2_OUT_CAP / 2, H2_OUT_CAP);
+        int rc = h2io_gather(hc->s, &hc->sched, &hc->out, &hc->out_len, H2_OUT_CAP / 2, H2_OUT_CAP);
         if (rc)
             return rc;
         if (hc->out_off == hc->out_len)
@@ -713,9 +717,9 @@ void h2conn_begin(struct conn *c)
         worker_budget.cap = worker_budget.max = hc2->worker_budget;
     stat_add(&c->w->stats.h2_conns, 1);
     c->h2 = hc;
-    /* Ordering stays in user space: small frames go out at once. */
-    int one = 1;
-    (void)setsockopt(c->cli.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    /* Ordering stays in user space: small frames go out at once, and the
+     * socket queues little that is not sent yet. */
+    h2io_carrier(c->cli.fd);
     conn_set_front(c, &front_h2conn);
     conn_set_state(c, CONN_ST_H2);
     conn_set_outcome(c, OUT_OK);
@@ -952,6 +956,8 @@ void h2stream_respond(struct conn *c, int status, bool end, const char *name, co
     s->responded = true;
     if (end)
         s->tx_eof = true;
+    else
+        h2io_young(s->hc->s, s->id); /* before its first DATA */
     nghttp2_submit_response(s->hc->s, s->id, nv, name ? 2 : 1, end ? NULL : &dp);
     h2conn_kick(s->hc);
 }
@@ -980,6 +986,8 @@ void h2stream_respond_fields(struct conn *c, int status, const struct h1h2_field
     s->responded = true;
     if (end)
         s->tx_eof = true;
+    else
+        h2io_young(s->hc->s, s->id); /* before its first DATA */
     if (nghttp2_submit_response(s->hc->s, s->id, nv, n + 1, end ? NULL : &dp) < 0)
         nghttp2_submit_rst_stream(s->hc->s, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_INTERNAL_ERROR);
     free(nv);

@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * h2io.c: the pieces the HTTP/2 server and client share (h2io.h): frame
- * gathering for memory I/O and the stream window's growth on consumption.
- * No socket writes, no sessions, no logging.
+ * gathering for memory I/O, the sending order (young streams before bulk,
+ * 16 KiB quanta, a shallow socket queue) and the stream window's growth on
+ * consumption. nghttp2 schedules by RFC 7540's tree on both sides: ferry
+ * never sends SETTINGS_NO_RFC7540_PRIORITIES, and nghttp2 uses RFC 9218's
+ * urgencies only when the local side did (its extpri calls are no-ops
+ * otherwise, and client sessions have none). No socket writes but
+ * setsockopt, no sessions, no logging.
  */
 #include "relay/h2io.h"
 
@@ -15,11 +20,62 @@
 
 #include "core/loop.h"
 
-int h2io_gather(nghttp2_session *s, uint8_t **buf, uint32_t *len, uint32_t upto, uint32_t cap)
+void h2io_carrier(int fd)
+{
+    int one = 1, lowat = (int)H2IO_NOTSENT_LOWAT;
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
+}
+
+static void h2io_weigh(nghttp2_session *s, int32_t id, int32_t weight)
+{
+    nghttp2_priority_spec pri;
+    nghttp2_priority_spec_init(&pri, 0, weight, 0);
+    /* A stream that closed meanwhile is no error: nothing to order. */
+    (void)nghttp2_session_change_stream_priority(s, id, &pri);
+}
+
+void h2io_young(nghttp2_session *s, int32_t id)
+{
+    h2io_weigh(s, id, H2IO_WEIGHT_YOUNG);
+}
+
+static void h2io_due(struct h2io_sched *q, int32_t id, int32_t weight)
+{
+    if (q->n < H2IO_DUE_MAX) {
+        q->due[q->n].id = id;
+        q->due[q->n].weight = weight;
+        q->n++;
+    }
+}
+
+void h2io_young_later(struct h2io_sched *q, int32_t id)
+{
+    h2io_due(q, id, H2IO_WEIGHT_YOUNG);
+}
+
+size_t h2io_quantum(struct h2io_sched *q, int32_t id, uint64_t *sent, size_t have, size_t len)
+{
+    size_t n = have < len ? have : len;
+    if (n > H2IO_QUANTUM)
+        n = H2IO_QUANTUM;
+    if (n == 0)
+        return 0;
+    if (*sent < H2IO_YOUNG && *sent + n >= H2IO_YOUNG)
+        h2io_due(q, id, H2IO_WEIGHT_BULK);
+    *sent += n;
+    return n;
+}
+
+int h2io_gather(nghttp2_session *s, struct h2io_sched *q, uint8_t **buf, uint32_t *len,
+                uint32_t upto, uint32_t cap)
 {
     while (*len < upto) {
         const uint8_t *p;
         ssize_t n = nghttp2_session_mem_send(s, &p);
+        for (uint32_t i = 0; i < q->n; i++)
+            h2io_weigh(s, q->due[i].id, q->due[i].weight);
+        q->n = 0;
         if (n < 0)
             return -EPROTO;
         if (n == 0)

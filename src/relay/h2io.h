@@ -5,7 +5,11 @@
  * gathering the frames nghttp2 has to send into one buffer for a single
  * TLS write, and growing one stream's receive window as its bytes are
  * consumed (proto/h2flow.h's rule, each growth admitted under a
- * connection budget and a worker budget). It writes to no socket, owns no
+ * connection budget and a worker budget), and the sending order
+ * (TUNNEL.md, "Flow control"): control frames first (nghttp2 does that),
+ * then young streams, then bulk, round-robin in 16 KiB quanta, with
+ * TCP_NODELAY and TCP_NOTSENT_LOWAT on the carrier so the order is decided
+ * here and not in a deep socket buffer. It writes to no socket, owns no
  * session and knows nothing of the connections' lifetimes.
  */
 #ifndef FERRY_RELAY_H2IO_H
@@ -18,10 +22,79 @@
 
 #include "proto/h2flow.h"
 
+/* DATA a data provider hands nghttp2 per call: the round-robin quantum
+ * (nghttp2 asks for at most 16 KiB without a read_length_callback; the
+ * cap keeps it so whatever the peer's SETTINGS_MAX_FRAME_SIZE). */
+#define H2IO_QUANTUM (16u * 1024)
+
+/* A stream is young until it has sent this much DATA: a request, a TLS
+ * handshake or a small response goes ahead of the bulk streams. */
+#define H2IO_YOUNG (64u * 1024)
+
+/* RFC 7540 5.3's weights (nghttp2 serves the stream of least virtual
+ * time, each quantum advancing it by bytes * 256 / weight): a young
+ * stream's quantum costs 16 KiB of it, a bulk one's 4 MiB, so once a young
+ * stream's turn comes its 64 KiB go in one piece, and young streams take
+ * 256 / (256 + bulk streams) of the connection. Bulk streams share the
+ * rest round-robin (equal weights). */
+#define H2IO_WEIGHT_YOUNG NGHTTP2_MAX_WEIGHT /* 256 */
+#define H2IO_WEIGHT_BULK  NGHTTP2_MIN_WEIGHT /* 1 */
+
+/* TCP_NOTSENT_LOWAT of a carrier: the socket takes a write (and epoll says
+ * writable) only while fewer than this many bytes are queued but unsent,
+ * so a young stream's frames wait behind at most this (plus the one
+ * gather of at most 64 KiB being written), not a 4 MiB send buffer. Two
+ * gathers: when the socket asks for more, one full 64 KiB gather still
+ * waits in the kernel, enough to cover our wake-up and one TLS write
+ * (tens of microseconds) at loopback rates; and it bounds only the unsent
+ * queue, not the bytes in flight, so a 50 ms path keeps its whole cwnd
+ * (throughput there is tcp_wmem's and the windows', not this). */
+#define H2IO_NOTSENT_LOWAT (128u * 1024)
+
+/* The streams whose weight changes once nghttp2 has let go of the frame
+ * that decided it (applied between nghttp2_session_mem_send() calls, never
+ * from inside a callback). One frame per mem_send call and at most one
+ * change per frame: the room never fills while h2io_gather drains it. */
+#define H2IO_DUE_MAX 4
+struct h2io_sched {
+    struct {
+        int32_t id;
+        int32_t weight;
+    } due[H2IO_DUE_MAX];
+    uint32_t n;
+};
+
+/* TCP_NODELAY (small frames go out at once) and TCP_NOTSENT_LOWAT
+ * (H2IO_NOTSENT_LOWAT) on a carrier's socket fd; failures are ignored
+ * (the order is then only less strict). */
+void h2io_carrier(int fd);
+
+/* Stream id of s starts young: weight H2IO_WEIGHT_YOUNG under the root,
+ * whatever dependency the peer asked for (it is a tunnel, not a page: no
+ * stream waits for another). Silent (no PRIORITY frame). For a stream that
+ * exists in s and has no DATA queued yet (the server, as it submits a
+ * response; a tree edit, as nghttp2's own for a PRIORITY frame). */
+void h2io_young(nghttp2_session *s, int32_t id);
+
+/* The same, queued in q for h2io_gather: for a client's stream, from the
+ * on_frame_send callback of its request HEADERS (nghttp2 opens it then,
+ * and queues its DATA right after the callback, within the same
+ * nghttp2_session_mem_send call). */
+void h2io_young_later(struct h2io_sched *q, int32_t id);
+
+/* A data provider of stream id holds have bytes and nghttp2 takes up to
+ * len: how many to hand it (at most H2IO_QUANTUM). *sent counts the
+ * stream's DATA: the bytes that take it to H2IO_YOUNG make it bulk
+ * (weight H2IO_WEIGHT_BULK under the root), queued in q for h2io_gather.
+ * Call it from the data provider only. */
+size_t h2io_quantum(struct h2io_sched *q, int32_t id, uint64_t *sent, size_t have, size_t len);
+
 /* Append what s has to send to *buf (*len bytes used) while fewer than
- * upto are gathered; a frame that does not fit in cap grows *buf (free()
- * and realloc() memory). 0, -EPROTO (nghttp2 failed) or -ENOMEM. */
-int h2io_gather(nghttp2_session *s, uint8_t **buf, uint32_t *len, uint32_t upto, uint32_t cap);
+ * upto are gathered, applying q's weight changes after each frame; a
+ * frame that does not fit in cap grows *buf (free() and realloc()
+ * memory). 0, -EPROTO (nghttp2 failed) or -ENOMEM. */
+int h2io_gather(nghttp2_session *s, struct h2io_sched *q, uint8_t **buf, uint32_t *len,
+                uint32_t upto, uint32_t cap);
 
 /* n more bytes of stream id's window win were consumed (delivered on). At
  * each half window an epoch ends: the window may double (h2flow_tune with

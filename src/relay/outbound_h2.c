@@ -81,6 +81,7 @@ struct ho_stream {
     uint8_t *tx; /* client -> parent */
     size_t tx_off, tx_len;
     uint64_t handed, credited; /* bytes read by the session / credited back */
+    uint64_t sent;             /* DATA handed to nghttp2 (young until H2IO_YOUNG) */
     struct h2flow_win win;
     struct addr ip; /* the destination as dialled, for a second dial */
     uint16_t port;
@@ -121,6 +122,8 @@ struct ho_conn {
     uint64_t t_start;  /* loop ms the attempt began */
     uint32_t deadline; /* connect budget, ms */
     bool reconnect;    /* an attempt after a loss */
+
+    struct h2io_sched sched; /* young/bulk weight changes due (h2io.h) */
 };
 
 /* An outbound of a configuration on this worker: its current connection,
@@ -328,8 +331,7 @@ static ssize_t on_read_data(nghttp2_session *ss, int32_t id, uint8_t *buf, size_
                             uint32_t *flags, nghttp2_data_source *src, void *user)
 {
     (void)ss;
-    (void)id;
-    (void)user;
+    struct ho_conn *hc = user;
     struct ho_stream *s = src->ptr;
     size_t have = s->tx_len - s->tx_off;
     if (have == 0) {
@@ -340,7 +342,7 @@ static ssize_t on_read_data(nghttp2_session *ss, int32_t id, uint8_t *buf, size_
         s->deferred = true;
         return NGHTTP2_ERR_DEFERRED;
     }
-    size_t n = have < len ? have : len;
+    size_t n = h2io_quantum(&hc->sched, id, &s->sent, have, len);
     memcpy(buf, s->tx + s->tx_off, n);
     s->tx_off += n;
     if (s->tx_off == s->tx_len)
@@ -349,6 +351,17 @@ static ssize_t on_read_data(nghttp2_session *ss, int32_t id, uint8_t *buf, size_
         *flags |= NGHTTP2_DATA_FLAG_EOF;
     hs_wake(s, SIDE_WR);
     return (ssize_t)n;
+}
+
+/* A CONNECT's HEADERS went out: nghttp2 has opened its stream, which
+ * starts young (h2io.h) before its first DATA. */
+static int on_frame_send(nghttp2_session *ss, const nghttp2_frame *f, void *user)
+{
+    (void)ss;
+    struct ho_conn *hc = user;
+    if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST)
+        h2io_young_later(&hc->sched, f->hd.stream_id);
+    return 0;
 }
 
 static nghttp2_session *ho_session(struct ho_conn *hc)
@@ -366,6 +379,7 @@ static nghttp2_session *ho_session(struct ho_conn *hc)
     nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data_chunk);
     nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
+    nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
     nghttp2_option_set_no_auto_window_update(opt, 1);
     if (nghttp2_session_client_new2(&s, cb, hc, opt))
         s = NULL;
@@ -648,7 +662,7 @@ static int ho_handshake(struct ho_conn *hc)
 static int ho_flush(struct ho_conn *hc)
 {
     for (;;) {
-        int rc = h2io_gather(hc->s, &hc->out, &hc->out_len, HO_OUT_CAP, HO_OUT_CAP);
+        int rc = h2io_gather(hc->s, &hc->sched, &hc->out, &hc->out_len, HO_OUT_CAP, HO_OUT_CAP);
         if (rc)
             return rc;
         if (hc->out_off == hc->out_len)
@@ -810,9 +824,8 @@ static void ho_connect_to(struct ho_conn *hc, const struct addr *a)
         ho_conn_close(hc, errmap_name(fd), true);
         return;
     }
-    int one = 1;
     unsigned int uto = HO_PING_IDLE * HO_PING_MISSED;
-    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    h2io_carrier(fd); /* the order stays ours: TCP_NODELAY, TCP_NOTSENT_LOWAT */
     (void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &uto, sizeof(uto));
     if (loop_io_add(&hc->w->loop, &hc->io, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)) {
         close(fd);

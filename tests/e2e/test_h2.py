@@ -10,8 +10,10 @@ stream that does not hold up 7 others (8 MiB each, integrity), the abuse
 budgets (Rapid Reset, PING, SETTINGS and empty DATA floods, a header
 bomb: GOAWAY ENHANCE_YOUR_CALM while another client's connection works,
 counted in /metrics), a destination that never reads holding up only its
-own upload, [http2] config warnings), and GOAWAY at SIGTERM and
-SIGHUP with the open stream finishing."""
+own upload, [http2] config warnings), GOAWAY at SIGTERM and
+SIGHUP with the open stream finishing, and the sending order: a young
+stream's response goes ahead of 8 bulk downloads (TCP_NOTSENT_LOWAT keeps
+the socket queue shallow, the young weight keeps its 64 KiB together)."""
 
 import hashlib
 import select
@@ -58,10 +60,14 @@ class H2Client:
     """A python3-h2 client over TLS (ALPN h2), driven by hand: pump()
     reads what came and answers; streams[sid] records what each got."""
 
-    def __init__(self, addr, cafile, window: int = 1 << 30):
+    def __init__(self, addr, cafile, window: int = 1 << 30, rcvbuf: int = 0):
         ctx = ssl.create_default_context(cafile=str(cafile))
         ctx.set_alpn_protocols(["h2", "http/1.1"])
-        raw = socket.create_connection(addr, timeout=10)
+        raw = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        raw.settimeout(10)
+        if rcvbuf:  # a small receive buffer: what queues is ferry's
+            raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        raw.connect(addr)
         self.sock = ctx.wrap_socket(raw, server_hostname="localhost")
         assert self.sock.selected_alpn_protocol() == "h2"
         self.sock.setblocking(False)
@@ -616,3 +622,106 @@ def test_h2_config_warnings(tmp_path, cert):
     cfg.write_text("workers = 1\n[http2]\nno_such_key = 1\n")
     r = run_ferry(["serve", "--check", "-c", str(cfg)])
     assert r.rc == 1 and "no_such_key" in r.err, r.text
+
+
+class EndlessServer(ThreadedServer):
+    """Sends pattern bytes as fast as the peer takes them, until it goes."""
+
+    def handle(self, c, peer):
+        block = pattern(1, 1 << 20)
+        try:
+            while not self.stopping.is_set():
+                c.sendall(block)
+        except OSError:
+            pass
+
+
+class ReadySourceServer(SourceServer):
+    """A SourceServer that says when its bytes are all written."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.sent = threading.Event()
+
+    def handle(self, c, peer):
+        line = b""
+        while not line.endswith(b"\n"):
+            d = c.recv(64)
+            if not d:
+                return
+            line += d
+        n = int(line)
+        c.sendall(pattern(n, n))
+        self.sent.set()
+        c.shutdown(socket.SHUT_WR)
+        while c.recv(65536):
+            pass
+
+
+class OrderClient(H2Client):
+    """Counts the bulk streams' bytes in arrival order, and what that count
+    was when the young stream's first and last bytes arrived."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.young = 0
+        self.bulk = 0
+        self.at_first = self.at_last = None
+
+    def _event(self, ev):
+        super()._event(ev)
+        if isinstance(ev, h2.events.DataReceived) and ev.stream_id != self.young:
+            self.bulk += len(ev.data)
+        elif isinstance(ev, h2.events.DataReceived) and ev.data:
+            if self.at_first is None:
+                self.at_first = self.bulk
+            if len(self.streams[self.young]["data"]) >= 65536:
+                self.at_last = self.bulk
+
+
+def test_h2_young_stream_goes_ahead_of_bulk(ferry, cert):
+    """TUNNEL.md, Flow control, Sending: 8 streams download without end
+    into a client that reads slower than ferry sends (a 64 KiB receive
+    buffer, Python), so every queue fills. A new stream asks for 64 KiB;
+    once its source has written it, the client reads on, counting the bulk
+    bytes that arrive before the young stream's first and last bytes: at
+    most what sat in the queues (the client's receive buffer, ferry's
+    unsent socket queue, bounded by TCP_NOTSENT_LOWAT at 128 KiB, and its
+    64 KiB gather, one round of the 8 bulk streams), never a send buffer
+    of megabytes; and the young stream's 4 quanta go (nearly) together
+    (weight 256 against 1), not one per round of the 8 bulk streams (3
+    rounds = 384 KiB between them): a bulk stream that ran dry re-enters
+    nghttp2's queue at the current virtual time and may slip one quantum
+    in (seen: 0 to 4). Byte counts only."""
+    bulk_src, young_src = EndlessServer(), ReadySourceServer()
+    try:
+        f = h2_ferry(ferry, cert)
+        cl = OrderClient(f.addr, cert[0], rcvbuf=32 * 1024)
+        try:
+            # Stream windows of 16 MiB: the queues, not the windows, fill.
+            cl.conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 16 * MiB})
+            cl.flush()
+            cl.wait(lambda: cl.conn.local_settings.initial_window_size == 16 * MiB,
+                    what="the SETTINGS ACK")
+            bulk = [cl.connect(f"127.0.0.1:{bulk_src.port}") for _ in range(8)]
+            cl.wait(lambda: cl.bulk >= 4 * MiB, timeout=60, what="4 MiB of bulk")
+            cl.young = cl.connect(f"127.0.0.1:{young_src.port}")
+            cl.wait(lambda: cl.streams[cl.young]["status"] is not None, what="a response")
+            assert cl.streams[cl.young]["status"] == 200
+            cl.send(cl.young, b"65536\n", end=True)
+            # The client stops reading until the young bytes are in ferry.
+            assert young_src.sent.wait(20), "the young source never wrote"
+            time.sleep(0.5)
+            before = cl.bulk
+            cl.wait(lambda: cl.at_last is not None, timeout=60, what="the young response")
+            first, last = cl.at_first - before, cl.at_last - before
+            assert len(cl.streams[cl.young]["data"]) == 65536
+            assert bytes(cl.streams[cl.young]["data"]) == pattern(65536, 65536)
+            assert all(not cl.streams[i]["ended"] and cl.streams[i]["reset"] is None for i in bulk)
+            assert first <= 1 * MiB, f"{first} bulk bytes before the young stream's first byte"
+            assert last - first < 8 * 16384, f"{last - first} bulk bytes inside the young 64 KiB"
+        finally:
+            cl.close()
+    finally:
+        bulk_src.stop()
+        young_src.stop()

@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * h2io_test.c: the HTTP/2 sending order (relay/h2io.c; TUNNEL.md, "Flow
+ * control", Sending) with real nghttp2 sessions in memory and no sockets:
+ * a data provider hands at most one 16 KiB quantum, a stream is young
+ * until 64 KiB and bulk after, and a young stream's 64 KiB response leaves
+ * in one piece while 8 bulk streams have DATA ready (without the young
+ * weight nghttp2's round-robin puts 8 bulk frames between its quanta), on
+ * a server session (h2conn.c's responses) and on a client session
+ * (outbound_h2.c's CONNECT uploads). Frames are read back from what
+ * h2io_gather produces, in order.
+ */
+#include "harness.h"
+
+#include <nghttp2/nghttp2.h>
+
+#include "relay/h2io.h"
+
+#define NBULK 8
+
+struct src {
+    uint64_t sent;
+    size_t left; /* SIZE_MAX: endless */
+};
+
+struct srv { /* one side: the server, or the client in the last test */
+    nghttp2_session *s;
+    struct h2io_sched q;
+    struct src src[NBULK + 1];
+};
+
+static ssize_t on_read(nghttp2_session *ss, int32_t id, uint8_t *buf, size_t len, uint32_t *flags,
+                       nghttp2_data_source *source, void *user)
+{
+    (void)ss;
+    struct srv *sv = user;
+    struct src *sr = source->ptr;
+    size_t n = h2io_quantum(&sv->q, id, &sr->sent, sr->left, len);
+    memset(buf, 'x', n);
+    if (sr->left != SIZE_MAX)
+        sr->left -= n;
+    if (sr->left == 0)
+        *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return (ssize_t)n;
+}
+
+/* The client's side: requests (stream ids 1, 3, ...) with 1 GiB windows,
+ * whose bytes go straight into the server session. */
+static void client_feed(nghttp2_session *cl, nghttp2_session *sv, int requests)
+{
+    /* nghttp2_nv takes non-const pointers it only reads. */
+    static char km[] = ":method", vm[] = "GET", ks[] = ":scheme", vs[] = "https", kp[] = ":path",
+                vp[] = "/", ka[] = ":authority", va[] = "x";
+    nghttp2_nv nv[] = {
+        {(uint8_t *)km, (uint8_t *)vm, 7, 3, NGHTTP2_NV_FLAG_NONE},
+        {(uint8_t *)ks, (uint8_t *)vs, 7, 5, NGHTTP2_NV_FLAG_NONE},
+        {(uint8_t *)kp, (uint8_t *)vp, 5, 1, NGHTTP2_NV_FLAG_NONE},
+        {(uint8_t *)ka, (uint8_t *)va, 10, 1, NGHTTP2_NV_FLAG_NONE},
+    };
+    for (int i = 0; i < requests; i++)
+        assert_true(nghttp2_submit_request(cl, NULL, nv, 4, NULL, NULL) > 0);
+    for (;;) {
+        const uint8_t *p;
+        ssize_t n = nghttp2_session_mem_send(cl, &p);
+        assert_true(n >= 0);
+        if (n == 0)
+            break;
+        assert_int_equal(nghttp2_session_mem_recv(sv, p, (size_t)n), n);
+    }
+}
+
+static void respond(struct srv *sv, int32_t id, struct src *sr)
+{
+    static char k[] = ":status", v[] = "200";
+    nghttp2_nv nv = {(uint8_t *)k, (uint8_t *)v, 7, 3, NGHTTP2_NV_FLAG_NONE};
+    nghttp2_data_provider dp = {.source.ptr = sr, .read_callback = on_read};
+    h2io_young(sv->s, id);
+    assert_int_equal(nghttp2_submit_response(sv->s, id, &nv, 1, &dp), 0);
+}
+
+/* The next frame the server sends (one nghttp2_session_mem_send each):
+ * its type, stream and length through the pointers; false when none. */
+static bool next_frame(struct srv *sv, uint8_t **buf, uint8_t *type, int32_t *id, uint32_t *len,
+                       uint8_t *flags)
+{
+    uint32_t used = 0;
+    assert_int_equal(h2io_gather(sv->s, &sv->q, buf, &used, 1, 64 * 1024), 0);
+    if (used == 0)
+        return false;
+    const uint8_t *b = *buf;
+    *len = (uint32_t)b[0] << 16 | (uint32_t)b[1] << 8 | b[2];
+    *type = b[3];
+    *flags = b[4];
+    *id = (int32_t)((uint32_t)(b[5] & 0x7f) << 24 | (uint32_t)b[6] << 16 | (uint32_t)b[7] << 8 |
+                    b[8]);
+    assert_int_equal(used, 9 + *len); /* one frame per call */
+    return true;
+}
+
+/* Frames until stream young's END_STREAM: the bulk DATA frames before its
+ * first DATA and between its first and last; its DATA frames count. */
+static void young_order(struct srv *sv, uint8_t **buf, int32_t young, int *before, int *inside,
+                        int *frames)
+{
+    uint8_t type, flags;
+    int32_t id;
+    uint32_t len;
+    bool ended = false;
+    *before = *inside = *frames = 0;
+    for (int guard = 0; !ended && guard < 1000; guard++) {
+        assert_true(next_frame(sv, buf, &type, &id, &len, &flags));
+        if (type != NGHTTP2_DATA)
+            continue;
+        assert_true(len <= H2IO_QUANTUM);
+        if (id == young) {
+            ++*frames;
+            ended = flags & NGHTTP2_FLAG_END_STREAM;
+        } else if (*frames == 0) {
+            ++*before;
+        } else {
+            ++*inside;
+        }
+    }
+    assert_true(ended);
+}
+
+/* Send DATA until every one of the first NBULK streams is past 64 KiB. */
+static void run_bulk(struct srv *sv, uint8_t **buf)
+{
+    uint8_t type, flags;
+    int32_t id;
+    uint32_t len;
+    uint64_t data = 0;
+    while (data < (uint64_t)NBULK * 2 * H2IO_YOUNG) {
+        assert_true(next_frame(sv, buf, &type, &id, &len, &flags));
+        if (type == NGHTTP2_DATA)
+            data += len;
+    }
+    for (int i = 0; i < NBULK; i++)
+        assert_true(sv->src[i].sent > H2IO_YOUNG);
+}
+
+static void test_quantum(void **state)
+{
+    (void)state;
+    struct h2io_sched q = {0};
+    uint64_t sent = 0;
+    /* Never more than a quantum, whatever nghttp2 offers. */
+    assert_int_equal(h2io_quantum(&q, 5, &sent, 1 << 20, 1 << 20), H2IO_QUANTUM);
+    assert_int_equal(q.n, 0);
+    assert_int_equal(h2io_quantum(&q, 5, &sent, 100, 16384), 100);
+    assert_int_equal(h2io_quantum(&q, 5, &sent, 0, 16384), 0);
+    assert_int_equal(q.n, 0);
+    while (sent + H2IO_QUANTUM < H2IO_YOUNG)
+        assert_int_equal(h2io_quantum(&q, 5, &sent, 1 << 20, 16384), H2IO_QUANTUM);
+    assert_int_equal(q.n, 0);
+    h2io_quantum(&q, 5, &sent, 1 << 20, 16384); /* past 64 KiB: bulk */
+    assert_int_equal(q.n, 1);
+    assert_int_equal(q.due[0].id, 5);
+    assert_int_equal(q.due[0].weight, H2IO_WEIGHT_BULK);
+    q.n = 0;
+    h2io_quantum(&q, 5, &sent, 1 << 20, 16384);
+    assert_int_equal(q.n, 0); /* once */
+}
+
+static void test_young_goes_ahead_of_bulk(void **state)
+{
+    (void)state;
+    nghttp2_session_callbacks *cb;
+    assert_int_equal(nghttp2_session_callbacks_new(&cb), 0);
+    struct srv sv = {0};
+    assert_int_equal(nghttp2_session_server_new(&sv.s, cb, &sv), 0);
+    nghttp2_session *cl;
+    nghttp2_session_callbacks *ccb;
+    assert_int_equal(nghttp2_session_callbacks_new(&ccb), 0);
+    assert_int_equal(nghttp2_session_client_new(&cl, ccb, NULL), 0);
+    nghttp2_settings_entry iv = {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1u << 30};
+    assert_int_equal(nghttp2_submit_settings(cl, NGHTTP2_FLAG_NONE, &iv, 1), 0);
+    assert_int_equal(nghttp2_session_set_local_window_size(cl, NGHTTP2_FLAG_NONE, 0, 1 << 30), 0);
+    client_feed(cl, sv.s, NBULK);
+    for (int i = 0; i < NBULK; i++) {
+        sv.src[i].left = SIZE_MAX;
+        respond(&sv, 1 + 2 * i, &sv.src[i]);
+    }
+    uint8_t *buf = malloc(64 * 1024);
+    assert_non_null(buf);
+    run_bulk(&sv, &buf);
+    /* A young stream with 64 KiB to send. */
+    client_feed(cl, sv.s, 1);
+    int32_t young = 1 + 2 * NBULK;
+    sv.src[NBULK].left = H2IO_YOUNG;
+    respond(&sv, young, &sv.src[NBULK]);
+    int bulk_before, bulk_inside, young_frames;
+    young_order(&sv, &buf, young, &bulk_before, &bulk_inside, &young_frames);
+    assert_int_equal(young_frames, H2IO_YOUNG / H2IO_QUANTUM);
+    /* Before its first quantum, at most the bulk quanta due at the same
+     * virtual time (one round); between its quanta none (round-robin at
+     * equal weights: 8 per gap, 24). */
+    assert_true(bulk_before <= NBULK);
+    assert_int_equal(bulk_inside, 0);
+    free(buf);
+    nghttp2_session_del(cl);
+    nghttp2_session_del(sv.s);
+    nghttp2_session_callbacks_del(ccb);
+    nghttp2_session_callbacks_del(cb);
+}
+
+/* The client's side (outbound_h2.c): a request's stream exists once its
+ * HEADERS went out, and turns young from that frame's on_frame_send. */
+static int on_send(nghttp2_session *ss, const nghttp2_frame *f, void *user)
+{
+    (void)ss;
+    struct srv *c = user;
+    if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST)
+        h2io_young_later(&c->q, f->hd.stream_id);
+    return 0;
+}
+
+static void request(struct srv *c, struct src *sr)
+{
+    static char km[] = ":method", vm[] = "CONNECT", ka[] = ":authority", va[] = "x:1";
+    nghttp2_nv nv[] = {
+        {(uint8_t *)km, (uint8_t *)vm, 7, 7, NGHTTP2_NV_FLAG_NONE},
+        {(uint8_t *)ka, (uint8_t *)va, 10, 3, NGHTTP2_NV_FLAG_NONE},
+    };
+    nghttp2_data_provider dp = {.source.ptr = sr, .read_callback = on_read};
+    assert_true(nghttp2_submit_request(c->s, NULL, nv, 2, &dp, NULL) > 0);
+}
+
+static void test_client_young_goes_ahead_of_bulk(void **state)
+{
+    (void)state;
+    nghttp2_session_callbacks *cb, *scb;
+    assert_int_equal(nghttp2_session_callbacks_new(&cb), 0);
+    assert_int_equal(nghttp2_session_callbacks_new(&scb), 0);
+    nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_send);
+    struct srv c = {0};
+    assert_int_equal(nghttp2_session_client_new(&c.s, cb, &c), 0);
+    nghttp2_session *sv;
+    assert_int_equal(nghttp2_session_server_new(&sv, scb, NULL), 0);
+    /* The parent's SETTINGS and windows: 1 GiB. */
+    nghttp2_settings_entry iv = {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1u << 30};
+    assert_int_equal(nghttp2_submit_settings(sv, NGHTTP2_FLAG_NONE, &iv, 1), 0);
+    assert_int_equal(nghttp2_session_set_local_window_size(sv, NGHTTP2_FLAG_NONE, 0, 1 << 30), 0);
+    for (;;) {
+        const uint8_t *p;
+        ssize_t n = nghttp2_session_mem_send(sv, &p);
+        assert_true(n >= 0);
+        if (n == 0)
+            break;
+        assert_int_equal(nghttp2_session_mem_recv(c.s, p, (size_t)n), n);
+    }
+    for (int i = 0; i < NBULK; i++) {
+        c.src[i].left = SIZE_MAX;
+        request(&c, &c.src[i]);
+    }
+    const uint8_t *magic;
+    assert_int_equal(nghttp2_session_mem_send(c.s, &magic), 24); /* the preface: no frame */
+    uint8_t *buf = malloc(64 * 1024);
+    assert_non_null(buf);
+    run_bulk(&c, &buf);
+    c.src[NBULK].left = H2IO_YOUNG;
+    request(&c, &c.src[NBULK]);
+    int before, inside, frames;
+    young_order(&c, &buf, 1 + 2 * NBULK, &before, &inside, &frames);
+    assert_int_equal(frames, H2IO_YOUNG / H2IO_QUANTUM);
+    assert_true(before <= NBULK);
+    assert_int_equal(inside, 0);
+    free(buf);
+    nghttp2_session_del(c.s);
+    nghttp2_session_del(sv);
+    nghttp2_session_callbacks_del(cb);
+    nghttp2_session_callbacks_del(scb);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_quantum),
+        cmocka_unit_test(test_young_goes_ahead_of_bulk),
+        cmocka_unit_test(test_client_young_goes_ahead_of_bulk),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
