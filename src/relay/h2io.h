@@ -48,7 +48,11 @@
  * waits in the kernel, enough to cover our wake-up and one TLS write
  * (tens of microseconds) at loopback rates; and it bounds only the unsent
  * queue, not the bytes in flight, so a 50 ms path keeps its whole cwnd
- * (throughput there is tcp_wmem's and the windows', not this). */
+ * (throughput there is tcp_wmem's and the windows', not this). Its cost
+ * on loopback, measured (3 interleaved rounds, `ferry bench throughput
+ * --https-proxy h2`, 1 and 8 streams, a workers = 1 server): 0.93× the
+ * MiB/s of the same build without it; the price of keeping the sending
+ * order ours. */
 #define H2IO_NOTSENT_LOWAT (128u * 1024)
 
 /* The streams whose weight changes once nghttp2 has let go of the frame
