@@ -45,7 +45,6 @@
 #define H2_TX_MAX   (128u * 1024) /* bytes a stream holds for the client */
 #define H2_OUT_CAP  (64u * 1024)  /* frames gathered before one TLS write */
 #define H2_READ_MAX (64u * 1024)
-#define H2_PING_MS  2000 /* at most one RTT probe this often */
 
 struct h2conn;
 
@@ -782,7 +781,7 @@ static void h2stream_tune(struct h2stream *s, size_t n)
                               hc->c->cli.fd, h2cfg(hc)->window_max, &now))
         return;
     uint64_t ms = loop_now(&hc->c->w->loop);
-    if (!hc->ping_us && ms - hc->ping_ms >= H2_PING_MS) {
+    if (!hc->ping_us && ms - hc->ping_ms >= H2IO_PROBE_MS) {
         hc->ping_us = now;
         hc->ping_ms = ms;
         nghttp2_submit_ping(hc->s, NGHTTP2_FLAG_NONE, NULL);

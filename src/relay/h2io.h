@@ -55,6 +55,11 @@
  * order ours. */
 #define H2IO_NOTSENT_LOWAT (128u * 1024)
 
+/* RTT probes (PINGs at a window epoch's end) go at most this often, on
+ * both sides: a peer's PING budget ([http2] pings_per_second, 100 by
+ * default) counts them, and an epoch on loopback lasts well under 10 ms. */
+#define H2IO_PROBE_MS 2000
+
 /* The streams whose weight changes once nghttp2 has let go of the frame
  * that decided it (applied between nghttp2_session_mem_send() calls, never
  * from inside a callback). One frame per mem_send call and at most one

@@ -111,6 +111,7 @@ struct ho_conn {
     struct h2flow_budget budget;
     struct h2flow_rtt rtt;
     uint64_t ping_us;  /* an RTT probe outstanding since; 0: none */
+    uint64_t probe_ms; /* loop ms of the last RTT probe (H2IO_PROBE_MS apart) */
     uint64_t last_rx;  /* loop ms of the last frame from the parent */
     uint32_t missed;   /* keepalive PINGs unanswered */
     uint64_t up_since; /* loop ms it came up */
@@ -1189,8 +1190,9 @@ static void ob_h2_credit(struct conn *c)
     uint64_t now;
     if (h2io_window_consumed(hc->s, s->id, &s->win, n, &hc->budget, &hc->w->h2out->budget, &hc->rtt,
                              hc->io.fd, hc->sl->wc->cfg->http2.window_max, &now) &&
-        !hc->ping_us) {
+        !hc->ping_us && loop_now(&hc->w->loop) - hc->probe_ms >= H2IO_PROBE_MS) {
         hc->ping_us = now; /* an RTT probe for the next epoch */
+        hc->probe_ms = loop_now(&hc->w->loop);
         nghttp2_submit_ping(hc->s, NGHTTP2_FLAG_NONE, NULL);
     }
     ho_kick(hc);

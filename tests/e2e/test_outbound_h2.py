@@ -381,3 +381,24 @@ def test_h2_outbound_stalled_reader_does_not_stop_others(ferry, cert):
             assert results[i] == (hashlib.sha256(pattern(size + i, size + i)).digest(), "eof")
     finally:
         src.stop()
+
+
+def test_h2_outbound_rtt_probes_stay_under_the_parents_ping_budget(ferry, cert):
+    """A's RTT probes (a PING at the end of a window epoch) go at most every
+    2 s: a bulk stream on loopback ends an epoch every few milliseconds,
+    and a probe for each tripped B's PING budget, which answered GOAWAY
+    (ENHANCE_YOUR_CALM) and cut the stream. B's budget here is 3 PINGs a
+    second; 64 MiB each way through one stream must pass, and B must count
+    no ping flood."""
+    echo = EchoServer()
+    try:
+        b = parent_b(ferry, cert, extra="[http2]\npings_per_second = 3\n"
+                                        "[metrics]\nlisten = 127.0.0.1:0\n")
+        a = child_a(ferry, cert, b.port, workers=1)
+        exchange(a.addr, echo.addr, 64 * MiB, seed=64, timeout=120)
+        body = http_get(metrics_addr(b), "/metrics").body.decode()
+        m = re.search(r'^ferry_h2_goaway_total\{reason="ping_flood"\} (\d+)$', body, re.M)
+        assert m is None or m[1] == "0", body
+        assert "ENHANCE_YOUR_CALM" not in b.log_text()
+    finally:
+        echo.stop()
