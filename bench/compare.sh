@@ -518,6 +518,9 @@ start_ss() { # start_ss NAME METHOD
     pw=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
     fill bench/peers/shadowsocks.json "$TMPD/$name.json" PORT="$lport" SERVER_PORT="$sport" \
         PASSWORD="$pw" METHOD="$method"
+    # JSON has no comments: the template's SPDX line goes (ss-server and
+    # ss-local refuse the file with it: "Unexpected # when seeking value").
+    sed -i '/^[[:space:]]*#/d' "$TMPD/$name.json"
     start_bg "$TMPD/$name-server.log" ss-server -u -c "$TMPD/$name.json"
     spid=$LAST_PID
     check_up "$name" "$sport" "$spid" "$TMPD/$name-server.log" || return 0
