@@ -11,10 +11,13 @@
 # SOCKS5 (throughput, handshakes, requests, connections), UDP ASSOCIATE (udp),
 # SOCKS5 authentication costs of a self-hosted ferry (auth) and the HTTP
 # proxy path (http), the cost of a hop (hop: direct, one and two ferries
-# in a row, Dante, ferry -> Dante, Dante -> Dante) and the HTTPS proxy path
+# in a row, Dante, ferry -> Dante, Dante -> Dante), the HTTPS proxy path
 # (https: ferry's tls:// listener with h1 and h2, stunnel4 and nghttpx -s in
-# front of a plain ferry port, Squid's https_port). Everything it starts is
-# stopped on exit, by PID, failure included.
+# front of a plain ferry port, Squid's https_port) and encrypted tunnels
+# (tunnel: a ferry client -> server pair over HTTP/2 + TLS that `ferry
+# bench --tunnel h2` starts, OpenSSH's `ssh -D` to a local sshd,
+# shadowsocks-libev with aes-256-gcm). Everything it starts is stopped on
+# exit, by PID, failure included.
 #
 #   bench/compare.sh [--quick] [--rounds N] [--only GROUP[,GROUP]]
 #                    [--targets T[,T]] [--out FILE] [--results FILE] [--keep]
@@ -73,12 +76,22 @@ Options:
                                  stalled stream (`--stalled 1`: sends a burst,
                                  never reads); the ratio is the issue's
                                  ">= 90 % beside a stalled stream"
+                       tunnel    through an encrypted tunnel: throughput (1
+                                 and 8 streams), handshakes and requests
+                                 (1,000 requests + 8 x 1 MiB) through a ferry
+                                 tunnel (client -> server, HTTP/2 + TLS,
+                                 `ferry bench --tunnel h2`), OpenSSH `ssh -D`
+                                 to a local sshd (root, throwaway keys),
+                                 shadowsocks-libev (ss-local -> ss-server,
+                                 aes-256-gcm) and plain ferry SOCKS5 as the
+                                 no-tunnel reference; CPU of both ends
   --targets LIST     targets, comma separated: direct, ferry, dante,
                      microsocks, ss-libev, haproxy, tinyproxy, squid, for
                      the hop group ferry-ferry, ferry-dante, dante-dante,
-                     and for the https group ferry-tls-h1, ferry-tls-h2,
-                     stunnel, squid-https, nghttpx (default all; each group
-                     runs those that apply)
+                     for the https group ferry-tls-h1, ferry-tls-h2,
+                     stunnel, squid-https, nghttpx, and for the tunnel
+                     group ferry-tunnel, ssh-d, ss-libev-aes (default all;
+                     each group runs those that apply)
   --out FILE         the report (default build/bench/benchmarks.md; the chart
                      and the raw .jsonl go next to it); --out docs/benchmarks.md
                      replaces the tracked report
@@ -167,12 +180,14 @@ if [ -n "$RESULTS" ] && [[ $RESULTS != /* ]]; then RESULTS=$ORIG_PWD/$RESULTS; f
 [[ "$DURATION" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "compare.sh: --duration: not a number: $DURATION" >&2; exit 2; }
 [[ "$SETTLE" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "compare.sh: --settle: not a number: $SETTLE" >&2; exit 2; }
 
-ALL_SCENARIOS=(throughput handshakes requests connections udp auth http hop https stall)
+ALL_SCENARIOS=(throughput handshakes requests connections udp auth http hop https stall tunnel)
 ALL_TARGETS=(direct ferry dante microsocks ss-libev haproxy tinyproxy squid ferry-ferry ferry-dante dante-dante
-    ferry-tls-h1 ferry-tls-h2 stunnel squid-https nghttpx)
+    ferry-tls-h1 ferry-tls-h2 stunnel squid-https nghttpx ferry-tunnel ssh-d ss-libev-aes)
 # The hop group: ferries in a row that `ferry bench --chain N` starts itself
 # (the one-hop row too, so both rows are measured the same way).
 declare -A CHAIN=([ferry]=1 [ferry-ferry]=2)
+# The tunnel group: the pair `ferry bench --tunnel MODE` starts itself.
+declare -A TUNNEL=([ferry-tunnel]=h2)
 SCENARIOS=("${ALL_SCENARIOS[@]}")
 if [ -n "$ONLY" ]; then
     IFS=, read -r -a only <<<"$ONLY"
@@ -264,7 +279,7 @@ pkg_have() { pkg_ok "$1" || { [ "$1" = squid ] && pkg_ok squid-openssl; }; }
 
 # Processes of the peers' daemons that listen on TCP right now, as "pid".
 peer_listeners() {
-    ss -Hltnp 2>/dev/null | grep -oE '"(danted|haproxy|ss-server|ss-local|ss-manager|microsocks|tinyproxy|squid|stunnel4|nghttpx)",pid=[0-9]+' |
+    ss -Hltnp 2>/dev/null | grep -oE '"(danted|haproxy|ss-server|ss-local|ss-manager|microsocks|tinyproxy|squid|stunnel4|nghttpx|sshd)",pid=[0-9]+' |
         sed 's/.*pid=//' | sort -u || true
 }
 
@@ -288,7 +303,7 @@ install_peers() {
         fi
     fi
     # Package scripts may start the Debian services (Dante, HAProxy,
-    # shadowsocks-libev, tinyproxy, Squid). This harness never uses them: it runs its own
+    # shadowsocks-libev, tinyproxy, Squid, OpenSSH). This harness never uses them: it runs its own
     # instances. A service that the install just started and that listens
     # somewhere is stopped again; anything that ran before is left alone.
     after=$(peer_listeners)
@@ -489,33 +504,89 @@ start_microsocks() {
     NOTE[microsocks]="\`microsocks -i 127.0.0.1 -p PORT\` (one thread per connection; CONNECT only, no UDP ASSOCIATE)"
 }
 
-start_ss() {
-    local lport sport pw spid
+# shadowsocks-libev: ss-local (SOCKS5) -> ss-server, both on loopback.
+# NAME is the target (ss-libev: chacha20-ietf-poly1305, the SOCKS and UDP
+# groups; ss-libev-aes: aes-256-gcm, the tunnel group), METHOD its cipher.
+start_ss() { # start_ss NAME METHOD
+    local name=$1 method=$2 lport sport pw spid
     if ! command -v ss-server >/dev/null || ! command -v ss-local >/dev/null; then
-        STATUS[ss-libev]="did not start: ss-server/ss-local not installed (shadowsocks-libev)"
+        STATUS[$name]="did not start: ss-server/ss-local not installed (shadowsocks-libev)"
         return 0
     fi
     lport=$(free_port)
     sport=$(free_port)
     pw=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
-    fill bench/peers/shadowsocks.json "$TMPD/ss.json" PORT="$lport" SERVER_PORT="$sport" PASSWORD="$pw"
-    start_bg "$TMPD/ss-server.log" ss-server -u -c "$TMPD/ss.json"
+    fill bench/peers/shadowsocks.json "$TMPD/$name.json" PORT="$lport" SERVER_PORT="$sport" \
+        PASSWORD="$pw" METHOD="$method"
+    # JSON has no comments: the template's SPDX line goes (ss-server and
+    # ss-local refuse the file with it: "Unexpected # when seeking value").
+    sed -i '/^[[:space:]]*#/d' "$TMPD/$name.json"
+    start_bg "$TMPD/$name-server.log" ss-server -u -c "$TMPD/$name.json"
     spid=$LAST_PID
-    check_up ss-libev "$sport" "$spid" "$TMPD/ss-server.log" || return 0
+    check_up "$name" "$sport" "$spid" "$TMPD/$name-server.log" || return 0
     # ss-local's address on its command line (-b), not as "local_address" in
     # the shared file: ss-server reads that key as the address to bind each
     # outgoing connection to, and a bind() before connect() needs a port of
     # its own per connection. With thousands of held connections (and the
     # TIME_WAIT sockets of earlier scenarios) that runs out, and ss-server
     # exits ("cannot bind socket").
-    start_bg "$TMPD/ss-local.log" ss-local -u -b 127.0.0.1 -c "$TMPD/ss.json"
-    if ! check_up ss-libev "$lport" "$LAST_PID" "$TMPD/ss-local.log"; then
+    start_bg "$TMPD/$name-local.log" ss-local -u -b 127.0.0.1 -c "$TMPD/$name.json"
+    if ! check_up "$name" "$lport" "$LAST_PID" "$TMPD/$name-local.log"; then
         stop_pid "$spid"
         return 0
     fi
-    ADDR[ss-libev]=127.0.0.1:$lport PIDS[ss-libev]=$LAST_PID,$spid ROOTS[ss-libev]=$LAST_PID,$spid
-    MODE[ss-libev]=proxy CPUSRC[ss-libev]=bench LOGF[ss-libev]="$TMPD/ss-server.log $TMPD/ss-local.log"
-    NOTE[ss-libev]="\`ss-local -u -b 127.0.0.1\` (SOCKS5) -> \`ss-server -u\` (127.0.0.1), chacha20-ietf-poly1305 (bench/peers/shadowsocks.json), TCP and UDP relay; CPU of both"
+    ADDR[$name]=127.0.0.1:$lport PIDS[$name]=$LAST_PID,$spid ROOTS[$name]=$LAST_PID,$spid
+    MODE[$name]=proxy CPUSRC[$name]=bench LOGF[$name]="$TMPD/$name-server.log $TMPD/$name-local.log"
+    NOTE[$name]="\`ss-local -u -b 127.0.0.1\` (SOCKS5) -> \`ss-server -u\` (127.0.0.1), $method (bench/peers/shadowsocks.json), TCP and UDP relay; CPU of both"
+}
+
+# OpenSSH's dynamic forwarding: `ssh -D` (a SOCKS5 port on the client, each
+# connection a direct-tcpip channel of one SSH connection) to an sshd of our
+# own on loopback, logged in to as root with a throwaway key (host key and
+# user key made here, the user key authorised by a file in our directory
+# only). As root only; the system's sshd and root's ~/.ssh are not touched.
+start_ssh() {
+    local d=$TMPD/ssh-d sport lport spid sshd
+    sshd=$(command -v sshd || true)
+    if [ -z "$sshd" ] || ! command -v ssh >/dev/null || ! command -v ssh-keygen >/dev/null; then
+        STATUS[ssh-d]="did not start: sshd/ssh not installed (openssh-server, openssh-client)"
+        return 0
+    fi
+    if [ "$(id -u)" != 0 ]; then
+        STATUS[ssh-d]="did not start: needs root (a local sshd that root logs in to)"
+        return 0
+    fi
+    mkdir -p "$d"
+    chmod 700 "$d"
+    rm -f "$d/host_key" "$d/host_key.pub" "$d/user_key" "$d/user_key.pub"
+    ssh-keygen -q -t ed25519 -N '' -C ferry-bench-host -f "$d/host_key" </dev/null >/dev/null
+    ssh-keygen -q -t ed25519 -N '' -C ferry-bench-user -f "$d/user_key" </dev/null >/dev/null
+    cp "$d/user_key.pub" "$d/authorized_keys"
+    # sshd's privilege separation directory (Debian's unit makes it; this
+    # harness does not use the unit).
+    [ -d /run/sshd ] || install -d -m 0755 /run/sshd
+    sport=$(free_port)
+    printf '%s\n' "ListenAddress 127.0.0.1" "HostKey $d/host_key" \
+        "AuthorizedKeysFile $d/authorized_keys" "PermitRootLogin prohibit-password" \
+        "PubkeyAuthentication yes" "PasswordAuthentication no" "KbdInteractiveAuthentication no" \
+        "UsePAM no" "StrictModes no" "AllowTcpForwarding yes" "PermitOpen any" \
+        "X11Forwarding no" "PrintMotd no" "PidFile none" "LogLevel ERROR" >"$d/sshd_config"
+    # -D: no daemon (it stays our child); -e: its log to stderr; an absolute
+    # path, as sshd re-executes itself for each connection.
+    start_bg "$d/sshd.log" "$sshd" -D -e -f "$d/sshd_config" -p "$sport"
+    spid=$LAST_PID
+    check_up ssh-d "$sport" "$spid" "$d/sshd.log" || return 0
+    lport=$(free_port)
+    start_bg "$d/ssh.log" ssh -N -D "127.0.0.1:$lport" -F /dev/null -o StrictHostKeyChecking=no \
+        -o UserKnownHostsFile=/dev/null -o BatchMode=yes -o ExitOnForwardFailure=yes \
+        -o LogLevel=ERROR -i "$d/user_key" -p "$sport" root@127.0.0.1
+    if ! check_up ssh-d "$lport" "$LAST_PID" "$d/ssh.log"; then
+        stop_pid "$spid"
+        return 0
+    fi
+    ADDR[ssh-d]=127.0.0.1:$lport PIDS[ssh-d]=$LAST_PID,$spid ROOTS[ssh-d]=$LAST_PID,$spid
+    MODE[ssh-d]=proxy CPUSRC[ssh-d]=bench LOGF[ssh-d]="$d/sshd.log $d/ssh.log"
+    NOTE[ssh-d]="\`ssh -N -D 127.0.0.1:PORT -i KEY -p PORT root@127.0.0.1\` (SOCKS5; every connection a direct-tcpip channel of one SSH connection) -> \`sshd -D -f sshd_config -p PORT\` (127.0.0.1, throwaway ed25519 host and user keys, OpenSSH's default ciphers: chacha20-poly1305@openssh.com first); CPU of ssh and of sshd's whole process tree"
 }
 
 start_haproxy() {
@@ -686,6 +757,7 @@ UDP_TARGETS=direct,ferry,dante,ss-libev # microsocks has no UDP ASSOCIATE
 HTTP_TARGETS=ferry,tinyproxy,squid
 HOP_TARGETS=direct,ferry,ferry-ferry,dante,ferry-dante,dante-dante
 HTTPS_TARGETS=ferry,ferry-tls-h1,ferry-tls-h2,stunnel,squid-https,nghttpx
+TUNNEL_TARGETS=ferry,ferry-tunnel,ssh-d,ss-libev-aes
 # What the bench speaks to each TLS target of the https group.
 declare -A HTTPS_PROTO=([ferry-tls-h1]=h1 [ferry-tls-h2]=h2 [stunnel]=h1 [squid-https]=h1 [nghttpx]=h2)
 VARIANTS=()
@@ -733,6 +805,13 @@ for s in "${SCENARIOS[@]}"; do
         "stall-7-1|throughput|--connections 7 --stalled 1 --payload 64k --http-proxy connect|ferry-tls-h2|https") ;;
     hop) VARIANTS+=("hop-throughput-8|throughput|--connections 8 --payload 64k|$HOP_TARGETS|hop"
         "hop-handshakes|handshakes|--concurrency 32|$HOP_TARGETS|hop") ;;
+    # "tunnel": the ferry pair of TUNNEL self-hosted with --tunnel MODE, the
+    # others (ssh -D, ss-libev-aes, plain ferry) through their own instance.
+    # requests: runnel's mode_perf, 1,000 requests then 8 x 1 MiB.
+    tunnel) VARIANTS+=("tunnel-throughput-1|throughput|--connections 1 --payload 64k|$TUNNEL_TARGETS|tunnel"
+        "tunnel-throughput-8|throughput|--connections 8 --payload 64k|$TUNNEL_TARGETS|tunnel"
+        "tunnel-handshakes|handshakes|--concurrency 32|$TUNNEL_TARGETS|tunnel"
+        "tunnel-requests|requests|--requests 1000 --downloads 8 --download-size 1m|$TUNNEL_TARGETS|tunnel") ;;
     esac
 done
 
@@ -742,7 +821,8 @@ for v in "${VARIANTS[@]}"; do
     IFS='|' read -r _ _ _ vt vhow <<<"$v"
     for t in ${vt//,/ }; do
         [[ " ${TARGETS[*]} " == *" $t "* ]] || continue
-        if [ "$vhow" = self ] || { [ "$vhow" = hop ] && [ -n "${CHAIN[$t]:-}" ]; }; then
+        if [ "$vhow" = self ] || { [ "$vhow" = hop ] && [ -n "${CHAIN[$t]:-}" ]; } ||
+            { [ "$vhow" = tunnel ] && [ -n "${TUNNEL[$t]:-}" ]; }; then
             USED_SELF[$t]=1
         else
             USED_PROXY[$t]=1
@@ -762,7 +842,8 @@ for t in "${USED_TARGETS[@]}"; do
     case $t in
     dante | ferry-dante | dante-dante) NEEDED_PKGS+=(dante-server) ;;
     microsocks) NEEDED_PKGS+=(microsocks) ;;
-    ss-libev) NEEDED_PKGS+=(shadowsocks-libev) ;;
+    ss-libev | ss-libev-aes) NEEDED_PKGS+=(shadowsocks-libev) ;;
+    ssh-d) NEEDED_PKGS+=(openssh-server openssh-client) ;;
     haproxy) NEEDED_PKGS+=(haproxy) ;;
     tinyproxy) NEEDED_PKGS+=(tinyproxy) ;;
     # squid-openssl serves both Squid targets: never replace it with squid.
@@ -796,6 +877,7 @@ if [ "$DRY_RUN" = 1 ]; then
             chain=""
             [ "$vhow" = hop ] && [ -n "${CHAIN[$t]:-}" ] && chain=" --chain ${CHAIN[$t]}"
             [ "$vhow" = https ] && [ -n "${HTTPS_PROTO[$t]:-}" ] && chain=" --https-proxy ${HTTPS_PROTO[$t]} --proxy-pin PIN"
+            [ "$vhow" = tunnel ] && [ -n "${TUNNEL[$t]:-}" ] && chain=" --tunnel ${TUNNEL[$t]}"
             echo "run: $vname $t: ferry bench $scen --runs 1 --json --allow-failures --duration $DURATION --warmup $WARMUP${vopts:+ $vopts}$chain ($vhow)"
         done
     done
@@ -846,7 +928,9 @@ start_target() {
     ferry) start_ferry ;;
     dante) start_dante ;;
     microsocks) start_microsocks ;;
-    ss-libev) start_ss ;;
+    ss-libev) start_ss ss-libev chacha20-ietf-poly1305 ;;
+    ss-libev-aes) start_ss ss-libev-aes aes-256-gcm ;;
+    ssh-d) start_ssh ;;
     haproxy) start_haproxy ;;
     tinyproxy) start_tinyproxy ;;
     squid) start_squid ;;
@@ -866,6 +950,9 @@ for t in "${USED_TARGETS[@]}"; do
         STATUS[direct]=ok MODE[direct]=direct CPUSRC[direct]=none NOTE[direct]="no proxy: the bench connects to its targets"
     elif [ -n "${USED_PROXY[$t]:-}" ]; then
         start_target "$t"
+    elif [ -n "${TUNNEL[$t]:-}" ]; then # the tunnel group's pair
+        STATUS[$t]=ok MODE[$t]=self CPUSRC[$t]=bench
+        NOTE[$t]="self-hosted by \`ferry bench --tunnel ${TUNNEL[$t]}\`: a ferry with a SOCKS5 port and one \`https://\` outbound (\`mux = ${TUNNEL[$t]}\`, pinned; what \`ferry client https://ADDR --pin PIN socks\` runs) -> a ferry with a \`tls://\` listener and a throwaway certificate (default configuration otherwise); CPU of both"
     elif [ -n "${CHAIN[$t]:-}" ] && [ "${CHAIN[$t]}" -gt 1 ]; then # the hop group's chains
         STATUS[$t]=ok MODE[$t]=self CPUSRC[$t]=bench
         NOTE[$t]="self-hosted by \`ferry bench --chain ${CHAIN[$t]}\`: ${CHAIN[$t]} ferries in a row (default configuration, each but the last with \`outbound = next\` to the next as its SOCKS5 parent); CPU of all"
@@ -987,9 +1074,10 @@ for ((round = 1; round <= ROUNDS; round++)); do
         for t in "${order[@]}"; do
             [[ ",$vtargets," == *",$t,"* ]] || continue
             [ "${STATUS[$t]}" = ok ] || continue
-            chain=""
+            chain="" tunnel=""
             if [ "$vhow" = hop ] && [ -n "${CHAIN[$t]:-}" ]; then chain=${CHAIN[$t]}; fi
-            if [ "$vhow" = self ] || [ -n "$chain" ]; then mode=self; else mode=${MODE[$t]}; fi
+            if [ "$vhow" = tunnel ] && [ -n "${TUNNEL[$t]:-}" ]; then tunnel=${TUNNEL[$t]}; fi
+            if [ "$vhow" = self ] || [ -n "$chain$tunnel" ]; then mode=self; else mode=${MODE[$t]}; fi
             err=""
             if [ "$mode" != direct ] && [ "$mode" != self ] && ! alive "$t"; then
                 revive "$t" "before round $round, $vname" || err="the proxy is no longer running: ${STATUS[$t]}"
@@ -1003,7 +1091,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
             args=(--runs 1 --json --allow-failures --duration "$DURATION" --warmup "$WARMUP")
             case $mode in
             direct) args+=(--direct) ;;
-            self) args+=(--ferry "$FERRY" ${chain:+--chain "$chain"}) ;;
+            self) args+=(--ferry "$FERRY" ${chain:+--chain "$chain"} ${tunnel:+--tunnel "$tunnel"}) ;;
             proxy | http) args+=(--proxy "${ADDR[$t]}" --proxy-pid "${PIDS[$t]}") ;;
             relay) args+=(--relay "${ADDR[$t]}" --target-port "$ECHO_PORT" --proxy-pid "${PIDS[$t]}") ;;
             esac

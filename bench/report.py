@@ -39,8 +39,10 @@ import tempfile
 HOP_TARGETS = ["ferry-ferry", "ferry-dante", "dante-dante"]
 # The https group's TLS targets: in its section only, too.
 HTTPS_TARGETS = ["ferry-tls-h1", "ferry-tls-h2", "stunnel", "squid-https", "nghttpx"]
+# The tunnel group's encrypted tunnels: in its section only, too.
+TUNNEL_TARGETS = ["ferry-tunnel", "ssh-d", "ss-libev-aes"]
 TARGETS = ["direct", "ferry", "dante", "microsocks", "ss-libev", "haproxy", "tinyproxy",
-           "squid"] + HOP_TARGETS + HTTPS_TARGETS
+           "squid"] + HOP_TARGETS + HTTPS_TARGETS + TUNNEL_TARGETS
 LABELS = {
     "direct": "direct (no proxy)",
     "ferry": "ferry",
@@ -58,6 +60,9 @@ LABELS = {
     "stunnel": "stunnel4 → ferry",
     "squid-https": "Squid https_port",
     "nghttpx": "nghttpx -s (h2) → ferry",
+    "ferry-tunnel": "ferry tunnel (h2)",
+    "ssh-d": "OpenSSH ssh -D",
+    "ss-libev-aes": "shadowsocks-libev (aes-256-gcm)",
 }
 PACKAGES = {
     "dante": "dante-server",
@@ -69,6 +74,8 @@ PACKAGES = {
     "squid-https": "squid-openssl",
     "stunnel": "stunnel4",
     "nghttpx": "nghttp2-proxy",
+    "ssh-d": "openssh-server",
+    "ssh-client": "openssh-client",
     "gnuplot": "gnuplot-nox",
 }
 SHORT = {
@@ -88,6 +95,9 @@ SHORT = {
     "stunnel": "stunnel4\\n→ ferry",
     "squid-https": "Squid\\nhttps",
     "nghttpx": "nghttpx\\n→ ferry",
+    "ferry-tunnel": "ferry\\ntunnel h2",
+    "ssh-d": "ssh -D",
+    "ss-libev-aes": "ss-libev\\naes-gcm",
 }
 COLORS = {
     "direct": "#888888",
@@ -106,6 +116,9 @@ COLORS = {
     "stunnel": "#495057",
     "squid-https": "#4263eb",
     "nghttpx": "#2b8a3e",
+    "ferry-tunnel": "#a61e4d",
+    "ssh-d": "#343a40",
+    "ss-libev-aes": "#862e9c",
 }
 
 # Every variant compare.sh may run. kind decides the table and the figures;
@@ -176,6 +189,15 @@ V = {
                     title="7 streams", summary=None, chart=False),
     "stall-7-1": dict(kind="throughput", metric="total", unit="MiB/s",
                       title="7 streams + 1 stalled", summary=None, chart=False),
+    "tunnel-throughput-1": dict(kind="throughput", metric="total", unit="MiB/s",
+                                title="Throughput, 1 stream", summary=None, chart=False),
+    "tunnel-throughput-8": dict(kind="throughput", metric="total", unit="MiB/s",
+                                title="Throughput, 8 streams", summary=None, chart=False),
+    "tunnel-handshakes": dict(kind="handshakes", metric="setups", unit="setups/s",
+                              title="Handshakes (session setups)", summary=None, chart=False),
+    "tunnel-requests": dict(kind="requests", metric="requests", unit="requests/s",
+                            title="1,000 requests, then 8 × 1 MiB (runnel's mode_perf)",
+                            summary=None, chart=False),
 }
 SOCKS_TCP_VARIANTS = ["throughput-1", "throughput-8", "handshakes", "requests", "connections"]
 UDP_VARIANTS = ["udp-1x1200", "udp-16x1200", "udp-1x8192", "udp-16x8192", "udp-blast", "udp-blast-nogro"]
@@ -186,6 +208,12 @@ HOP_VARIANTS = ["hop-throughput-8", "hop-handshakes"]
 HTTPS_VARIANTS = ["https-throughput-1", "https-throughput-8", "https-requests"]
 ROWS_HTTPS = ["ferry"] + HTTPS_TARGETS
 STALL_VARIANTS = ["stall-7", "stall-7-1"]
+TUNNEL_VARIANTS = ["tunnel-throughput-1", "tunnel-throughput-8", "tunnel-handshakes", "tunnel-requests"]
+# The tunnel section's rows: plain ferry (SOCKS5, no tunnel) as the reference.
+ROWS_TUNNEL = ["ferry", "ferry-tunnel", "ssh-d", "ss-libev-aes"]
+# Issue 17's targets for the ferry tunnel: (variant, peer, at least this × the peer).
+TUNNEL_GOALS = [("tunnel-throughput-1", "ss-libev-aes", 2.0), ("tunnel-throughput-1", "ssh-d", 2.0),
+                ("tunnel-throughput-8", "ss-libev-aes", 1.5), ("tunnel-handshakes", "ss-libev-aes", 1.5)]
 STALL_TARGET = 0.9  # issue 16: each stream keeps >= 90 % of its rate beside a stalled one
 # The hop section's rows: (target, hops, the one-hop row it is compared with).
 HOP_ROWS = [("direct", 0, None), ("ferry", 1, "ferry"), ("ferry-ferry", 2, "ferry"),
@@ -802,6 +830,10 @@ class Report:
             "requests": f"{bp.get('requests', 1000)} small HTTP requests (after {bp.get('warm_requests', 100)} warm-up ones), each on a new proxied connection, {bp.get('concurrency', 8)} in flight; then {bp.get('downloads', 8)} concurrent downloads of {bp.get('download_size', 1048576) // 1048576} MiB.",
             "https-throughput-1": "one stream (h2: one CONNECT stream on one TLS connection) pumps 64 KiB chunks to the echo target and reads them back; every byte is checked; the TLS rows add `--https-proxy h1|h2 --proxy-pin PIN`.",
             "https-throughput-8": "eight streams: h1, eight TLS connections; h2, eight streams on one TLS connection.",
+            "tunnel-throughput-1": "one stream pumps 64 KiB chunks to the echo target through the tunnel and reads them back; every byte is checked; the ferry tunnel row adds `--tunnel h2`, the others `--proxy ADDR --proxy-pid PID,PID` (both ends).",
+            "tunnel-throughput-8": "eight streams as above (the ferry tunnel: eight CONNECT streams on the client's h2 connections, one per client worker; ssh -D: eight channels of one SSH connection; ss-libev: eight TCP connections).",
+            "tunnel-handshakes": f"{bp.get('concurrency', 32)} setups in flight, each: TCP connect to the tunnel's SOCKS5 port, SOCKS5 greeting and CONNECT, one byte echoed through the tunnel, abortive close (the ferry tunnel: a new CONNECT stream on a warm connection per setup; ssh -D: a new channel; ss-libev: a new TCP connection to ss-server and a new cipher salt).",
+            "tunnel-requests": f"runnel's mode_perf: {bp.get('requests', 1000)} small HTTP requests (after {bp.get('warm_requests', 100)} warm-up ones), each on a new SOCKS5 connection through the tunnel, {bp.get('concurrency', 8)} in flight; then {bp.get('downloads', 8)} concurrent downloads of {bp.get('download_size', 1048576) // 1048576} MiB.",
             "stall-7": "seven streams on one TLS connection (h2), 64 KiB chunks echoed and checked; the row adds `--https-proxy h2 --proxy-pin PIN --proxy ADDR --proxy-pid PID`.",
             "stall-7-1": "the same seven beside an eighth CONNECT stream on the same connection that sends a burst (up to 64 MiB, until ferry's windows and buffers for it are full) and never reads: its echo piles up unread in the bench, which returns no credit for it.",
             "https-requests": f"{bp.get('requests', 1000)} small HTTP requests (after {bp.get('warm_requests', 100)} warm-up ones), {bp.get('concurrency', 8)} in flight, each through a new tunnel: h1, a new TLS connection and CONNECT; h2, a new CONNECT stream on the warm connection (one per phase); then {bp.get('downloads', 8)} concurrent downloads of {bp.get('download_size', 1048576) // 1048576} MiB.",
@@ -870,7 +902,8 @@ class Report:
         return out
 
     def summary(self):
-        cols = [t for t in self.targets if t not in HOP_TARGETS and t not in HTTPS_TARGETS]
+        cols = [t for t in self.targets
+                if t not in HOP_TARGETS and t not in HTTPS_TARGETS and t not in TUNNEL_TARGETS]
         header = ["scenario"] + [LABELS[t] for t in cols]
         rows = []
         for row in self.summary_rows():
@@ -1407,6 +1440,93 @@ class Report:
                      f"{STALL_TARGET}× each: {'met' if met else '**not met**'}).")
             L.append("")
 
+    def section_tunnel(self, L):
+        vs = [v for v in TUNNEL_VARIANTS if self.has(v)]
+        if not vs:
+            return
+        L.append("## Through a tunnel")
+        L.append("")
+        L.append(
+            "The TCP scenarios through an encrypted tunnel between two processes on this machine "
+            "(issue 17). **ferry tunnel (h2)** is the pair `ferry bench --tunnel h2` starts: a "
+            "ferry with a SOCKS5 port and one `https://` outbound (`mux = h2`, verified by the "
+            "server's pin; what `ferry client https://ADDR --pin PIN socks` runs) in front of a "
+            "ferry with a `tls://` listener and a throwaway certificate: every session is an "
+            "HTTP/2 CONNECT stream on the TLS 1.3 connection between them (one per client "
+            "worker). **OpenSSH ssh -D** is `ssh -N -D` to a local `sshd` (every session a "
+            "direct-tcpip channel of one SSH connection: the SSH-channel design chisel wraps). "
+            "**shadowsocks-libev (aes-256-gcm)** is `ss-local` → `ss-server` (a TCP connection "
+            "and a cipher handshake per session). **ferry** is plain ferry SOCKS5 with no tunnel: "
+            "the reference. The bench speaks SOCKS5 to the client end of each; proxy CPU is that "
+            "of both ends (client + server, sshd's whole process tree), s/GiB over the bytes "
+            "both ways. × ss-libev and × ssh -D compare each row's median with theirs."
+        )
+        L.append("")
+        for v in vs:
+            L.append(f"### {V[v]['title']}")
+            L.append("")
+            L.append(self.params_line(v))
+            L.append("")
+            L.append(self.tunnel_table(v))
+            L.append("")
+            self.bench_notes(L, [(v, t) for t in ROWS_TUNNEL])
+        verdict = []
+        for v, peer, goal in TUNNEL_GOALS:
+            if not self.has(v):
+                continue
+            f, r = (self.headline(v, t) if self.ok(v, t) else None for t in ("ferry-tunnel", peer))
+            what = {"tunnel-throughput-1": "one stream", "tunnel-throughput-8": "8 streams",
+                    "tunnel-handshakes": "setups/s"}[v]
+            if f is None or not r:
+                verdict.append(f"- {what} ≥ {goal:g}× {LABELS[peer]}: not measured "
+                               f"({self.status(v, 'ferry-tunnel') or self.status(v, peer) or 'no figures'})")
+                continue
+            met = f / r >= goal
+            verdict.append(f"- {what}: ferry tunnel {fmt(f)} vs {LABELS[peer]} {fmt(r)} {V[v]['unit']}, "
+                           f"**{f / r:.2f}×** (target ≥ {goal:g}×: {'met' if met else '**not met**'})")
+        if verdict:
+            L.append("Against the issue's targets (medians over rounds):")
+            L.append("")
+            L.extend(verdict)
+            L.append("")
+
+    def tunnel_table(self, v):
+        kind = V[v]["kind"]
+        unit = V[v]["unit"]
+        refs = {t: self.headline(v, t) if self.ok(v, t) else None for t in ROWS_TUNNEL}
+        if kind == "throughput":
+            header = ["target", f"total {unit}", "up / down", "proxy CPU s/GiB"]
+        elif kind == "handshakes":
+            header = ["target", unit, "latency p50 / p95 / p99 ms", "proxy CPU s per 1000"]
+        else:
+            header = ["target", unit, "latency mean / p50 / p95 ms", "download MiB/s",
+                      "proxy CPU s per 1000 requests"]
+        header += ["× ferry (no tunnel)", "× ss-libev", "× ssh -D", "integrity and failures"]
+        rows = []
+        for t in ROWS_TUNNEL:
+            if t not in self.targets:
+                continue
+            why = self.status(v, t)
+            if why:
+                rows.append([LABELS[t], why] + [""] * (len(header) - 2))
+                continue
+            c = self.cell(v, t)
+            row = [LABELS[t], self.headline_cell(v, t)]
+            if kind == "throughput":
+                row += [f"{fmt(c.m('up'))} / {fmt(c.m('down'))}", self.cpu(v, t)]
+            elif kind == "handshakes":
+                row += [f"{fmt(c.m('latency_p50'))} / {fmt(c.m('latency_p95'))} / {fmt(c.m('latency_p99'))}",
+                        self.cpu(v, t)]
+            else:
+                row += [f"{fmt(c.m('latency_mean'))} / {fmt(c.m('latency_p50'))} / {fmt(c.m('latency_p95'))}",
+                        fmt(c.m("download")), self.cpu(v, t)]
+            h = refs[t]
+            for ref in ("ferry", "ss-libev-aes", "ssh-d"):
+                row.append("1.00×" if ref == t else (ratio(h, refs[ref]) if refs[ref] else "–"))
+            row.append(self.issues(v, t))
+            rows.append(row)
+        return md_table(header, rows)
+
     def section_hop(self, L):
         vs = [v for v in HOP_VARIANTS if self.has(v)]
         if not vs:
@@ -1620,7 +1740,7 @@ class Report:
             ["ferry", f"{m.get('ferry_version', '?')}, commit {m.get('ferry_commit', '?')}"],
         ]
         for t in ("dante", "microsocks", "ss-libev", "haproxy", "tinyproxy", "squid", "squid-https",
-                  "stunnel", "nghttpx", "gnuplot"):
+                  "stunnel", "nghttpx", "ssh-d", "ssh-client", "gnuplot"):
             rows.append([PACKAGES[t], v.get(t) or "not installed"])
         la = " ".join(m.get("loadavg_start", []))
         rows.append(["load average at start", la + (f"; at end {' '.join(load_end)}" if load_end else "")])
@@ -1660,13 +1780,14 @@ class Report:
         self.section_hop(L)
         self.section_https(L)
         self.section_stall(L)
+        self.section_tunnel(L)
 
         L.append("## Reproduce")
         L.append("")
         L.append("```sh")
         L.append("bench/compare.sh --build-head    # 3 interleaved rounds of every group, committed HEAD: 22-27 min here")
         L.append("bench/compare.sh --quick         # 1 round, short windows, no --settle waits: about 3 min, a check only")
-        L.append("bench/compare.sh --only udp,auth,http            # groups: socks (= throughput,handshakes,requests,connections), udp, auth, http, hop, https, stall")
+        L.append("bench/compare.sh --only udp,auth,http            # groups: socks (= throughput,handshakes,requests,connections), udp, auth, http, hop, https, stall, tunnel")
         L.append("bench/compare.sh --only handshakes --targets ferry,dante --rounds 5")
         L.append("bench/compare.sh --only hop --build-head    # the cost of a hop: 3 interleaved rounds, about 5 min")
         L.append("make bench-compare BENCH_ARGS=--quick")

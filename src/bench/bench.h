@@ -69,6 +69,7 @@ struct bench_opts {
     uint8_t http_proxy;       /* requests: enum http_proxy_mode */
     uint8_t https_proxy;      /* --https-proxy: enum https_proxy_mode (TLS to the proxy) */
     unsigned stalled;         /* throughput, h2: streams that send a burst and never read */
+    uint8_t tunnel;           /* --tunnel: enum tunnel_mode (a self-hosted client + server) */
     const char *proxy_cacert; /* --proxy-cacert FILE: an external TLS proxy's CA */
     const char *proxy_pin;    /* --proxy-pin sha256//...: an external TLS proxy's pin */
     unsigned nrules;          /* rules: how many synthetic rules */
@@ -82,6 +83,20 @@ struct bench_opts {
 /* --chain: at most this many self-hosted ferries in a row (each is a
  * process whose CPU is sampled: struct bench's pids[]). */
 #define BENCH_MAX_CHAIN 8
+
+/* --tunnel: the self-hosted pair the clients go through. h2: a ferry with
+ * a SOCKS5 (+ SOCKS4, HTTP) port and one https:// outbound with mux = h2
+ * (what `ferry client URL socks` runs) in front of a ferry serving a
+ * tls:// listener; every session an HTTP/2 CONNECT stream on the one TLS
+ * connection per worker between them. */
+enum tunnel_mode { TUNNEL_NONE, TUNNEL_H2 };
+
+/* The ferries the bench starts itself for o (self-hosted): --chain of
+ * them, or the two of a --tunnel (client, then server). */
+static inline unsigned bench_hops(const struct bench_opts *o)
+{
+    return o->tunnel ? 2 : o->chain;
+}
 
 /* A named figure of one run. */
 struct metric {

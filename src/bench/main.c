@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bench/main.c: `ferry bench SCENARIO [options]`, the driver. It has the
- * command line read (options.c), sets up what is measured (a ferry child
- * or --chain N of them in a row, --proxy, --relay or --direct, and the
- * targets), runs the scenario R
+ * command line read (options.c), sets up what is measured (a ferry child,
+ * --chain N of them in a row or a --tunnel's client and server, --proxy,
+ * --relay or --direct, and the targets), runs the scenario R
  * times, has each run judged (result.c) and the runs reported (report.c),
  * and stops what it started.
  *
@@ -33,9 +33,10 @@
 #define BENCH_USER "bench"
 #define BENCH_PASS "benchpass"
 
-/* The self-hosted ferries: o->chain of them in a row (hop 0 is the one the
- * clients talk to; the last dials the targets), and their configuration,
- * kept to start them again. */
+/* The self-hosted ferries: bench_hops() of them in a row (hop 0 is the one
+ * the clients talk to; the last dials the targets): --chain N, or with
+ * --tunnel the client (hop 0) and the server (hop 1). Their configuration
+ * is kept to start them again. */
 struct self_host {
     struct child hop[BENCH_MAX_CHAIN];
     unsigned running;  /* how many of hop[] run: hop[n - running ..] */
@@ -76,25 +77,31 @@ static int route_tls(struct bench *b, const char *ca_file, const char *pin_text)
 }
 
 /* Start the chain from its end: each ferry but the last needs the address
- * of the next, known once that one listens. Only the first authenticates
- * the clients (--auth): the hops behind it take whatever it sends on. */
+ * of the next, known once that one listens (and with --tunnel the pin of
+ * the server's certificate, made as it starts). Only the first
+ * authenticates the clients (--auth): the hops behind it take whatever it
+ * sends on. */
 static int self_start(struct bench *b, struct self_host *sh)
 {
     const struct bench_opts *o = &b->o;
-    unsigned n = o->chain;
+    unsigned n = bench_hops(o);
     for (unsigned k = 0; k < n; k++) {
         unsigned i = n - 1 - k;
         struct child_conf cc = {
             .workers = o->proxy_workers,
             .extra = sh->extra,
             .next = i + 1 < n ? &sh->hop[i + 1].addr : NULL,
+            .next_pin = o->tunnel && i + 1 < n ? sh->hop[i + 1].pin : NULL,
             .userlist = i == 0 && sh->userlist[0] ? sh->userlist : NULL,
             .auth_extra = sh->auth_extra,
-            .tls = i == 0 && o->https_proxy,
+            .tls = (i == 0 && o->https_proxy) || (o->tunnel && i == n - 1),
         };
         int rc = child_start(&sh->hop[i], o->ferry, &cc);
         if (rc) {
-            if (n > 1)
+            if (o->tunnel)
+                fprintf(stderr, "ferry bench: cannot start %s (the tunnel's %s): %s\n", o->ferry,
+                        i == 0 ? "client" : "server", strerror(-rc));
+            else if (n > 1)
                 fprintf(stderr, "ferry bench: cannot start %s (ferry %u of a chain of %u): %s\n",
                         o->ferry, i + 1, n, strerror(-rc));
             else
@@ -119,7 +126,7 @@ static int self_start(struct bench *b, struct self_host *sh)
  * go); a non-zero exit status of any is a failure of the run they served. */
 static int self_stop(struct bench *b, struct self_host *sh)
 {
-    unsigned n = b->o.chain, bad = 0;
+    unsigned n = bench_hops(&b->o), bad = 0;
     int first_status = 0;
     for (unsigned i = n - sh->running; i < n; i++) {
         int st = child_stop(&sh->hop[i]);
@@ -130,6 +137,11 @@ static int self_stop(struct bench *b, struct self_host *sh)
     }
     sh->running = 0;
     b->npids = 0;
+    if (bad && b->o.tunnel) {
+        fprintf(stderr, "ferry bench: the tunnel's self-hosted %s exited with status %d\n",
+                bad == 1 ? "client" : "server", first_status);
+        return -ECHILD;
+    }
     if (bad && n > 1) {
         fprintf(stderr,
                 "ferry bench: self-hosted ferry %u of the chain of %u exited with status %d\n", bad,
@@ -222,6 +234,18 @@ static void chain_words(const struct self_host *sh, unsigned n, char *out, size_
                         (int)sh->hop[i].pid, addr_format(&sh->hop[i].addr, a, sizeof(a)));
 }
 
+/* "ferry tunnel h2 (self-hosted): client pid P, SOCKS5 at ADDR -> server
+ * pid P at tls://ADDR". */
+static void tunnel_words(const struct self_host *sh, char *out, size_t cap)
+{
+    char a[ADDR_STRLEN], b[ADDR_STRLEN];
+    snprintf(out, cap,
+             "ferry tunnel h2 (self-hosted): client pid %d, SOCKS5 at %s -> HTTP/2 + TLS 1.3 -> "
+             "server pid %d at tls://%s",
+             (int)sh->hop[0].pid, addr_format(&sh->hop[0].addr, a, sizeof(a)), (int)sh->hop[1].pid,
+             addr_format(&sh->hop[1].addr, b, sizeof(b)));
+}
+
 /* Start the self-hosted ferry, with a userlist for --auth; target := it in
  * words. Returns 0, or 1 (told on stderr). */
 static int self_setup(struct bench *b, struct self_host *sh, bool restart, char *target, size_t cap)
@@ -244,7 +268,13 @@ static int self_setup(struct bench *b, struct self_host *sh, bool restart, char 
         snprintf(sh->auth_extra, sizeof(sh->auth_extra), "cachettl = %d", o->auth_cachettl_s);
     if (self_start(b, sh))
         return 1;
-    if (restart && o->runs > 1 && o->chain > 1)
+    if (restart && o->runs > 1 && o->tunnel)
+        snprintf(target, cap,
+                 "ferry tunnel h2 (self-hosted client and server, a fresh pair "
+                 "for each run)");
+    else if (o->tunnel)
+        tunnel_words(sh, target, cap);
+    else if (restart && o->runs > 1 && o->chain > 1)
         snprintf(target, cap, "%u ferries in a row (self-hosted, fresh ones for each run)",
                  o->chain);
     else if (restart && o->runs > 1)
@@ -315,10 +345,10 @@ static int run_all(struct bench *b, struct self_host *sh, const struct bench_sce
         if (o->progress)
             fprintf(stderr, "\r\033[Krun %u/%u %s\n", done + 1, o->runs, o->scenario);
         struct result *r = &runs[done++];
-        for (unsigned i = 0; o->mode == BENCH_SELF && i < o->chain; i++) {
+        for (unsigned i = 0; o->mode == BENCH_SELF && i < bench_hops(o); i++) {
             r->hop[i].pid = sh->hop[i].pid;
             r->hop[i].addr = sh->hop[i].addr;
-            r->nhops = o->chain;
+            r->nhops = bench_hops(o);
         }
         bench_fail_reset(b);
         rc = sc->run(b, r);

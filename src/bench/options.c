@@ -72,6 +72,8 @@ static const char usage[] =
     "  --relay ADDR:PORT    a plain TCP relay already forwarding to the echo target\n"
     "                       (use with --target-port; no SOCKS, e.g. haproxy in TCP mode)\n"
     "  --direct             no proxy at all: this machine's limit\n"
+    "  --tunnel h2          a ferry tunnel, self-hosted: client (SOCKS5 port) -> HTTP/2\n"
+    "                       + TLS -> server; CPU and memory of both (see below)\n"
     "\n";
 
 /* In two parts: ISO C compilers need only take string literals of 4095. */
@@ -135,6 +137,14 @@ static const char usage_options2[] =
     "                       talk to the first, each sends every session on to the next\n"
     "                       (its SOCKS5 parent), the last dials the targets; proxy CPU and\n"
     "                       memory are those of all N; not with --proxy, --relay, --direct\n"
+    "  --tunnel h2          throughput, handshakes, requests, connections: start a\n"
+    "                       tunnel pair and measure through it: a ferry with a SOCKS5\n"
+    "                       port and an https:// outbound (mux = h2, pinned: what\n"
+    "                       `ferry client https://ADDR --pin PIN socks` runs) in front\n"
+    "                       of a ferry with a tls:// listener and a throwaway\n"
+    "                       certificate; every session an HTTP/2 CONNECT stream on\n"
+    "                       the TLS connection between them. Proxy CPU and memory\n"
+    "                       are those of both. (wss: not supported yet)\n"
     "  --proxy-workers N    workers of the self-hosted ferry (default: its own; 1..256)\n"
     "  --proxy-set K=V      extra config line for each self-hosted ferry (repeatable)\n"
     "  --target-port P      fixed port for the echo target (default: any free port)\n"
@@ -441,6 +451,20 @@ static int set_https_proxy(const struct optdef *d, const char *arg, struct bench
     return 0;
 }
 
+/* --tunnel h2; wss is named but not there yet: a usage error that says so. */
+static int set_tunnel(const struct optdef *d, const char *arg, struct bench_opts *o,
+                      struct bench_cli *c)
+{
+    (void)c;
+    if (strcmp(arg, "h2") == 0) {
+        o->tunnel = TUNNEL_H2;
+        return 0;
+    }
+    if (strcmp(arg, "wss") == 0)
+        return usage_error("--tunnel wss: not supported yet (h2 only)");
+    return bad_value(d->name, arg);
+}
+
 static int set_proxy_tls(const struct optdef *d, const char *arg, struct bench_opts *o,
                          struct bench_cli *c)
 {
@@ -575,6 +599,7 @@ static const struct optdef optdefs[] = {
     {.name = "--no-echo-gro", FLAG, .set = set_flag, FIELD(F_BOOL, echo_gro), .val = false},
     {.name = "--http-proxy", ARG, .set = set_http_proxy},
     {.name = "--https-proxy", ARG, .set = set_https_proxy},
+    {.name = "--tunnel", ARG, .set = set_tunnel},
     {.name = "--stalled", ARG, .set = set_count, FIELD(F_UNSIGNED, stalled), RANGE(0, 10000, "")},
     {.name = "--proxy-cacert", ARG, .set = set_proxy_tls},
     {.name = "--proxy-pin", ARG, .set = set_proxy_tls},
@@ -755,10 +780,34 @@ static int check_stalled(const struct bench_opts *o, const struct bench_scenario
     return 0;
 }
 
+/* --tunnel: the bench starts the pair itself, and the clients speak SOCKS5
+ * (or, with --http-proxy, HTTP) to the client's port, plain TCP: so a TCP
+ * scenario, self-hosted, no --chain and no --https-proxy. Returns 0, or 2
+ * (told). */
+static int check_tunnel(const struct bench_opts *o, const struct bench_scenario *sc)
+{
+    if (!o->tunnel)
+        return 0;
+    if (sc->flags & (SCF_NO_PROXY | SCF_UDP))
+        return usage_error("--tunnel is for the TCP scenarios (throughput, handshakes, requests, "
+                           "connections)");
+    if (o->mode != BENCH_SELF)
+        return usage_error("--tunnel starts its own client and server: not with --proxy, "
+                           "--relay or --direct");
+    if (o->chain > 1)
+        return usage_error("--tunnel and --chain: choose one (a tunnel is a pair of its own)");
+    if (o->https_proxy)
+        return usage_error("--tunnel: the bench speaks SOCKS5 to the tunnel's client (the "
+                           "tunnel itself is TLS): not with --https-proxy");
+    return 0;
+}
+
 /* The options combined, once the scenario is known. */
 static int check_combination(struct bench_opts *o, const struct bench_cli *c)
 {
     const struct bench_scenario *sc = c->sc;
+    if (check_tunnel(o, sc))
+        return 2;
     if (o->http_proxy &&
         ((sc->flags & SCF_UDP) || o->mode == BENCH_DIRECT || o->mode == BENCH_RELAY))
         return usage_error("--http-proxy needs a proxy (self-hosted or --proxy) and a TCP "

@@ -208,14 +208,18 @@ int child_conf_format(char *buf, size_t cap, const struct child_conf *cc)
     if (cap == 0)
         return -1;
     buf[0] = '\0';
-    PUT("# written by ferry bench\nlisten = %s127.0.0.1:0\n", cc->tls ? "tls://" : "");
+    PUT("# written by ferry bench\nlisten = %s127.0.0.1:0%s\n", cc->tls ? "tls://" : "",
+        cc->next && cc->next_pin ? " protocols=socks5+socks4+http" : "");
     if (cc->workers)
         PUT("workers = %u\n", cc->workers);
     if (cc->next)
         PUT("outbound = %s\n", CHILD_NEXT_OUTBOUND);
     if (cc->extra && *cc->extra)
         PUT("%s%s", cc->extra, cc->extra[strlen(cc->extra) - 1] == '\n' ? "" : "\n");
-    if (cc->next)
+    if (cc->next && cc->next_pin)
+        PUT("[outbound %s]\nurl = https://%s\npin = %s\nmux = h2\n", CHILD_NEXT_OUTBOUND,
+            addr_format(cc->next, a, sizeof(a)), cc->next_pin);
+    else if (cc->next)
         PUT("[outbound %s]\nurl = socks5://%s\n", CHILD_NEXT_OUTBOUND,
             addr_format(cc->next, a, sizeof(a)));
     if (cc->userlist)

@@ -28,6 +28,8 @@ struct child_conf {
     unsigned workers;        /* 0: its default */
     const char *extra;       /* top-level lines ("K = V\n" each; --proxy-set), or NULL */
     const struct addr *next; /* the next ferry of a chain, or NULL: the way out is direct */
+    const char *next_pin;    /* with next: it is a tunnel's server, reached over HTTP/2 + TLS
+                                (https://, mux = h2) and verified by this pin (sha256//...) */
     const char *userlist;    /* the users file's line, or NULL: no [auth] section */
     const char *auth_extra;  /* more [auth] lines (with userlist), or NULL */
     bool tls;                /* a TLS listener with a throwaway certificate (--https-proxy) */
@@ -44,7 +46,10 @@ struct child_conf {
  * along the chain); with a userlist, an [auth] section naming the file
  * "users" beside the config. Top-level keys come before every section.
  * With tls, the listener is tls://127.0.0.1:0 and a [tls] section names
- * cc->tls_dir's cert.pem and key.pem.
+ * cc->tls_dir's cert.pem and key.pem. With next_pin (a --tunnel's client,
+ * as `ferry client https://ADDR --pin PIN 127.0.0.1:0:socks` would write
+ * it), the listener takes socks5+socks4+http and the next hop's url is
+ * https://ADDR with `pin = next_pin` and `mux = h2`.
  * Returns the length, or -1 when it does not fit. Pure: no I/O. */
 int child_conf_format(char *buf, size_t cap, const struct child_conf *cc);
 

@@ -144,6 +144,48 @@ static void test_tls_listener(void **state)
     assert_null(strstr(text, "[tls]"));
 }
 
+/* --tunnel h2: the client ferry (hop 0) has the mixed port `ferry client
+ * ... socks` opens and the server (hop 1) as an https:// parent over h2,
+ * verified by the server's pin; the server is a tls:// ferry like
+ * --https-proxy's. Both load. */
+static void test_tunnel_client_and_server(void **state)
+{
+    struct ctx *x = *state;
+    struct tls_cert_conf conf = {.names = {"localhost", "127.0.0.1"}, .nnames = 2, .days = 1};
+    struct tls_cert cert;
+    char err[256], text[4096], want[256], path[HARNESS_PATH_MAX];
+    memset(&cert, 0, sizeof(cert));
+    assert_int_equal(tls_cert_make(&conf, &cert, err, sizeof(err)), 0);
+    assert_int_equal(tls_cert_write(&cert, x->dir, true, err, sizeof(err)), 0);
+    struct addr server = loopback(40400);
+    struct child_conf client = {.next = &server, .next_pin = cert.pin};
+    assert_true(child_conf_format(text, sizeof(text), &client) > 0);
+    assert_non_null(strstr(text, "listen = 127.0.0.1:0 protocols=socks5+socks4+http\n"));
+    snprintf(want, sizeof(want),
+             "[outbound next]\nurl = https://127.0.0.1:40400\npin = %s\nmux = h2\n", cert.pin);
+    assert_non_null(strstr(text, want));
+    expect_load_ok(x, text, NULL);
+    const struct config_outbound *ob = default_outbound(x->c);
+    assert_string_equal(ob->name, CHILD_NEXT_OUTBOUND);
+    assert_int_equal(ob->kind, OUTBOUND_KIND_HTTPS);
+    assert_int_equal(ob->mux, OUTBOUND_MUX_H2);
+    assert_true(ob->has_pin);
+    assert_int_equal(ob->port, 40400);
+    assert_int_equal(x->c->nlisten, 1);
+    assert_int_equal(x->c->listen[0].protocols, PROTO_ALL);
+    /* The server: tls:// and [tls], no outbound. */
+    struct child_conf srv = {.tls = true, .tls_dir = x->dir};
+    assert_true(child_conf_format(text, sizeof(text), &srv) > 0);
+    assert_non_null(strstr(text, "listen = tls://127.0.0.1:0\n"));
+    assert_null(strstr(text, "[outbound"));
+    expect_load_ok(x, text, NULL);
+    tls_cert_fini(&cert);
+    harness_path(path, sizeof(path), x->dir, "cert.pem");
+    unlink(path);
+    harness_path(path, sizeof(path), x->dir, "key.pem");
+    unlink(path);
+}
+
 /* A config that does not fit is refused whole, at every cut. */
 static void test_too_small_is_an_error(void **state)
 {
@@ -216,6 +258,32 @@ static void test_chain_option(void **state)
     assert_string_equal(msg, "--chain must be 1..8 ferries (got 9)");
 }
 
+/* --tunnel: h2 only (wss named, not yet there), self-hosted TCP scenarios
+ * only, and neither --chain nor --https-proxy beside it. */
+static void test_tunnel_option(void **state)
+{
+    (void)state;
+    assert_int_equal(PARSE("bench", "throughput"), BENCH_RUN);
+    assert_int_equal(o.tunnel, TUNNEL_NONE);
+    assert_int_equal(bench_hops(&o), 1);
+    assert_int_equal(PARSE("bench", "throughput", "--tunnel", "h2"), BENCH_RUN);
+    assert_int_equal(o.tunnel, TUNNEL_H2);
+    assert_int_equal(bench_hops(&o), 2);
+    assert_int_equal(PARSE("bench", "handshakes", "--tunnel", "h2"), BENCH_RUN);
+    assert_int_equal(PARSE("bench", "requests", "--tunnel", "h2"), BENCH_RUN);
+    assert_int_equal(PARSE("bench", "connections", "--tunnel", "h2"), BENCH_RUN);
+    assert_int_equal(PARSE("bench", "throughput", "--tunnel", "h2", "--chain", "1"), BENCH_RUN);
+    assert_int_equal(PARSE("bench", "throughput", "--tunnel", "wss"), 2);
+    assert_int_equal(PARSE("bench", "throughput", "--tunnel", "h3"), 2);
+    assert_int_equal(PARSE("bench", "udp", "--tunnel", "h2"), 2);
+    assert_int_equal(PARSE("bench", "rules", "--tunnel", "h2"), 2);
+    assert_int_equal(PARSE("bench", "throughput", "--tunnel", "h2", "--direct"), 2);
+    assert_int_equal(PARSE("bench", "throughput", "--tunnel", "h2", "--proxy", "127.0.0.1:1080"),
+                     2);
+    assert_int_equal(PARSE("bench", "throughput", "--tunnel", "h2", "--chain", "2"), 2);
+    assert_int_equal(PARSE("bench", "throughput", "--tunnel", "h2", "--https-proxy", "h2"), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -223,7 +291,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_extra_lines_stay_top_level, setup, teardown),
         cmocka_unit_test_setup_teardown(test_auth_section_after_the_outbound, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tls_listener, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tunnel_client_and_server, setup, teardown),
         cmocka_unit_test(test_too_small_is_an_error),
+        cmocka_unit_test(test_tunnel_option),
         cmocka_unit_test(test_chain_option),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
