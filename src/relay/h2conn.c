@@ -639,29 +639,16 @@ const struct front_ops front_h2conn = {
 
 static nghttp2_session *h2conn_session(struct h2conn *hc)
 {
-    nghttp2_session_callbacks *cb;
-    nghttp2_option *opt;
-    nghttp2_session *s = NULL;
-    if (nghttp2_session_callbacks_new(&cb))
-        return NULL;
-    if (nghttp2_option_new(&opt)) {
-        nghttp2_session_callbacks_del(cb);
-        return NULL;
-    }
-    nghttp2_session_callbacks_set_on_begin_frame_callback(cb, on_begin_frame);
-    nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers);
-    nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
-    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
-    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data_chunk);
-    nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
-    nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
-    nghttp2_option_set_no_auto_window_update(opt, 1);
-    nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
-    if (nghttp2_session_server_new2(&s, cb, hc, opt))
-        s = NULL;
-    nghttp2_option_del(opt);
-    nghttp2_session_callbacks_del(cb);
-    return s;
+    static const struct h2io_callbacks cb = {
+        .begin_frame = on_begin_frame,
+        .begin_headers = on_begin_headers,
+        .header = on_header,
+        .frame_recv = on_frame_recv,
+        .data_chunk = on_data_chunk,
+        .stream_close = on_stream_close,
+        .frame_send = on_frame_send,
+    };
+    return h2io_session_new(true, &cb, hc, 4096);
 }
 
 /* SETTINGS (RFC 9113 6.5.2; ENABLE_CONNECT_PROTOCOL of RFC 8441), and the

@@ -121,3 +121,41 @@ bool h2io_window_consumed(nghttp2_session *s, int32_t id, struct h2flow_win *win
     *now_us = now;
     return true;
 }
+
+nghttp2_session *h2io_session_new(bool server, const struct h2io_callbacks *c, void *user,
+                                  size_t deflate_max)
+{
+    nghttp2_session_callbacks *cb;
+    nghttp2_option *opt;
+    nghttp2_session *s = NULL;
+    if (nghttp2_session_callbacks_new(&cb))
+        return NULL;
+    if (nghttp2_option_new(&opt)) {
+        nghttp2_session_callbacks_del(cb);
+        return NULL;
+    }
+    if (c->begin_frame)
+        nghttp2_session_callbacks_set_on_begin_frame_callback(cb, c->begin_frame);
+    if (c->begin_headers)
+        nghttp2_session_callbacks_set_on_begin_headers_callback(cb, c->begin_headers);
+    if (c->header)
+        nghttp2_session_callbacks_set_on_header_callback(cb, c->header);
+    if (c->frame_recv)
+        nghttp2_session_callbacks_set_on_frame_recv_callback(cb, c->frame_recv);
+    if (c->data_chunk)
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, c->data_chunk);
+    if (c->stream_close)
+        nghttp2_session_callbacks_set_on_stream_close_callback(cb, c->stream_close);
+    if (c->frame_send)
+        nghttp2_session_callbacks_set_on_frame_send_callback(cb, c->frame_send);
+    nghttp2_option_set_no_auto_window_update(opt, 1);
+    if (deflate_max)
+        nghttp2_option_set_max_deflate_dynamic_table_size(opt, deflate_max);
+    int rc = server ? nghttp2_session_server_new2(&s, cb, user, opt)
+                    : nghttp2_session_client_new2(&s, cb, user, opt);
+    if (rc)
+        s = NULL;
+    nghttp2_option_del(opt);
+    nghttp2_session_callbacks_del(cb);
+    return s;
+}

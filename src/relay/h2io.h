@@ -78,6 +78,24 @@ struct h2io_sched {
  * (the order is then only less strict). */
 void h2io_carrier(int fd);
 
+/* The callbacks a session of ours sets; NULL leaves one unset. */
+struct h2io_callbacks {
+    nghttp2_on_begin_frame_callback begin_frame;
+    nghttp2_on_begin_headers_callback begin_headers;
+    nghttp2_on_header_callback header;
+    nghttp2_on_frame_recv_callback frame_recv;
+    nghttp2_on_data_chunk_recv_callback data_chunk;
+    nghttp2_on_stream_close_callback stream_close;
+    nghttp2_on_frame_send_callback frame_send;
+};
+
+/* A server or client session with those callbacks and user data, its
+ * window updates left to us (NGHTTP2_OPT_NO_AUTO_WINDOW_UPDATE: credit is
+ * returned by h2io_window_consumed()), and, when deflate_max is not 0, the
+ * peer's HPACK table capped at it. NULL when out of memory. */
+nghttp2_session *h2io_session_new(bool server, const struct h2io_callbacks *cb, void *user,
+                                  size_t deflate_max);
+
 /* Stream id of s starts young: weight H2IO_WEIGHT_YOUNG under the root,
  * whatever dependency the peer asked for (it is a tunnel, not a page: no
  * stream waits for another). Silent (no PRIORITY frame). For a stream that

@@ -367,26 +367,14 @@ static int on_frame_send(nghttp2_session *ss, const nghttp2_frame *f, void *user
 
 static nghttp2_session *ho_session(struct ho_conn *hc)
 {
-    nghttp2_session_callbacks *cb;
-    nghttp2_option *opt;
-    nghttp2_session *s = NULL;
-    if (nghttp2_session_callbacks_new(&cb))
-        return NULL;
-    if (nghttp2_option_new(&opt)) {
-        nghttp2_session_callbacks_del(cb);
-        return NULL;
-    }
-    nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
-    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
-    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data_chunk);
-    nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
-    nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
-    nghttp2_option_set_no_auto_window_update(opt, 1);
-    if (nghttp2_session_client_new2(&s, cb, hc, opt))
-        s = NULL;
-    nghttp2_option_del(opt);
-    nghttp2_session_callbacks_del(cb);
-    return s;
+    static const struct h2io_callbacks cb = {
+        .header = on_header,
+        .frame_recv = on_frame_recv,
+        .data_chunk = on_data_chunk,
+        .stream_close = on_stream_close,
+        .frame_send = on_frame_send,
+    };
+    return h2io_session_new(false, &cb, hc, 0);
 }
 
 /* ---- streams on a connection ------------------------------------------ */
