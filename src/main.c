@@ -12,6 +12,7 @@
 #include "bench/bench.h"
 #include "client/client.h"
 #include "config/config.h"
+#include "edge/cli.h"
 #include "log/log.h"
 #include "server/server.h"
 #include "tls/cert.h"
@@ -30,6 +31,7 @@ static const char usage_main[] =
     "  cert       make a self-signed certificate and key for a TLS listener and\n"
     "             print its pin: ferry cert --out DIR\n"
     "  bench      measure a proxy (ferry itself by default): ferry bench --help\n"
+    "  edge       keys and signed host names for edge mode: ferry edge --help\n"
     "  help       show help for a command: ferry help serve\n"
     "\n"
     "Options:\n"
@@ -216,6 +218,11 @@ int main(int argc, char **argv)
             char *args[] = {argv[2], help, NULL};
             return cert_main(2, args);
         }
+        if (strcmp(argv[2], "edge") == 0) {
+            static char help[] = "--help";
+            char *args[] = {argv[2], help, NULL};
+            return edge_main(2, args);
+        }
         if (strcmp(argv[2], "bench") == 0) {
             static char help[] = "--help";
             char *args[] = {argv[2], help, NULL};
@@ -234,6 +241,8 @@ int main(int argc, char **argv)
         return client_main(argc - 1, argv + 1);
     if (strcmp(cmd, "cert") == 0)
         return cert_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "edge") == 0)
+        return edge_main(argc - 1, argv + 1);
     log_print(true, "ferry: unknown command '%s'\n\n%s", cmd, usage_main);
     return 2;
 }

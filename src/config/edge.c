@@ -2,8 +2,9 @@
 /*
  * edge.c: the keys of [edge NAME] sections (edge.h, docs/edge.md): parse,
  * check, and at the end add each section's listeners to the config's
- * listen list marked as edge listeners. Errors name FILE:LINE. No I/O, no
- * DNS: backends are numeric addresses. This room must not learn about
+ * listen list marked as edge listeners. Errors name FILE:LINE. No DNS:
+ * backends are numeric addresses; the one file read is the keyring of
+ * signed host names (edge/signkey.h). This room must not learn about
  * sessions; relay/front_edge.c does the rest.
  */
 #include "config/edge.h"
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "crypto/fcrypto.h"
 #include "proto/hostname.h"
 #include "util/parse.h"
 
@@ -29,8 +31,8 @@
     } while (0)
 
 static const char *const reject_names[EDGE_REJ_COUNT] = {
-    "halfopen",      "per-source",  "rate",         "first-byte-timeout",
-    "hello-timeout", "sniff-error", "unknown-host", "client-closed",
+    "halfopen",    "per-source",   "rate",      "first-byte-timeout", "hello-timeout",
+    "sniff-error", "unknown-host", "signature", "client-closed",
 };
 
 const char *edge_reject_name(enum edge_reject r)
@@ -46,6 +48,29 @@ const char *edge_result_name(enum edge_result r)
 const char *edge_sniff_name(enum edge_sniff s)
 {
     return s == EDGE_SNIFF_MC ? "mc" : s == EDGE_SNIFF_TLS ? "tls" : "auto";
+}
+
+const char *edge_signed_name(enum edge_signed m)
+{
+    return m == EDGE_SIGNED_HOP ? "hop" : m == EDGE_SIGNED_TOKEN ? "token" : "off";
+}
+
+enum edge_signed edge_route_signed(const struct config_edge *e, const struct edge_route *r)
+{
+    return r->signed_mode >= 0 ? (enum edge_signed)r->signed_mode : e->signed_mode;
+}
+
+static int parse_signed(const char *v, int8_t *out)
+{
+    if (!strcmp(v, "off"))
+        *out = EDGE_SIGNED_OFF;
+    else if (!strcmp(v, "hop"))
+        *out = EDGE_SIGNED_HOP;
+    else if (!strcmp(v, "token"))
+        *out = EDGE_SIGNED_TOKEN;
+    else
+        return -EINVAL;
+    return 0;
 }
 
 void config_edge_section(struct config *c, const char *name, const char *file, int line,
@@ -93,6 +118,8 @@ void config_edge_section(struct config *c, const char *name, const char *file, i
     e->per_source = 64;
     e->rate = 0;
     e->burst = 0;
+    e->signed_skew = 10;
+    e->signed_max_ttl = 30 * 86400;
     e->live = live;
     c->cur_edge = (int32_t)c->nedges++;
 }
@@ -148,9 +175,10 @@ static int parse_strategy(const char *v, enum edge_strategy *out)
 }
 
 /* The words of a route's backend list holding '=': the route's own
- * strategy= and proxy_protocol=, cut out of s (blanked) so that only the
+ * strategy=, proxy_protocol= and signed=, cut out of s (blanked) so that only the
  * addresses are left. */
-static int route_options(char *s, int8_t *strategy, int8_t *pp, char *bad, size_t badlen)
+static int route_options(char *s, int8_t *strategy, int8_t *pp, int8_t *sig, char *bad,
+                         size_t badlen)
 {
     for (char *p = s; (p = strchr(p, '=')) != NULL;) {
         char *w = p;
@@ -166,10 +194,11 @@ static int route_options(char *s, int8_t *strategy, int8_t *pp, char *bad, size_
         } else if (!strncmp(word, "proxy_protocol=", 15) &&
                    (!strcmp(v, "v2") || !strcmp(v, "off"))) {
             *pp = !strcmp(v, "v2");
+        } else if (!strncmp(word, "signed=", 7) && parse_signed(v, sig) == 0) {
         } else {
             snprintf(bad, badlen,
                      "'%s' is not a route option (expected strategy=round-robin|least-connections|"
-                     "first-healthy or proxy_protocol=v2|off)",
+                     "first-healthy, proxy_protocol=v2|off or signed=off|hop|token)",
                      word);
             return -EINVAL;
         }
@@ -179,7 +208,8 @@ static int route_options(char *s, int8_t *strategy, int8_t *pp, char *bad, size_
     return 0;
 }
 
-/* route = HOST -> BACKEND[, BACKEND...] [strategy=S] [proxy_protocol=v2|off] */
+/* route = HOST -> BACKEND[, BACKEND...] [strategy=S] [proxy_protocol=v2|off]
+ *         [signed=off|hop|token] */
 static void set_route(struct config_edge *e, char *v, const char *file, int line,
                       struct msglist *errs)
 {
@@ -210,8 +240,8 @@ static void set_route(struct config_edge *e, char *v, const char *file, int line
     }
     struct addr b[EDGE_BACKENDS_MAX];
     struct addrs list = {.v = b, .cap = EDGE_BACKENDS_MAX};
-    int8_t strategy = -1, pp = -1;
-    if (route_options(arrow + 2, &strategy, &pp, list.bad, sizeof(list.bad))) {
+    int8_t strategy = -1, pp = -1, sig = -1;
+    if (route_options(arrow + 2, &strategy, &pp, &sig, list.bad, sizeof(list.bad))) {
         EBAD(errs, file, line, e, "route", "%s", list.bad);
         return;
     }
@@ -247,6 +277,7 @@ static void set_route(struct config_edge *e, char *v, const char *file, int line
     r->wildcard = wild;
     r->strategy = strategy;
     r->proxy_v2 = pp;
+    r->signed_mode = sig;
     r->line = line;
     e->nroutes++;
 }
@@ -289,6 +320,23 @@ static int set_scalar(struct config_edge *e, const char *key, const char *v, con
         if (strcmp(v, "v2") && strcmp(v, "off"))
             return -EINVAL;
         e->proxy_v2 = !strcmp(v, "v2");
+        return 0;
+    }
+    if (!strcmp(key, "signed")) {
+        *expect = "off, hop or token";
+        int8_t m;
+        if (parse_signed(v, &m))
+            return -EINVAL;
+        e->signed_mode = (enum edge_signed)m;
+        return 0;
+    }
+    if (!strcmp(key, "signed_skew") || !strcmp(key, "signed_max_ttl")) {
+        bool skew = !strcmp(key, "signed_skew");
+        *expect = skew ? "a duration (0s to 10m)" : "a duration (1m to 366d)";
+        uint64_t ms;
+        if (parse_duration_ms(v, skew ? 0 : 60000, skew ? 600000 : 366ull * 86400000, &ms))
+            return -EINVAL;
+        *(skew ? &e->signed_skew : &e->signed_max_ttl) = (uint32_t)(ms / 1000);
         return 0;
     }
     if (!strcmp(key, "unknown")) {
@@ -343,6 +391,19 @@ void config_edge_key(struct config *c, const char *key, const char *value, const
         set_route(e, v, file, line, errs);
         return;
     }
+    if (!strcmp(key, "signed_keys")) {
+        const char *slash = strrchr(file, '/');
+        const char *k = str_trim(v);
+        char path[4096];
+        if (k[0] != '/' && slash)
+            snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - file), file, k);
+        else
+            snprintf(path, sizeof(path), "%s", k);
+        free(e->signed_keys);
+        e->signed_keys = strdup(path);
+        e->signed_keys_line = line;
+        return;
+    }
     if (!strcmp(key, "listen")) {
         struct addrs list = {.v = e->listen, .cap = 8, .port0 = true};
         if (split_list(v, add_addr, &list) || list.n == 0)
@@ -357,7 +418,8 @@ void config_edge_key(struct config *c, const char *key, const char *value, const
         EBAD(errs, file, line, e, key,
              "unknown key (known: listen, sniff, route, strategy, unknown, proxy_protocol, "
              "first_byte_timeout, hello_timeout, max_hello, max_halfopen, "
-             "per_source_connections, per_source_rate, per_source_burst)");
+             "per_source_connections, per_source_rate, per_source_burst, signed, signed_keys, "
+             "signed_skew, signed_max_ttl)");
     else if (rc)
         EBAD(errs, file, line, e, key, "'%.200s' is not valid (expected %s)", v, expect);
 }
@@ -370,6 +432,8 @@ bool config_edge_is_key(const char *key)
         "hello_timeout",   "max_hello",
         "max_halfopen",    "per_source_connections",
         "per_source_rate", "per_source_burst",
+        "signed_keys",     "signed_skew",
+        "signed_max_ttl",  "signed",
     };
     for (size_t i = 0; i < sizeof(only) / sizeof(only[0]); i++)
         if (!strcmp(key, only[i]))
@@ -397,6 +461,36 @@ int32_t edge_route_find(const struct config_edge *e, const char *host)
     return best;
 }
 
+/* Signed routes: a keyring, read now (a reload reads it again), and hop
+ * only where a Minecraft handshake can carry it. */
+static void finish_signed(struct config_edge *e, const char *file, struct msglist *errs)
+{
+    bool any = false;
+    for (uint32_t i = 0; i < e->nroutes; i++) {
+        enum edge_signed m = edge_route_signed(e, &e->routes[i]);
+        any |= m != EDGE_SIGNED_OFF;
+        if (m == EDGE_SIGNED_HOP && e->sniff == EDGE_SNIFF_TLS)
+            EBAD(errs, file, e->routes[i].line, e, "route",
+                 "signed=hop needs a Minecraft handshake (sniff = mc or auto): TLS SNI cannot "
+                 "carry it; use signed=token");
+    }
+    if (!any && !e->signed_keys)
+        return;
+    if (!e->signed_keys) {
+        msglist_push(errs, "%s: edge %s: signed routes need signed_keys = FILE", e->origin,
+                     e->name);
+        return;
+    }
+    char err[600];
+    e->ring = malloc(sizeof(*e->ring));
+    if (!e->ring || signkey_load(e->signed_keys, e->ring, err, sizeof(err))) {
+        EBAD(errs, file, e->signed_keys_line, e, "signed_keys", "%s",
+             e->ring ? err : "out of memory");
+        free(e->ring);
+        e->ring = NULL;
+    }
+}
+
 static void finish_one(struct config *c, struct config_edge *e, uint32_t idx, const char *file,
                        struct msglist *errs)
 {
@@ -421,6 +515,7 @@ static void finish_one(struct config *c, struct config_edge *e, uint32_t idx, co
                          "(expected close, or a host from a route line)",
                          e->origin, e->name, n);
     }
+    finish_signed(e, file, errs);
     if (e->first_byte_ms > e->hello_ms)
         e->first_byte_ms = e->hello_ms;
     if (e->rate && !e->burst)
@@ -461,6 +556,10 @@ void config_edge_free(struct config *c)
         free(e->routes);
         free(e->live);
         free(e->unknown_name);
+        free(e->signed_keys);
+        if (e->ring)
+            fcrypto_wipe(e->ring, sizeof(*e->ring));
+        free(e->ring);
     }
     free(c->edges);
     c->edges = NULL;

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "edge/signkey.h"
 #include "util/addr.h"
 #include "util/msglist.h"
 
@@ -27,6 +28,9 @@
 
 enum edge_sniff { EDGE_SNIFF_AUTO, EDGE_SNIFF_MC, EDGE_SNIFF_TLS };
 enum edge_strategy { EDGE_ROUND_ROBIN, EDGE_LEAST_CONN, EDGE_FIRST_HEALTHY };
+/* What a route asks of the host name (signed = ...): nothing, a hop
+ * signature or a token (proto/signhost.h). */
+enum edge_signed { EDGE_SIGNED_OFF, EDGE_SIGNED_HOP, EDGE_SIGNED_TOKEN };
 
 /* How a session through a route ended (ferry_edge_sessions_total result). */
 enum edge_result { EDGE_RES_OK, EDGE_RES_UNREACHABLE, EDGE_RES_COUNT };
@@ -39,6 +43,7 @@ enum edge_reject {
     EDGE_REJ_HELLO_TIMEOUT,
     EDGE_REJ_SNIFF_ERROR,
     EDGE_REJ_UNKNOWN_HOST,
+    EDGE_REJ_SIGNATURE,
     EDGE_REJ_CLIENT_CLOSED,
     EDGE_REJ_COUNT
 };
@@ -55,11 +60,12 @@ struct edge_route_live {
 };
 
 struct edge_route {
-    char *host;      /* canonical; a wildcard keeps its "*." */
-    bool wildcard;   /* "*.example.com": any name under example.com, not example.com */
-    int8_t strategy; /* enum edge_strategy of its own, -1: the section's */
-    int8_t proxy_v2; /* 1 or 0 of its own, -1: the section's */
-    int line;        /* where it was set */
+    char *host;         /* canonical; a wildcard keeps its "*." */
+    bool wildcard;      /* "*.example.com": any name under example.com, not example.com */
+    int8_t strategy;    /* enum edge_strategy of its own, -1: the section's */
+    int8_t proxy_v2;    /* 1 or 0 of its own, -1: the section's */
+    int8_t signed_mode; /* enum edge_signed of its own, -1: the section's */
+    int line;           /* where it was set */
     struct edge_backend *backends;
     uint32_t nbackends;
     struct edge_route_live *live;
@@ -68,6 +74,7 @@ struct edge_route {
 struct edge_live {
     _Atomic uint32_t halfopen; /* accepted, first message not complete */
     _Atomic uint64_t rejects[EDGE_REJ_COUNT];
+    _Atomic uint64_t signed_results[SIGNKEY_RESULT_COUNT]; /* ferry_edge_signed_total */
 };
 
 struct config_edge {
@@ -75,15 +82,21 @@ struct config_edge {
     char origin[160]; /* "ferry.conf:12": the section header */
     enum edge_sniff sniff;
     enum edge_strategy strategy;
-    bool proxy_v2;          /* a PROXY v2 header to the backend first */
-    int32_t unknown;        /* route index for unknown hosts; -1: close */
-    char *unknown_name;     /* as written, resolved at the end of the section */
-    uint32_t first_byte_ms; /* first_byte_timeout */
-    uint32_t hello_ms;      /* hello_timeout: the whole first message */
-    uint32_t max_hello;     /* the Minecraft first-frame cap, bytes */
-    uint32_t max_halfopen;  /* this edge's half-open connections; 0: no cap */
-    uint32_t per_source;    /* concurrent connections per source; 0: no cap */
-    uint32_t rate, burst;   /* new connections per second per source (/32, /64); 0: off */
+    bool proxy_v2;                /* a PROXY v2 header to the backend first */
+    int32_t unknown;              /* route index for unknown hosts; -1: close */
+    char *unknown_name;           /* as written, resolved at the end of the section */
+    uint32_t first_byte_ms;       /* first_byte_timeout */
+    uint32_t hello_ms;            /* hello_timeout: the whole first message */
+    uint32_t max_hello;           /* the Minecraft first-frame cap, bytes */
+    uint32_t max_halfopen;        /* this edge's half-open connections; 0: no cap */
+    uint32_t per_source;          /* concurrent connections per source; 0: no cap */
+    uint32_t rate, burst;         /* new connections per second per source (/32, /64); 0: off */
+    enum edge_signed signed_mode; /* the routes' default */
+    char *signed_keys;            /* the keyring file, as written */
+    int signed_keys_line;
+    struct signkey_ring *ring; /* loaded at the end of the section; NULL: none */
+    uint32_t signed_skew;      /* seconds */
+    uint32_t signed_max_ttl;   /* seconds */
     struct edge_route *routes;
     uint32_t nroutes;
     struct edge_live *live;
@@ -118,5 +131,8 @@ int32_t edge_route_find(const struct config_edge *e, const char *host);
 const char *edge_reject_name(enum edge_reject r);
 const char *edge_result_name(enum edge_result r);
 const char *edge_sniff_name(enum edge_sniff s);
+const char *edge_signed_name(enum edge_signed m);
+/* Route r's signature requirement (its own, else the section's). */
+enum edge_signed edge_route_signed(const struct config_edge *e, const struct edge_route *r);
 
 #endif

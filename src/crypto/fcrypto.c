@@ -35,6 +35,21 @@ void fcrypto_tag2(uint8_t out[FCRYPTO_TAG_LEN], const uint8_t key[FCRYPTO_KEY_LE
     sodium_memzero(&st, sizeof(st));
 }
 
+void fcrypto_mac128(uint8_t out[FCRYPTO_MAC128_LEN], const uint8_t key[FCRYPTO_KEY_LEN],
+                    const void *msg, size_t len)
+{
+    crypto_generichash(out, FCRYPTO_MAC128_LEN, msg, len, key, FCRYPTO_KEY_LEN);
+}
+
+size_t fcrypto_base64_encode(char *out, size_t cap, const uint8_t *in, size_t n)
+{
+    size_t need = sodium_base64_ENCODED_LEN(n, sodium_base64_VARIANT_ORIGINAL);
+    if (cap < need)
+        return 0;
+    sodium_bin2base64(out, cap, in, n, sodium_base64_VARIANT_ORIGINAL);
+    return strlen(out);
+}
+
 uint64_t fcrypto_hash64(const uint8_t key[FCRYPTO_SHORTKEY_LEN], const void *data, size_t len)
 {
     uint8_t h[crypto_shorthash_BYTES];

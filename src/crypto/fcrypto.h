@@ -24,6 +24,10 @@ void fcrypto_random(void *buf, size_t len);
  * unambiguous separator (their lengths). */
 void fcrypto_tag2(uint8_t out[FCRYPTO_TAG_LEN], const uint8_t key[FCRYPTO_KEY_LEN], const void *a,
                   size_t alen, const void *b, size_t blen);
+/* Keyed BLAKE2b-128 of msg (signed host names: a 16-byte tag). */
+#define FCRYPTO_MAC128_LEN 16
+void fcrypto_mac128(uint8_t out[FCRYPTO_MAC128_LEN], const uint8_t key[FCRYPTO_KEY_LEN],
+                    const void *msg, size_t len);
 /* SipHash-2-4: a keyed 64-bit hash for hash tables an attacker can feed. */
 uint64_t fcrypto_hash64(const uint8_t key[FCRYPTO_SHORTKEY_LEN], const void *data, size_t len);
 /* Constant-time equality of two equal-length buffers. */
@@ -34,6 +38,9 @@ bool fcrypto_equal(const void *a, const void *b, size_t len);
  * alphabet, bad padding, or more than cap bytes), and then out is wiped,
  * since what was decoded may be part of a secret. */
 int fcrypto_base64_decode(uint8_t *out, size_t cap, size_t *outlen, const char *b64, size_t len);
+/* Padded RFC 4648 base64 of in[0..n) into out (cap bytes, NUL-ended):
+ * the length, or 0 when cap is under 4 * ceil(n / 3) + 1. */
+size_t fcrypto_base64_encode(char *out, size_t cap, const uint8_t *in, size_t n);
 /* Overwrite len bytes in a way the compiler may not drop (secrets). */
 void fcrypto_wipe(void *p, size_t len);
 

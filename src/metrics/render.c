@@ -609,6 +609,23 @@ static void render_edges(struct mtext *t, const struct config *cfg)
             mtext_printf(t, "} %llu\n", (unsigned long long)atomic_load(&e->live->rejects[r]));
         }
     }
+    bool keys = false;
+    for (uint32_t i = 0; i < cfg->nedges; i++)
+        keys |= cfg->edges[i].ring != NULL;
+    if (keys)
+        family(t, "ferry_edge_signed_total", "counter",
+               "Signed host names judged on routes that ask for one, by edge and result.");
+    for (uint32_t i = 0; i < cfg->nedges; i++) {
+        const struct config_edge *e = &cfg->edges[i];
+        if (!e->ring)
+            continue;
+        for (unsigned r = 0; r < SIGNKEY_RESULT_COUNT; r++) {
+            mtext_printf(t, "ferry_edge_signed_total");
+            edge_labels(t, e->name, "result", signkey_result_name((enum signkey_result)r));
+            mtext_printf(t, "} %llu\n",
+                         (unsigned long long)atomic_load(&e->live->signed_results[r]));
+        }
+    }
     family(t, "ferry_edge_halfopen", "gauge",
            "Edge connections accepted whose first message is not complete yet.");
     for (uint32_t i = 0; i < cfg->nedges; i++) {

@@ -105,6 +105,17 @@ struct mc_hello {
  */
 int mc_sniff(const uint8_t *buf, size_t len, size_t max_frame, bool idle, struct mc_hello *out);
 
+/*
+ * The first message of buf (a modern handshake h, as mc_sniff() described
+ * it) with its address String replaced by a[0..alen): frame length,
+ * packet id, protocol, the new address, then the original port and intent.
+ * Writes the new frame to out (cap bytes) and returns its length, or 0
+ * when it does not fit, h is not a modern handshake or alen is over
+ * MC_FRAME_MAX. Edge mode uses it to take a signature off the host.
+ */
+size_t mc_rewrite_addr(const uint8_t *buf, const struct mc_hello *h, const uint8_t *a, size_t alen,
+                       uint8_t *out, size_t cap);
+
 /* Short English text for an MC_E_* code (or a result) for logs; never NULL. */
 const char *mc_strerror(int code);
 

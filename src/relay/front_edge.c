@@ -14,9 +14,10 @@
  * It must not parse anything itself (the sniffers do), and it never puts
  * a client-supplied name anywhere but the access log (canonical LDH only,
  * so nothing there needs escaping); metrics carry configured names only.
- * Seams for later: signed host names would be checked between the sniff
- * and edge_route_find(); a status cache would answer intent 1 before the
- * dial.
+ * A route that asks for a signed host name (signed = hop | token) has it
+ * judged by edge/signkey.h between the route lookup and the dial, and the
+ * signature taken off the Minecraft handshake before the backend sees it.
+ * Seam for later: a status cache would answer intent 1 before the dial.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -24,16 +25,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "acl/limits.h"
 #include "config/config.h"
 #include "config/edge.h"
 #include "core/buf.h"
 #include "core/sock.h"
+#include "edge/signkey.h"
 #include "log/fields.h"
 #include "log/log.h"
 #include "proto/mcsniff.h"
 #include "proto/proxy.h"
+#include "proto/signhost.h"
 #include "proto/tlshello.h"
 #include "relay/front.h"
 #include "relay/outbound.h"
@@ -55,7 +59,12 @@ struct edge_sess {
     bool counted_active;     /* be->active holds this session */
     bool flood;              /* refused at accept by a flood limit: no access line */
     uint8_t sniffed;         /* EDGE_SNIFF_MC or _TLS once known; 0 (auto) before */
+    bool have_mh;            /* mh holds a modern Minecraft handshake */
+    bool vouched_set;        /* a hop signature named the client: vouched */
+    int8_t signed_result;    /* enum signkey_result; -1: not asked */
     uint64_t hello_deadline; /* loop ms */
+    struct addr vouched;
+    struct mc_hello mh;
     char host[HOSTNAME_MAX + 1];
 };
 
@@ -132,7 +141,7 @@ static size_t edge_log_fields(const struct conn *c, struct log_field *f, size_t 
                               size_t len)
 {
     const struct edge_sess *s = c->edge;
-    if (!s || room < 5)
+    if (!s || room < 7)
         return 0;
     snprintf(buf, len, "-");
     if (s->be)
@@ -144,6 +153,16 @@ static size_t edge_log_fields(const struct conn *c, struct log_field *f, size_t 
     f[n++] = (struct log_field)LOG_FSTR("backend", buf);
     f[n++] = (struct log_field)LOG_FSTR(
         "sniff", s->sniffed ? edge_sniff_name((enum edge_sniff)s->sniffed) : "-");
+    if (s->signed_result >= 0)
+        f[n++] = (struct log_field)LOG_FSTR(
+            "signed", signkey_result_name((enum signkey_result)s->signed_result));
+    if (s->vouched_set) {
+        size_t used = strlen(buf) + 1;
+        if (used < len) {
+            addr_format(&s->vouched, buf + used, len - used);
+            f[n++] = (struct log_field)LOG_FSTR("vouched", buf + used);
+        }
+    }
     return n;
 }
 
@@ -194,6 +213,76 @@ static struct edge_backend *edge_pick(const struct config_edge *e, const struct 
     return &b[t % n];
 }
 
+/* ---- signed host names ---------------------------------------------------- */
+
+/* The handshake in c's buffer with its address String replaced by
+ * a[0..alen) (never longer than before: a signature taken off). */
+static void edge_rewrite(struct conn *c, const uint8_t *a, size_t alen)
+{
+    struct edge_sess *s = c->edge;
+    struct buf *b = c->c2u.buf;
+    uint8_t out[MC_FRAME_MAX + 16];
+    size_t n = mc_rewrite_addr(buf_head(b), &s->mh, a, alen, out, sizeof(out));
+    if (!n || n > s->mh.msg_len)
+        return; /* cannot happen: the address only shrinks */
+    b->start += (uint32_t)(s->mh.msg_len - n);
+    memcpy(b->data + b->start, out, n);
+}
+
+/* Judge the signature route r asks for. SIGNKEY_OK: go on (the signature
+ * is off the handshake, and a hop signature's client is s->vouched). */
+static enum signkey_result edge_check_signed(struct conn *c, enum edge_signed mode)
+{
+    struct edge_sess *s = c->edge;
+    const struct config_edge *e = s->e;
+    const uint8_t *p = buf_head(c->c2u.buf);
+    struct signhost sh;
+    int pr = 0;
+    const char *bind = s->host;
+    size_t blen = strlen(s->host);
+    if (mode == EDGE_SIGNED_HOP && s->have_mh)
+        pr = signhost_parse_hop(p + s->mh.addr_off, s->mh.addr_len, &sh);
+    else if (mode == EDGE_SIGNED_TOKEN && (pr = signhost_parse_token(s->host, blen, &sh)) > 0) {
+        bind += sh.keep;
+        blen -= sh.keep;
+    }
+    enum signkey_result v = pr == 0 ? SIGNKEY_NO_SIG
+                            : pr < 0
+                                ? SIGNKEY_BAD_FORMAT
+                                : signkey_verify(e->ring, &sh, bind, blen, (uint64_t)time(NULL),
+                                                 e->signed_skew, e->signed_max_ttl);
+    atomic_fetch_add_explicit(&e->live->signed_results[v], 1, memory_order_relaxed);
+    s->signed_result = (int8_t)v;
+    if (v != SIGNKEY_OK || !s->have_mh)
+        return v;
+    if (mode == EDGE_SIGNED_HOP) {
+        s->vouched = sh.client;
+        s->vouched_set = true;
+        edge_rewrite(c, p + s->mh.addr_off, sh.keep);
+    } else { /* the domain, then what followed the host (Forge markers...) */
+        uint8_t a[MC_FRAME_MAX];
+        size_t tail = s->mh.addr_len - s->mh.host_raw_len;
+        if (blen + tail <= sizeof(a)) {
+            memcpy(a, bind, blen);
+            memcpy(a + blen, p + s->mh.addr_off + s->mh.host_raw_len, tail);
+            edge_rewrite(c, a, blen + tail);
+        }
+    }
+    return v;
+}
+
+/* The end reason of a refused signature (static: c->why keeps it). */
+static const char *edge_signed_why(enum signkey_result v)
+{
+    static const char *const why[SIGNKEY_RESULT_COUNT] = {
+        "signature:ok",          "signature:no-sig",  "signature:bad-format",
+        "signature:unknown-kid", "signature:expired", "signature:not-yet-valid",
+        "signature:too-long",    "signature:bad-tag", "signature:replayed",
+        "signature:replay-full",
+    };
+    return (unsigned)v < SIGNKEY_RESULT_COUNT ? why[v] : "signature";
+}
+
 static void edge_dial(struct conn *c, const char *host)
 {
     struct edge_sess *s = c->edge;
@@ -205,8 +294,17 @@ static void edge_dial(struct conn *c, const char *host)
         edge_reject(c, EDGE_REJ_UNKNOWN_HOST, "unknown-host");
         return;
     }
-    edge_halfopen_done(s);
     s->route = r;
+    enum edge_signed mode = edge_route_signed(e, &e->routes[r]);
+    if (mode != EDGE_SIGNED_OFF) {
+        enum signkey_result v = edge_check_signed(c, mode);
+        if (v != SIGNKEY_OK) {
+            s->route = -1;
+            edge_reject(c, EDGE_REJ_SIGNATURE, edge_signed_why(v));
+            return;
+        }
+    }
+    edge_halfopen_done(s);
     uint64_t now = loop_now(&c->w->loop);
     s->be = edge_pick(e, &e->routes[r], now);
     atomic_fetch_add_explicit(&s->be->active, 1, memory_order_relaxed);
@@ -222,6 +320,19 @@ static void edge_dial(struct conn *c, const char *host)
     conn_route(c, OUTBOUND_DIRECT, NULL, &s->be->addr, s->be->addr.port);
 }
 
+/* An IPv4 address as ::ffff:a.b.c.d; others unchanged. */
+static void edge_map6(struct addr *a)
+{
+    if (a->family != AF_INET)
+        return;
+    uint8_t v4[4];
+    memcpy(v4, a->ip, 4);
+    memset(a->ip, 0, 10);
+    a->ip[10] = a->ip[11] = 0xff;
+    memcpy(a->ip + 12, v4, 4);
+    a->family = AF_INET6;
+}
+
 /* The backend answered: the PROXY v2 header (naming the client and the
  * address it reached), then every byte read so far, then the relay. */
 static void edge_connected(struct conn *c)
@@ -235,7 +346,14 @@ static void edge_connected(struct conn *c)
         if (sock_local_addr(c->cli.fd, &dst))
             dst = c->client;
         addr_unmap(&dst);
-        size_t n = proxy_write_v2(hdr, sizeof(hdr), &c->client, &dst);
+        /* a hop signature's client is the one the front saw; of another
+         * family than dst, both go as IPv6 (IPv4-mapped) */
+        struct addr src = s->vouched_set ? s->vouched : c->client;
+        if (src.family != dst.family) {
+            edge_map6(&src);
+            edge_map6(&dst);
+        }
+        size_t n = proxy_write_v2(hdr, sizeof(hdr), &src, &dst);
         if (n && n <= b->start) {
             b->start -= (uint32_t)n;
             memcpy(b->data + b->start, hdr, n);
@@ -314,6 +432,10 @@ static int edge_sniff(struct conn *c)
         rc = mc_sniff(p, len, s->e->max_hello, s->idle, &mh);
         if (rc == MC_OK || rc == MC_LEGACY)
             memcpy(s->host, mh.host, mh.host_len + 1);
+        if (rc == MC_OK) {
+            s->mh = mh;
+            s->have_mh = true;
+        }
         if (rc == MC_NEED_MORE && !s->idle_armed && p[0] == 0xFE &&
             (len == 1 || (len == 2 && p[1] == 0x01))) {
             /* A bare legacy ping needs silence to be told from a frame. */
@@ -382,6 +504,7 @@ static void edge_start(struct conn *c)
     }
     s->e = e;
     s->route = -1;
+    s->signed_result = -1;
     c->edge = s;
     uint32_t h = atomic_fetch_add_explicit(&e->live->halfopen, 1, memory_order_relaxed);
     s->halfopen = true;
