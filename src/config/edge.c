@@ -50,6 +50,14 @@ const char *edge_sniff_name(enum edge_sniff s)
     return s == EDGE_SNIFF_MC ? "mc" : s == EDGE_SNIFF_TLS ? "tls" : "auto";
 }
 
+const char *edge_status_name(enum edge_status s)
+{
+    return s == EDGE_STATUS_CACHE     ? "cache"
+           : s == EDGE_STATUS_OFFLINE ? "offline"
+           : s == EDGE_STATUS_LEGACY  ? "legacy"
+                                      : "?";
+}
+
 const char *edge_signed_name(enum edge_signed m)
 {
     return m == EDGE_SIGNED_HOP ? "hop" : m == EDGE_SIGNED_TOKEN ? "token" : "off";
@@ -264,6 +272,10 @@ static void set_route(struct config_edge *e, char *v, const char *file, int line
     r->host = strdup(name);
     r->backends = calloc(list.n, sizeof(*r->backends));
     r->live = calloc(1, sizeof(*r->live));
+    if (r->live && pthread_mutex_init(&r->live->status_mu, NULL)) {
+        free(r->live);
+        r->live = NULL;
+    }
     if (!r->host || !r->backends || !r->live) {
         free(r->host);
         free(r->backends);
@@ -339,6 +351,27 @@ static int set_scalar(struct config_edge *e, const char *key, const char *v, con
         *(skew ? &e->signed_skew : &e->signed_max_ttl) = (uint32_t)(ms / 1000);
         return 0;
     }
+    if (!strcmp(key, "health_check")) {
+        *expect = "a duration (0s: off, or 1s to 1h)";
+        if (set_ms(&e->health_ms, v, 0, 3600000) || (e->health_ms && e->health_ms < 1000))
+            return -EINVAL;
+        return 0;
+    }
+    if (!strcmp(key, "status_cache")) {
+        *expect = "yes or no";
+        if (strcmp(v, "yes") && strcmp(v, "no"))
+            return -EINVAL;
+        e->status_cache = !strcmp(v, "yes");
+        return 0;
+    }
+    if (!strcmp(key, "offline_motd")) {
+        *expect = "text of 1 to 256 bytes";
+        if (!*v || strlen(v) > 256)
+            return -EINVAL;
+        free(e->offline_motd);
+        e->offline_motd = strdup(v);
+        return e->offline_motd ? 0 : -ENOMEM;
+    }
     if (!strcmp(key, "unknown")) {
         *expect = "close, or the host of one of this section's routes";
         free(e->unknown_name);
@@ -400,6 +433,7 @@ void config_edge_key(struct config *c, const char *key, const char *value, const
         else
             snprintf(path, sizeof(path), "%s", k);
         free(e->signed_keys);
+        free(e->offline_motd);
         e->signed_keys = strdup(path);
         e->signed_keys_line = line;
         return;
@@ -419,7 +453,7 @@ void config_edge_key(struct config *c, const char *key, const char *value, const
              "unknown key (known: listen, sniff, route, strategy, unknown, proxy_protocol, "
              "first_byte_timeout, hello_timeout, max_hello, max_halfopen, "
              "per_source_connections, per_source_rate, per_source_burst, signed, signed_keys, "
-             "signed_skew, signed_max_ttl)");
+             "signed_skew, signed_max_ttl, health_check, status_cache, offline_motd)");
     else if (rc)
         EBAD(errs, file, line, e, key, "'%.200s' is not valid (expected %s)", v, expect);
 }
@@ -434,6 +468,8 @@ bool config_edge_is_key(const char *key)
         "per_source_rate", "per_source_burst",
         "signed_keys",     "signed_skew",
         "signed_max_ttl",  "signed",
+        "health_check",    "status_cache",
+        "offline_motd",
     };
     for (size_t i = 0; i < sizeof(only) / sizeof(only[0]); i++)
         if (!strcmp(key, only[i]))
@@ -516,6 +552,16 @@ static void finish_one(struct config *c, struct config_edge *e, uint32_t idx, co
                          e->origin, e->name, n);
     }
     finish_signed(e, file, errs);
+    if ((e->status_cache || e->offline_motd) && e->sniff == EDGE_SNIFF_TLS)
+        msglist_push(errs,
+                     "%s: edge %s: status_cache and offline_motd answer Minecraft status: "
+                     "not with sniff = tls",
+                     e->origin, e->name);
+    else if ((e->status_cache || e->offline_motd) && !e->health_ms)
+        msglist_push(errs,
+                     "%s: edge %s: status_cache and offline_motd need health_check = INTERVAL "
+                     "(the checks fill the cache and say when no backend is up)",
+                     e->origin, e->name);
     if (e->first_byte_ms > e->hello_ms)
         e->first_byte_ms = e->hello_ms;
     if (e->rate && !e->burst)
@@ -551,12 +597,17 @@ void config_edge_free(struct config *c)
         for (uint32_t j = 0; j < e->nroutes; j++) {
             free(e->routes[j].host);
             free(e->routes[j].backends);
+            if (e->routes[j].live) {
+                pthread_mutex_destroy(&e->routes[j].live->status_mu);
+                free(e->routes[j].live->status);
+            }
             free(e->routes[j].live);
         }
         free(e->routes);
         free(e->live);
         free(e->unknown_name);
         free(e->signed_keys);
+        free(e->offline_motd);
         if (e->ring)
             fcrypto_wipe(e->ring, sizeof(*e->ring));
         free(e->ring);

@@ -15,6 +15,7 @@
 #ifndef FERRY_CONFIG_EDGE_H
 #define FERRY_CONFIG_EDGE_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -48,15 +49,28 @@ enum edge_reject {
     EDGE_REJ_COUNT
 };
 
+/* Minecraft status answered at the edge (ferry_edge_status_total). */
+enum edge_status { EDGE_STATUS_CACHE, EDGE_STATUS_OFFLINE, EDGE_STATUS_LEGACY, EDGE_STATUS_COUNT };
+
 struct edge_backend {
     struct addr addr;
+    _Atomic uint8_t check_down;     /* the last health check failed (health_check) */
     _Atomic uint32_t active;        /* sessions carried now (least-connections) */
     _Atomic uint64_t down_until_ms; /* a failed dial: skipped by first-healthy until then */
 };
 
 struct edge_route_live {
     _Atomic uint64_t results[EDGE_RES_COUNT];
-    _Atomic uint32_t turn; /* round-robin */
+    _Atomic uint32_t turn;        /* round-robin */
+    _Atomic int32_t client_proto; /* the protocol of the last status request (0: none yet) */
+    /* The status cache (status_cache = yes): the last Status Response
+     * JSON a health check got from a backend of this route. Written by
+     * worker 0's checks, copied out by sessions asking for status; the
+     * mutex guards these three only (not a data path: status pings). */
+    pthread_mutex_t status_mu;
+    char *status;
+    size_t status_len;
+    uint64_t status_ms; /* clock_ms() when fetched */
 };
 
 struct edge_route {
@@ -75,6 +89,7 @@ struct edge_live {
     _Atomic uint32_t halfopen; /* accepted, first message not complete */
     _Atomic uint64_t rejects[EDGE_REJ_COUNT];
     _Atomic uint64_t signed_results[SIGNKEY_RESULT_COUNT]; /* ferry_edge_signed_total */
+    _Atomic uint64_t status[EDGE_STATUS_COUNT];            /* ferry_edge_status_total */
 };
 
 struct config_edge {
@@ -97,13 +112,16 @@ struct config_edge {
     struct signkey_ring *ring; /* loaded at the end of the section; NULL: none */
     uint32_t signed_skew;      /* seconds */
     uint32_t signed_max_ttl;   /* seconds */
+    uint32_t health_ms;        /* health_check interval; 0: passive only */
+    bool status_cache;         /* answer Minecraft status from the checks' cache */
+    char *offline_motd;        /* status when no backend is up and nothing is cached */
     struct edge_route *routes;
     uint32_t nroutes;
     struct edge_live *live;
     struct addr listen[8]; /* its own listeners, added to config.listen at the end */
     uint32_t nlisten;
     int listen_line;
-    char seen[256]; /* "|key|...": keys set, for "set twice" */
+    char seen[512]; /* "|key|...": keys set, for "set twice" */
 };
 
 struct config;
@@ -132,6 +150,7 @@ const char *edge_reject_name(enum edge_reject r);
 const char *edge_result_name(enum edge_result r);
 const char *edge_sniff_name(enum edge_sniff s);
 const char *edge_signed_name(enum edge_signed m);
+const char *edge_status_name(enum edge_status s);
 /* Route r's signature requirement (its own, else the section's). */
 enum edge_signed edge_route_signed(const struct config_edge *e, const struct edge_route *r);
 

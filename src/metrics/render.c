@@ -581,6 +581,43 @@ static void edge_labels(struct mtext *t, const char *edge, const char *key, cons
     mtext_printf(t, "\"");
 }
 
+/* Edges with health checks: each backend's state, and the status
+ * answered at the edge. */
+static void render_edge_checks(struct mtext *t, const struct config *cfg)
+{
+    bool any = false;
+    for (uint32_t i = 0; i < cfg->nedges; i++)
+        any |= cfg->edges[i].health_ms != 0;
+    if (!any)
+        return;
+    family(t, "ferry_edge_backend_up", "gauge",
+           "1 when the last health check of an edge backend passed, by edge, route and backend.");
+    for (uint32_t i = 0; i < cfg->nedges; i++) {
+        const struct config_edge *e = &cfg->edges[i];
+        for (uint32_t j = 0; e->health_ms && j < e->nroutes; j++) {
+            for (uint32_t k = 0; k < e->routes[j].nbackends; k++) {
+                const struct edge_backend *b = &e->routes[j].backends[k];
+                char a[ADDR_STRLEN];
+                mtext_printf(t, "ferry_edge_backend_up");
+                edge_labels(t, e->name, "route", e->routes[j].host);
+                mtext_printf(t, ",backend=\"%s\"} %d\n", addr_format(&b->addr, a, sizeof(a)),
+                             !atomic_load(&b->check_down));
+            }
+        }
+    }
+    family(t, "ferry_edge_status_total", "counter",
+           "Minecraft status answered at the edge, by edge and source (cache, offline: "
+           "offline_motd, legacy: a legacy ping's canned reply).");
+    for (uint32_t i = 0; i < cfg->nedges; i++) {
+        const struct config_edge *e = &cfg->edges[i];
+        for (unsigned k = 0; e->health_ms && k < EDGE_STATUS_COUNT; k++) {
+            mtext_printf(t, "ferry_edge_status_total");
+            edge_labels(t, e->name, "result", edge_status_name((enum edge_status)k));
+            mtext_printf(t, "} %llu\n", (unsigned long long)atomic_load(&e->live->status[k]));
+        }
+    }
+}
+
 static void render_edges(struct mtext *t, const struct config *cfg)
 {
     if (!cfg || !cfg->nedges)
@@ -626,6 +663,7 @@ static void render_edges(struct mtext *t, const struct config *cfg)
                          (unsigned long long)atomic_load(&e->live->signed_results[r]));
         }
     }
+    render_edge_checks(t, cfg);
     family(t, "ferry_edge_halfopen", "gauge",
            "Edge connections accepted whose first message is not complete yet.");
     for (uint32_t i = 0; i < cfg->nedges; i++) {

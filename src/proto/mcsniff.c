@@ -12,10 +12,7 @@
 
 #include <string.h>
 
-/* Read a VarInt from p[0..avail): > 0 bytes used, 0 when avail ran out
- * first, MC_E_VARINT when a 5th byte carries bits past the int32 range or
- * asks for a 6th. Non-minimal encodings are read as the server reads them. */
-static int varint(const uint8_t *p, size_t avail, uint32_t *v)
+int mc_varint_get(const uint8_t *p, size_t avail, uint32_t *v)
 {
     uint32_t acc = 0;
     for (unsigned i = 0; i < MC_VARINT_MAX; i++) {
@@ -36,7 +33,7 @@ static int varint(const uint8_t *p, size_t avail, uint32_t *v)
 /* A VarInt inside a complete frame: running out is MC_E_FRAME. */
 static int field_varint(const uint8_t *p, size_t avail, uint32_t *v)
 {
-    int n = varint(p, avail, v);
+    int n = mc_varint_get(p, avail, v);
     return n == 0 ? MC_E_FRAME : n;
 }
 
@@ -353,40 +350,6 @@ int mc_sniff(const uint8_t *buf, size_t len, size_t max_frame, bool idle, struct
         }
     }
     return sniff_modern(buf, len, cap, out);
-}
-
-static size_t put_varint(uint8_t *p, uint32_t v)
-{
-    size_t n = 0;
-    do {
-        uint8_t b = v & 0x7f;
-        v >>= 7;
-        p[n++] = (uint8_t)(b | (v ? 0x80 : 0));
-    } while (v);
-    return n;
-}
-
-size_t mc_rewrite_addr(const uint8_t *buf, const struct mc_hello *h, const uint8_t *a, size_t alen,
-                       uint8_t *out, size_t cap)
-{
-    if (h->kind != MC_MODERN || alen > MC_FRAME_MAX || h->addr_off + h->addr_len > h->msg_len)
-        return 0;
-    size_t tail = h->msg_len - h->addr_off - h->addr_len; /* port and intent */
-    uint8_t head[1 + 2 * MC_VARINT_MAX];
-    size_t hn = 0;
-    head[hn++] = 0x00;
-    hn += put_varint(head + hn, (uint32_t)h->protocol);
-    hn += put_varint(head + hn, (uint32_t)alen);
-    size_t body = hn + alen + tail;
-    uint8_t len[MC_VARINT_MAX];
-    size_t ln = put_varint(len, (uint32_t)body);
-    if (ln + body > cap)
-        return 0;
-    memcpy(out, len, ln);
-    memcpy(out + ln, head, hn);
-    memcpy(out + ln + hn, a, alen);
-    memcpy(out + ln + hn + alen, buf + h->addr_off + h->addr_len, tail);
-    return ln + body;
 }
 
 const char *mc_strerror(int code)

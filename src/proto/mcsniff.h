@@ -105,16 +105,10 @@ struct mc_hello {
  */
 int mc_sniff(const uint8_t *buf, size_t len, size_t max_frame, bool idle, struct mc_hello *out);
 
-/*
- * The first message of buf (a modern handshake h, as mc_sniff() described
- * it) with its address String replaced by a[0..alen): frame length,
- * packet id, protocol, the new address, then the original port and intent.
- * Writes the new frame to out (cap bytes) and returns its length, or 0
- * when it does not fit, h is not a modern handshake or alen is over
- * MC_FRAME_MAX. Edge mode uses it to take a signature off the host.
- */
-size_t mc_rewrite_addr(const uint8_t *buf, const struct mc_hello *h, const uint8_t *a, size_t alen,
-                       uint8_t *out, size_t cap);
+/* Read a VarInt from p[0..avail): > 0 bytes used, 0 when avail ran out
+ * first, MC_E_VARINT when a 5th byte carries bits past the int32 range or
+ * asks for a 6th. Non-minimal encodings are read as the server reads them. */
+int mc_varint_get(const uint8_t *p, size_t avail, uint32_t *v);
 
 /* Short English text for an MC_E_* code (or a result) for logs; never NULL. */
 const char *mc_strerror(int code);

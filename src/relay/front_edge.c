@@ -35,10 +35,12 @@
 #include "edge/signkey.h"
 #include "log/fields.h"
 #include "log/log.h"
+#include "proto/mcframe.h"
 #include "proto/mcsniff.h"
 #include "proto/proxy.h"
 #include "proto/signhost.h"
 #include "proto/tlshello.h"
+#include "relay/edge_sess.h"
 #include "relay/front.h"
 #include "relay/outbound.h"
 #include "relay/session.h"
@@ -47,26 +49,6 @@
 #define EDGE_IDLE_MS       300  /* "FE" or "FE 01" then this much silence: a legacy ping */
 #define EDGE_BACKEND_DOWN  5000 /* a failed dial: first-healthy skips the backend this long */
 #define EDGE_LIMIT_ENTRIES 65536
-
-struct edge_sess {
-    const struct config_edge *e;
-    int32_t route;           /* -1 while none */
-    struct edge_backend *be; /* the backend dialled, NULL while none */
-    bool halfopen;           /* counted in e->live->halfopen */
-    bool src_tracked;        /* counted in the per-source table */
-    bool got_first;          /* a byte came: the hello deadline runs */
-    bool idle_armed, idle;   /* the short legacy-ping timer, and it fired */
-    bool counted_active;     /* be->active holds this session */
-    bool flood;              /* refused at accept by a flood limit: no access line */
-    uint8_t sniffed;         /* EDGE_SNIFF_MC or _TLS once known; 0 (auto) before */
-    bool have_mh;            /* mh holds a modern Minecraft handshake */
-    bool vouched_set;        /* a hop signature named the client: vouched */
-    int8_t signed_result;    /* enum signkey_result; -1: not asked */
-    uint64_t hello_deadline; /* loop ms */
-    struct addr vouched;
-    struct mc_hello mh;
-    char host[HOSTNAME_MAX + 1];
-};
 
 /* ---- per-source limits: one table for all workers and edges ------------- */
 
@@ -96,7 +78,7 @@ static void edge_count_reject(struct conn *c, enum edge_reject r)
     atomic_fetch_add_explicit(&c->edge->e->live->rejects[r], 1, memory_order_relaxed);
 }
 
-static void edge_halfopen_done(struct edge_sess *s)
+void edge_halfopen_done(struct edge_sess *s)
 {
     if (s->halfopen) {
         atomic_fetch_sub_explicit(&s->e->live->halfopen, 1, memory_order_relaxed);
@@ -180,21 +162,35 @@ static void edge_end(struct conn *c)
     }
     if (s->counted_active)
         atomic_fetch_sub_explicit(&s->be->active, 1, memory_order_relaxed);
+    free(s->json);
     free(s);
     c->edge = NULL;
 }
 
 /* ---- routing and the dial ------------------------------------------------- */
 
+/* A backend the active checks have not marked down. */
+static bool edge_checked_up(const struct edge_backend *b)
+{
+    return !atomic_load_explicit(&b->check_down, memory_order_relaxed);
+}
+
+/* The route's backend by the strategy, among those not marked down by a
+ * health check (all of them when every one is): first-healthy also skips
+ * one whose dial failed in the last EDGE_BACKEND_DOWN ms. */
 static struct edge_backend *edge_pick(const struct config_edge *e, const struct edge_route *r,
                                       uint64_t now)
 {
     struct edge_backend *b = r->backends;
     uint32_t n = r->nbackends;
+    bool any = false;
+    for (uint32_t i = 0; i < n && !any; i++)
+        any = edge_checked_up(&b[i]);
     enum edge_strategy st = r->strategy >= 0 ? (enum edge_strategy)r->strategy : e->strategy;
     if (st == EDGE_FIRST_HEALTHY) {
         for (uint32_t i = 0; i < n; i++)
-            if (atomic_load_explicit(&b[i].down_until_ms, memory_order_relaxed) <= now)
+            if ((!any || edge_checked_up(&b[i])) &&
+                atomic_load_explicit(&b[i].down_until_ms, memory_order_relaxed) <= now)
                 return &b[i];
         return &b[0];
     }
@@ -202,7 +198,7 @@ static struct edge_backend *edge_pick(const struct config_edge *e, const struct 
         uint32_t best = 0, load = UINT32_MAX;
         for (uint32_t i = 0; i < n; i++) {
             uint32_t a = atomic_load_explicit(&b[i].active, memory_order_relaxed);
-            if (a < load) {
+            if (a < load && (!any || edge_checked_up(&b[i]))) {
                 load = a;
                 best = i;
             }
@@ -210,6 +206,9 @@ static struct edge_backend *edge_pick(const struct config_edge *e, const struct 
         return &b[best];
     }
     uint32_t t = atomic_fetch_add_explicit(&r->live->turn, 1, memory_order_relaxed);
+    for (uint32_t k = 0; any && k < n; k++)
+        if (edge_checked_up(&b[(t + k) % n]))
+            return &b[(t + k) % n];
     return &b[t % n];
 }
 
@@ -227,6 +226,7 @@ static void edge_rewrite(struct conn *c, const uint8_t *a, size_t alen)
         return; /* cannot happen: the address only shrinks */
     b->start += (uint32_t)(s->mh.msg_len - n);
     memcpy(b->data + b->start, out, n);
+    s->mh.msg_len = n; /* the offsets inside it are the old message's: not used again */
 }
 
 /* Judge the signature route r asks for. SIGNKEY_OK: go on (the signature
@@ -304,6 +304,8 @@ static void edge_dial(struct conn *c, const char *host)
             return;
         }
     }
+    if (edge_serve_status(c, &e->routes[r]))
+        return;
     edge_halfopen_done(s);
     uint64_t now = loop_now(&c->w->loop);
     s->be = edge_pick(e, &e->routes[r], now);
@@ -432,10 +434,9 @@ static int edge_sniff(struct conn *c)
         rc = mc_sniff(p, len, s->e->max_hello, s->idle, &mh);
         if (rc == MC_OK || rc == MC_LEGACY)
             memcpy(s->host, mh.host, mh.host_len + 1);
-        if (rc == MC_OK) {
+        if (rc == MC_OK || rc == MC_LEGACY)
             s->mh = mh;
-            s->have_mh = true;
-        }
+        s->have_mh = rc == MC_OK;
         if (rc == MC_NEED_MORE && !s->idle_armed && p[0] == 0xFE &&
             (len == 1 || (len == 2 && p[1] == 0x01))) {
             /* A bare legacy ping needs silence to be told from a frame. */
@@ -451,6 +452,11 @@ static int edge_sniff(struct conn *c)
     }
     if (rc == 0)
         return 0;
+    if (rc == MC_LEGACY && s->sniffed == EDGE_SNIFF_MC && s->e->status_cache) {
+        int32_t r = s->host[0] ? edge_route_find(s->e, s->host) : -1;
+        edge_serve_legacy(c, r >= 0 ? &s->e->routes[r] : NULL);
+        return 1;
+    }
     edge_dial(c, s->host);
     return 1;
 }
@@ -459,6 +465,10 @@ static void edge_drive(struct conn *c, uint32_t up_events)
 {
     (void)up_events;
     struct edge_sess *s = c->edge;
+    if (s->serving) {
+        edge_serve_drive(c);
+        return;
+    }
     int rc = conn_read_handshake(c);
     if (rc) {
         conn_close_err(c, "client-error", rc);
@@ -480,6 +490,10 @@ static void edge_drive(struct conn *c, uint32_t up_events)
 static void edge_timeout(struct conn *c)
 {
     struct edge_sess *s = c->edge;
+    if (s->serving) {
+        edge_serve_timeout(c);
+        return;
+    }
     if (s->idle_armed && !s->idle && loop_now(&c->w->loop) < s->hello_deadline) {
         s->idle = true;
         loop_timer_arm_at(&c->w->loop, &c->timer, s->hello_deadline);

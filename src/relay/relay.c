@@ -16,6 +16,7 @@
 #include "config/config.h"
 #include "core/sock.h"
 #include "log/log.h"
+#include "relay/edge_check.h"
 #include "relay/front.h"
 #include "relay/h2conn.h"
 #include "relay/h2rev.h"
@@ -74,6 +75,8 @@ static void relay_worker_fini(struct worker *w)
 {
     outbound_checks_stop(w->ob_checks);
     w->ob_checks = NULL;
+    edge_checks_stop(w->edge_checks);
+    w->edge_checks = NULL;
     udp_worker_fini(w);
     http_pool_fini(w);
     outbound_h2_worker_fini(w);
@@ -90,11 +93,13 @@ static void relay_worker_fini(struct worker *w)
  * credential cache and result port, once the pool exists. */
 static void relay_config_changed(struct worker *w)
 {
-    /* The pools' health checks run on worker 0 only, for the newest
+    /* The pools' and edges' health checks run on worker 0 only, for the newest
      * configuration: those of the one before stop (its health is its own). */
     if (w->id == 0) {
         outbound_checks_stop(w->ob_checks);
         w->ob_checks = outbound_checks_start(w, w->cur->cfg);
+        edge_checks_stop(w->edge_checks);
+        w->edge_checks = edge_checks_start(w, w->cur->cfg);
     }
     /* HTTP/2 connections opened under the former configuration say
      * GOAWAY: their open streams finish, new ones come on a new

@@ -37,6 +37,7 @@ struct conn;
 struct upstream_pool;
 struct udp_worker;
 struct ob_checks;
+struct edge_checks;
 struct h2out_set;
 
 enum worker_cmd {
@@ -126,6 +127,7 @@ struct worker {
     struct auth_worker *auth;             /* auth/, or NULL */
     struct udp_worker *udp;               /* udp/, or NULL until needed */
     struct ob_checks *ob_checks;          /* relay/'s pool health checks (worker 0), or NULL */
+    struct edge_checks *edge_checks;      /* relay/'s edge backend checks (worker 0), or NULL */
     struct h2out_set *h2out;              /* relay/'s HTTP/2 parent connections, or NULL */
     struct upstream_pool *http;           /* relay/'s HTTP upstream pool, or NULL until needed */
     struct listener *listeners;

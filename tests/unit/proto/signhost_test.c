@@ -9,6 +9,7 @@
  */
 #include "harness.h"
 
+#include "proto/mcframe.h"
 #include "proto/mcsniff.h"
 #include "proto/signhost.h"
 

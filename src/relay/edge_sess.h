@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * edge_sess.h: what an edge-mode session holds beside its struct conn
+ * (c->edge), shared by the two files of edge mode's front: front_edge.c
+ * (accept, sniff, signature, route, dial) and edge_serve.c (Minecraft
+ * status answered at the edge). Nothing else includes it.
+ */
+#ifndef FERRY_RELAY_EDGE_SESS_H
+#define FERRY_RELAY_EDGE_SESS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config/edge.h"
+#include "proto/mcsniff.h"
+#include "util/addr.h"
+
+struct conn;
+
+struct edge_sess {
+    const struct config_edge *e;
+    int32_t route;           /* -1 while none */
+    struct edge_backend *be; /* the backend dialled, NULL while none */
+    bool halfopen;           /* counted in e->live->halfopen */
+    bool src_tracked;        /* counted in the per-source table */
+    bool got_first;          /* a byte came: the hello deadline runs */
+    bool idle_armed, idle;   /* the short legacy-ping timer, and it fired */
+    bool counted_active;     /* be->active holds this session */
+    bool flood;              /* refused at accept by a flood limit: no access line */
+    uint8_t sniffed;         /* EDGE_SNIFF_MC or _TLS once known; 0 (auto) before */
+    bool have_mh;            /* mh holds a modern Minecraft handshake */
+    bool vouched_set;        /* a hop signature named the client: vouched */
+    int8_t signed_result;    /* enum signkey_result; -1: not asked */
+    bool serving;            /* edge_serve.c answers the client itself */
+    bool answered;           /* ... and has sent the status */
+    uint64_t hello_deadline; /* loop ms */
+    const char *done_why;    /* serving: the end reason once answered */
+    char *json;              /* serving: the status JSON to send (heap) */
+    size_t json_len;
+    struct addr vouched;
+    struct mc_hello mh;
+    char host[HOSTNAME_MAX + 1];
+};
+
+/* Take the halfopen count off (the first message is complete). */
+void edge_halfopen_done(struct edge_sess *s);
+
+/* edge_serve.c: a modern status request (intent 1) for route r, answered
+ * from the route's cache or the edge's offline_motd when the edge can
+ * (status_cache, offline_motd and the backends' health decide). true: it
+ * took the session over. */
+bool edge_serve_status(struct conn *c, const struct edge_route *r);
+/* A legacy ping (mh.kind), answered at once (r: its route, or NULL), then
+ * closed. */
+void edge_serve_legacy(struct conn *c, const struct edge_route *r);
+/* Events and the timer of a session being served. */
+void edge_serve_drive(struct conn *c);
+void edge_serve_timeout(struct conn *c);
+
+#endif
