@@ -2,7 +2,9 @@
 # ferry in a container: Debian 12 slim, built in two stages. The first
 # builds the Debian package with `make deb` (the same package as on a host,
 # lintian-checked); the second installs it, so the runtime libraries are the
-# package's own Depends and the system user `ferry` comes from its postinst.
+# package's own Depends. The user `ferry` is made first with a fixed uid and
+# gid (10001), so that the package's postinst keeps it and an orchestrator
+# can check the numeric USER (Kubernetes' runAsNonRoot needs a number).
 #
 #   docker build -t ferry .
 #   docker run -d --name ferry -p 1080:1080 --stop-timeout 45 \
@@ -30,12 +32,15 @@ RUN make deb DEB_OUT=/dist
 FROM debian:12-slim
 ENV DEBIAN_FRONTEND=noninteractive
 COPY --from=build /dist/ /tmp/dist/
-RUN apt-get update \
+RUN groupadd --gid 10001 ferry \
+ && useradd --uid 10001 --gid ferry --no-create-home --home-dir /nonexistent \
+      --shell /usr/sbin/nologin ferry \
+ && apt-get update \
  && apt-get install -y --no-install-recommends /tmp/dist/ferry_*.deb \
  && rm -rf /tmp/dist /var/lib/apt/lists/*
 COPY contrib/docker/ferry.conf /etc/ferry/ferry.conf
 VOLUME ["/etc/ferry"]
-USER ferry
+USER 10001:10001
 EXPOSE 1080/tcp 9090/tcp
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
   CMD ["/bin/bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/9090 && printf 'GET /healthz HTTP/1.0\\r\\n\\r\\n' >&3 && read -r status <&3 && [[ $status == HTTP/1.?' 200'* ]]"]
