@@ -338,7 +338,7 @@ deb: deps-deb
 	  echo " -- $$(sed -n 's/^Maintainer: //p' debian/control)  $$(LC_ALL=C date -R -u -d @$$when)"; \
 	} >$$src/debian/changelog; \
 	echo "deb: dpkg-buildpackage -b in $$src (its log is shown if it fails)"; \
-	( cd $$src && DEB_BUILD_OPTIONS="parallel=2 $${DEB_BUILD_OPTIONS:-}" \
+	( cd $$src && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL DEB_BUILD_OPTIONS="parallel=2 $${DEB_BUILD_OPTIONS:-}" \
 	  dpkg-buildpackage -b -us -uc >$$work/build.log 2>&1 ) || { tail -n 80 $$work/build.log; exit 1; }; \
 	mkdir -p $$out; cp $$work/ferry_$(VERSION)_*.deb $$out/; \
 	echo "deb: $(DEB_FILE)"; \
