@@ -5,7 +5,7 @@ it holds what an operator expects: the binary (of the version in
 src/version.h, linked against the libraries its Depends names), both
 systemd units reading /etc/ferry/ferry.conf, that file as a conffile, the
 man pages, the docs, a DEP-5 copyright and a postinst that creates the
-system user `ferry`.
+system user `ferry` (its postinst run in a private mount namespace too).
 
 Slow on purpose (about a minute on 2 cores: dpkg-buildpackage compiles the
 release build with LTO): the package is built once for the module.
@@ -138,3 +138,32 @@ def test_build_depends_names_every_build_package():
     build_deps = {d.strip().split()[0] for d in m.group(1).split(",") if d.strip()}
     dev = {p for p in makefile_list("BUILD_PKGS") if p.endswith("-dev")}
     assert dev <= build_deps, dev - build_deps
+
+
+def test_postinst_creates_the_system_user(tmp_path):
+    """debian/postinst configure, run twice in a private mount namespace
+    over a copy of /etc (the host's accounts are never touched): a system
+    user and group `ferry` with no home and no login, made once."""
+    if not shutil.which("unshare") or not shutil.which("adduser"):
+        pytest.skip("unshare (util-linux) and adduser are needed")
+    script = f"""set -e
+cp -a /etc {tmp_path}/etc
+sed -i '/^ferry:/d' {tmp_path}/etc/passwd {tmp_path}/etc/group {tmp_path}/etc/shadow {tmp_path}/etc/gshadow
+mount --bind {tmp_path}/etc /etc
+sh {REPO_ROOT}/debian/postinst configure
+sh {REPO_ROOT}/debian/postinst configure
+grep -c '^ferry:' /etc/passwd
+getent passwd ferry
+getent group ferry
+"""
+    r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script], capture_output=True,
+                       text=True, timeout=60, stdin=subprocess.DEVNULL)
+    if r.returncode != 0 and "unshare" in r.stderr and ("Operation not permitted" in r.stderr):
+        pytest.skip(f"no private mount namespace here: {r.stderr.strip()[:200]}")
+    assert r.returncode == 0, r.stdout + r.stderr
+    count, pw, gr = r.stdout.strip().splitlines()[-3:]
+    assert count == "1", r.stdout  # the second run made no second user
+    name, _, uid, gid, _, home, shell = pw.split(":")
+    assert name == "ferry" and 0 < int(uid) < 1000, pw  # a system user
+    assert home == "/nonexistent" and shell.endswith("/nologin"), pw
+    assert gr.split(":")[0] == "ferry" and gr.split(":")[2] == gid, (pw, gr)
