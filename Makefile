@@ -12,6 +12,9 @@
 #   make bench      the standard `ferry bench` suite on ferry alone
 #   make bench-compare   ferry against peer proxies from Debian (build/bench/benchmarks.md)
 #   make micro-bench   ns per parse of the edge sniffers (proto/mcsniff, proto/tlshello)
+#   make deb        a Debian package dist/ferry_VERSION_amd64.deb (debhelper), built
+#                   from a copy of the tree in a temporary directory, checked
+#                   with lintian (errors fail)
 #   make install    install ferry, its man pages, the sample config and the
 #                   systemd units under $(DESTDIR)$(PREFIX) (default /usr/local);
 #                   the configuration goes to /etc/ferry/ferry.conf whatever
@@ -30,8 +33,9 @@ FUZZ_SECONDS ?= 5
 BUILD_PKGS := gcc make pkg-config libsodium-dev libc-ares-dev libinih-dev libssl-dev libnghttp2-dev
 TEST_PKGS  := libcmocka-dev python3-pytest python3-socks openssh-server python3-h11 python3-h2 curl haproxy iproute2 \
               dante-server tinyproxy squid-openssl \
-              universal-ctags stunnel4 openssl nghttp2-proxy chromium
+              universal-ctags stunnel4 openssl nghttp2-proxy chromium python3-yaml
 LINT_PKGS  := clang-format cppcheck groff-base universal-ctags
+DEB_PKGS   := debhelper dpkg-dev fakeroot lintian
 
 PKGS_LIBS  := libsodium libcares inih libssl libcrypto libnghttp2
 
@@ -73,7 +77,7 @@ REPLAY_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/san/replay/%)
 FUZZ_BIN  := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 
 .PHONY: all run test unit e2e fuzz-smoke fuzz replay clang-check lint format clean \
-        deps-build deps-test deps-lint bench bench-compare micro-bench install uninstall FORCE
+        deps-build deps-test deps-lint deps-deb deb bench bench-compare micro-bench install uninstall FORCE
 .DEFAULT_GOAL := all
 
 all: ferry
@@ -103,6 +107,8 @@ deps-test: deps-build
 	$(call need_pkgs,$(TEST_PKGS))
 deps-lint:
 	$(call need_pkgs,$(LINT_PKGS))
+deps-deb: deps-build
+	$(call need_pkgs,$(DEB_PKGS))
 
 # ---- release -----------------------------------------------------------------
 ferry: $(REL_OBJ)
@@ -300,6 +306,43 @@ uninstall:
 	  $(DESTDIR)$(MANDIR)/man5/ferry.conf.5 $(DESTDIR)$(DOCDIR)/ferry.conf.example \
 	  $(DESTDIR)$(UNITDIR)/ferry.service $(DESTDIR)$(UNITDIR)/ferry@.service
 	@echo "left $(DESTDIR)$(SYSCONFDIR)/ferry in place (your configuration)"
+
+# ---- Debian package ----------------------------------------------------------
+# The version is FERRY_VERSION in src/version.h, the one source of it; the
+# package is native (debian/ lives here), so the file is
+# $(DEB_OUT)/ferry_VERSION_ARCH.deb. dpkg-buildpackage runs on a copy of the
+# tree (the files git tracks or would track; without git, all but build
+# output) in a temporary directory: build/ and ./ferry are never touched.
+# debian/changelog is written there from the version and the last commit's
+# date. lintian then checks the package: an error fails `make deb`.
+VERSION  := $(shell sed -n 's/^\#define FERRY_VERSION "\(.*\)"$$/\1/p' src/version.h)
+DEB_OUT  ?= dist
+DEB_ARCH  = $(shell dpkg --print-architecture)
+DEB_FILE  = $(DEB_OUT)/ferry_$(VERSION)_$(DEB_ARCH).deb
+
+deb: deps-deb
+	@set -e; out=$$(realpath -m $(DEB_OUT)); \
+	work=$$(mktemp -d "$${TMPDIR:-/tmp}/ferry-deb.XXXXXX"); trap 'rm -rf "$$work"' EXIT; \
+	src=$$work/ferry-$(VERSION); mkdir -p $$src; \
+	if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+	  git ls-files -z --cached --others --exclude-standard | \
+	    xargs -0 -r sh -c 'for f; do [ -f "$$f" ] && printf "%s\0" "$$f"; done' sh | \
+	    tar --null -T - -cf - | tar -xf - -C $$src; \
+	  when=$$(git log -1 --format=%ct 2>/dev/null || date +%s); \
+	else \
+	  tar --exclude=./$(BUILD) --exclude=./ferry --exclude=./$(DEB_OUT) -cf - . | tar -xf - -C $$src; \
+	  when=$$(date +%s); \
+	fi; \
+	{ echo "ferry ($(VERSION)) unstable; urgency=medium"; echo; \
+	  echo "  * ferry $(VERSION); its changes are in /usr/share/doc/ferry/changelog.gz."; echo; \
+	  echo " -- $$(sed -n 's/^Maintainer: //p' debian/control)  $$(LC_ALL=C date -R -u -d @$$when)"; \
+	} >$$src/debian/changelog; \
+	echo "deb: dpkg-buildpackage -b in $$src (its log is shown if it fails)"; \
+	( cd $$src && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL DEB_BUILD_OPTIONS="parallel=2 $${DEB_BUILD_OPTIONS:-}" \
+	  dpkg-buildpackage -b -us -uc >$$work/build.log 2>&1 ) || { tail -n 80 $$work/build.log; exit 1; }; \
+	mkdir -p $$out; cp $$work/ferry_$(VERSION)_*.deb $$out/; \
+	echo "deb: $(DEB_FILE)"; \
+	echo "deb: lintian"; lintian --fail-on error --display-info $$out/ferry_$(VERSION)_$(DEB_ARCH).deb
 
 format:
 	clang-format -i $(SRC) $(HDR) $(UNIT_SRC) $(UNIT_HDR) $(FUZZ_SRC) tests/fuzz/replay.c

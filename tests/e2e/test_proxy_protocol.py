@@ -9,9 +9,7 @@ limits.per_ip applied to the address in the header; configuration errors.
 
 from __future__ import annotations
 
-import shutil
 import socket
-import subprocess
 import time
 
 import pytest
@@ -28,8 +26,6 @@ from ferrylib import (
     socks_connect,
 )
 from opslib import (
-    free_port,
-    listening_inodes,
     metrics_addr,
     proxy_v1,
     proxy_v2,
@@ -37,9 +33,10 @@ from opslib import (
     scrape,
     wait_until,
 )
+from haproxylib import haproxy as run_haproxy
+from haproxylib import need_haproxy
 from policylib import closed_without_reply, connect_raw
 
-HAPROXY = "/usr/sbin/haproxy"
 V2, V1 = 0, 1  # index of the listener in the configurations below
 
 PP_LISTEN = "127.0.0.1:0 proxy_protocol=v2, 127.0.0.1:0 proxy_protocol=v1"
@@ -119,48 +116,20 @@ backend be_v1
 def behind_haproxy(module_ferry, tmp_path_factory):
     """ferry with a v2 and a v1 listener trusting 127.0.0.1, rules that allow
     127.0.0.2 only; HAProxy in front of each listener."""
-    if not (shutil.which("haproxy") or shutil.which(HAPROXY)):
-        pytest.skip("HAProxy is not installed (/usr/sbin/haproxy)")
-    haproxy = shutil.which("haproxy") or HAPROXY
+    need_haproxy()
     f = module_ferry(
         config={"listen": PP_LISTEN, "proxy_protocol_from": "127.0.0.1", "access_log": "yes"},
         listens=(),
         extra="[rules]\nallow from 127.0.0.2\ndeny\n",
     )
     assert len(f.listeners) == 2, f.listeners
-    d = tmp_path_factory.mktemp("haproxy")
-    proc = None
-    for _ in range(5):  # a port picked free may be taken before HAProxy binds it
-        fe2, fe1 = free_port(), free_port()
-        if fe1 == fe2:
-            continue
-        cfg = d / "haproxy.cfg"
-        cfg.write_text(HAPROXY_CFG.format(fe2=fe2, fe1=fe1, be2=f.listeners[V2].port, be1=f.listeners[V1].port))
-        chk = subprocess.run([haproxy, "-c", "-f", str(cfg)], capture_output=True, timeout=20)
-        assert chk.returncode == 0, chk.stdout.decode() + chk.stderr.decode()
-        log = open(d / "haproxy.log", "wb")
-        proc = subprocess.Popen([haproxy, "-db", "-f", str(cfg)], stdin=subprocess.DEVNULL, stdout=log,
-                                stderr=log)
-        log.close()
-        try:
-            wait_until(lambda: proc.poll() is not None or len(listening_inodes(proc.pid)) >= 2, 10,
-                       "HAProxy listening")
-        except AssertionError:
-            proc.kill()
-            proc.wait(10)
-            raise
-        if proc.poll() is None:
-            break
-        proc = None
-    assert proc is not None, "HAProxy did not start:\n" + (d / "haproxy.log").read_text(errors="replace")
-    f.fronts = {"v2": ("127.0.0.1", fe2), "v1": ("127.0.0.1", fe1)}
-    yield f
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(10)
+
+    def render(ports):
+        return HAPROXY_CFG.format(fe2=ports[0], fe1=ports[1], be2=f.listeners[V2].port, be1=f.listeners[V1].port)
+
+    with run_haproxy(tmp_path_factory.mktemp("haproxy"), render, fronts=2) as (_, (fe2, fe1)):
+        f.fronts = {"v2": ("127.0.0.1", fe2), "v1": ("127.0.0.1", fe1)}
+        yield f
 
 
 @pytest.mark.parametrize("version", ["v2", "v1"])

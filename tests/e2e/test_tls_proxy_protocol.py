@@ -8,9 +8,9 @@ with the ClientHello loses no byte of it; the per-address handshake budget
 counts the address in the header; an untrusted peer is refused as on a
 plain listener."""
 
+import contextlib
 import hashlib
 import select
-import shutil
 import socket
 import ssl
 import subprocess
@@ -18,12 +18,13 @@ import time
 
 import pytest
 
-from opslib import free_port, listening_inodes, proxy_v1, proxy_v2, wait_until
+from haproxylib import haproxy as run_haproxy
+from haproxylib import need_haproxy
+from opslib import proxy_v1, proxy_v2
 from policylib import closed_without_reply
 from test_tls_listen import (  # noqa: F401
     CURL, OPENSSL, certs, client_ctx, held_handshake, socks5_over, wait_access)
 
-HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
 MiB = 1024 * 1024
 
 pytestmark = pytest.mark.skipif(not OPENSSL or not CURL,
@@ -60,37 +61,16 @@ def pp_tls_ferry(ferry, certs, trust: str = "127.0.0.1", extra_tls: str = "", **
 
 @pytest.fixture
 def haproxy(tmp_path):
-    if not shutil.which(HAPROXY):
-        pytest.skip("HAProxy is not installed (/usr/sbin/haproxy)")
-    procs = []
+    """start(be2, be1): HAProxy in front of a v2 and a v1 listener; returns
+    its frontend ports {"v2": ..., "v1": ...}."""
+    need_haproxy()
+    with contextlib.ExitStack() as stack:
+        def start(be2: int, be1: int):
+            render = lambda p: HAPROXY_CFG.format(fe2=p[0], fe1=p[1], be2=be2, be1=be1)  # noqa: E731
+            _, (fe2, fe1) = stack.enter_context(run_haproxy(tmp_path, render, fronts=2))
+            return {"v2": fe2, "v1": fe1}
 
-    def start(be2: int, be1: int):
-        for _ in range(5):  # a port picked free may be taken before HAProxy binds it
-            fe2, fe1 = free_port(), free_port()
-            if fe1 == fe2:
-                continue
-            cfg = tmp_path / "haproxy.cfg"
-            cfg.write_text(HAPROXY_CFG.format(fe2=fe2, fe1=fe1, be2=be2, be1=be1))
-            log = open(tmp_path / "haproxy.log", "wb")
-            proc = subprocess.Popen([HAPROXY, "-db", "-f", str(cfg)], stdin=subprocess.DEVNULL,
-                                    stdout=log, stderr=log)
-            log.close()
-            procs.append(proc)
-            wait_until(lambda: proc.poll() is not None or len(listening_inodes(proc.pid)) >= 2, 10,
-                       "HAProxy listening")
-            if proc.poll() is None:
-                return {"v2": fe2, "v1": fe1}
-        raise AssertionError("HAProxy did not start: " + (tmp_path / "haproxy.log").read_text())
-
-    yield start
-    for p in procs:
-        if p.poll() is None:
-            p.terminate()
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(10)
+        yield start
 
 
 @pytest.mark.parametrize("version", ["v2", "v1"])
