@@ -173,19 +173,30 @@ static void log_summary(const struct server *s)
              (unsigned long long)down, (unsigned long long)spl);
 }
 
+/* The verifier pool, started with the first configuration that turns
+ * authentication on; the helpers' command follows every configuration
+ * that names one (children of an older command are replaced as they
+ * come free). */
 static int auth_ensure(struct server *s, const struct config *cfg)
 {
-    if (s->auth_started || !config_auth_enabled(cfg))
+    if (!config_auth_enabled(cfg))
         return 0;
     const struct config_auth *a = &cfg->auth;
-    int rc = auth_start(&s->auth, a->workers, a->queue, 65536, a->max_failures,
-                        a->failure_window_ms, a->block_ms, a->cache_size);
-    if (rc) {
-        log_error("authentication: cannot start the verifier pool: %s", strerror(-rc));
-        return rc;
+    if (!s->auth_started) {
+        int rc = auth_start(&s->auth, a->workers, a->queue, 65536, a->max_failures,
+                            a->failure_window_ms, a->block_ms, a->cache_size);
+        if (rc) {
+            log_error("authentication: cannot start the verifier pool: %s", strerror(-rc));
+            return rc;
+        }
+        s->auth_started = true;
+        atomic_store(&s->sh.auth, &s->auth);
     }
-    s->auth_started = true;
-    atomic_store(&s->sh.auth, &s->auth);
+    if (a->helper_argv && helper_pool_configure(&s->auth.helpers, a->helper_argv,
+                                                a->helper_children, a->helper_timeout_ms) < 0) {
+        log_error("authentication: out of memory for the helper's command");
+        return -ENOMEM;
+    }
     return 0;
 }
 
@@ -407,8 +418,10 @@ static void reload(struct server *s)
     s->cfg = nc;
     metrics_reloaded(s->metrics, nc);
     log_tls_pin(nc, "reload: ");
+    char backend[4200];
+    config_auth_describe(nc, backend, sizeof(backend));
     if (config_auth_enabled(nc))
-        log_info("reload: configuration applied to new sessions (%zu users)", nc->auth.users->n);
+        log_info("reload: configuration applied to new sessions (%s)", backend);
     else
         log_info("reload: configuration applied to new sessions (no authentication)");
 }
@@ -702,9 +715,11 @@ static void announce_ready(const struct server *s, const struct addr *bound)
         char a[ADDR_STRLEN];
         log_info("listening on %s", addr_format(&bound[i], a, sizeof(a)));
     }
+    char backend[4200];
+    config_auth_describe(cfg, backend, sizeof(backend));
     if (config_auth_enabled(cfg))
-        log_info("authentication: %zu users, %u verifier threads, cache ttl %u ms",
-                 cfg->auth.users->n, cfg->auth.workers, cfg->auth.cachettl_ms);
+        log_info("authentication: %s, %u verifier threads, cache ttl %u ms", backend,
+                 cfg->auth.workers, cfg->auth.cachettl_ms);
     if (cfg->acl)
         log_info("rules: %u, default %s", cfg->acl->n,
                  cfg->rules_default == ACL_DENY ? "deny" : "allow");
