@@ -99,13 +99,14 @@ static void note_end(struct auth_worker *aw, const struct auth_job *job, bool fa
 
 /* One attempt's verdict (a job's result: 0, -1, or -2 for no verdict):
  * the throttle's books, the counters, the cache. No verdict fails closed
- * but is not the client's failure: the backend is down, not the guess
- * wrong, and it told the client nothing. */
+ * and counts as a failure for the throttle too: a backend that breaks on
+ * some input (a helper that crashes, a PAM module that errs) must not
+ * become a way around it. */
 static int settle(struct auth_worker *aw, struct auth_job *job, int verdict)
 {
     bool verified = verdict == 0;
     int result = verified ? AUTH_OK : AUTH_DENIED;
-    note_end(aw, job, verdict == -1);
+    note_end(aw, job, !verified);
     if (result == AUTH_OK && throttle_blocked(&aw->a->t, &job->client, loop_now(aw->l))) {
         /* Blocked while this one was being checked (parallel guesses): a
          * right password behind wrong ones must not get through. */
@@ -176,6 +177,27 @@ static int check_pam(const struct auth_job *job)
     char ip[ADDR_STRLEN];
     return auth_pam_check(job->service, job->user, job->ulen, job->pass, job->plen,
                           addr_format_ip(&job->client, ip, sizeof(ip)));
+}
+
+/* What runs a job on the pool: the backend of p (u: the userlist's entry,
+ * NULL for an unknown user or an external backend), and where its
+ * verdict goes. */
+static void job_fill(struct auth_job *job, struct auth_worker *aw, const struct auth_params *p,
+                     const struct user *u)
+{
+    job->port = &aw->port;
+    job->done = auth_job_done;
+    job->aw = aw;
+    job->u = u;
+    if (p->backend == AUTH_BACKEND_HELPER) {
+        job->check = check_helper;
+        job->helpers = &aw->a->helpers;
+    } else if (p->backend == AUTH_BACKEND_PAM) {
+        job->check = check_pam;
+        snprintf(job->service, sizeof(job->service), "%s", p->pam_service);
+    } else {
+        job->ul = userlist_ref(p->ul);
+    }
 }
 
 /* A job on the pool for exactly these credentials (same name, password and
@@ -263,20 +285,9 @@ int auth_begin(struct auth_worker *aw, const struct auth_params *p, const struct
         stat_add(&aw->stats->busy, 1);
         return AUTH_BUSY;
     }
-    job->port = &aw->port;
-    job->ul = external ? NULL : userlist_ref(p->ul);
-    job->u = u;
-    if (p->backend == AUTH_BACKEND_HELPER) {
-        job->check = check_helper;
-        job->helpers = &aw->a->helpers;
-    } else if (p->backend == AUTH_BACKEND_PAM) {
-        job->check = check_pam;
-        snprintf(job->service, sizeof(job->service), "%s", p->pam_service);
-    }
+    job_fill(job, aw, p, u);
     job->owner = owner;
-    job->done = auth_job_done;
     job->cb = cb;
-    job->aw = aw;
     job->client = *client;
     job->version = version;
     job->cache_ttl_ms = use_cache ? p->cache_ttl_ms : 0;

@@ -86,7 +86,7 @@ void auth_worker_fini(struct auth_worker *aw);
  * later on this worker's loop with AUTH_OK or AUTH_DENIED (or
  * AUTH_THROTTLED). An external backend that gives no verdict (a helper
  * that crashed or timed out, a PAM system error) is AUTH_DENIED too: it
- * fails closed, counted as unavailable, not as the client's failure. */
+ * fails closed: counted as unavailable, and as a failure by the throttle. */
 int auth_begin(struct auth_worker *aw, const struct auth_params *p, const struct addr *client,
                const char *user, size_t ulen, const char *pass, size_t plen,
                void (*cb)(void *owner, int result), void *owner, struct auth_job **job);

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log/log.h"
+
 struct conv_data {
     const char *user;
     const char *pass;
@@ -75,11 +77,13 @@ static bool printable(const char *s, size_t n)
     return true;
 }
 
-/* A PAM error that says nothing about the credentials. */
+/* A PAM error that says nothing about the credentials. Not
+ * PAM_SYSTEM_ERR: pam_exec reports a program's refusal with it. */
 static bool is_system_error(int rc)
 {
-    return rc == PAM_SYSTEM_ERR || rc == PAM_BUF_ERR || rc == PAM_AUTHINFO_UNAVAIL ||
-           rc == PAM_CONV_ERR || rc == PAM_ABORT || rc == PAM_SERVICE_ERR;
+    return rc == PAM_BUF_ERR || rc == PAM_AUTHINFO_UNAVAIL || rc == PAM_CONV_ERR ||
+           rc == PAM_ABORT || rc == PAM_SERVICE_ERR || rc == PAM_MODULE_UNKNOWN ||
+           rc == PAM_SYMBOL_ERR;
 }
 
 int auth_pam_check(const char *service, const char *user, size_t ulen, const char *pass,
@@ -106,7 +110,11 @@ int auth_pam_check(const char *service, const char *user, size_t ulen, const cha
         verdict = rc == PAM_SUCCESS     ? AUTH_PAM_OK
                   : is_system_error(rc) ? AUTH_PAM_UNAVAILABLE
                                         : AUTH_PAM_DENIED;
+        if (verdict == AUTH_PAM_UNAVAILABLE) /* PAM's own words: no secret in them */
+            log_warn("auth: PAM service %s gave no verdict: %s", service, pam_strerror(ph, rc));
         pam_end(ph, rc);
+    } else {
+        log_warn("auth: PAM service %s cannot start: %s", service, pam_strerror(NULL, rc));
     }
     explicit_bzero(p, sizeof(p));
     return verdict;

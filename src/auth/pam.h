@@ -6,8 +6,9 @@
  * that answers the password prompt. PAM blocks (files, LDAP, RADIUS
  * behind it), so only verifier threads call it, never an event loop.
  *
- * Secrets never reach a log: PAM's messages are not logged, and the
- * password is handed to PAM only through the conversation.
+ * Secrets never reach a log: the modules' conversation messages are not
+ * logged (only pam_strerror() of a failure to decide), and the password
+ * is handed to PAM only through the conversation.
  */
 #ifndef FERRY_AUTH_PAM_H
 #define FERRY_AUTH_PAM_H
@@ -19,7 +20,8 @@
 #define AUTH_PAM_SERVICE_MAX 63
 
 /* Verdicts, as helper.h's: 0 verified, -1 refused, -2 PAM could not decide
- * (the service cannot start, a module's system error). */
+ * (the service cannot start, a module is missing or cannot reach its
+ * backend: logged). */
 enum { AUTH_PAM_OK = 0, AUTH_PAM_DENIED = -1, AUTH_PAM_UNAVAILABLE = -2 };
 
 /* Authenticate user/pass (raw bytes: a NUL or control byte in either is

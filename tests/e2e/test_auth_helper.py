@@ -185,14 +185,15 @@ def test_helper_failures_throttled_per_ip(ferry, tmp_path):
     assert len(requests_seen(tmp_path)) == n
 
 
-def test_helper_unavailable_not_counted_as_failure(ferry, tmp_path):
-    """A helper with no verdict fails closed but does not block the client."""
+def test_helper_unavailable_counted_as_failure(ferry, tmp_path):
+    """No verdict fails closed, and the throttle counts it: a backend that
+    breaks on some input is no way around the throttle."""
     f = helper_ferry(ferry, tmp_path, {"max_failures": "2", "failure_window": "60s",
                                        "block_time": "60s"}, metrics=False)
-    for _ in range(3):
+    for _ in range(2):
         assert login(f, "bh", "x") == AUTH_FAIL
-    assert login(f, "alice", "s3cret") == AUTH_OK
-    assert "blocked for" not in f.log_text()
+    f.wait_log(r"auth: 127\.0\.0\.1 blocked for 60000 ms after 2 failed attempts")
+    assert login(f, "alice", "s3cret") == AUTH_FAIL
 
 
 def test_helper_cached_success(ferry, tmp_path):
