@@ -353,6 +353,22 @@ static int answered(struct helper_pool *hp, struct helper_child *ch, const char 
     return r.code == SQUIDAUTH_OK ? HELPER_OK : HELPER_DENIED;
 }
 
+void helper_pool_clear(struct helper_pool *hp)
+{
+    if (!hp->inited)
+        return;
+    pthread_mutex_lock(&hp->mu);
+    if (hp->argv) {
+        argv_free(hp->argv);
+        hp->argv = NULL;
+        hp->gen++;
+    }
+    for (unsigned i = 0; i < HELPER_CHILDREN_MAX; i++)
+        if (hp->c[i].pid && !hp->c[i].busy)
+            retire(hp, &hp->c[i]);
+    pthread_mutex_unlock(&hp->mu);
+}
+
 int helper_pool_check(struct helper_pool *hp, const char *user, size_t ulen, const char *pass,
                       size_t plen)
 {

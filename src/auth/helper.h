@@ -79,6 +79,11 @@ int helper_pool_init(struct helper_pool *hp);
  * command stays). */
 int helper_pool_configure(struct helper_pool *hp, char *const *argv, unsigned children,
                           uint32_t timeout_ms);
+/* The configuration names no helper any more: forget the command and
+ * stop the children that are free now (a busy one is stopped when a
+ * later command's request finds it, or at helper_pool_fini()). Blocks
+ * for up to 200 ms per child (it exits at EOF). */
+void helper_pool_clear(struct helper_pool *hp);
 /* Close every child's socket (a helper exits at EOF), reap them (killed
  * if they linger), free the command. No check may be running. */
 void helper_pool_fini(struct helper_pool *hp);

@@ -197,6 +197,8 @@ static int auth_ensure(struct server *s, const struct config *cfg)
         log_error("authentication: out of memory for the helper's command");
         return -ENOMEM;
     }
+    if (!a->helper_argv)
+        helper_pool_clear(&s->auth.helpers); /* a reload away from a helper */
     return 0;
 }
 

@@ -281,3 +281,15 @@ def test_reload_switches_backend(ferry, tmp_path):
     f.wait_log(r"reload: configuration applied to new sessions \(helper ", start=off)
     assert login(f, "alice", "s3cret") == AUTH_OK
     assert login(f, "bob", "bobpw") == AUTH_FAIL
+    # ... and back: the idle helper is stopped (it exits at EOF).
+    pid = int((tmp_path / "helper.log").read_text().split("start ")[1].split()[0])
+    f.config_path.write_text(text.replace(f"helper = {helper} {tmp_path / 'helper.log'}",
+                                          "userlist = users"))
+    off = f.log_offset()
+    f.send_signal(signal.SIGHUP)
+    f.wait_log(r"reload: configuration applied to new sessions \(1 users\)", start=off)
+    assert login(f, "bob", "bobpw") == AUTH_OK
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(f"/proc/{pid}").exists(), "the helper outlived the reload that dropped it"
