@@ -438,6 +438,7 @@ void helper_pool_fini(struct helper_pool *hp)
             waitpid(ch->pid, NULL, 0);
         }
         ch->pid = 0;
+        atomic_fetch_sub_explicit(&hp->running, 1, memory_order_relaxed);
     }
     argv_free(hp->argv);
     hp->argv = NULL;
