@@ -386,7 +386,12 @@ int helper_pool_check(struct helper_pool *hp, const char *user, size_t ulen, con
     if (!ch) {
         explicit_bzero(req, sizeof(req));
         atomic_fetch_add_explicit(&hp->unavailable, 1, memory_order_relaxed);
-        log_warn("auth helper: no helper free or running within the timeout; the attempt fails");
+        /* Once a second at most: a helper that is down must not flood the log. */
+        uint64_t now = now_ms(), last = atomic_load_explicit(&hp->said_ms, memory_order_relaxed);
+        if (now - last >= 1000 && atomic_compare_exchange_strong(&hp->said_ms, &last, now))
+            log_warn("auth helper: no helper free or running within the timeout; attempts fail "
+                     "(%llu so far)",
+                     (unsigned long long)atomic_load(&hp->unavailable));
         return HELPER_UNAVAILABLE;
     }
     enum helper_failure why = HELPER_FAIL_CRASH;

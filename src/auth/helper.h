@@ -69,6 +69,7 @@ struct helper_pool {
     _Atomic uint64_t requests, restarts, unavailable;
     _Atomic uint64_t failures[HELPER_FAIL_COUNT];
     _Atomic uint32_t running;
+    _Atomic uint64_t said_ms; /* when "no helper" was last logged */
 };
 
 /* Returns 0 or -errno. Nothing runs until helper_pool_configure(). */

@@ -8,8 +8,10 @@
 #include "auth/pam.h"
 
 #include <security/pam_appl.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "log/log.h"
 
@@ -86,6 +88,16 @@ static bool is_system_error(int rc)
            rc == PAM_SYMBOL_ERR;
 }
 
+/* Once a second at most: a PAM backend that is down must not flood the log. */
+static bool say_now(void)
+{
+    static _Atomic int64_t last;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now = (int64_t)ts.tv_sec, seen = atomic_load(&last);
+    return now != seen && atomic_compare_exchange_strong(&last, &seen, now);
+}
+
 int auth_pam_check(const char *service, const char *user, size_t ulen, const char *pass,
                    size_t plen, const char *rhost)
 {
@@ -110,10 +122,10 @@ int auth_pam_check(const char *service, const char *user, size_t ulen, const cha
         verdict = rc == PAM_SUCCESS     ? AUTH_PAM_OK
                   : is_system_error(rc) ? AUTH_PAM_UNAVAILABLE
                                         : AUTH_PAM_DENIED;
-        if (verdict == AUTH_PAM_UNAVAILABLE) /* PAM's own words: no secret in them */
+        if (verdict == AUTH_PAM_UNAVAILABLE && say_now()) /* PAM's words: no secret in them */
             log_warn("auth: PAM service %s gave no verdict: %s", service, pam_strerror(ph, rc));
         pam_end(ph, rc);
-    } else {
+    } else if (say_now()) {
         log_warn("auth: PAM service %s cannot start: %s", service, pam_strerror(NULL, rc));
     }
     explicit_bzero(p, sizeof(p));

@@ -5,7 +5,8 @@ pam_exec (libpam-modules) calling a small script that reads the password
 PAM exposes on stdin (expose_authtok) and accepts one user; the file is
 removed afterwards. Writing /etc/pam.d needs root: without it the tests
 skip, saying so. Also: the password never reaches ferry's log, failures
-are throttled per address, and --check names FILE:LINE for a service
+are throttled per address, successes cached, a module that cannot load
+fails closed (logged, counted), and --check names FILE:LINE for a service
 that does not exist.
 
 Only loopback addresses; every wait bounded.
@@ -20,6 +21,7 @@ import pytest
 
 from ferrylib import AUTH_FAIL, AUTH_OK, auth_handshake, echo_roundtrip, open_client, \
     read_until_close, run_ferry, socks_connect_auth
+from opslib import metrics_addr, scrape
 
 PAM_DIR = Path("/etc/pam.d")
 MODULE_DIRS = [Path("/lib/x86_64-linux-gnu/security"), Path("/usr/lib/x86_64-linux-gnu/security"),
@@ -117,3 +119,21 @@ def test_check_pam_service(tmp_path):
     conf.write_text("[auth]\npam_service = ../shadow\n")
     r = run_ferry(["serve", "--check", "-c", str(conf)])
     assert r.rc == 1 and "ferry.conf:2: auth.pam_service: '../shadow' is not a service name" in r.text
+
+
+def test_pam_no_verdict_fails_closed(ferry, pam_service):
+    """A service whose module cannot load: refused, logged with PAM's own
+    words, counted as unavailable and as a failure for the throttle."""
+    name, _ = pam_service
+    (PAM_DIR / name).write_text("auth required pam_ferry_no_such_module.so\n"
+                                "account required pam_permit.so\n")
+    f = ferry(auth={"pam_service": name, "cachettl": "0", "max_failures": "2",
+                    "failure_window": "60s", "block_time": "60s"},
+              extra="[metrics]\nlisten = 127.0.0.1:0\n")
+    m = metrics_addr(f)
+    assert login(f, "pamuser", "pam s3cret") == AUTH_FAIL
+    f.wait_log(rf"auth: PAM service {name} gave no verdict: ")
+    assert login(f, "pamuser", "pam s3cret") == AUTH_FAIL
+    f.wait_log(r"auth: 127\.0\.0\.1 blocked for 60000 ms after 2 failed attempts")
+    assert scrape(m).get("ferry_auth_total", result="unavailable") == 2
+    assert "s3cret" not in f.log_text()
