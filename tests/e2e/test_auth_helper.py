@@ -120,6 +120,20 @@ def test_helper_ok_err_and_escaping(ferry, tmp_path, echo_server):
     assert "s3cret" not in f.log_text()
 
 
+def test_helper_http_basic(ferry, tmp_path, http_server):
+    """The HTTP proxy's Basic credentials go to the same helper."""
+    f = helper_ferry(ferry, tmp_path, metrics=False)
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    base = ["curl", "-sS", "--max-time", "20", "-o", "/dev/null", "-w", "%{http_code}", "-x",
+            f"http://127.0.0.1:{f.port}", http_server.url("small.txt")]
+    ok = subprocess.run(base + ["--proxy-user", "alice:s3cret"], capture_output=True, text=True,
+                        timeout=30, env=env)
+    assert ok.stdout == "200", ok
+    bad = subprocess.run(base + ["--proxy-user", "alice:nope"], capture_output=True, text=True,
+                         timeout=30, env=env)
+    assert bad.stdout == "407", bad
+
+
 def test_helper_long_lived(ferry, tmp_path):
     """One process answers many requests (children = 1): never one per login."""
     f = helper_ferry(ferry, tmp_path, {"helper_children": "1"}, metrics=False)
