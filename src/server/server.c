@@ -174,32 +174,39 @@ static void log_summary(const struct server *s)
 }
 
 /* The verifier pool, started with the first configuration that turns
- * authentication on; the helpers' command follows every configuration
- * that names one (children of an older command are replaced as they
- * come free). */
+ * authentication on. */
 static int auth_ensure(struct server *s, const struct config *cfg)
 {
-    if (!config_auth_enabled(cfg))
+    if (s->auth_started || !config_auth_enabled(cfg))
         return 0;
     const struct config_auth *a = &cfg->auth;
-    if (!s->auth_started) {
-        int rc = auth_start(&s->auth, a->workers, a->queue, 65536, a->max_failures,
-                            a->failure_window_ms, a->block_ms, a->cache_size);
-        if (rc) {
-            log_error("authentication: cannot start the verifier pool: %s", strerror(-rc));
-            return rc;
-        }
-        s->auth_started = true;
-        atomic_store(&s->sh.auth, &s->auth);
+    int rc = auth_start(&s->auth, a->workers, a->queue, 65536, a->max_failures,
+                        a->failure_window_ms, a->block_ms, a->cache_size);
+    if (rc) {
+        log_error("authentication: cannot start the verifier pool: %s", strerror(-rc));
+        return rc;
     }
-    if (a->helper_argv && helper_pool_configure(&s->auth.helpers, a->helper_argv,
-                                                a->helper_children, a->helper_timeout_ms) < 0) {
-        log_error("authentication: out of memory for the helper's command");
-        return -ENOMEM;
-    }
-    if (!a->helper_argv)
-        helper_pool_clear(&s->auth.helpers); /* a reload away from a helper */
+    s->auth_started = true;
+    atomic_store(&s->sh.auth, &s->auth);
     return 0;
+}
+
+/* The helpers follow the configuration being applied: its command (the
+ * children of an older one are replaced as they come free), or none (the
+ * idle ones are stopped). Called once the configuration is sure to be
+ * used, so a reload that fails changes nothing. Out of memory keeps the
+ * previous command (said in the log; with none, attempts fail closed). */
+static void auth_apply_helpers(struct server *s, const struct config *cfg)
+{
+    const struct config_auth *a = &cfg->auth;
+    if (!s->auth_started)
+        return;
+    if (!a->helper_argv)
+        helper_pool_clear(&s->auth.helpers);
+    else if (helper_pool_configure(&s->auth.helpers, a->helper_argv, a->helper_children,
+                                   a->helper_timeout_ms) < 0)
+        log_error("authentication: out of memory for the helper's command; the helpers keep "
+                  "the previous one");
 }
 
 static bool listen_equal(const struct config *a, const struct config *b)
@@ -401,6 +408,7 @@ static void reload(struct server *s)
             return;
         }
     }
+    auth_apply_helpers(s, nc);
     if (s->auth_started)
         throttle_configure(&s->auth.t, nc->auth.max_failures, nc->auth.failure_window_ms,
                            nc->auth.block_ms);
@@ -865,6 +873,7 @@ int server_run(struct config *cfg, const struct config_cli *cli)
         goto out_fds;
     if (auth_ensure(&s, cfg))
         goto out_fds;
+    auth_apply_helpers(&s, cfg);
     if (limits_init(&s.limits, cfg->limits.ip_table)) {
         log_error("out of memory for the limits tables");
         goto out_fds;
