@@ -30,14 +30,15 @@ WERROR    ?= 1
 BUILD     ?= build
 FUZZ_SECONDS ?= 5
 
-BUILD_PKGS := gcc make pkg-config libsodium-dev libc-ares-dev libinih-dev libssl-dev libnghttp2-dev
+BUILD_PKGS := gcc make pkg-config libsodium-dev libc-ares-dev libinih-dev libssl-dev libnghttp2-dev \
+              libpam0g-dev
 TEST_PKGS  := libcmocka-dev python3-pytest python3-socks openssh-server python3-h11 python3-h2 curl haproxy iproute2 \
               dante-server tinyproxy squid-openssl \
               universal-ctags stunnel4 openssl nghttp2-proxy chromium python3-yaml
 LINT_PKGS  := clang-format cppcheck groff-base universal-ctags
 DEB_PKGS   := debhelper dpkg-dev fakeroot lintian
 
-PKGS_LIBS  := libsodium libcares inih libssl libcrypto libnghttp2
+PKGS_LIBS  := libsodium libcares inih libssl libcrypto libnghttp2 pam
 
 WARN := -Wall -Wextra -Wpedantic -Wshadow -Wformat=2 -Wstrict-prototypes \
         -Wmissing-prototypes -Wcast-qual -Wwrite-strings -Wvla -Wundef \

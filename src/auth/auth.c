@@ -9,6 +9,7 @@
 #include "auth/auth.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,8 +29,15 @@ int auth_start(struct auth *a, unsigned workers, unsigned queue, uint32_t track,
         auth_shared_fini(&a->shared);
         return rc;
     }
+    rc = helper_pool_init(&a->helpers);
+    if (rc) {
+        throttle_fini(&a->t);
+        auth_shared_fini(&a->shared);
+        return rc;
+    }
     rc = verifier_start(&a->v, workers, queue);
     if (rc) {
+        helper_pool_fini(&a->helpers);
         throttle_fini(&a->t);
         auth_shared_fini(&a->shared);
     }
@@ -39,6 +47,7 @@ int auth_start(struct auth *a, unsigned workers, unsigned queue, uint32_t track,
 void auth_stop(struct auth *a)
 {
     verifier_stop(&a->v);
+    helper_pool_fini(&a->helpers);
     throttle_fini(&a->t);
     auth_shared_fini(&a->shared);
     explicit_bzero(&a->keys, sizeof(a->keys));
@@ -88,11 +97,16 @@ static void note_end(struct auth_worker *aw, const struct auth_job *job, bool fa
     }
 }
 
-/* One attempt's verdict: the throttle's books, the counters, the cache. */
-static int settle(struct auth_worker *aw, struct auth_job *job, bool verified)
+/* One attempt's verdict (a job's result: 0, -1, or -2 for no verdict):
+ * the throttle's books, the counters, the cache. No verdict fails closed
+ * and counts as a failure for the throttle too: a backend that breaks on
+ * some input (a helper that crashes, a PAM module that errs) must not
+ * become a way around it. */
+static int settle(struct auth_worker *aw, struct auth_job *job, int verdict)
 {
+    bool verified = verdict == 0;
     int result = verified ? AUTH_OK : AUTH_DENIED;
-    note_end(aw, job, result != AUTH_OK);
+    note_end(aw, job, !verified);
     if (result == AUTH_OK && throttle_blocked(&aw->a->t, &job->client, loop_now(aw->l))) {
         /* Blocked while this one was being checked (parallel guesses): a
          * right password behind wrong ones must not get through. */
@@ -106,8 +120,10 @@ static int settle(struct auth_worker *aw, struct auth_job *job, bool verified)
             auth_shared_store(&aw->a->shared, &job->probe, job->version, loop_now(aw->l),
                               job->cache_ttl_ms);
         }
-    } else {
+    } else if (verdict == -1) {
         stat_add(&aw->stats->denied, 1);
+    } else {
+        stat_add(&aw->stats->unavailable, 1);
     }
     return result;
 }
@@ -129,8 +145,8 @@ static void auth_job_done(void *owner, struct auth_job *job)
 {
     struct auth_worker *aw = job->aw;
     inflight_remove(aw, job);
-    bool verified = job->result == 0;
-    int result = settle(aw, job, verified);
+    int verdict = job->result < -1 ? -2 : job->result;
+    int result = settle(aw, job, verdict);
     void (*cb)(void *, int) = job->cb;
     struct auth_job *f = job->followers;
     job->followers = NULL;
@@ -139,13 +155,48 @@ static void auth_job_done(void *owner, struct auth_job *job)
         cb(owner, result);
     while (f) {
         struct auth_job *next = f->next;
-        int r = settle(aw, f, verified);
+        int r = settle(aw, f, verdict);
         void *fo = f->owner;
         void (*fcb)(void *, int) = f->cb;
         auth_job_free(f);
         if (fo)
             fcb(fo, r);
         f = next;
+    }
+}
+
+/* The helper backend, on a verifier thread. */
+static int check_helper(const struct auth_job *job)
+{
+    return helper_pool_check(job->helpers, job->user, job->ulen, job->pass, job->plen);
+}
+
+/* The PAM backend, on a verifier thread. */
+static int check_pam(const struct auth_job *job)
+{
+    char ip[ADDR_STRLEN];
+    return auth_pam_check(job->service, job->user, job->ulen, job->pass, job->plen,
+                          addr_format_ip(&job->client, ip, sizeof(ip)));
+}
+
+/* What runs a job on the pool: the backend of p (u: the userlist's entry,
+ * NULL for an unknown user or an external backend), and where its
+ * verdict goes. */
+static void job_fill(struct auth_job *job, struct auth_worker *aw, const struct auth_params *p,
+                     const struct user *u)
+{
+    job->port = &aw->port;
+    job->done = auth_job_done;
+    job->aw = aw;
+    job->u = u;
+    if (p->backend == AUTH_BACKEND_HELPER) {
+        job->check = check_helper;
+        job->helpers = &aw->a->helpers;
+    } else if (p->backend == AUTH_BACKEND_PAM) {
+        job->check = check_pam;
+        snprintf(job->service, sizeof(job->service), "%s", p->pam_service);
+    } else {
+        job->ul = userlist_ref(p->ul);
     }
 }
 
@@ -171,14 +222,16 @@ int auth_begin(struct auth_worker *aw, const struct auth_params *p, const struct
         stat_add(&aw->stats->throttled, 1);
         return AUTH_THROTTLED;
     }
-    const struct user *u = userlist_find(p->ul, user, ulen);
+    bool external = p->backend != AUTH_BACKEND_USERLIST;
+    const struct user *u = external ? NULL : userlist_find(p->ul, user, ulen);
+    uint64_t version = external ? p->generation : u ? u->version : 0;
     /* The probe names the guess for the throttle, and the cache entry. */
     struct auth_cache_probe probe;
     auth_cache_probe(&aw->cache, user, ulen, pass, plen, &probe);
     uint64_t key = guess_key(&probe);
-    bool use_cache = p->cache_ttl_ms > 0 && u;
+    bool use_cache = p->cache_ttl_ms > 0 && (u || external);
     if (use_cache) {
-        if (auth_cache_check(&aw->cache, &probe, u->version, now)) {
+        if (auth_cache_check(&aw->cache, &probe, version, now)) {
             stat_add(&aw->stats->ok, 1);
             stat_add(&aw->stats->cache_hits, 1);
             return AUTH_OK;
@@ -186,8 +239,8 @@ int auth_begin(struct auth_worker *aw, const struct auth_params *p, const struct
         /* Verified on another worker: remember it here too, until the
          * same expiry. */
         uint64_t until;
-        if (auth_shared_check(&aw->a->shared, &probe, u->version, now, &until)) {
-            auth_cache_store(&aw->cache, &probe, u->version, now, (uint32_t)(until - now));
+        if (auth_shared_check(&aw->a->shared, &probe, version, now, &until)) {
+            auth_cache_store(&aw->cache, &probe, version, now, (uint32_t)(until - now));
             stat_add(&aw->stats->ok, 1);
             stat_add(&aw->stats->cache_hits, 1);
             stat_add(&aw->stats->cache_shared_hits, 1);
@@ -205,7 +258,7 @@ int auth_begin(struct auth_worker *aw, const struct auth_params *p, const struct
     /* The same credentials are being verified right now (clients that all
      * come back at once after a restart or an expiry): wait for that
      * verdict rather than queue another Argon2id for it. */
-    struct auth_job *leader = use_cache ? inflight_find(aw, &probe, u->version) : NULL;
+    struct auth_job *leader = use_cache ? inflight_find(aw, &probe, version) : NULL;
     if (leader) {
         struct auth_job *f = calloc(1, sizeof(*f));
         if (!f) {
@@ -232,15 +285,11 @@ int auth_begin(struct auth_worker *aw, const struct auth_params *p, const struct
         stat_add(&aw->stats->busy, 1);
         return AUTH_BUSY;
     }
-    job->port = &aw->port;
-    job->ul = userlist_ref(p->ul);
-    job->u = u;
+    job_fill(job, aw, p, u);
     job->owner = owner;
-    job->done = auth_job_done;
     job->cb = cb;
-    job->aw = aw;
     job->client = *client;
-    job->version = u ? u->version : 0;
+    job->version = version;
     job->cache_ttl_ms = use_cache ? p->cache_ttl_ms : 0;
     job->probe = probe;
     job->ulen = (uint8_t)ulen;

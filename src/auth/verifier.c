@@ -64,7 +64,12 @@ static void *verifier_main(void *arg)
         pthread_mutex_unlock(&v->mu);
         if (!job)
             break;
-        job->result = stop ? -1 : verifier_check(job->ul, job->u, job->pass, job->plen);
+        if (stop)
+            job->result = -1;
+        else if (job->check)
+            job->result = job->check(job);
+        else
+            job->result = verifier_check(job->ul, job->u, job->pass, job->plen);
         atomic_fetch_add_explicit(job->result ? &v->rejected : &v->verified, 1,
                                   memory_order_relaxed);
         explicit_bzero(job->pass, sizeof(job->pass));

@@ -19,12 +19,14 @@
 #include <stdint.h>
 
 #include "auth/cache.h"
+#include "auth/pam.h"
 #include "auth/userlist.h"
 #include "core/loop.h"
 #include "crypto/fcrypto.h"
 #include "util/addr.h"
 
 struct auth_port;
+struct helper_pool;
 
 /* One verification. Owned by the submitting worker until submitted, by the
  * pool while queued or running, and by the worker again once delivered. */
@@ -35,7 +37,13 @@ struct auth_job {
     const struct user *u; /* NULL: no such user */
     void *owner;          /* the session waiting; NULL once it gave up */
     void (*done)(void *owner, struct auth_job *job);
-    int result; /* 0 verified, -1 not */
+    int result; /* 0 verified, -1 not, -2 the backend gave no verdict */
+    /* The verification the pool runs: NULL for the userlist
+     * (verifier_check), or an external backend's (a helper, PAM), which
+     * returns 0, -1 or -2 as result. */
+    int (*check)(const struct auth_job *job);
+    struct helper_pool *helpers;            /* the helper backend's pool */
+    char service[AUTH_PAM_SERVICE_MAX + 1]; /* the PAM backend's service */
     /* What the auth layer needs once the verdict is back. */
     void (*cb)(void *owner, int result);
     void *aw;
@@ -68,7 +76,7 @@ struct verifier {
     struct auth_job *head, *tail;
     unsigned len, cap;
     bool stop;
-    _Atomic uint64_t verified, rejected;
+    _Atomic uint64_t verified, rejected; /* rejected: no verdict included */
 };
 
 /* Start n threads. Returns 0 or -errno. */

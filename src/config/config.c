@@ -797,6 +797,13 @@ static const struct key keys[] = {
     /* [auth] */
     {"auth.userlist", set_string, OFF(auth.userlist), 0, 0,
      "a file of NAME:$argon2id$... or NAME:plain:SECRET lines", false},
+    {"auth.helper", set_string, OFF(auth.helper), 0, 0,
+     "a program and its arguments, e.g. /usr/lib/squid/basic_ncsa_auth /etc/squid/passwd", false},
+    {"auth.helper_children", set_u32, OFF(auth.helper_children), 1, 64, "1..64", false},
+    {"auth.helper_timeout", set_duration, OFF(auth.helper_timeout_ms), 100, 60000,
+     "a duration from 100ms to 60s", false},
+    {"auth.pam_service", set_string, OFF(auth.pam_service), 0, 0,
+     "a PAM service name (a file in /etc/pam.d)", false},
     {"auth.workers", set_u32, OFF(auth.workers), 1, 64, "1..64", false},
     {"auth.queue", set_u32, OFF(auth.queue), 1, 65536, "1..65536", false},
     {"auth.cachettl", set_duration, OFF(auth.cachettl_ms), 0, DAY_MS,
@@ -1343,6 +1350,8 @@ static void set_defaults(struct config *c)
     c->access_log = true;
     c->syslog_facility = 3; /* daemon */
     c->auth.workers = 4;
+    c->auth.helper_children = 4;
+    c->auth.helper_timeout_ms = 5000;
     c->auth.queue = 256;
     c->auth.cachettl_ms = 300000;
     c->auth.cache_size = 10000;
@@ -1586,7 +1595,7 @@ static const char *key_origin(const struct loader *ld, const char *key, char *bu
 static void check_open_proxy(const struct config *c, const struct loader *ld,
                              const struct config_listen *pub, struct msglist *errs)
 {
-    if (!pub || c->open_proxy || c->auth.userlist)
+    if (!pub || c->open_proxy || c->auth.userlist || c->auth.helper || c->auth.pam_service)
         return;
     if (ld->nrules && !c->acl)
         return; /* the rules had errors and were not compiled: those are reported */
@@ -1838,14 +1847,23 @@ int config_load(const struct config_cli *cli, struct config **out, struct msglis
         parse_cli_text(&ld, cli->text_name ? cli->text_name : "command line", cli->text);
     if (cli->path)
         parse_file(&ld, cli->path);
-    if (c->auth.userlist) {
-        load_userlist(c, key_file(&ld, "auth.userlist"), key_line(&ld, "auth.userlist"), errs);
+    if (c->auth.userlist || c->auth.helper || c->auth.pam_service) {
+        static const char *const bk[5] = {"auth.userlist", "auth.helper", "auth.pam_service",
+                                          "auth.helper_children", "auth.helper_timeout"};
+        struct config_origin at[5];
+        for (int i = 0; i < 5; i++)
+            at[i] = (struct config_origin){key_line(&ld, bk[i]) ? key_file(&ld, bk[i]) : NULL,
+                                           key_line(&ld, bk[i])};
+        config_auth_finish(c, at, errs);
+        if (c->auth.userlist && !c->auth.helper && !c->auth.pam_service)
+            load_userlist(c, at[0].file, at[0].line, errs);
     } else {
         for (size_t i = 0; i < ARRAY_LEN(keys); i++) {
             if (ld.seen[i] && strncmp(keys[i].name, "auth.", 5) == 0) {
                 msglist_push(errs,
-                             "%s:%d: %s: [auth] settings without auth.userlist (add "
-                             "'userlist = FILE' to [auth] to turn authentication on)",
+                             "%s:%d: %s: [auth] settings without auth.userlist, auth.helper "
+                             "or auth.pam_service (add one of them to [auth] to turn "
+                             "authentication on)",
                              ld.seen_file[i], ld.seen[i], keys[i].name);
                 break;
             }
@@ -1965,6 +1983,7 @@ static void config_destroy(struct config *c)
     free(c->syslog_address);
     free(c->auth.userlist);
     userlist_unref(c->auth.users);
+    config_auth_free(c);
     msglist_fini(&c->warnings);
     free(c->rules_file);
     free(c->local_addrs);

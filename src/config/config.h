@@ -109,15 +109,22 @@ struct config_http {
 
 struct userlist;
 
-/* [auth]: RFC 1929 username/password against a userlist. */
+/* [auth]: username/password (RFC 1929, HTTP Basic) against one backend:
+ * a userlist, external helpers (Squid's protocol) or PAM. */
 struct config_auth {
-    char *userlist;         /* path as written; NULL: authentication is off */
+    char *userlist;         /* path as written; NULL: no userlist */
     struct userlist *users; /* loaded with the config */
-    uint32_t workers;       /* verifier threads */
-    uint32_t queue;         /* verifications waiting, at most */
-    uint32_t cachettl_ms;   /* 0: no credential cache */
-    uint32_t cache_size;    /* cached successes per worker */
-    uint32_t max_failures;  /* 0: no throttling */
+    char *helper;           /* the helper's command line as written; NULL: none */
+    char **helper_argv;     /* split on blanks, argv[0] made absolute; NULL-terminated */
+    uint32_t helper_children;
+    uint32_t helper_timeout_ms;
+    char *pam_service;     /* NULL: no PAM */
+    uint64_t generation;   /* differs at every load: what external verdicts are cached under */
+    uint32_t workers;      /* verifier threads */
+    uint32_t queue;        /* verifications waiting, at most */
+    uint32_t cachettl_ms;  /* 0: no credential cache */
+    uint32_t cache_size;   /* cached successes per worker */
+    uint32_t max_failures; /* 0: no throttling */
     uint32_t failure_window_ms;
     uint32_t block_ms;
 };
@@ -281,8 +288,30 @@ void config_free(struct config *c);
 
 static inline bool config_auth_enabled(const struct config *c)
 {
-    return c->auth.users != NULL;
+    return c->auth.users != NULL || c->auth.helper_argv != NULL || c->auth.pam_service != NULL;
 }
+
+/* auth.c: [auth]'s backends. Where a key was set (file NULL: it was not). */
+struct config_origin {
+    const char *file;
+    int line;
+};
+struct auth_params;
+/* After the file: exactly one backend among userlist, helper and
+ * pam_service (the userlist is loaded by the caller), the helper's command
+ * split and its program executable, the PAM service's file present, the
+ * helper_ keys only with a helper. at[] is where userlist, helper,
+ * pam_service, helper_children and helper_timeout were set. Problems go
+ * to errs as "FILE:LINE: KEY: ...". */
+void config_auth_finish(struct config *c, const struct config_origin at[5], struct msglist *errs);
+/* Free what config_auth_finish() made (config_free). */
+void config_auth_free(struct config *c);
+/* What a session of c authenticates against. */
+void config_auth_params(const struct config *c, struct auth_params *out);
+/* The backend's name and what it is, for the start and reload lines:
+ * "125 users", "helper /usr/lib/squid/basic_ncsa_auth (4 children)", "PAM
+ * service ferry". */
+void config_auth_describe(const struct config *c, char *out, size_t cap);
 
 /* http2.c: [http2] defaults; one key (false: not an [http2] key; a bad
  * value keeps the default, a huge one clamps, each with a warning naming

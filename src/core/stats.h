@@ -62,6 +62,7 @@ struct auth_stats {
     stat_t ok, denied, cache_hits, throttled, busy, blocks;
     stat_t shared;            /* attempts that waited for an identical one's verification */
     stat_t cache_shared_hits; /* cache hits found in the table all workers share */
+    stat_t unavailable;       /* refused: the helper or PAM gave no verdict (fail closed) */
 };
 
 struct worker_stats {

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "acl/rules.h"
+#include "auth/auth.h"
 #include "config/config.h"
 #include "core/stats.h"
 #include "version.h"
@@ -460,11 +461,13 @@ static void render_auth(struct mtext *t, const uint64_t *s)
 {
     family(t, "ferry_auth_total", "counter",
            "Authentication verdicts (throttled: refused unverified after repeated failures; "
-           "busy: the verifier queue was full).");
+           "busy: the verifier queue was full; unavailable: refused because the helper or PAM "
+           "gave no verdict).");
     sample(t, "ferry_auth_total", "result=\"ok\"", FIELD(s, auth.ok));
     sample(t, "ferry_auth_total", "result=\"denied\"", FIELD(s, auth.denied));
     sample(t, "ferry_auth_total", "result=\"throttled\"", FIELD(s, auth.throttled));
     sample(t, "ferry_auth_total", "result=\"busy\"", FIELD(s, auth.busy));
+    sample(t, "ferry_auth_total", "result=\"unavailable\"", FIELD(s, auth.unavailable));
     counter(t, "ferry_auth_cache_hits_total",
             "Successful verdicts answered from the credential cache.", FIELD(s, auth.cache_hits));
     counter(t, "ferry_auth_cache_shared_hits_total",
@@ -477,6 +480,30 @@ static void render_auth(struct mtext *t, const uint64_t *s)
             "Attempts that waited for the verification of identical credentials already "
             "on the verifier pool instead of queueing their own.",
             FIELD(s, auth.shared));
+}
+
+/* The external helpers' pool (auth.helper): zeros without one. */
+static void render_auth_helpers(struct mtext *t, const struct metrics_source *src)
+{
+    const struct auth *a = src->sh ? atomic_load(&src->sh->auth) : NULL;
+    const struct helper_pool *hp = a ? &a->helpers : NULL;
+    gauge(t, "ferry_auth_helper_children", "Authentication helper processes running now.",
+          hp ? atomic_load(&hp->running) : 0);
+    counter(t, "ferry_auth_helper_requests_total", "Verifications sent to authentication helpers.",
+            hp ? atomic_load(&hp->requests) : 0);
+    counter(t, "ferry_auth_helper_restarts_total",
+            "Authentication helpers started again after one was given up on.",
+            hp ? atomic_load(&hp->restarts) : 0);
+    family(t, "ferry_auth_helper_failures_total", "counter",
+           "Authentication helpers given up on, by reason (crash: exited or closed its end; "
+           "timeout: no reply within auth.helper_timeout, killed; protocol: not a reply, "
+           "killed; spawn: could not be started).");
+    for (int i = 0; i < HELPER_FAIL_COUNT; i++) {
+        char label[40];
+        snprintf(label, sizeof(label), "reason=\"%s\"", helper_failure_name(i));
+        sample(t, "ferry_auth_helper_failures_total", label,
+               hp ? atomic_load(&hp->failures[i]) : 0);
+    }
 }
 
 static void render_dns_http(struct mtext *t, const uint64_t *s)
@@ -682,6 +709,7 @@ void metrics_render(struct mtext *t, const struct metrics_source *src, const str
     render_sessions(t, s);
     render_relay(t, s);
     render_auth(t, s);
+    render_auth_helpers(t, src);
     render_dns_http(t, s);
     render_udp(t, src, s);
     render_rules(t, src, cfg);

@@ -48,7 +48,8 @@ static int front_h2_auth(struct conn *c)
         return -1;
     }
     conn_set_user(c, user, ulen);
-    struct auth_params p = {cfg->auth.users, cfg->auth.cachettl_ms};
+    struct auth_params p;
+    config_auth_params(cfg, &p);
     int rv = c->w->auth ? auth_begin(c->w->auth, &p, &c->client, user, ulen, pass, plen,
                                      front_h2_on_auth, c, &c->auth)
                         : AUTH_BUSY;

@@ -437,7 +437,8 @@ static int http_head_auth(struct conn *c, const struct http1_msg *m)
             return -1;
         }
         conn_set_user(c, user, ulen);
-        struct auth_params p = {cfg->auth.users, cfg->auth.cachettl_ms};
+        struct auth_params p;
+        config_auth_params(cfg, &p);
         int r = c->w->auth ? auth_begin(c->w->auth, &p, &c->client, user, ulen, pass, plen,
                                         http_on_auth, c, &c->auth)
                            : AUTH_BUSY;

@@ -647,7 +647,8 @@ static int hs_auth(struct conn *c, struct buf *b)
     buf_consume(b, (uint32_t)n);
     conn_set_user(c, up.user, up.ulen);
     const struct config *cfg = conn_cfg(c);
-    struct auth_params p = {cfg->auth.users, cfg->auth.cachettl_ms};
+    struct auth_params p;
+    config_auth_params(cfg, &p);
     int r = AUTH_BUSY;
     if (c->w->auth)
         r = auth_begin(c->w->auth, &p, &c->client, up.user, up.ulen, up.pass, up.plen,

@@ -173,6 +173,8 @@ static void log_summary(const struct server *s)
              (unsigned long long)down, (unsigned long long)spl);
 }
 
+/* The verifier pool, started with the first configuration that turns
+ * authentication on. */
 static int auth_ensure(struct server *s, const struct config *cfg)
 {
     if (s->auth_started || !config_auth_enabled(cfg))
@@ -187,6 +189,24 @@ static int auth_ensure(struct server *s, const struct config *cfg)
     s->auth_started = true;
     atomic_store(&s->sh.auth, &s->auth);
     return 0;
+}
+
+/* The helpers follow the configuration being applied: its command (the
+ * children of an older one are replaced as they come free), or none (the
+ * idle ones are stopped). Called once the configuration is sure to be
+ * used, so a reload that fails changes nothing. Out of memory keeps the
+ * previous command (said in the log; with none, attempts fail closed). */
+static void auth_apply_helpers(struct server *s, const struct config *cfg)
+{
+    const struct config_auth *a = &cfg->auth;
+    if (!s->auth_started)
+        return;
+    if (!a->helper_argv)
+        helper_pool_clear(&s->auth.helpers);
+    else if (helper_pool_configure(&s->auth.helpers, a->helper_argv, a->helper_children,
+                                   a->helper_timeout_ms) < 0)
+        log_error("authentication: out of memory for the helper's command; the helpers keep "
+                  "the previous one");
 }
 
 static bool listen_equal(const struct config *a, const struct config *b)
@@ -388,6 +408,7 @@ static void reload(struct server *s)
             return;
         }
     }
+    auth_apply_helpers(s, nc);
     if (s->auth_started)
         throttle_configure(&s->auth.t, nc->auth.max_failures, nc->auth.failure_window_ms,
                            nc->auth.block_ms);
@@ -407,8 +428,10 @@ static void reload(struct server *s)
     s->cfg = nc;
     metrics_reloaded(s->metrics, nc);
     log_tls_pin(nc, "reload: ");
+    char backend[4200];
+    config_auth_describe(nc, backend, sizeof(backend));
     if (config_auth_enabled(nc))
-        log_info("reload: configuration applied to new sessions (%zu users)", nc->auth.users->n);
+        log_info("reload: configuration applied to new sessions (%s)", backend);
     else
         log_info("reload: configuration applied to new sessions (no authentication)");
 }
@@ -702,9 +725,11 @@ static void announce_ready(const struct server *s, const struct addr *bound)
         char a[ADDR_STRLEN];
         log_info("listening on %s", addr_format(&bound[i], a, sizeof(a)));
     }
+    char backend[4200];
+    config_auth_describe(cfg, backend, sizeof(backend));
     if (config_auth_enabled(cfg))
-        log_info("authentication: %zu users, %u verifier threads, cache ttl %u ms",
-                 cfg->auth.users->n, cfg->auth.workers, cfg->auth.cachettl_ms);
+        log_info("authentication: %s, %u verifier threads, cache ttl %u ms", backend,
+                 cfg->auth.workers, cfg->auth.cachettl_ms);
     if (cfg->acl)
         log_info("rules: %u, default %s", cfg->acl->n,
                  cfg->rules_default == ACL_DENY ? "deny" : "allow");
@@ -848,6 +873,7 @@ int server_run(struct config *cfg, const struct config_cli *cli)
         goto out_fds;
     if (auth_ensure(&s, cfg))
         goto out_fds;
+    auth_apply_helpers(&s, cfg);
     if (limits_init(&s.limits, cfg->limits.ip_table)) {
         log_error("out of memory for the limits tables");
         goto out_fds;

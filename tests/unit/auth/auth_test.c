@@ -135,7 +135,7 @@ static struct addr client(const char *ip)
 static int begin(unsigned i, const char *ip, const char *user, const char *pass, uint32_t ttl,
                  struct auth_job **job)
 {
-    struct auth_params p = {fx->ul, ttl};
+    struct auth_params p = {.ul = fx->ul, .cache_ttl_ms = ttl};
     struct addr c = client(ip);
     struct auth_job *dummy;
     if (!job)
@@ -249,7 +249,7 @@ static void test_other_worker_finds_success(void **state)
     struct auth_worker aw2;
     assert_int_equal(auth_worker_init(&aw2, &fx->a, &fx->l, 64), 0);
     assert_int_equal(verify(0, "127.0.0.1", "alice", "right", TTL_MS), AUTH_OK);
-    struct auth_params p = {fx->ul, TTL_MS};
+    struct auth_params p = {.ul = fx->ul, .cache_ttl_ms = TTL_MS};
     struct addr c = client("127.0.0.9");
     struct auth_job *job = NULL;
     assert_int_equal(auth_begin(&aw2, &p, &c, "alice", 5, "right", 5, on_auth, (void *)1, &job),
