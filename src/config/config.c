@@ -943,7 +943,7 @@ static void outbound_key(struct loader *ld, const char *section, const char *key
     if (!ld->cur_ob)
         return; /* the header was bad, and said so */
     snprintf(mark, sizeof(mark), "|%s|", key);
-    if (strstr(ld->ob_seen, mark)) {
+    if (strstr(ld->ob_seen, mark) && strcmp(key, "reverse") != 0) { /* reverse adds up */
         bad(ld, qname, "set twice in this section");
         return;
     }

@@ -79,6 +79,9 @@ enum {
     CONN_CMD_UDP = 3,
 };
 
+/* c->listen_index of a session no listener accepted (a reverse one). */
+#define CONN_LISTEN_NONE 255
+
 struct buf;
 struct pipe_pair;
 struct dns_answer;
@@ -98,6 +101,8 @@ struct h2conn;
 struct h2stream;
 struct h2udp;
 struct h2rev;
+struct ho_stream;
+struct config_reverse;
 
 struct half {
     struct buf *buf;        /* bytes in user space, or NULL */
@@ -161,6 +166,10 @@ struct conn {
     struct h2stream *h2s;    /* a session on an HTTP/2 stream: its client side (no cli fd) */
     struct h2udp *h2u;       /* ... a CONNECT-UDP one: its datagram relay (h2udp.c) */
     struct h2rev *h2r;       /* ... a reverse-tunnel one (h2rev.c) */
+    struct ho_stream *hos;   /* a reverse session of `ferry client`: its client side is this
+                              * stream of the tunnel (outbound_h2rev.c; no cli fd) */
+    const struct config_reverse *rev; /* ... and its remote (egress: direct, and for a
+                                       * socks remote only what it allows) */
     struct bind_peers *bind; /* BIND by name: the hosts that may connect back */
     struct dns_req *dns;     /* pending lookup */
     struct auth_job *auth;   /* pending verification */
