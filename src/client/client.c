@@ -363,6 +363,11 @@ static char *client_text(const struct client_opts *o, const struct client_url *u
         else
             text_add(&t, "listen = %s forward=%s\n", addr_format(&r->local, hp, sizeof(hp)), dest);
     }
+    bool local = false;
+    for (size_t i = 0; i < o->n; i++)
+        local = local || !o->remotes[i].reverse;
+    if (!local)
+        text_add(&t, "listen = none\n"); /* only R: remotes: no port here */
     text_add(&t, "outbound = tunnel\n\n[outbound tunnel]\n");
     if (u->has_pass && show_secret)
         text_add(&t, "url = https://%s:%s@%s\n", u->user, u->pass, u->hostport);

@@ -589,6 +589,8 @@ static int set_listen(struct loader *ld, const struct key *k, const char *v)
         ld->c->nlisten = 0;
         ld->listen_from_file = true;
     }
+    if (!strcmp(v, "none"))
+        return 0; /* no local listener (a client with only reverse remotes) */
     int rc = 0;
     const char *p = v;
     while (*p) {
