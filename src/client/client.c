@@ -331,8 +331,9 @@ static void client_reverse_text(const struct client_opts *o, struct text *t)
         if (r->kind == REMOTE_SOCKS)
             text_add(t, "reverse = %s socks\n", hp);
         else
-            text_add(t, strchr(r->host, ':') ? "reverse = %s forward=[%s]:%u\n"
-                                             : "reverse = %s forward=%s:%u\n",
+            text_add(t,
+                     strchr(r->host, ':') ? "reverse = %s forward=[%s]:%u\n"
+                                          : "reverse = %s forward=%s:%u\n",
                      hp, r->host, r->port);
     }
 }

@@ -17,8 +17,8 @@
 #include "util/msglist.h"
 #include "util/parse.h"
 
-#define KIB 1024u
-#define MIB (1024u * 1024u)
+#define KIB      1024u
+#define MIB      (1024u * 1024u)
 #define HTTP2_MS 2 /* a key's value is a duration, held in ms */
 
 static const struct http2_key {
@@ -43,8 +43,7 @@ static const struct http2_key {
     {"settings_per_second", offsetof(struct config_http2, settings_rate), 100, 1, 1000000, false},
     {"empty_data_per_second", offsetof(struct config_http2, empty_data_rate), 100, 1, 1000000,
      false},
-    {"reverse_grace", offsetof(struct config_http2, reverse_grace_ms), 30000, 0, 3600000,
-     HTTP2_MS},
+    {"reverse_grace", offsetof(struct config_http2, reverse_grace_ms), 30000, 0, 3600000, HTTP2_MS},
 };
 
 static uint32_t *field(struct config_http2 *h, const struct http2_key *k)

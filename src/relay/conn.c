@@ -824,8 +824,8 @@ static struct conn *conn_alloc(struct worker *w);
 /* A session without a client socket (its client side is a stream) under
  * configuration wc (held here), front f in state st; NULL (counted) when
  * max_connections is reached or memory is out. */
-static struct conn *conn_new_sockless(struct worker *w, struct wcfg *wc,
-                                      const struct front_ops *f, enum conn_state st, int *err)
+static struct conn *conn_new_sockless(struct worker *w, struct wcfg *wc, const struct front_ops *f,
+                                      enum conn_state st, int *err)
 {
     if (atomic_fetch_add_explicit(&w->sh->sessions, 1, memory_order_relaxed) >=
         wc->cfg->max_connections) {

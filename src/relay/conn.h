@@ -166,10 +166,7 @@ struct conn {
     struct h2stream *h2s;    /* a session on an HTTP/2 stream: its client side (no cli fd) */
     struct h2udp *h2u;       /* ... a CONNECT-UDP one: its datagram relay (h2udp.c) */
     struct h2rev *h2r;       /* ... a reverse-tunnel one (h2rev.c) */
-    struct ho_stream *hos;   /* a reverse session of `ferry client`: its client side is this
-                              * stream of the tunnel (outbound_h2rev.c; no cli fd) */
-    const struct config_reverse *rev; /* ... and its remote (egress: direct, and for a
-                                       * socks remote only what it allows) */
+    struct ho_stream *hos;   /* a reverse session: its client side (outbound_h2rev.c) */
     struct bind_peers *bind; /* BIND by name: the hosts that may connect back */
     struct dns_req *dns;     /* pending lookup */
     struct auth_job *auth;   /* pending verification */
@@ -192,6 +189,10 @@ struct conn {
     uint64_t last_active; /* loop ms of the last byte moved */
     uint32_t discarded;   /* bytes read and dropped while lingering */
     const char *why;      /* why it ended, for the access log */
+
+    /* A reverse session's remote (outbound_h2rev.c): it leaves from this
+     * host, to what the remote allows; NULL for others. */
+    const struct config_reverse *rev;
 };
 
 /* relay.c: how the worker hands accepted connections to the relay. */

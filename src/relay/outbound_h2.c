@@ -45,6 +45,7 @@
 #include "relay/h2io.h"
 #include "relay/outbound.h"
 #include "relay/outbound_h2.h"
+#include "relay/outbound_h2rev.h"
 #include "relay/session.h"
 #include "tls/tls.h"
 
@@ -424,8 +425,8 @@ static void hs_submit(struct ho_conn *hc, struct ho_stream *s)
     if (s->xproto) {
         nv[nnv++] = (nghttp2_nv){(uint8_t *)kproto, (uint8_t *)xproto, 9, strlen(xproto),
                                  NGHTTP2_NV_FLAG_NONE};
-        nv[nnv++] = (nghttp2_nv){(uint8_t *)kscheme, (uint8_t *)vscheme, 7, 5,
-                                 NGHTTP2_NV_FLAG_NONE};
+        nv[nnv++] =
+            (nghttp2_nv){(uint8_t *)kscheme, (uint8_t *)vscheme, 7, 5, NGHTTP2_NV_FLAG_NONE};
         nv[nnv++] = (nghttp2_nv){(uint8_t *)kpath, (uint8_t *)s->xpath, 5, strlen(s->xpath),
                                  NGHTTP2_NV_FLAG_NONE};
     }

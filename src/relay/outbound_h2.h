@@ -73,7 +73,5 @@ void outbound_h2rev_wake(void *rv);
 /* A response field of a stream owned by rv (inside nghttp2's callback). */
 void outbound_h2rev_header(void *rv, const uint8_t *name, size_t namelen, const uint8_t *value,
                            size_t valuelen);
-/* The worker ends: every reverse remote lets go of its streams. */
-void outbound_h2rev_fini(struct worker *w);
 
 #endif

@@ -30,10 +30,10 @@
 #include "relay/session.h"
 #include "util/list.h"
 
-#define RV_ACCEPTS       4     /* accept streams waiting per listener */
-#define RV_RETRY_MS      1000  /* after a refusal: the first retry ... */
-#define RV_RETRY_CAP_MS  60000 /* ... doubling up to this */
-#define RV_FIELD_MAX     64
+#define RV_ACCEPTS      4     /* accept streams waiting per listener */
+#define RV_RETRY_MS     1000  /* after a refusal: the first retry ... */
+#define RV_RETRY_CAP_MS 60000 /* ... doubling up to this */
+#define RV_FIELD_MAX    64
 
 struct rv_remote;
 
@@ -192,8 +192,8 @@ static void rv_listener(struct rv_remote *r)
     else
         log_error("reverse %s: the server refused the bind (HTTP %d: %s); trying again in %u s",
                   r->name, st,
-                  st == 403 ? "no [rules] allow ... cmd reverse rule lets this user bind it, or "
-                              "the port is held for another user"
+                  st == 403   ? "no [rules] allow ... cmd reverse rule lets this user bind it, or "
+                                "the port is held for another user"
                   : st == 502 ? "the server could not bind it (in use?)"
                               : "see the server's log",
                   (unsigned)((r->retry_ms + 999) / 1000));
@@ -305,6 +305,8 @@ void outbound_h2rev_config_changed(struct worker *w)
 
 void outbound_h2rev_fini(struct worker *w)
 {
+    if (!w->h2out)
+        return;
     struct h2rev_out_set **pset = outbound_h2_rev_set(w);
     if (!pset || !*pset)
         return;

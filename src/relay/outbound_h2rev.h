@@ -25,6 +25,10 @@ struct worker;
  * remotes of w->cur (from its own thread) and lets go of older ones. */
 void outbound_h2rev_config_changed(struct worker *w);
 
+/* The worker drains or ends: every reverse remote lets go of its streams
+ * (the server's ports close; sessions already open finish). */
+void outbound_h2rev_fini(struct worker *w);
+
 /* The client side of a reverse session (c->hos), as conn_cli_recv(),
  * conn_cli_send() and conn_cli_shutdown() promise. */
 ssize_t outbound_h2rev_recv(struct conn *c, void *p, size_t len);

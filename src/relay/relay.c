@@ -125,6 +125,7 @@ static void relay_drain(struct worker *w)
 {
     h2conn_goaway_all(w);
     h2rev_close_all();
+    outbound_h2rev_fini(w); /* a client's reverse remotes take no new connection */
 }
 
 const struct worker_ops relay_worker_ops = {

@@ -214,3 +214,18 @@ def test_reverse_port_back_after_server_restart(env, client, echo_server, tmp_pa
         srv.expect_exit = None  # killed on purpose
         problems = factory.finalize()
         assert not problems, problems
+
+
+@pytest.mark.parametrize("line,says", [
+    ("reverse = 2222 forward=h:22", "'2222' is not ADDR:PORT"),
+    ("reverse = 127.0.0.1:2222", "expected ADDR:PORT forward=HOST:PORT, or ADDR:PORT socks"),
+    ("reverse = 127.0.0.1:2222 forward=h:22 allow=10.0.0.0/8", "allow= applies to a socks remote only"),
+    ("reverse = 127.0.0.1:2222 socks allow=10.0.0.0/33", "'10.0.0.0/33' is not an address or CIDR"),
+    ("reverse = 127.0.0.1:2222 socks\nmux = http1", "reverse needs an https:// url spoken HTTP/2"),
+])
+def test_reverse_config_errors(tmp_path, line, says):
+    conf = tmp_path / "c.conf"
+    conf.write_text(f"listen = none\n[outbound t]\nurl = https://127.0.0.1:1\n{line}\n"
+                    "reverse = 127.0.0.1:2223 socks\n")
+    r = run_ferry(["serve", "--check", "-c", str(conf)])
+    assert r.rc == 1 and says in r.err, r.err
