@@ -6,14 +6,16 @@ integrity both ways and a half-close crossing the tunnel both ways;
 R:PORT:socks reached with PySocks and curl through the server's port,
 refused towards a loopback origin by default and let through by the
 remote's allow= (a --print-config file run by ferry serve); a bind without
-a `cmd reverse` rule refused with a clear client error; the server killed
-and started again (the client reconnects and the port comes back); and
+a `cmd reverse` rule refused with a clear client error; the server
+reloaded (GOAWAY, listeners closed) and then killed and started again (the
+client registers again each time and the port comes back); and
 the grace period (a released port stays its user's: another user's bind
 is refused, the same user's succeeds)."""
 
 import hashlib
 import random
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -182,7 +184,15 @@ def test_reverse_port_held_for_its_user(env, client, echo_server):
     b.stop()
 
 
-def test_reverse_port_back_after_server_restart(env, client, echo_server, tmp_path):
+def wait_text(c: Client, mark: int, text: str, timeout: float = 40):
+    """Wait (bounded) for text in c's log after offset mark."""
+    deadline = time.monotonic() + timeout
+    while text not in c.text()[mark:] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert text in c.text()[mark:], c.text()[-3000:]
+
+
+def test_reverse_port_back_after_reload_and_restart(env, client, echo_server, tmp_path):
     tport, port = free_port(), free_port()
     factory = FerryFactory(tmp_path)
     try:
@@ -191,6 +201,13 @@ def test_reverse_port_back_after_server_restart(env, client, echo_server, tmp_pa
         c = client(f"R:{port}:127.0.0.1:{echo_server.port}", url=f"https://127.0.0.1:{tport}")
         with connect(port) as s:
             assert exchange(s, 64 * 1024, seed=4)[2] == 64 * 1024
+        # A reload: GOAWAY and the listeners closed; the client registers
+        # again on its replacement connection and gets the port back.
+        mark = len(c.text())
+        srv.send_signal(signal.SIGHUP)
+        wait_text(c, mark, "the server listens on")
+        with connect(port) as s:
+            assert exchange(s, 64 * 1024, seed=6)[2] == 64 * 1024
         # A session open across the kill ends (no hang).
         held = connect(port)
         held.sendall(b"x")
@@ -201,10 +218,7 @@ def test_reverse_port_back_after_server_restart(env, client, echo_server, tmp_pa
         assert how in ("eof", "reset"), how
         mark = len(c.text())
         srv2 = make_server(factory, tmp_path, env["cert"], env["key"], port=tport)
-        deadline = time.monotonic() + 40
-        while "the server listens on" not in c.text()[mark:] and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert "the server listens on" in c.text()[mark:], c.text()[-3000:]
+        wait_text(c, mark, "the server listens on")
         with connect(port) as s:
             sent, got, n, how = exchange(s, 1 * MiB, seed=5)
         assert n == 1 * MiB and sent == got and how == "eof"
