@@ -24,7 +24,8 @@ import pytest
 
 from certlib import OPENSSL, make_cert, pin_of
 from clientlib import PASSWORD, Client, exchange, socks, socks_sock
-from ferrylib import FerryFactory, SinkThenReplyServer, passwd_line, read_until_close, run_ferry
+from ferrylib import (FerryFactory, ServerHalfCloseServer, SinkThenReplyServer, passwd_line,
+                      read_until_close, run_ferry)
 from opslib import free_port
 
 MiB = 1024 * 1024
@@ -108,6 +109,25 @@ def test_reverse_forward_integrity_and_half_close(env, client, echo_server, tcp_
                                                   256 * 1024)
     c.wait_log(rf"cmd=reverse dst=127\.0\.0\.1:{sink.port} .*reply=succeeded end=done")
     env["srv"].wait_log(r"user=alice cmd=reverse ")
+    # The other way: the target half-closes first; its greeting and FIN
+    # reach the server's side, which goes on sending.
+    c.stop()
+    hc = tcp_server(ServerHalfCloseServer, first_bytes=4096)
+    c = client(f"R:{port}:127.0.0.1:{hc.port}")
+    with connect(port) as s:
+        s.sendall(b"x" * 4096)
+        got = b""
+        while len(got) < len(hc.GREETING):
+            d = s.recv(65536)
+            assert d, "EOF before the greeting"
+            got += d
+        assert got == hc.GREETING
+        assert s.recv(1) == b""  # its FIN crossed the tunnel (END_STREAM)
+        s.sendall(b"y" * 100000)
+        s.shutdown(socket.SHUT_WR)
+        assert hc.done.wait(20)
+        assert list(hc.results.values())[0][0] == 4096 + 100000
+        assert read_until_close(s, timeout=20)[1] == "eof"
 
 
 @pytest.mark.skipif(socks is None, reason="PySocks (python3-socks) is needed")
