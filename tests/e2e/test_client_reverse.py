@@ -163,7 +163,7 @@ def test_reverse_socks_allow_list_from_config(env, echo_server, http_server, tmp
                                   f"reverse = 127.0.0.1:{port} socks allow=127.0.0.0/8"))
     factory = FerryFactory(tmp_path)
     try:
-        cl = factory(wait_ready=False, raw_config="workers = 1\n" + conf.read_text(), listens=())
+        cl = factory(wait_ready=False, raw_config="workers = 2\n" + conf.read_text(), listens=())
         cl.wait_log(r"the server listens on", timeout=30)
         s = socks_sock(port)
         s.connect(echo_server.addr)
