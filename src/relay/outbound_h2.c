@@ -25,6 +25,11 @@
  * defers its task, and the session reads it from there (conn_resume()
  * calls the event hook in state CONNECT). A connection is freed late
  * (loop_release), never inside its own callbacks.
+ *
+ * The reverse remotes (outbound_h2rev.c) use the same streams through
+ * outbound_h2.h: extended CONNECTs owned by no session (their news
+ * defers the owner's task), one of which may become a session's client
+ * side (its news sets c->cli_ev instead of c->up_ev).
  */
 #include <errno.h>
 #include <netinet/in.h>
