@@ -5,7 +5,7 @@ carol) bind reverse ports on 127.0.0.1. Covers: R:PORT:HOST:PORT with
 integrity both ways and a half-close crossing the tunnel both ways;
 R:PORT:socks reached with PySocks and curl through the server's port,
 refused towards a loopback origin by default and let through by the
-remote's allow= (a --print-config file run by ferry serve); a bind without
+remote's allow= (a --print-config file run by ferry serve, reloaded); a bind without
 a `cmd reverse` rule refused with a clear client error; the server
 reloaded (GOAWAY, listeners closed) and then killed and started again (the
 client registers again each time and the port comes back); and
@@ -170,6 +170,11 @@ def test_reverse_socks_allow_list_from_config(env, echo_server, http_server, tmp
         with s:
             sent, got, n, how = exchange(s, 2 * MiB, seed=9)
         assert n == 2 * MiB and sent == got and how == "eof"
+        # A reload of the client: the remotes of the new configuration
+        # replace the old ones (the port is the same user's again).
+        mark = len(cl.log_text())
+        cl.send_signal(signal.SIGHUP)
+        cl.wait_log(r"the server listens on", timeout=30, start=mark)
         big = hashlib.sha256((http_server.directory / "big.bin").read_bytes()).hexdigest()
         r = subprocess.run([CURL, "-sS", "--max-time", "60", "-x", f"socks5h://localhost:{port}",
                             f"http://127.0.0.1:{http_server.port}/big.bin"],
