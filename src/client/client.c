@@ -64,8 +64,16 @@ static const char usage_client[] =
     "         [ADDR:]PORT:HOST:PORT      a port forward (IPv6 in brackets:\n"
     "                                    [::1]:8080:[2001:db8::1]:80)\n"
     "         stdio:HOST:PORT            one connection on stdin/stdout (ssh)\n"
-    "         ADDR defaults to 127.0.0.1. R:... (reverse) and .../udp remotes\n"
-    "         are not supported yet.\n"
+    "         R:[ADDR:]PORT:HOST:PORT    a reverse forward: ADDR:PORT on the\n"
+    "                                    server leads to HOST:PORT from here\n"
+    "         R:[ADDR:]PORT:socks        SOCKS5, SOCKS4 and HTTP on the server's\n"
+    "                                    port, leaving from here (never to\n"
+    "                                    loopback, link-local or private\n"
+    "                                    addresses unless a config file's\n"
+    "                                    reverse line says allow=CIDR,...)\n"
+    "         ADDR defaults to 127.0.0.1. A reverse bind needs a server rule\n"
+    "         (allow user NAME cmd reverse ...). .../udp remotes are not\n"
+    "         supported yet.\n"
     "\n"
     "Options:\n"
     "      --pin sha256//BASE64  accept the server's certificate by its public\n"
@@ -90,6 +98,9 @@ static const char usage_client[] =
     "      127.0.0.1:8080 reaches 10.0.0.5:80 from the server\n"
     "  ssh -o ProxyCommand='ferry client https://proxy.example --auth-file ~/.ferry-auth\n"
     "      stdio:%h:%p' user@internal-host\n"
+    "  ferry client https://alice@proxy.example R:2222:127.0.0.1:22\n"
+    "      the server's 127.0.0.1:2222 reaches this host's sshd (the server's\n"
+    "      rules: allow user alice cmd reverse to 127.0.0.1 port 2222)\n"
     "  ferry client https://proxy.example socks 8080:db:5432 --print-config > ferry.conf\n"
     "\n"
     "Exit status: 0 (stopped by a signal, or the stdio target closed), 1 (an\n"
@@ -307,6 +318,26 @@ static const char *abs_path(const char *p, char *buf)
     return buf;
 }
 
+/* The R: remotes: a port on the server each, egress here (reverse
+ * lines of the outbound, config/reverse.c). */
+static void client_reverse_text(const struct client_opts *o, struct text *t)
+{
+    char hp[300];
+    for (size_t i = 0; i < o->n; i++) {
+        const struct remote *r = &o->remotes[i];
+        if (!r->reverse)
+            continue;
+        addr_format(&r->local, hp, sizeof(hp));
+        if (r->kind == REMOTE_SOCKS)
+            text_add(t, "reverse = %s socks\n", hp);
+        else
+            text_add(t,
+                     strchr(r->host, ':') ? "reverse = %s forward=[%s]:%u\n"
+                                          : "reverse = %s forward=%s:%u\n",
+                     hp, r->host, r->port);
+    }
+}
+
 /* The configuration the command line stands for. show_secret false: the
  * password is left out (--print-config). Returns the text or NULL. */
 static char *client_text(const struct client_opts *o, const struct client_url *u, bool show_secret)
@@ -320,6 +351,8 @@ static char *client_text(const struct client_opts *o, const struct client_url *u
     text_add(&t, "\n");
     for (size_t i = 0; i < o->n; i++) {
         const struct remote *r = &o->remotes[i];
+        if (r->reverse)
+            continue; /* in the outbound's section, below */
         if (r->kind == REMOTE_SOCKS) {
             text_add(&t, "listen = %s protocols=socks5+socks4+http\n",
                      addr_format(&r->local, hp, sizeof(hp)));
@@ -331,6 +364,11 @@ static char *client_text(const struct client_opts *o, const struct client_url *u
         else
             text_add(&t, "listen = %s forward=%s\n", addr_format(&r->local, hp, sizeof(hp)), dest);
     }
+    bool local = false;
+    for (size_t i = 0; i < o->n; i++)
+        local = local || !o->remotes[i].reverse;
+    if (!local)
+        text_add(&t, "listen = none\n"); /* only R: remotes: no port here */
     text_add(&t, "outbound = tunnel\n\n[outbound tunnel]\n");
     if (u->has_pass && show_secret)
         text_add(&t, "url = https://%s:%s@%s\n", u->user, u->pass, u->hostport);
@@ -346,6 +384,7 @@ static char *client_text(const struct client_opts *o, const struct client_url *u
         text_add(&t, "ca_file = %s\n", abs_path(o->cacert, buf));
     if (o->auth_file)
         text_add(&t, "credentials_file = %s\n", abs_path(o->auth_file, buf));
+    client_reverse_text(o, &t);
     if (t.oom) {
         free(t.p);
         return NULL;
@@ -535,9 +574,9 @@ static int parse_remotes(struct client_opts *o, long *stdio)
             log_print(true, "ferry client: %s\n", err);
             return 2;
         }
-        if (r->reverse || r->udp) {
-            log_print(true, "ferry client: remote '%s': %s remotes are not supported yet\n",
-                      o->words[i], r->reverse ? "reverse (R:)" : "UDP (/udp)");
+        if (r->udp) {
+            log_print(true, "ferry client: remote '%s': UDP (/udp) remotes are not supported yet\n",
+                      o->words[i]);
             return 2;
         }
         if (r->kind == REMOTE_STDIO)

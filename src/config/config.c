@@ -589,6 +589,8 @@ static int set_listen(struct loader *ld, const struct key *k, const char *v)
         ld->c->nlisten = 0;
         ld->listen_from_file = true;
     }
+    if (!strcmp(v, "none"))
+        return 0; /* no local listener (a client with only reverse remotes) */
     int rc = 0;
     const char *p = v;
     while (*p) {
@@ -950,7 +952,7 @@ static void outbound_key(struct loader *ld, const char *section, const char *key
     if (!ld->cur_ob)
         return; /* the header was bad, and said so */
     snprintf(mark, sizeof(mark), "|%s|", key);
-    if (strstr(ld->ob_seen, mark)) {
+    if (strstr(ld->ob_seen, mark) && strcmp(key, "reverse") != 0) { /* reverse adds up */
         bad(ld, qname, "set twice in this section");
         return;
     }

@@ -89,6 +89,7 @@ struct config_http2 {
     uint32_t worker_budget;   /* granted stream windows per worker */
     uint32_t reset_rate;      /* streams reset before a response, per second */
     uint32_t ping_rate, settings_rate, empty_data_rate;
+    uint32_t reverse_grace_ms; /* a released reverse port stays its user's this long */
 };
 
 /* iotimeout's default on a listener that other hosts reach: a vanished

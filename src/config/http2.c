@@ -17,14 +17,15 @@
 #include "util/msglist.h"
 #include "util/parse.h"
 
-#define KIB 1024u
-#define MIB (1024u * 1024u)
+#define KIB      1024u
+#define MIB      (1024u * 1024u)
+#define HTTP2_MS 2 /* a key's value is a duration, held in ms */
 
 static const struct http2_key {
     const char *name;
     size_t off;
     uint32_t def, min, max;
-    bool size; /* a size (k, m suffixes) rather than a count */
+    uint8_t size; /* 1 (true): a size (k, m suffixes) rather than a count; HTTP2_MS: a duration */
 } keys[] = {
     {"max_concurrent_streams", offsetof(struct config_http2, max_streams), 1024, 1, 65535, false},
     {"max_header_list", offsetof(struct config_http2, max_header_list), 64 * KIB, 1 * KIB, 1 * MIB,
@@ -42,6 +43,7 @@ static const struct http2_key {
     {"settings_per_second", offsetof(struct config_http2, settings_rate), 100, 1, 1000000, false},
     {"empty_data_per_second", offsetof(struct config_http2, empty_data_rate), 100, 1, 1000000,
      false},
+    {"reverse_grace", offsetof(struct config_http2, reverse_grace_ms), 30000, 0, 3600000, HTTP2_MS},
 };
 
 static uint32_t *field(struct config_http2 *h, const struct http2_key *k)
@@ -65,7 +67,9 @@ bool config_http2_key(struct config *c, const char *key, const char *v, const ch
         return false;
     uint32_t *f = field(&c->http2, k);
     uint64_t n;
-    int rc = k->size ? parse_size(v, 0, UINT64_MAX, &n) : parse_u64(v, 0, UINT64_MAX, &n);
+    int rc = k->size == HTTP2_MS ? parse_duration_ms(v, 0, UINT64_MAX, &n)
+             : k->size           ? parse_size(v, 0, UINT64_MAX, &n)
+                                 : parse_u64(v, 0, UINT64_MAX, &n);
     if (rc == -ERANGE) {
         rc = 0; /* more than 64 bits hold: far above the maximum */
         n = UINT64_MAX;
@@ -73,7 +77,11 @@ bool config_http2_key(struct config *c, const char *key, const char *v, const ch
     if (rc || n < k->min) {
         msglist_push(&c->warnings,
                      "%s:%d: http2.%s: '%s' is not valid (expected %u..%u%s); using the default %u",
-                     file, line, key, v, k->min, k->max, k->size ? " bytes" : "", *f);
+                     file, line, key, v, k->min, k->max,
+                     k->size == HTTP2_MS ? " ms"
+                     : k->size           ? " bytes"
+                                         : "",
+                     *f);
         return true;
     }
     if (n > k->max) {

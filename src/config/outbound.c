@@ -35,6 +35,9 @@ void outbound_fini(struct config_outbound *o)
     }
     free(o->ca_file);
     free(o->members_text);
+    free(o->rev);
+    o->rev = NULL;
+    o->nrev = 0;
     o->user = o->pass = o->ca_file = o->members_text = NULL;
     outbound_tls_fini(o);
 }
@@ -437,6 +440,8 @@ int outbound_set_key(struct config_outbound *o, const char *key, const char *v, 
                        key[0] == 'd' ? "a network device name" : "an IP address");
         return 0;
     }
+    if (!strcmp(key, "reverse"))
+        return outbound_reverse_add(o, v, err, errlen);
     if (!strcmp(key, "ip_preference")) {
         if (outbound_ip_preference_parse(v, &o->ip_preference))
             return ERR("'%s': expected any, ipv4, ipv6, ipv4-first or ipv6-first", v);
@@ -445,7 +450,7 @@ int outbound_set_key(struct config_outbound *o, const char *key, const char *v, 
     }
     return ERR("unknown key (known: url, members, strategy, health_check, health_target, "
                "backoff, connect_timeout, pin, ca_file, credentials_file, source, device, "
-               "ip_preference, mux, tunnel_wait)");
+               "ip_preference, mux, tunnel_wait, reverse)");
 }
 
 /* ---- the whole list ------------------------------------------------------ */
@@ -605,6 +610,11 @@ void outbound_list_finish(struct outbound_list *l, const char *file, struct msgl
         struct config_outbound *o = &l->v[i];
         size_t before = errs->n;
         check_section(o, errs);
+        if (o->nrev && (o->kind != OUTBOUND_KIND_HTTPS || o->mux == OUTBOUND_MUX_HTTP1))
+            msglist_push(errs,
+                         "%s: outbound %s: reverse needs an https:// url spoken HTTP/2 (mux = "
+                         "auto or h2): the server binds through ferry-listen streams",
+                         o->origin, o->name);
         free(o->members_text);
         o->members_text = NULL;
         /* A pool whose members all resolve names themselves does too: a

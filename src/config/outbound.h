@@ -32,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "acl/rules.h"
 #include "util/addr.h"
 #include "util/msglist.h"
 
@@ -76,6 +77,20 @@ enum ip_preference {
 #define OUTBOUND_MAX         256
 #define OUTBOUND_MAX_MEMBERS 16
 #define OUTBOUND_NAME_MAX    64
+#define OUTBOUND_REVERSE_MAX 32
+#define REVERSE_ALLOW_MAX    16
+
+/* A reverse remote of an HTTP/2 outbound (reverse.c): a port the server
+ * binds for us (ferry-listen, relay/h2rev.h), whose connections come back
+ * through the tunnel and leave from this host. */
+struct config_reverse {
+    struct addr bind; /* the address and port on the server (port 0: its pick) */
+    bool socks;       /* SOCKS5, SOCKS4 and HTTP served here; else a forward */
+    char host[254];   /* forward: the one target (IPv6 without brackets) */
+    uint16_t port;
+    uint8_t nallow;                           /* socks: ranges let through that ... */
+    struct acl_cidr allow[REVERSE_ALLOW_MAX]; /* ... outbound_reverse_egress_ok denies */
+};
 
 /* Where bytes leave this host: an address to bind before connecting
  * (family 0: the kernel's choice; port 0) and/or a device for
@@ -146,6 +161,9 @@ struct config_outbound {
     struct outbound_source source;
     uint8_t ip_preference; /* enum ip_preference; for direct dials */
     bool ip_preference_set;
+    /* HTTPS over HTTP/2: "reverse =" remotes, in order (reverse.c). */
+    struct config_reverse *rev;
+    uint8_t nrev;
     /* While loading: "members =" as written and its line. */
     char *members_text;
     int members_line;
@@ -212,6 +230,17 @@ const char *outbound_kind_name(uint8_t kind);
 int outbound_tls_load(struct config_outbound *o, char *err, size_t errlen);
 /* Drop o->tls (sessions made from it keep their reference). */
 void outbound_tls_fini(struct config_outbound *o);
+
+/* reverse.c: one "reverse = ADDR:PORT forward=HOST:PORT" or "reverse =
+ * ADDR:PORT socks [allow=CIDR,...]" value appended to o->rev. 0, -EINVAL
+ * with a message in err, or -ENOMEM. */
+int outbound_reverse_add(struct config_outbound *o, const char *v, char *err, size_t errlen);
+/* May a socks remote's client reach address a here? Not loopback,
+ * link-local, private (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7),
+ * unspecified, multicast or broadcast, unless an allow= range holds it. */
+bool outbound_reverse_egress_ok(const struct config_reverse *r, const struct addr *a);
+/* "R:ADDR:PORT:HOST:PORT" or "R:ADDR:PORT:socks", for messages. */
+const char *outbound_reverse_format(const struct config_reverse *r, char *buf, size_t len);
 
 /* Give back what o holds (user, pass, ca_file). */
 void outbound_fini(struct config_outbound *o);

@@ -34,6 +34,8 @@
 #include "relay/h2conn.h"
 #include "relay/h2udp.h"
 #include "relay/outbound.h"
+#include "relay/outbound_h2.h"
+#include "relay/outbound_h2rev.h"
 #include "relay/session.h"
 #include "tls/tls.h"
 #include "udp/udp.h"
@@ -253,6 +255,7 @@ void conn_close(struct conn *c, const char *why)
     c->dns = NULL;
     loop_timer_stop(&w->loop, &c->timer);
     conn_cli_tls_end(c);
+    outbound_h2rev_detach(c);
     conn_close_fd(&c->cli);
     c->out->close(c);
     outbound_released(c);
@@ -297,6 +300,8 @@ ssize_t conn_cli_recv(struct conn *c, void *p, size_t len)
 {
     if (c->h2s)
         return h2stream_recv(c, p, len);
+    if (c->hos)
+        return outbound_h2rev_recv(c, p, len);
     if (!c->cli_tls)
         return recv(c->cli.fd, p, len, 0);
     size_t got = 0;
@@ -326,6 +331,8 @@ ssize_t conn_cli_send(struct conn *c, const void *p, size_t len)
 {
     if (c->h2s)
         return h2stream_send(c, p, len);
+    if (c->hos)
+        return outbound_h2rev_send(c, p, len);
     if (!c->cli_tls)
         return send(c->cli.fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
     size_t put = 0;
@@ -350,6 +357,8 @@ int conn_cli_shutdown(struct conn *c)
 {
     if (c->h2s)
         return h2stream_shutdown(c);
+    if (c->hos)
+        return outbound_h2rev_shutdown(c);
     if (!c->cli_tls)
         return shutdown(c->cli.fd, SHUT_WR);
     uint8_t want = TLS_WANT_WRITE;
@@ -581,6 +590,8 @@ void conn_relay_start(struct conn *c)
 uint16_t conn_via(const struct conn *c, int32_t rule)
 {
     const struct config *cfg = conn_cfg(c);
+    if (c->rev)
+        return OUTBOUND_DIRECT; /* a reverse session's egress is this host */
     if (rule >= 0 && cfg->acl && (uint32_t)rule < cfg->acl->n &&
         cfg->acl->rules[rule].via_index >= 0)
         return (uint16_t)cfg->acl->rules[rule].via_index;
@@ -628,7 +639,7 @@ void conn_dial(struct conn *c, const char *name, const struct addr *ip, uint16_t
         conn_fail(c, OUT_DENIED, "denied");
         return;
     }
-    uint16_t ob = v == POLICY_ALLOW ? conn_via(c, rule) : cfg->default_outbound;
+    uint16_t ob = conn_via(c, v == POLICY_ALLOW ? rule : POLICY_RULE_NONE);
     const struct config_outbound *o = &cfg->outbounds[ob];
     uint32_t budget = o->connect_timeout_ms ? o->connect_timeout_ms : cfg->connect_timeout_ms;
     c->deadline = loop_now(&w->loop) + budget;
@@ -810,35 +821,37 @@ static void conn_on_task(struct task *t)
 
 static struct conn *conn_alloc(struct worker *w);
 
-int conn_open_stream(struct worker *w, struct conn *carrier, struct h2stream *s)
+/* A session without a client socket (its client side is a stream) under
+ * configuration wc (held here), front f in state st; NULL (counted) when
+ * max_connections is reached or memory is out. */
+static struct conn *conn_new_sockless(struct worker *w, struct wcfg *wc, const struct front_ops *f,
+                                      enum conn_state st, int *err)
 {
-    const struct config *cfg = carrier->wc->cfg;
     if (atomic_fetch_add_explicit(&w->sh->sessions, 1, memory_order_relaxed) >=
-        cfg->max_connections) {
+        wc->cfg->max_connections) {
         atomic_fetch_sub_explicit(&w->sh->sessions, 1, memory_order_relaxed);
         stat_add(&w->stats.rejected_limit, 1);
-        return -EBUSY;
+        *err = -EBUSY;
+        return NULL;
     }
     struct conn *c = conn_alloc(w);
     if (!c) {
         atomic_fetch_sub_explicit(&w->sh->sessions, 1, memory_order_relaxed);
-        return -ENOMEM;
+        *err = -ENOMEM;
+        return NULL;
     }
     w->nsessions++;
     stat_add(&w->stats.active, 1);
     c->w = w;
-    c->front = &front_h2;
+    c->front = f;
     c->out = &outbound_direct;
-    c->proto = front_h2.proto;
+    c->proto = f->proto;
     c->id = atomic_fetch_add_explicit(&w->sh->next_id, 1, memory_order_relaxed) + 1;
-    c->client = carrier->client;
-    c->listen_index = carrier->listen_index;
-    c->wc = worker_cfg_hold(w);
+    wc->sessions++;
+    c->wc = wc;
     c->t_start = loop_now(&w->loop);
     c->t_start_us = clock_us();
-    c->h2s = s;
-    h2stream_attach(s, c);
-    stat_add(&w->stats.active_proto[front_h2.sp], 1);
+    stat_add(&w->stats.active_proto[f->sp], 1);
     io_init(&c->cli, conn_on_cli_io);
     c->cli.fd = -1;
     io_init(&c->up, conn_on_up_io);
@@ -846,10 +859,42 @@ int conn_open_stream(struct worker *w, struct conn *carrier, struct h2stream *s)
     task_init(&c->task, conn_on_task);
     list_init(&c->link);
     list_add_tail(&w->sessions, &c->link);
-    c->state = CONN_ST_REQUEST;
+    c->state = (uint8_t)st;
     c->cli_ev = SIDE_WR;
     loop_timer_arm(&w->loop, &c->timer, conn_cfg(c)->handshake_timeout_ms);
+    return c;
+}
+
+int conn_open_stream(struct worker *w, struct conn *carrier, struct h2stream *s)
+{
+    int err;
+    struct conn *c = conn_new_sockless(w, w->cur, &front_h2, CONN_ST_REQUEST, &err);
+    if (!c)
+        return err;
+    c->client = carrier->client;
+    c->listen_index = carrier->listen_index;
+    c->h2s = s;
+    h2stream_attach(s, c);
     front_h2.start(c);
+    return 0;
+}
+
+int conn_open_reverse(struct worker *w, struct wcfg *wc, struct ho_stream *s,
+                      const struct config_reverse *rv, const struct addr *peer)
+{
+    int err;
+    const struct front_ops *f = rv->socks ? &front_sniff : &front_forward;
+    struct conn *c =
+        conn_new_sockless(w, wc, f, rv->socks ? CONN_ST_GREETING : CONN_ST_REQUEST, &err);
+    if (!c)
+        return err;
+    c->client = *peer;
+    c->listen_index = CONN_LISTEN_NONE;
+    c->hos = s;
+    c->rev = rv;
+    outbound_h2_stream_adopt(s, c);
+    c->cli_ev = SIDE_RD | SIDE_WR; /* bytes may have come with the answer */
+    f->start(c);
     return 0;
 }
 

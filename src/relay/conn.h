@@ -79,6 +79,9 @@ enum {
     CONN_CMD_UDP = 3,
 };
 
+/* c->listen_index of a session no listener accepted (a reverse one). */
+#define CONN_LISTEN_NONE 255
+
 struct buf;
 struct pipe_pair;
 struct dns_answer;
@@ -98,6 +101,8 @@ struct h2conn;
 struct h2stream;
 struct h2udp;
 struct h2rev;
+struct ho_stream;
+struct config_reverse;
 
 struct half {
     struct buf *buf;        /* bytes in user space, or NULL */
@@ -161,6 +166,7 @@ struct conn {
     struct h2stream *h2s;    /* a session on an HTTP/2 stream: its client side (no cli fd) */
     struct h2udp *h2u;       /* ... a CONNECT-UDP one: its datagram relay (h2udp.c) */
     struct h2rev *h2r;       /* ... a reverse-tunnel one (h2rev.c) */
+    struct ho_stream *hos;   /* a reverse session: its client side (outbound_h2rev.c) */
     struct bind_peers *bind; /* BIND by name: the hosts that may connect back */
     struct dns_req *dns;     /* pending lookup */
     struct auth_job *auth;   /* pending verification */
@@ -183,6 +189,10 @@ struct conn {
     uint64_t last_active; /* loop ms of the last byte moved */
     uint32_t discarded;   /* bytes read and dropped while lingering */
     const char *why;      /* why it ended, for the access log */
+
+    /* A reverse session's remote (outbound_h2rev.c): it leaves from this
+     * host, to what the remote allows; NULL for others. */
+    const struct config_reverse *rev;
 };
 
 /* relay.c: how the worker hands accepted connections to the relay. */

@@ -29,7 +29,9 @@ static void front_pre_end(struct conn *c)
 const struct front_ops *front_after_pre(const struct conn *c)
 {
     const struct config *cfg = conn_cfg(c);
-    return cfg->listen[c->listen_index].forward_port ? &front_forward : &front_sniff;
+    return c->listen_index < cfg->nlisten && cfg->listen[c->listen_index].forward_port
+               ? &front_forward
+               : &front_sniff;
 }
 
 /* ---- the first byte ------------------------------------------------------ */
@@ -64,7 +66,7 @@ static void front_sniff_drive(struct conn *c, uint32_t up_events)
         return;
     }
     const struct config *cfg = conn_cfg(c);
-    uint8_t allowed = cfg->listen[c->listen_index].protocols;
+    uint8_t allowed = c->listen_index < cfg->nlisten ? cfg->listen[c->listen_index].protocols : 0;
     if (!allowed)
         allowed = cfg->protocols;
     const struct front_ops *f = front_sniff_pick(*buf_head(b));

@@ -23,7 +23,10 @@
 
 static void forward_start(struct conn *c)
 {
-    const struct config_listen *l = &conn_cfg(c)->listen[c->listen_index];
+    const struct config_listen *fl = &conn_cfg(c)->listen[c->listen_index % CONFIG_MAX_LISTEN];
+    /* A reverse remote's session (outbound_h2rev.c) names its own target. */
+    const char *host = c->rev ? c->rev->host : fl->forward_host;
+    uint16_t port = c->rev ? c->rev->port : fl->forward_port;
     c->cmd = CONN_CMD_CONNECT;
     conn_set_state(c, CONN_ST_REQUEST);
     /* Pipelined bytes are kept; an empty buffer is not held while dialing. */
@@ -32,11 +35,11 @@ static void forward_start(struct conn *c)
         c->c2u.buf = NULL;
     }
     struct addr ip;
-    if (addr_parse_ip(l->forward_host, l->forward_port, &ip) == 0) {
-        conn_dial(c, NULL, &ip, l->forward_port);
+    if (addr_parse_ip(host, port, &ip) == 0) {
+        conn_dial(c, NULL, &ip, port);
     } else {
         memset(&ip, 0, sizeof(ip));
-        conn_dial(c, l->forward_host, &ip, l->forward_port);
+        conn_dial(c, host, &ip, port);
     }
 }
 
@@ -70,7 +73,7 @@ static void forward_timeout(struct conn *c)
 
 static void forward_end(struct conn *c)
 {
-    conn_access_log(c, "forward",
+    conn_access_log(c, c->rev ? "reverse" : "forward",
                     c->reply == OUT_NONE ? "-" : socks5_rep_str(errmap_socks5(c->reply)));
 }
 

@@ -13,6 +13,12 @@
  * reverse lets a bind through; the default action never does, so a
  * server that says nothing about reverse binds allows none.
  *
+ * A listener that ends leaves its port held for its user for
+ * [http2] reverse_grace (a table shared by all workers, under a lock
+ * taken only by binds and ends): the client re-registering after a
+ * reconnect gets its port back, and another user's bind of it is refused
+ * (403) meanwhile. Other programs on the host are not kept off it.
+ *
  * It must not block, nor free a session itself: ends go through
  * conn_close(), and the state is freed by the front's end hook.
  */
@@ -20,6 +26,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +59,17 @@ struct h2rev {
     bool paused;         /* listener: not polling its socket (nobody waits) */
     struct addr bind;    /* listener: the address asked for */
 };
+
+/* Ports released, held for their user until a time (clock_ms). */
+#define H2REV_HELD_MAX 256
+struct h2rev_held {
+    struct addr a;
+    char user[256]; /* empty: no authenticated user */
+    uint64_t until_ms;
+};
+static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct h2rev_held held[H2REV_HELD_MAX];
+static size_t nheld;
 
 static _Thread_local struct list listeners;
 static _Thread_local bool listeners_ready;
@@ -146,12 +164,64 @@ static bool h2rev_allowed(struct conn *c, const struct addr *a)
            (cfg->acl->rules[res.rule].cmds & ACL_CMD_REVERSE);
 }
 
+/* Would a bind of a and one of b take the same port? */
+static bool h2rev_clash(const struct addr *a, const struct addr *b)
+{
+    return a->family == b->family && a->port == b->port &&
+           (addr_equal(a, b) || addr_is_any(a) || addr_is_any(b));
+}
+
+/* Is a held for a user other than user ("" none)? Expired entries go, and
+ * so does the user's own hold of it (the bind takes it back). */
+static bool h2rev_held_by_other(const struct addr *a, const char *user)
+{
+    bool other = false;
+    uint64_t now = clock_ms();
+    pthread_mutex_lock(&held_lock);
+    for (size_t i = 0; i < nheld;) {
+        struct h2rev_held *h = &held[i];
+        bool mine = !strcmp(h->user, user);
+        if (h->until_ms <= now || (mine && a->port && h2rev_clash(&h->a, a))) {
+            held[i] = held[--nheld];
+            continue;
+        }
+        other = other || (a->port && h2rev_clash(&h->a, a));
+        i++;
+    }
+    pthread_mutex_unlock(&held_lock);
+    return other;
+}
+
+/* Listener c ends: hold its port for its user for the grace period. */
+static void h2rev_hold(const struct conn *c)
+{
+    uint32_t grace = conn_cfg(c)->http2.reverse_grace_ms;
+    const char *user = c->authed && c->user ? c->user : "";
+    if (!grace || strlen(user) >= sizeof(held[0].user))
+        return;
+    pthread_mutex_lock(&held_lock);
+    size_t i = nheld < H2REV_HELD_MAX ? nheld++ : 0; /* full: the first goes */
+    held[i].a = c->bnd;
+    snprintf(held[i].user, sizeof(held[i].user), "%s", user);
+    held[i].until_ms = clock_ms() + grace;
+    pthread_mutex_unlock(&held_lock);
+}
+
 static void h2rev_listen(struct conn *c, struct h2rev *x)
 {
     c->cmd = CONN_CMD_BIND;
     if (!h2rev_allowed(c, &x->bind)) {
         stat_add(&c->w->stats.denied, 1);
         conn_fail(c, OUT_DENIED, "denied");
+        return;
+    }
+    if (h2rev_held_by_other(&x->bind, c->authed && c->user ? c->user : "")) {
+        char a[ADDR_STRLEN];
+        log_info("conn %llu: reverse bind of %s refused: held for another user after its "
+                 "listener ended (http2.reverse_grace)",
+                 (unsigned long long)c->id, addr_format(&x->bind, a, sizeof(a)));
+        stat_add(&c->w->stats.denied, 1);
+        conn_fail(c, OUT_DENIED, "port-held");
         return;
     }
     int fd = sock_listen(&x->bind, 128, false);
@@ -318,6 +388,8 @@ void h2rev_end(struct conn *c)
         list_del(&x->link);
     if (x->l)
         x->l->nwaiting--;
+    if (x->listener && x->token)
+        h2rev_hold(c);
     if (x->listener) {
         while (!list_empty(&x->waiting)) {
             struct h2rev *a = list_entry(x->waiting.next, struct h2rev, link);

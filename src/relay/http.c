@@ -159,9 +159,10 @@ void http_pool_fini(struct worker *w)
 static void pool_key(const struct conn *c, uint16_t ob, char *key, size_t len)
 {
     const struct config *cfg = conn_cfg(c);
-    const struct outbound_source *ls = &cfg->listen[c->listen_index].source;
+    const struct outbound_source *ls =
+        c->listen_index < cfg->nlisten ? &cfg->listen[c->listen_index].source : NULL;
     const struct outbound_source *os = &cfg->outbounds[ob].source;
-    if ((ls->addr.family || ls->device[0]) && !os->addr.family && !os->device[0])
+    if (ls && (ls->addr.family || ls->device[0]) && !os->addr.family && !os->device[0])
         snprintf(key, len, "%s@%u/%u", c->http->key, ob, c->listen_index);
     else
         snprintf(key, len, "%s@%u", c->http->key, ob);

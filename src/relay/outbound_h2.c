@@ -25,6 +25,11 @@
  * defers its task, and the session reads it from there (conn_resume()
  * calls the event hook in state CONNECT). A connection is freed late
  * (loop_release), never inside its own callbacks.
+ *
+ * The reverse remotes (outbound_h2rev.c) use the same streams through
+ * outbound_h2.h: extended CONNECTs owned by no session (their news
+ * defers the owner's task), one of which may become a session's client
+ * side (its news sets c->cli_ev instead of c->up_ev).
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -44,6 +49,8 @@
 #include "proto/parent.h"
 #include "relay/h2io.h"
 #include "relay/outbound.h"
+#include "relay/outbound_h2.h"
+#include "relay/outbound_h2rev.h"
 #include "relay/session.h"
 #include "tls/tls.h"
 
@@ -66,6 +73,10 @@ struct ho_stream {
     struct ho_slot *sl;   /* the slot it waits in or came through */
     struct ho_conn *hc;   /* NULL: waiting, or its connection is gone */
     struct conn *c;       /* NULL once its session let go */
+    void *rv;             /* a reverse stream no session holds yet (outbound_h2rev.c) */
+    bool cli;             /* c reads it as its client side (a reverse session) */
+    const char *xproto;   /* extended CONNECT (RFC 8441): :protocol, and ... */
+    char *xpath;          /* ... :path (owned); NULL: a plain CONNECT */
     int32_t id;           /* 0: not submitted */
     int status;           /* the response's :status; 0 while none */
     bool waiting;         /* in sl->waiters */
@@ -150,6 +161,7 @@ struct h2out_set {
     struct list slots, conns;
     struct h2flow_budget budget; /* the worker's, for granted stream windows */
     bool ending;                 /* the worker's end: free at once */
+    struct h2rev_out_set *rev;   /* outbound_h2rev.c's reverse remotes, or NULL */
 };
 
 static const struct config_outbound *sl_ob(const struct ho_slot *sl)
@@ -178,9 +190,14 @@ static void ho_kick(struct ho_conn *hc)
 /* News for a stream's session: readiness bits ev, and a look from its task. */
 static void hs_wake(struct ho_stream *s, uint8_t ev)
 {
+    if (s->rv)
+        outbound_h2rev_wake(s->rv);
     if (!s->c)
         return;
-    s->c->up_ev |= ev;
+    if (s->cli)
+        s->c->cli_ev |= ev;
+    else
+        s->c->up_ev |= ev;
     loop_defer(&s->c->w->loop, &s->c->task);
 }
 
@@ -192,6 +209,7 @@ static void hs_destroy(struct ho_stream *s)
     struct ho_slot *sl = s->sl;
     free(s->rx);
     free(s->tx);
+    free(s->xpath);
     free(s);
     if (sl)
         slot_unref(sl);
@@ -220,6 +238,8 @@ static int on_header(nghttp2_session *ss, const nghttp2_frame *f, const uint8_t 
     (void)flags;
     (void)user;
     struct ho_stream *s = nghttp2_session_get_stream_user_data(ss, f->hd.stream_id);
+    if (s && s->rv && f->hd.type == NGHTTP2_HEADERS)
+        outbound_h2rev_header(s->rv, name, namelen, value, valuelen);
     if (!s || f->hd.type != NGHTTP2_HEADERS || namelen != 7 || memcmp(name, ":status", 7))
         return 0;
     int st = 0;
@@ -279,7 +299,7 @@ static int on_data_chunk(nghttp2_session *ss, uint8_t flags, int32_t id, const u
     /* Connection credit on receipt: a stalled stream never starves others. */
     nghttp2_session_consume_connection(ss, len);
     struct ho_stream *s = nghttp2_session_get_stream_user_data(ss, id);
-    if (!s || !s->c) {
+    if (!s || (!s->c && !s->rv)) {
         nghttp2_session_consume_stream(ss, id, len);
         return 0;
     }
@@ -320,7 +340,7 @@ static int on_stream_close(nghttp2_session *ss, int32_t id, uint32_t err, void *
         s->reset = true;
     if (err == NGHTTP2_REFUSED_STREAM && !s->status && hc->goaway)
         s->retry = true; /* past the GOAWAY's last stream: never processed, sent again */
-    if (!s->c) {
+    if (!s->c && !s->rv) {
         hs_free(s);
         return 0;
     }
@@ -382,34 +402,45 @@ static nghttp2_session *ho_session(struct ho_conn *hc)
 /* Submit s's CONNECT on hc (up). */
 static void hs_submit(struct ho_conn *hc, struct ho_stream *s)
 {
-    struct conn *c = s->c;
+    const struct conn *c = s->c;
     const struct config_outbound *o = sl_ob(hc->sl);
-    const struct config_http2 *h2 = &conn_cfg(c)->http2;
+    const struct config_http2 *h2 = &hc->sl->wc->cfg->http2;
     struct h2out_set *set = hc->w->h2out;
     /* nghttp2_nv takes non-const pointers it only reads: copies. */
     char kmethod[] = ":method", vmethod[] = "CONNECT", kauth[] = ":authority",
-         kcred[] = "proxy-authorization";
-    char auth[300], cred[1100] = "";
+         kcred[] = "proxy-authorization", kproto[] = ":protocol", kscheme[] = ":scheme",
+         vscheme[] = "https", kpath[] = ":path";
+    char auth[300], cred[1100] = "", xproto[32] = "";
     struct addr t = s->ip;
-    if (c->dst_name && addr_parse_ip(c->dst_name, c->dst_port, &t) != 0) {
+    if (s->xproto) { /* a reverse remote's stream names the server (RFC 8441 4) */
+        snprintf(auth, sizeof(auth), strchr(o->host, ':') ? "[%s]:%u" : "%s:%u", o->host,
+                 (unsigned)o->port);
+        snprintf(xproto, sizeof(xproto), "%s", s->xproto);
+    } else if (c->dst_name && addr_parse_ip(c->dst_name, c->dst_port, &t) != 0) {
         snprintf(auth, sizeof(auth), "%s:%u", c->dst_name, (unsigned)c->dst_port);
     } else { /* an address, or a name that is an address literal */
         t.port = c->dst_port;
         addr_format(&t, auth, sizeof(auth)); /* [v6]:port, RFC 9113 8.5 */
     }
-    nghttp2_nv nv[3] = {
+    nghttp2_nv nv[6] = {
         {(uint8_t *)kmethod, (uint8_t *)vmethod, 7, 7, NGHTTP2_NV_FLAG_NONE},
         {(uint8_t *)kauth, (uint8_t *)auth, 10, strlen(auth), NGHTTP2_NV_FLAG_NONE},
-        {(uint8_t *)kcred, (uint8_t *)cred, 19, 0, NGHTTP2_NV_FLAG_NO_INDEX},
     };
     size_t nnv = 2;
+    if (s->xproto) {
+        nv[nnv++] = (nghttp2_nv){(uint8_t *)kproto, (uint8_t *)xproto, 9, strlen(xproto),
+                                 NGHTTP2_NV_FLAG_NONE};
+        nv[nnv++] =
+            (nghttp2_nv){(uint8_t *)kscheme, (uint8_t *)vscheme, 7, 5, NGHTTP2_NV_FLAG_NONE};
+        nv[nnv++] = (nghttp2_nv){(uint8_t *)kpath, (uint8_t *)s->xpath, 5, strlen(s->xpath),
+                                 NGHTTP2_NV_FLAG_NONE};
+    }
     if (o->user) {
         memcpy(cred, "Basic ", 6);
         size_t n = parent_basic_credentials(o->user, o->pass, cred + 6, sizeof(cred) - 6);
-        if (n) {
-            nv[2].valuelen = 6 + n;
-            nnv = 3;
-        }
+        if (n)
+            nv[nnv++] = (nghttp2_nv){(uint8_t *)kcred, (uint8_t *)cred, 19, 6 + n,
+                                     NGHTTP2_NV_FLAG_NO_INDEX};
     }
     s->win.window = h2flow_admit(&hc->budget, &set->budget, 0, h2->window);
     if (s->win.window < H2FLOW_WIN_MIN)
@@ -517,7 +548,7 @@ static void ho_conn_close(struct ho_conn *hc, const char *why, bool failure)
         s->hc = NULL;
         s->reset = s->reset || !s->gone; /* a stream that had ended stays clean */
         s->gone = true;
-        if (!s->c) {
+        if (!s->c && !s->rv) {
             hs_destroy(s);
             continue;
         }
@@ -890,9 +921,8 @@ static void slot_on_timer(struct timer *t)
     sl->prewarm = false;
 }
 
-static struct ho_slot *slot_get(struct conn *c)
+static struct h2out_set *set_get(struct worker *w)
 {
-    struct worker *w = c->w;
     if (!w->h2out) {
         w->h2out = calloc(1, sizeof(*w->h2out));
         if (!w->h2out)
@@ -900,19 +930,32 @@ static struct ho_slot *slot_get(struct conn *c)
         list_init(&w->h2out->slots);
         list_init(&w->h2out->conns);
     }
+    return w->h2out;
+}
+
+struct h2rev_out_set **outbound_h2_rev_set(struct worker *w)
+{
+    struct h2out_set *set = set_get(w);
+    return set ? &set->rev : NULL;
+}
+
+struct ho_slot *outbound_h2_slot(struct worker *w, struct wcfg *wc, uint16_t ob)
+{
+    if (!set_get(w))
+        return NULL;
     struct list *pos;
     for (pos = w->h2out->slots.next; pos != &w->h2out->slots; pos = pos->next) {
         struct ho_slot *sl = container_of(pos, struct ho_slot, link);
-        if (sl->wc == c->wc && sl->ob == c->ob)
+        if (sl->wc == wc && sl->ob == ob)
             return sl;
     }
     struct ho_slot *sl = calloc(1, sizeof(*sl));
     if (!sl)
         return NULL;
     sl->w = w;
-    sl->wc = c->wc;
+    sl->wc = wc;
     sl->wc->sessions++; /* held while the slot lives */
-    sl->ob = c->ob;
+    sl->ob = ob;
     list_init(&sl->waiters);
     timer_init(&sl->timer, slot_on_timer);
     list_add_tail(&w->h2out->slots, &sl->link);
@@ -921,13 +964,10 @@ static struct ho_slot *slot_get(struct conn *c)
 
 /* ---- the row ------------------------------------------------------------ */
 
-static void ob_h2_release(struct conn *c)
+void outbound_h2_stream_release(struct ho_stream *s)
 {
-    struct ho_stream *s = c->ob_priv;
-    c->ob_priv = NULL;
-    if (!s)
-        return;
     s->c = NULL;
+    s->rv = NULL;
     if (!s->hc) {
         if (s->waiting)
             list_del(&s->link);
@@ -953,10 +993,31 @@ static void ob_h2_release(struct conn *c)
     ho_kick(hc);
 }
 
+static void ob_h2_release(struct conn *c)
+{
+    struct ho_stream *s = c->ob_priv;
+    c->ob_priv = NULL;
+    if (s)
+        outbound_h2_stream_release(s);
+}
+
 static void ob_h2_fail(struct conn *c, enum outcome o, const char *why)
 {
     ob_h2_release(c);
     outbound_fail(c, o, why);
+}
+
+/* s waits for the slot's connection, which opens now or after the
+ * back-off. */
+static void slot_wait(struct ho_slot *sl, struct ho_stream *s)
+{
+    struct loop *l = &sl->w->loop;
+    list_add_tail(&sl->waiters, &s->link);
+    s->waiting = true;
+    if (!sl->cur && loop_now(l) >= sl->retry_at)
+        slot_attempt(sl);
+    else if (!sl->cur && !timer_armed(&sl->timer))
+        loop_timer_arm_at(l, &sl->timer, sl->retry_at);
 }
 
 /* Wait for the slot's connection, or go on it now. */
@@ -972,25 +1033,38 @@ static void ob_h2_queue(struct conn *c, struct ho_stream *s)
         hs_submit(sl->cur, s);
         return;
     }
-    list_add_tail(&sl->waiters, &s->link);
-    s->waiting = true;
     /* A pool's member keeps to the pool's connect budget: the next member
      * may be up. */
     uint64_t until = now + o->tunnel_wait_ms;
     if (c->ob_rule != c->ob && c->deadline < until)
         until = c->deadline;
     loop_timer_arm_at(l, &c->timer, until);
-    if (!sl->cur && now >= sl->retry_at)
-        slot_attempt(sl);
-    else if (!sl->cur && !timer_armed(&sl->timer))
-        loop_timer_arm_at(l, &sl->timer, sl->retry_at);
+    slot_wait(sl, s);
+}
+
+void outbound_h2_stream_queue(struct ho_stream *s)
+{
+    struct ho_slot *sl = s->sl;
+    if (sl->cur && sl->cur->st == HO_UP && !sl->cur->goaway)
+        hs_submit(sl->cur, s);
+    else
+        slot_wait(sl, s);
+}
+
+int outbound_h2_stream_beside(struct ho_stream *s, const struct ho_stream *peer)
+{
+    struct ho_conn *hc = peer->hc;
+    if (!hc || hc->st != HO_UP || hc->goaway || peer->gone)
+        return -1;
+    hs_submit(hc, s);
+    return s->gone ? -1 : 0;
 }
 
 static void ob_h2_dial(struct conn *c, const char *name, const struct addr *ip, uint16_t port)
 {
     free(c->ob_priv);
     c->ob_priv = NULL;
-    struct ho_slot *sl = slot_get(c);
+    struct ho_slot *sl = outbound_h2_slot(c->w, c->wc, c->ob);
     if (sl && sl->http1) {
         c->out = &outbound_https; /* auto, and the parent speaks http/1.1 */
         c->out->dial(c, name, ip, port);
@@ -1090,9 +1164,8 @@ static void ob_h2_close(struct conn *c)
     ob_h2_release(c);
 }
 
-static ssize_t ob_h2_read(struct conn *c, void *p, size_t len, uint8_t *want)
+ssize_t outbound_h2_stream_read(struct ho_stream *s, void *p, size_t len, uint8_t *want)
 {
-    struct ho_stream *s = c->ob_priv;
     size_t have = s ? s->rx_len - s->rx_off : 0;
     if (have == 0) {
         if (s && s->rx_eof)
@@ -1111,9 +1184,13 @@ static ssize_t ob_h2_read(struct conn *c, void *p, size_t len, uint8_t *want)
     return (ssize_t)n;
 }
 
-static ssize_t ob_h2_write(struct conn *c, const void *p, size_t len, uint8_t *want)
+static ssize_t ob_h2_read(struct conn *c, void *p, size_t len, uint8_t *want)
 {
-    struct ho_stream *s = c->ob_priv;
+    return outbound_h2_stream_read(c->ob_priv, p, len, want);
+}
+
+ssize_t outbound_h2_stream_write(struct ho_stream *s, const void *p, size_t len, uint8_t *want)
+{
     if (!s || s->gone || !s->hc || s->tx_eof)
         return -EPIPE;
     if (s->tx_off) {
@@ -1139,10 +1216,13 @@ static ssize_t ob_h2_write(struct conn *c, const void *p, size_t len, uint8_t *w
     return (ssize_t)n;
 }
 
-static int ob_h2_shutdown_wr(struct conn *c, uint8_t *want)
+static ssize_t ob_h2_write(struct conn *c, const void *p, size_t len, uint8_t *want)
 {
-    (void)want;
-    struct ho_stream *s = c->ob_priv;
+    return outbound_h2_stream_write(c->ob_priv, p, len, want);
+}
+
+int outbound_h2_stream_shutdown(struct ho_stream *s)
+{
     if (!s || s->gone || !s->hc)
         return -ENOTCONN;
     s->tx_eof = true;
@@ -1154,6 +1234,12 @@ static int ob_h2_shutdown_wr(struct conn *c, uint8_t *want)
     return 0;
 }
 
+static int ob_h2_shutdown_wr(struct conn *c, uint8_t *want)
+{
+    (void)want;
+    return outbound_h2_stream_shutdown(c->ob_priv);
+}
+
 static bool ob_h2_pending(const struct conn *c)
 {
     const struct ho_stream *s = c->ob_priv;
@@ -1163,13 +1249,12 @@ static bool ob_h2_pending(const struct conn *c)
 /* Stream credit on consumption: the bytes reached the local client, so a
  * slow client holds back only its own stream; at each half window the
  * window may grow (proto/h2flow.h's rule), admitted under the budgets. */
-static void ob_h2_credit(struct conn *c)
+void outbound_h2_stream_credit(struct ho_stream *s, uint64_t delivered)
 {
-    struct ho_stream *s = c->ob_priv;
     if (!s || !s->hc || s->gone)
         return;
     struct ho_conn *hc = s->hc;
-    uint64_t done = c->u2c.bytes < s->handed ? c->u2c.bytes : s->handed;
+    uint64_t done = delivered < s->handed ? delivered : s->handed;
     if (done <= s->credited)
         return;
     size_t n = (size_t)(done - s->credited);
@@ -1184,6 +1269,50 @@ static void ob_h2_credit(struct conn *c)
         nghttp2_submit_ping(hc->s, NGHTTP2_FLAG_NONE, NULL);
     }
     ho_kick(hc);
+}
+
+static void ob_h2_credit(struct conn *c)
+{
+    outbound_h2_stream_credit(c->ob_priv, c->u2c.bytes);
+}
+
+/* ---- streams of the reverse remotes (outbound_h2rev.c) -------------------- */
+
+struct ho_stream *outbound_h2_stream_new(struct ho_slot *sl, void *rv, const char *protocol,
+                                         const char *path)
+{
+    struct ho_stream *s = calloc(1, sizeof(*s));
+    if (!s || !(s->xpath = strdup(path))) {
+        free(s);
+        return NULL;
+    }
+    s->sl = sl;
+    sl->refs++;
+    s->rv = rv;
+    s->xproto = protocol;
+    return s;
+}
+
+int outbound_h2_stream_status(const struct ho_stream *s)
+{
+    return s->status;
+}
+
+bool outbound_h2_stream_ended(const struct ho_stream *s)
+{
+    return s->gone || (!s->hc && !s->waiting);
+}
+
+bool outbound_h2_stream_http1(const struct ho_stream *s)
+{
+    return s->http1;
+}
+
+void outbound_h2_stream_adopt(struct ho_stream *s, struct conn *c)
+{
+    s->rv = NULL;
+    s->c = c;
+    s->cli = true;
 }
 
 const struct outbound_ops outbound_h2 = {
@@ -1240,6 +1369,7 @@ void outbound_h2_worker_fini(struct worker *w)
 {
     if (!w->h2out)
         return;
+    outbound_h2rev_fini(w);
     w->h2out->ending = true;
     while (!list_empty(&w->h2out->conns)) {
         struct ho_conn *hc = container_of(w->h2out->conns.next, struct ho_conn, link);

@@ -72,6 +72,18 @@ enum policy_verdict policy_eval(struct conn *c, uint8_t cmd, const char *name,
     bool embeds = ip && addr_embedded_v4(ip, &inner);
     bool inner_by_range = false;
     *rule = POLICY_RULE_NONE;
+    /* A reverse socks remote's client comes from the server's side: the
+     * private ranges here stay closed to it unless its allow= opens them,
+     * whatever the rules say (they are for local clients too). */
+    if (c->rev && c->rev->socks) {
+        if (!ip)
+            return POLICY_NEED_IP;
+        if (!outbound_reverse_egress_ok(c->rev, ip) ||
+            (embeds && !outbound_reverse_egress_ok(c->rev, &inner))) {
+            *rule = POLICY_RULE_PROTECTED;
+            return POLICY_DENY;
+        }
+    }
     if (cfg->acl) {
         struct acl_req q = {
             &c->client, c->authed ? c->user : NULL, cmd ? cmd : acl_cmd_of(c), name, ip, port};

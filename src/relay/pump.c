@@ -26,6 +26,7 @@
 #include "relay/conn.h"
 #include "relay/h2conn.h"
 #include "relay/outbound.h"
+#include "relay/outbound_h2rev.h"
 #include "relay/session.h"
 
 /* Bytes one direction may read per wakeup before yielding to other
@@ -268,7 +269,8 @@ static int pump_cli_shut(struct conn *c, uint8_t *want)
 {
     /* The last direction to end needs no shutdown() (see pump_dir); TLS
      * gets its close_notify when the session closes. */
-    if (((c->c2u.flags & HALF_SHUT) && !c->h2s) || conn_cli_shutdown(c) == 0 || errno == ENOTCONN)
+    if (((c->c2u.flags & HALF_SHUT) && !c->h2s && !c->hos) || conn_cli_shutdown(c) == 0 ||
+        errno == ENOTCONN)
         return 0;
     if (errno == EAGAIN)
         *want = SIDE_WR;
@@ -450,6 +452,8 @@ static int pump_stream(struct conn *c)
     }
     if (c->h2s)
         h2stream_credit(c); /* stream credit for what reached the destination */
+    if (c->hos)
+        outbound_h2rev_credit(c); /* ... a reverse session's, through the tunnel */
     if (o->credit)
         o->credit(c); /* ... and for what reached the client (outbound_h2.c) */
     relay_count_bytes(c);
@@ -461,7 +465,7 @@ int relay_pump(struct conn *c)
     /* splice() needs sockets on both sides; an outbound that is a stream
      * of something else (TLS), or a client over TLS, goes through buffers
      * and the stream calls. */
-    if (!c->out->splice || c->cli_tls || c->h2s)
+    if (!c->out->splice || c->cli_tls || c->h2s || c->hos)
         return pump_stream(c);
     const struct dir up = {&c->c2u,   c->cli.fd,      c->up.fd,        &c->cli_ev,
                            &c->up_ev, "client-error", "upstream-error"};

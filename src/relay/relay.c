@@ -21,6 +21,7 @@
 #include "relay/h2conn.h"
 #include "relay/h2rev.h"
 #include "relay/outbound.h"
+#include "relay/outbound_h2rev.h"
 #include "relay/session.h"
 #include "udp/udp.h"
 
@@ -107,6 +108,7 @@ static void relay_config_changed(struct worker *w)
     h2conn_goaway_all(w);
     h2rev_close_all(); /* reverse listeners go: the client registers again */
     outbound_h2_config_changed(w);
+    outbound_h2rev_config_changed(w); /* worker 0 registers the reverse remotes */
     const struct config *cfg = w->cur->cfg;
     struct auth *a = atomic_load(&w->sh->auth);
     if (w->auth || !a || !config_auth_enabled(cfg))
@@ -128,6 +130,7 @@ static void relay_drain(struct worker *w)
 {
     h2conn_goaway_all(w);
     h2rev_close_all();
+    outbound_h2rev_fini(w); /* a client's reverse remotes take no new connection */
 }
 
 const struct worker_ops relay_worker_ops = {

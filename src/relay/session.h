@@ -33,6 +33,13 @@ int conn_open(struct worker *w, uint8_t listen_index, int fd, const struct addr 
  * front_h2's start hook runs. 0, or -ENOMEM / -EBUSY (max_connections):
  * the caller refuses the stream. */
 int conn_open_stream(struct worker *w, struct conn *carrier, struct h2stream *s);
+/* Open the session of reverse remote rv's accept stream s, answered for
+ * a connection from peer (outbound_h2rev.c), under configuration wc
+ * (which holds rv): no client socket, the client side is s; a forward
+ * remote dials its target, a socks one reads a handshake. 0, or -ENOMEM
+ * / -EBUSY (max_connections): the caller still owns s. */
+int conn_open_reverse(struct worker *w, struct wcfg *wc, struct ho_stream *s,
+                      const struct config_reverse *rv, const struct addr *peer);
 /* Free the worker's recycled sessions (at worker end). */
 void conn_freelist_fini(struct worker *w);
 /* Hand the session to another front row (the sniff found the protocol):

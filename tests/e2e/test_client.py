@@ -9,7 +9,7 @@ on EOF; the target unreachable: exit 1 and one line on stderr), ssh with
 ProxyCommand to a local sshd (skipped without openssh-server), a wrong
 pin, a wrong password and a server that is not running (the SOCKS/HTTP
 error, the log names the reason), the command line's refusals (wss://,
-R:, /udp, duplicates), --print-config read back by --check, and forward=
+/udp, duplicates), --print-config read back by --check, and forward=
 config errors naming FILE:LINE."""
 
 import hashlib
@@ -21,13 +21,13 @@ import shutil
 import signal
 import socket
 import subprocess
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from certlib import OPENSSL, make_cert, pin_of
+from clientlib import PASSWORD, Client, exchange, socks, socks_sock
 from ferrylib import (
     FerryFactory,
     SinkThenReplyServer,
@@ -36,7 +36,6 @@ from ferrylib import (
     passwd_line,
     read_until_close,
     run_ferry,
-    sanitizer_findings,
     _pdeathsig_prefix,
 )
 from opslib import free_port
@@ -46,16 +45,9 @@ CURL = shutil.which("curl")
 SSHD = shutil.which("sshd") or ("/usr/sbin/sshd" if os.path.exists("/usr/sbin/sshd") else None)
 SSH = shutil.which("ssh")
 SSH_KEYGEN = shutil.which("ssh-keygen")
-PASSWORD = "tunnel-pw"
 
 pytestmark = pytest.mark.skipif(not OPENSSL or not CURL,
                                 reason="openssl and curl are needed (make deps-test)")
-
-try:
-    import socks  # PySocks (python3-socks)
-except ImportError:  # pragma: no cover - a Makefile dependency
-    socks = None
-
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
@@ -74,42 +66,6 @@ def server(tmp_path_factory):
     assert not findings, findings
 
 
-class Client:
-    """One `ferry client` process (stderr to a file), stopped by SIGTERM."""
-
-    def __init__(self, d: Path, args: list[str], name: str = "client"):
-        self.err_path = d / f"{name}-{time.monotonic_ns()}.stderr"
-        self._err = open(self.err_path, "wb")
-        self.proc = subprocess.Popen(_pdeathsig_prefix() + [ferry_bin(), "client", *args, "-w", "1"],
-                                     stdin=subprocess.DEVNULL, stdout=self._err, stderr=self._err,
-                                     env=ferry_env())
-
-    def text(self) -> str:
-        return self.err_path.read_text(errors="replace")
-
-    def wait_log(self, pattern: str, timeout: float = 15.0) -> re.Match:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            m = re.search(pattern, self.text(), re.M)
-            if m:
-                return m
-            assert self.proc.poll() is None, f"client exited {self.proc.returncode}:\n{self.text()}"
-            time.sleep(0.02)
-        raise AssertionError(f"no {pattern!r} in the client's log:\n{self.text()[-3000:]}")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        self._err.close()
-        assert not sanitizer_findings(self.text()), self.text()
-        assert self.proc.returncode == 0, self.text()
-
-
 @pytest.fixture
 def client(server):
     started = []
@@ -125,48 +81,6 @@ def client(server):
     yield start
     for c in started:
         c.stop()
-
-
-def exchange(sock: socket.socket, size: int, seed: int, timeout: float = 60):
-    """Send size random bytes to an echo while reading them back, then EOF.
-    Returns (sha256 sent, sha256 received, count received, how it ended)."""
-    sock.settimeout(timeout)
-    sent_h, errs = hashlib.sha256(), []
-
-    def sender():
-        try:
-            rnd = random.Random(seed)
-            left = size
-            while left:
-                block = rnd.randbytes(min(65536, left))
-                sent_h.update(block)
-                sock.sendall(block)
-                left -= len(block)
-        except Exception as e:  # reported below
-            errs.append(e)
-
-    t = threading.Thread(target=sender, daemon=True)
-    t.start()
-    got_h, got = hashlib.sha256(), 0
-    deadline = time.monotonic() + timeout
-    while got < size and time.monotonic() < deadline:
-        data = sock.recv(256 * 1024)
-        if not data:
-            break
-        got += len(data)
-        got_h.update(data)
-    t.join(max(0.1, deadline - time.monotonic()))
-    assert not t.is_alive() and not errs, errs
-    sock.shutdown(socket.SHUT_WR)
-    rest, how = read_until_close(sock, timeout=20)
-    return sent_h.hexdigest(), got_h.hexdigest(), got + len(rest), how
-
-
-def socks_sock(port: int) -> socket.socket:
-    s = socks.socksocket()
-    s.set_proxy(socks.SOCKS5, "127.0.0.1", port, rdns=True)
-    s.settimeout(30)
-    return s
 
 
 # ---- SOCKS and HTTP through the tunnel -------------------------------------------------
@@ -449,8 +363,7 @@ def test_password_prompt(server, echo_server):
 @pytest.mark.parametrize("args,says", [
     (["wss://h/path", "socks"], "not supported yet"),
     (["http://h", "socks"], "not an https:// URL"),
-    (["https://h", "R:2222:127.0.0.1:22"], "remote 'R:2222:127.0.0.1:22': reverse (R:) remotes are not supported yet"),
-    (["https://h", "R:socks"], "reverse (R:) remotes are not supported yet"),
+    (["https://h", "R:5353:127.0.0.1:53/udp"], "UDP (/udp) remotes are not supported yet"),
     (["https://h", "5353:1.1.1.1:53/udp"], "UDP (/udp) remotes are not supported yet"),
     (["https://h", "8080:h:80", "8080:h:81"], "same local port 8080"),
     (["https://h", "8080:h:0"], "bad destination port '0'"),

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * outbound_h2.h: the streams of an HTTP/2 outbound's tunnel connection
+ * (outbound_h2.c) as the reverse remotes (outbound_h2rev.c) use them:
+ * extended CONNECT streams (RFC 8441) that no session dialled, held by a
+ * reverse object until one becomes the client side of a session. Only
+ * relay/ includes it. Everything runs on the worker's thread.
+ *
+ * A stream with an owner (rv) is news-driven like a session's: anything
+ * that happens to it (a response, data, room, its end) calls
+ * outbound_h2rev_wake(rv), from inside nghttp2's callbacks, so the owner
+ * only defers work there.
+ */
+#ifndef FERRY_RELAY_OUTBOUND_H2_H
+#define FERRY_RELAY_OUTBOUND_H2_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct conn;
+struct ho_slot;
+struct ho_stream;
+struct h2rev_out_set;
+struct wcfg;
+struct worker;
+
+/* The worker's slot of outbound ob under configuration wc (created, and
+ * holding wc, on first use); NULL when out of memory. */
+struct ho_slot *outbound_h2_slot(struct worker *w, struct wcfg *wc, uint16_t ob);
+/* Where outbound_h2rev.c keeps the worker's reverse state (NULL: out of
+ * memory). */
+struct h2rev_out_set **outbound_h2_rev_set(struct worker *w);
+
+/* A new stream of slot sl for owner rv: an extended CONNECT with
+ * :protocol protocol (a string that outlives it) and :path path (copied),
+ * not submitted yet. NULL when out of memory. */
+struct ho_stream *outbound_h2_stream_new(struct ho_slot *sl, void *rv, const char *protocol,
+                                         const char *path);
+/* Submit s on the slot's connection, or wait for one (opening it, after
+ * the slot's back-off). */
+void outbound_h2_stream_queue(struct ho_stream *s);
+/* Submit s on the connection that carries peer: 0, or -1 when that
+ * connection takes no new stream (s is untouched then). */
+int outbound_h2_stream_beside(struct ho_stream *s, const struct ho_stream *peer);
+/* The response's :status (0: none yet). */
+int outbound_h2_stream_status(const struct ho_stream *s);
+/* Is s over: closed, its connection gone, or failed before it was
+ * submitted? */
+bool outbound_h2_stream_ended(const struct ho_stream *s);
+/* The parent turned out to speak only HTTP/1.1 (no streams at all). */
+bool outbound_h2_stream_http1(const struct ho_stream *s);
+/* Session c reads and writes s as its client side from now on (its
+ * news sets c->cli_ev and defers c's task); the owner lets go. */
+void outbound_h2_stream_adopt(struct ho_stream *s, struct conn *c);
+/* Bytes of s, as outbound_ops read/write/shutdown_wr promise: -EAGAIN
+ * (*want set), 0 at its end, -ECONNRESET / -EPIPE after a reset. */
+ssize_t outbound_h2_stream_read(struct ho_stream *s, void *p, size_t len, uint8_t *want);
+ssize_t outbound_h2_stream_write(struct ho_stream *s, const void *p, size_t len, uint8_t *want);
+int outbound_h2_stream_shutdown(struct ho_stream *s);
+/* delivered bytes of s reached their reader: stream credit back (and the
+ * window may grow). */
+void outbound_h2_stream_credit(struct ho_stream *s, uint64_t delivered);
+/* The owner or session lets go of s: reset unless it ended cleanly both
+ * ways; freed once nghttp2 lets go too. */
+void outbound_h2_stream_release(struct ho_stream *s);
+
+/* ---- outbound_h2rev.c, called by outbound_h2.c -------------------------- */
+
+/* News for a stream owned by rv (see above). */
+void outbound_h2rev_wake(void *rv);
+/* A response field of a stream owned by rv (inside nghttp2's callback). */
+void outbound_h2rev_header(void *rv, const uint8_t *name, size_t namelen, const uint8_t *value,
+                           size_t valuelen);
+
+#endif
