@@ -490,6 +490,48 @@ static int set_auth(const struct optdef *d, const char *arg, struct bench_opts *
     return 0;
 }
 
+/* --rate N or N/s: open loop; 0 (the default) is closed loop. */
+static int set_rate(const struct optdef *d, const char *arg, struct bench_opts *o,
+                    struct bench_cli *c)
+{
+    (void)c;
+    char v[64];
+    size_t len = strlen(arg);
+    if (len >= sizeof(v))
+        return bad_value(d->name, arg);
+    memcpy(v, arg, len + 1);
+    if (len > 2 && !strcmp(v + len - 2, "/s"))
+        v[len - 2] = '\0';
+    return parse_seconds(d->name, v, &o->rate); /* any finite number; the range decides */
+}
+
+static int set_direction(const struct optdef *d, const char *arg, struct bench_opts *o,
+                         struct bench_cli *c)
+{
+    (void)c;
+    if (strcmp(arg, "both") == 0)
+        o->direction = DIR_BOTH;
+    else if (strcmp(arg, "up") == 0)
+        o->direction = DIR_UP;
+    else if (strcmp(arg, "down") == 0)
+        o->direction = DIR_DOWN;
+    else
+        return bad_value(d->name, arg);
+    return 0;
+}
+
+/* --target HOST:PORT: a `ferry bench sink` (an IP address: the bench
+ * resolves nothing). */
+static int set_target(const struct optdef *d, const char *arg, struct bench_opts *o,
+                      struct bench_cli *c)
+{
+    (void)c;
+    if (addr_parse(arg, -1, &o->target) || o->target.port == 0)
+        return bad_value(d->name, arg);
+    o->has_target = true;
+    return 0;
+}
+
 static int set_help(const struct optdef *d, const char *arg, struct bench_opts *o,
                     struct bench_cli *c)
 {
@@ -613,6 +655,16 @@ static const struct optdef optdefs[] = {
      .pmax = 86400,
      RANGE(0, 86400, "seconds"),
      .rg = RG_NEG_DEFAULT},
+    /* 1/s: anything slower is not a load; 10^7/s is beyond what one
+     * machine's loop can schedule. */
+    {.name = "--rate",
+     ARG,
+     .set = set_rate,
+     FIELD(F_DOUBLE, rate),
+     RANGE(1, 10000000, "per second"),
+     .rg = RG_ZERO_OFF},
+    {.name = "--direction", ARG, .set = set_direction},
+    {.name = "--target", ARG, .set = set_target},
     {.name = "--allow-failures", FLAG, .set = set_flag, FIELD(F_BOOL, allow_failures), .val = true},
     {.name = "--help", FLAG, .set = set_help},
 };
@@ -802,11 +854,56 @@ static int check_tunnel(const struct bench_opts *o, const struct bench_scenario 
     return 0;
 }
 
+/* --rate, --direction: which scenarios they mean something for; with
+ * --rate and no --concurrency, room for a queue to show (1000 in flight).
+ * Returns 0, or 2 (told). */
+static int check_open_loop(struct bench_opts *o, struct bench_cli *c)
+{
+    const char *name = c->sc->name;
+    if (o->rate > 0 && strcmp(name, "handshakes") && strcmp(name, "requests") &&
+        strcmp(name, "udp"))
+        return usage_error("--rate is for handshakes, requests and udp (throughput measures "
+                           "what the path takes; connections holds them)");
+    if (o->rate > 0 && o->blast)
+        return usage_error("--rate and --blast: choose one (a timetable, or unpaced)");
+    if (o->rate > 0 && !(c->given & (1u << SV_CONCURRENCY)))
+        o->concurrency = 1000;
+    if (o->direction != DIR_BOTH && strcmp(name, "throughput"))
+        return usage_error("--direction is for throughput");
+    if (o->direction != DIR_BOTH && (o->https_proxy || o->stalled))
+        return usage_error("--direction up|down: not with --https-proxy (yet)");
+    return 0;
+}
+
+/* Off-host only by consent: --target names the sink the bench aims at; a
+ * --proxy or --relay elsewhere without it would dial the bench's loopback
+ * targets from its own host (its own loopback), or carry the load to
+ * another machine unasked. Returns 0, or 2 (told). */
+static int check_off_host(const struct bench_opts *o)
+{
+    char a[ADDR_STRLEN], msg[400];
+    if ((o->mode == BENCH_PROXY || o->mode == BENCH_RELAY) && !addr_is_loopback(&o->proxy) &&
+        !o->has_target) {
+        snprintf(msg, sizeof(msg),
+                 "%s %s is not on this host's loopback: the bench's targets listen on "
+                 "127.0.0.1 only, which a proxy elsewhere cannot reach; start `ferry bench "
+                 "sink --listen ADDR:PORT` where that proxy can reach it and give --target "
+                 "ADDR:PORT (the explicit consent to aim the load off this host)",
+                 o->mode == BENCH_PROXY ? "--proxy" : "--relay",
+                 addr_format(&o->proxy, a, sizeof(a)));
+        return usage_error(msg);
+    }
+    if (o->has_target && o->mode == BENCH_RELAY)
+        return usage_error("--target and --relay: a relay forwards to a target of its own "
+                           "configuration (use --proxy or --direct with --target)");
+    return 0;
+}
+
 /* The options combined, once the scenario is known. */
-static int check_combination(struct bench_opts *o, const struct bench_cli *c)
+static int check_combination(struct bench_opts *o, struct bench_cli *c)
 {
     const struct bench_scenario *sc = c->sc;
-    if (check_tunnel(o, sc))
+    if (check_tunnel(o, sc) || check_open_loop(o, c) || check_off_host(o))
         return 2;
     if (o->http_proxy &&
         ((sc->flags & SCF_UDP) || o->mode == BENCH_DIRECT || o->mode == BENCH_RELAY))
@@ -829,6 +926,10 @@ static int check_combination(struct bench_opts *o, const struct bench_cli *c)
     }
     if (o->mode == BENCH_RELAY && !c->target_port)
         return usage_error("--relay needs --target-port (the port the relay forwards to)");
+    if (o->has_target && (sc->flags & SCF_NO_PROXY))
+        return usage_error("--target: the rules scenario has no target");
+    if (o->has_target && c->target_port)
+        return usage_error("--target and --target-port: the port is the sink's");
     return 0;
 }
 
