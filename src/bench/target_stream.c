@@ -27,6 +27,7 @@ enum stream_mode { ST_SNIFF, ST_ECHO, ST_SINK, ST_SOURCE };
 
 struct echo_conn {
     struct io io;
+    struct task more; /* a budget was spent while still ready: come back */
     struct list link; /* in targets->echo_conns */
     struct targets *t;
     struct buf *b;
@@ -42,6 +43,7 @@ struct echo_conn {
 
 static void echo_close(struct echo_conn *c)
 {
+    loop_task_cancel(&c->more);
     if (atomic_load_explicit(&c->t->abort_on_eof, memory_order_relaxed))
         sock_abort(c->io.fd);
     target_fd_close(c->t, &c->io);
@@ -147,7 +149,9 @@ static void sink_take(struct echo_conn *c, const uint8_t *p, size_t n)
 
 static void sink_run(struct echo_conn *c)
 {
-    while ((c->ev & SC_RD) && !c->closing) {
+    /* A report after every read, and a bounded number of reads: a client
+     * that sends faster than this thread reads must still hear. */
+    for (int i = 0; i < 64 && (c->ev & SC_RD) && !c->closing; i++) {
         ssize_t n = recv(c->io.fd, c->t->scratch, ECHO_BUF, 0);
         if (n > 0) {
             sink_take(c, c->t->scratch, (size_t)n);
@@ -157,8 +161,13 @@ static void sink_run(struct echo_conn *c)
             echo_close(c); /* the client is done (or gone) */
             return;
         }
+        if (sink_flush(c) < 0)
+            return;
     }
-    (void)sink_flush(c);
+    if (sink_flush(c) < 0)
+        return;
+    if (c->ev & SC_RD) /* budget spent: edge-triggered, so come back */
+        loop_defer(&c->t->g.loop, &c->more);
 }
 
 /* ---- source ---- */
@@ -188,7 +197,7 @@ static void source_run(struct echo_conn *c)
     }
     /* Budget spent, still writable: edge-triggered, so come back. */
     if (c->ev & SC_WR)
-        loop_io_mod(&c->t->g.loop, &c->io, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET);
+        loop_defer(&c->t->g.loop, &c->more);
 }
 
 /* ---- choosing ---- */
@@ -291,6 +300,12 @@ static void stream_on_io(struct io *io, uint32_t events)
     }
 }
 
+static void stream_on_more(struct task *k)
+{
+    struct echo_conn *c = container_of(k, struct echo_conn, more);
+    stream_on_io(&c->io, 0);
+}
+
 void stream_accept(struct targets *t, int fd)
 {
     struct echo_conn *c = calloc(1, sizeof(*c));
@@ -301,6 +316,7 @@ void stream_accept(struct targets *t, int fd)
     c->t = t;
     c->ack_off = sizeof(c->ack);
     io_init(&c->io, stream_on_io);
+    task_init(&c->more, stream_on_more);
     list_add_tail(&t->echo_conns, &c->link);
     if (loop_io_add(&t->g.loop, &c->io, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET) < 0) {
         c->io.fd = fd;
