@@ -469,7 +469,8 @@ bool bench_sample(const struct bench *b, struct proc_sample *out);
 void bench_window(const struct bench *b, const char *label, double seconds,
                   double (*rate)(void *arg), void *arg, const char *unit);
 /* On a terminal (--json off): "  LABEL DONE/TOTAL (ELAPSED s)" on stderr's
- * status line, for a set-up phase; nothing otherwise. */
+ * status line, for a set-up phase (at most 5 times a second); label NULL
+ * clears the line. Nothing otherwise. Main thread only. */
 void bench_progress_count(const struct bench *b, const char *label, unsigned done, unsigned total,
                           double elapsed_s);
 

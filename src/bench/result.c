@@ -163,9 +163,17 @@ void bench_window(const struct bench *b, const char *label, double seconds,
 void bench_progress_count(const struct bench *b, const char *label, unsigned done, unsigned total,
                           double elapsed_s)
 {
+    static uint64_t last_ns; /* the main thread's: at most 5 lines a second */
     if (!b->o.progress)
         return;
-    fprintf(stderr, "\r\033[K  %s %u/%u (%.1f s)", label, done, total, elapsed_s);
+    uint64_t now = now_ns();
+    if (label && now - last_ns < 200000000u)
+        return;
+    last_ns = label ? now : 0;
+    if (label)
+        fprintf(stderr, "\r\033[K  %s %u/%u (%.1f s)", label, done, total, elapsed_s);
+    else
+        fprintf(stderr, "\r\033[K");
     fflush(stderr);
 }
 

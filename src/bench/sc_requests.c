@@ -391,8 +391,15 @@ static double rq_run(struct bench *b, struct rq_phase *ph, unsigned conc, struct
             *timed_out = true;
             break;
         }
+        bench_progress_count(b,
+                             ph->warm == ph->total              ? "warm-up requests done"
+                             : ph->body_len == BENCH_HTTP_SMALL ? "requests done"
+                                                                : "downloads done",
+                             (unsigned)atomic_load(&ph->done), (unsigned)ph->total,
+                             (double)(now_ns() - t0) / 1e9);
         bench_window(b, NULL, 0.005, NULL, NULL, NULL);
     }
+    bench_progress_count(b, NULL, 0, 0, 0);
     for (unsigned t = 0; t < started; t++)
         gen_stop_join(&ths[t].g);
     for (unsigned i = 0; i < conc; i++)

@@ -406,8 +406,11 @@ static unsigned tp_wait_open(struct bench *b, struct result *res, struct tp_thre
         }
         if (open + sopen + failed >= o->connections + o->stalled)
             break;
+        bench_progress_count(b, "set-up: streams open", open + sopen, o->connections + o->stalled,
+                             (double)(now_ns() - t_setup) / 1e9);
         bench_window(b, NULL, 0.01, NULL, NULL, NULL);
     }
+    bench_progress_count(b, NULL, 0, 0, 0);
     if (sopen < o->stalled) {
         char why[200];
         result_shortfall(res, "%u of %u stalled streams could not be set up%s", o->stalled - sopen,

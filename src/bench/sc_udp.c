@@ -447,8 +447,11 @@ static unsigned ud_wait_open(struct bench *b, struct ud_thread *ths, unsigned st
         }
         if (open + failed >= b->o.connections)
             break;
+        bench_progress_count(b, "set-up: associations open", open, b->o.connections,
+                             (double)(now_ns() - t_setup) / 1e9);
         bench_window(b, NULL, 0.01, NULL, NULL, NULL);
     }
+    bench_progress_count(b, NULL, 0, 0, 0);
     return open;
 }
 
@@ -542,6 +545,23 @@ static void ud_figures_paced(struct bench *b, struct result *res, struct ud_thre
     free(all);
 }
 
+/* Progress: echoes a second since the last call. */
+struct ud_rate {
+    struct ud_thread *ths;
+    unsigned n;
+    uint64_t last, last_ns;
+};
+
+static double ud_rate(void *arg)
+{
+    struct ud_rate *r = arg;
+    uint64_t now = now_ns(), v = ud_sum(r->ths, r->n, offsetof(struct ud_thread, echoes));
+    double rate = r->last_ns ? (double)(v - r->last) / ((double)(now - r->last_ns) / 1e9) : 0;
+    r->last = v;
+    r->last_ns = now;
+    return rate;
+}
+
 /* The warm-up and the window with open of the clients associated; the
  * threads are stopped before the figures are read. */
 static void ud_measure(struct bench *b, struct result *res, struct ud_thread *ths, unsigned started,
@@ -556,7 +576,8 @@ static void ud_measure(struct bench *b, struct result *res, struct ud_thread *th
     for (unsigned t = 0; t < started; t++)
         atomic_store(&ths[t].measuring, true);
     uint64_t t0 = now_ns();
-    bench_window(b, "measure", o->duration_s, NULL, NULL, NULL);
+    struct ud_rate rate = {ths, started, 0, 0};
+    bench_window(b, "measure", o->duration_s, o->blast ? NULL : ud_rate, &rate, "echoes/s");
     for (unsigned t = 0; t < started; t++)
         atomic_store(&ths[t].measuring, false);
     w.secs = (double)(now_ns() - t0) / 1e9;
