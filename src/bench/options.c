@@ -50,6 +50,7 @@ static const char usage[] =
     "\n"
     "Scenarios:\n"
     "  throughput    N streams pump --payload chunks to an echo and back; MiB/s each way\n"
+    "                (--direction up|down: one way only, counted at the receiver)\n"
     "  handshakes    full setups (connect, SOCKS5, 1 byte echoed, close); setups/s, latency\n"
     "  requests      one small HTTP request per new connection; req/s, latency; then\n"
     "                --downloads concurrent downloads of --download-size; MiB/s\n"
@@ -74,6 +75,11 @@ static const char usage[] =
     "  --direct             no proxy at all: this machine's limit\n"
     "  --tunnel h2          a ferry tunnel, self-hosted: client (SOCKS5 port) -> HTTP/2\n"
     "                       + TLS -> server; CPU and memory of both (see below)\n"
+    "  --target ADDR:PORT   with any of the above: aim at a `ferry bench sink` there\n"
+    "                       (see `ferry bench sink --help`) instead of the bench's own\n"
+    "                       targets on 127.0.0.1, e.g. to measure a proxy on another\n"
+    "                       host; the explicit consent to aim the load off this host:\n"
+    "                       a --proxy or --relay off loopback is refused without it\n"
     "\n";
 
 /* In two parts: ISO C compilers need only take string literals of 4095. */
@@ -131,6 +137,19 @@ static const char usage_options[] =
     "                       the default; else 0.02..3600)\n"
     "  --threads T          load generator threads (default 1; 1..64)\n";
 
+static const char usage_options_load[] =
+    "  --rate N[/s]         handshakes, requests, udp: open loop: N setups, requests or\n"
+    "                       datagrams a second on a fixed timetable, whether or not\n"
+    "                       the earlier ones were answered; latency runs from each\n"
+    "                       one's scheduled time (wrk2's correction for coordinated\n"
+    "                       omission). --concurrency (default 1000 with --rate) is\n"
+    "                       then the most in flight: one that finds none free waits,\n"
+    "                       and its wait counts. Default 0: closed loop; 1..10000000\n"
+    "  --direction D        throughput: both (default: an echo; each stream sends and\n"
+    "                       reads it back), up (the client sends; the sink checks,\n"
+    "                       drops and reports what it received) or down (a source\n"
+    "                       sends; the client checks); counted where bytes arrive\n";
+
 static const char usage_options2[] =
     "  --ferry PATH         ferry binary to self-host (default: this one)\n"
     "  --chain N            self-host N ferries in a row (default 1; 1..8): the clients\n"
@@ -164,7 +183,11 @@ static const char usage_options2[] =
     "\n"
     "Without --json, the header (scenario, what is measured, the parameters the\n"
     "scenario uses) is printed before the first run and the table after the last.\n"
-    "Rates are in binary units: MiB/s (2^20 bytes per second), s/GiB.\n"
+    "Rates are in binary units: MiB/s (2^20 bytes per second), s/GiB. Latency\n"
+    "figures (latency_*, rtt_*) are in ms: p50, p90, p95, p99, p99.9 and max, from\n"
+    "a log-bucket histogram (each within 0.8 %; max exact). On a terminal, stderr\n"
+    "shows the elapsed time, the interim rate and the set-up counts as it goes;\n"
+    "the JSON line carries a timestamp, the CPU model, core count and kernel.\n"
     "\n"
     "A run fails when it did not do what its parameters asked: connections, streams,\n"
     "associations or handshakes that could not be set up, requests or downloads that\n"
@@ -175,13 +198,15 @@ static const char usage_options2[] =
     "could be set up. Wrong data always fails the run.\n"
     "\n"
     "Exit status: 0 every run passed; 1 a run failed (wrong data, a shortfall,\n"
-    "nothing could be set up, the self-hosted ferry failed); 2 bad usage. A failed\n"
-    "run is still reported with its figures.\n";
+    "nothing could be set up, a target that refuses, the self-hosted ferry\n"
+    "failed); 2 bad usage (an impossible value, e.g. --duration 0 or --connections\n"
+    "0, is named with its range). A failed run is still reported with its figures.\n";
 
 void bench_usage(FILE *f)
 {
     fputs(usage, f);
     fputs(usage_options, f);
+    fputs(usage_options_load, f);
     fputs(usage_options2, f);
 }
 
@@ -735,7 +760,7 @@ static int check_range(const struct optdef *d, const struct bench_opts *o, struc
         double v = *(const double *)p;
         if ((v >= r.lo && v <= r.hi) || ((d->rg & RG_ZERO_OFF) && v == 0))
             return 0;
-        return fail(msg, cap, "%s must be %s%g..%g %s (got %g)", d->name,
+        return fail(msg, cap, "%s must be %s%.10g..%.10g %s (got %g)", d->name,
                     d->rg & RG_ZERO_OFF ? "0 (off) or " : "", r.lo, r.hi, d->unit, v);
     }
     unsigned long long v;
