@@ -12,10 +12,13 @@
  * figure: the scenario reports it with bench_fail(), counts it in its own
  * metric, and the run fails.
  *
- * One bench process holds the targets (TCP echo, HTTP, UDP echo) on one
- * thread, the load on --threads generator threads, and, when self-hosted,
- * a ferry child process on an ephemeral loopback port (with --chain N, N
- * of them in a row, each the SOCKS5 parent of the one before).
+ * One bench process holds the targets (TCP echo, sink, source, HTTP, UDP
+ * echo) on one thread, the load on --threads generator threads, and, when
+ * self-hosted, a ferry child process on an ephemeral loopback port (with
+ * --chain N, N of them in a row, each the SOCKS5 parent of the one before).
+ * With --target the targets are a `ferry bench sink` elsewhere, and none
+ * run here. The load is a closed loop (the next when the last is done) or,
+ * with --rate, an open one on a fixed timetable (struct pace).
  */
 #ifndef FERRY_BENCH_BENCH_H
 #define FERRY_BENCH_BENCH_H

@@ -2,9 +2,10 @@
 /*
  * sc_requests.c: small HTTP requests, each on a new proxied connection (what
  * a browser or API client does through a SOCKS proxy without keep-alive),
- * then a few large downloads. The bench's own HTTP target answers /small
- * with 128 bytes and /large with --download-size bytes; every body is
- * checked against the pattern.
+ * then a few large downloads. The HTTP target (the bench's own, or a
+ * `ferry bench sink` with --target) answers /small with 128 bytes and
+ * /bytes/N with N (--download-size); every body is checked against the
+ * pattern.
  *
  * With --https-proxy h2 each request is a new CONNECT stream on the
  * thread's connection, made before the first request.
