@@ -1803,6 +1803,36 @@ class Report:
             f"`{os.path.basename(out_path)[:-3] if out_path.endswith('.md') else out_path}.jsonl`."
         )
         L.append("")
+        L.append("### Single measurements by hand")
+        L.append("")
+        L.append("```sh")
+        L.append("ferry bench handshakes --rate 2000/s          # open loop: latency from each setup's scheduled time")
+        L.append('ferry bench requests --rate 500 --requests 5000')
+        L.append('ferry bench udp --rate 20000 --connections 16  # datagrams on a timetable: RTT p50..p99.9, max, loss')
+        L.append('ferry bench throughput --direction up         # one way: the client sends, counted at the sink')
+        L.append('ferry bench throughput --direction down       # one way: a source sends, counted at the client')
+        L.append('# a proxy on another host: the sink where that proxy can reach it, the bench here')
+        L.append('ferry bench sink --listen 10.0.0.2:9000                               # on host B')
+        L.append('ferry bench throughput --proxy 10.0.0.1:1080 --target 10.0.0.2:9000   # on host A')
+        L.append("```")
+        L.append("")
+        L.append(
+            'Closed loop (the default) sends the next request when the one before is answered, so a pro'
+            'xy that stalls also slows the sending and hides its own queue (coordinated omission). `--r'
+            'ate N/s` sends on a fixed timetable instead and times each setup, request or datagram from'
+            " when it was due (wrk2's correction); `--concurrency` caps what is in flight (1000 by defa"
+            'ult then), and `backlog` counts what was due and still waiting when the window closed. Lat'
+            'ency figures are p50, p90, p95, p99, p99.9 and max from a log-bucket histogram (each withi'
+            'n 0.8 %, max exact), closed loop or open. `--direction up|down` runs one-way streams, coun'
+            'ted where the bytes arrive: up, the sink checks every byte and reports the total it receiv'
+            'ed; down, the client checks what the source sends. `ferry bench sink` serves every target '
+            "on one port, chosen by the client's first bytes (`FBD1` + an 8-byte seed: the sink; `FBS1`"
+            ' + seed: the source; `GET `: the HTTP target; anything else: an echo), with the UDP echo o'
+            'n the same port number; `--target ADDR:PORT` aims the bench at it, and is the only way to '
+            'aim load off this host: a `--proxy` or `--relay` that is not loopback is refused without i'
+            't. The JSON line carries the time, the CPU model, the core count and the kernel.'
+        )
+        L.append("")
         with open(out_path, "w") as f:
             f.write("\n".join(L))
 

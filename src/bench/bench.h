@@ -12,10 +12,13 @@
  * figure: the scenario reports it with bench_fail(), counts it in its own
  * metric, and the run fails.
  *
- * One bench process holds the targets (TCP echo, HTTP, UDP echo) on one
- * thread, the load on --threads generator threads, and, when self-hosted,
- * a ferry child process on an ephemeral loopback port (with --chain N, N
- * of them in a row, each the SOCKS5 parent of the one before).
+ * One bench process holds the targets (TCP echo, sink, source, HTTP, UDP
+ * echo) on one thread, the load on --threads generator threads, and, when
+ * self-hosted, a ferry child process on an ephemeral loopback port (with
+ * --chain N, N of them in a row, each the SOCKS5 parent of the one before).
+ * With --target the targets are a `ferry bench sink` elsewhere, and none
+ * run here. The load is a closed loop (the next when the last is done) or,
+ * with --rate, an open one on a fixed timetable (struct pace).
  */
 #ifndef FERRY_BENCH_BENCH_H
 #define FERRY_BENCH_BENCH_H
@@ -74,11 +77,22 @@ struct bench_opts {
     const char *proxy_pin;    /* --proxy-pin sha256//...: an external TLS proxy's pin */
     unsigned nrules;          /* rules: how many synthetic rules */
     bool allow_failures;      /* --allow-failures: a shortfall is reported, not failed */
+    double rate;              /* --rate N/s: open loop (handshakes, requests, udp); 0 closed */
+    uint8_t direction;        /* throughput --direction: enum bench_direction */
+    bool has_target;          /* --target: the echo/sink/source is a `ferry bench sink` */
+    struct addr target;       /* there (any host: --target is the consent to aim off-host) */
     bool progress;            /* stderr is a TTY */
     int argc;                 /* the arguments after `ferry` as given, for the report */
     const char **argv;        /* (the first argc of argv_total) */
     int argv_total;
 };
+
+/* throughput --direction: which way the bytes go. both: every stream
+ * sends to the echo and reads it back; up: the client sends, the sink
+ * checks and discards, and tells the client how much it has received;
+ * down: the source sends, the client reads and checks. Bytes are counted
+ * where they arrive. */
+enum bench_direction { DIR_BOTH, DIR_UP, DIR_DOWN };
 
 /* --chain: at most this many self-hosted ferries in a row (each is a
  * process whose CPU is sampled: struct bench's pids[]). */
@@ -105,7 +119,7 @@ struct metric {
     double v;
 };
 
-#define RESULT_MAX_METRICS 32
+#define RESULT_MAX_METRICS 40
 
 /* Where memory figures come from (bit flags: a proxy of several processes
  * may mix them). */
@@ -130,6 +144,11 @@ struct result {
 /* Add figure name (unit) = v; beyond RESULT_MAX_METRICS figures it is
  * dropped. name and unit are kept as pointers: string literals. */
 void result_add(struct result *r, const char *name, const char *unit, double v);
+struct hist;
+/* The latency figures of h (nanoseconds) in milliseconds: PREFIX_p50,
+ * _p90, _p95, _p99, _p99_9 and _max, PREFIX "latency" (rtt false) or
+ * "rtt"; with mean, PREFIX_mean first. */
+void result_latency(struct result *r, const struct hist *h, bool rtt, bool mean);
 /* Append a hint for the reader to r->note ("; " between parts; cut at its
  * size). */
 void result_note(struct result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -152,13 +171,23 @@ void result_shortfall(struct result *r, const char *fmt, ...) __attribute__((for
  * (got 0)"): a usage error. Pure: no I/O. */
 int bench_params_check(const struct bench_opts *o, char *msg, size_t cap);
 
-/* ---- targets (target.c) ---- */
+/* ---- targets (target.c, target_stream.c) ---- */
 struct targets;
 /* Start echo listeners (nports of them; the first on port if non-zero),
  * the HTTP server and the UDP echo on 127.0.0.1, in their own thread.
  * With udp_gro the UDP echo takes a run of datagrams its sender segmented
- * (UDP_SEGMENT) in one read and answers it with the same run. */
+ * (UDP_SEGMENT) in one read and answers it with the same run. Every echo
+ * port is also a sink, a source and the HTTP server, chosen by the
+ * client's first bytes (SINK_MAGIC_*, "GET "). */
 struct targets *targets_start(uint16_t port, unsigned nports, size_t download_size, bool udp_gro);
+/* `ferry bench sink`: the same servers on one address: TCP (echo, sink,
+ * source, HTTP by the first bytes) and the UDP echo on at's port (0: any
+ * free one; the TCP port is then also the UDP port). NULL after telling
+ * why on stderr. */
+struct targets *targets_listen(const struct addr *at, bool udp_gro);
+/* --target: no servers here; every target address is at (a `ferry bench
+ * sink` elsewhere). Stopping it frees it. */
+struct targets *targets_remote(const struct addr *at);
 void targets_stop(struct targets *t);
 const struct addr *targets_echo(const struct targets *t, unsigned i);
 unsigned targets_echo_count(const struct targets *t);
@@ -169,6 +198,21 @@ const struct addr *targets_udp(const struct targets *t);
 void targets_set_abort_on_eof(struct targets *t, bool on);
 
 #define BENCH_HTTP_SMALL 128 /* body bytes of GET /small */
+/* GET /bytes/N: a body of N bytes of the pattern (N up to 2^32); GET /large
+ * is /bytes/download_size of a local target. */
+
+/* The first bytes a client sends to choose what an echo port does (each
+ * followed by an 8-byte big-endian seed: the stream's offset in the
+ * pattern). Anything else is echoed, the first bytes included.
+ * SINK: every byte is checked against the pattern and dropped; after each
+ * read the sink sends the total received so far (8 bytes, big-endian), or
+ * SINK_CORRUPT | offset of the first wrong byte, then closes. SOURCE: the
+ * pattern from the seed on, until the client closes. */
+#define SINK_MAGIC_DISCARD "FBD1"
+#define SINK_MAGIC_SOURCE  "FBS1"
+#define SINK_MAGIC_LEN     4
+#define SINK_HELLO_LEN     12
+#define SINK_CORRUPT       (1ull << 63)
 
 /* The deterministic byte stream every payload is drawn from: byte i of a
  * stream is pattern[(seed + i) % PATTERN_LEN]. pattern_ext holds
@@ -327,20 +371,46 @@ struct gen {
     void *scenario; /* the scenario's per-thread state */
     void (*on_start)(struct gen *g);
     void (*on_tick)(struct gen *g); /* every 20 ms, on the thread */
+    struct timer pace_timer;
+    void (*on_pace)(struct gen *g); /* every 1 ms once gen_pace() was called */
 };
+
+/* From on_start: call cb every millisecond on g's thread (the open-loop
+ * timetable's clock; a send due between two calls goes out late, and its
+ * latency, counted from its scheduled time, says so). */
+void gen_pace(struct gen *g, void (*cb)(struct gen *g));
+
+/* --rate: a fixed timetable. Send k is due at t0 + k * interval; it is
+ * due whether or not the ones before it have been answered. */
+struct pace {
+    uint64_t t0_ns;
+    double interval_ns;
+    uint64_t k;
+};
+static inline void pace_init(struct pace *p, uint64_t t0_ns, double per_s)
+{
+    p->t0_ns = t0_ns;
+    p->interval_ns = 1e9 / per_s;
+    p->k = 0;
+}
+/* The scheduled time of the next send. */
+static inline uint64_t pace_next_ns(const struct pace *p)
+{
+    return p->t0_ns + (uint64_t)((double)p->k * p->interval_ns);
+}
+/* The next send, if it is due at now: its scheduled time in *at, true. */
+static inline bool pace_take(struct pace *p, uint64_t now, uint64_t *at)
+{
+    uint64_t t = pace_next_ns(p);
+    if (t > now)
+        return false;
+    *at = t;
+    p->k++;
+    return true;
+}
 
 int gen_start(struct gen *g, unsigned id, void *scenario, void (*on_start)(struct gen *g));
 void gen_stop_join(struct gen *g);
-
-/* ---- latency samples (stats.c) ---- */
-struct lat {
-    uint32_t *v; /* microseconds */
-    size_t n, cap;
-};
-void lat_add(struct lat *l, uint64_t ns);
-void lat_free(struct lat *l);
-/* Merge several into one (sorted). */
-void lat_merge(struct lat *out, struct lat *parts, size_t n);
 
 /* ---- the environment ---- */
 struct proc_sample {
@@ -401,6 +471,11 @@ bool bench_sample(const struct bench *b, struct proc_sample *out);
  * called (after at least one step); print progress if asked. */
 void bench_window(const struct bench *b, const char *label, double seconds,
                   double (*rate)(void *arg), void *arg, const char *unit);
+/* On a terminal (--json off): "  LABEL DONE/TOTAL (ELAPSED s)" on stderr's
+ * status line, for a set-up phase (at most 5 times a second); label NULL
+ * clears the line. Nothing otherwise. Main thread only. */
+void bench_progress_count(const struct bench *b, const char *label, unsigned done, unsigned total,
+                          double elapsed_s);
 
 /* ---- the scenarios (sc_*.c; their table: options.h) ---- */
 /* Run one measurement: fill r, return 0 or -errno. */
@@ -411,6 +486,11 @@ int scenario_requests(struct bench *b, struct result *r);
 int scenario_connections(struct bench *b, struct result *r);
 int scenario_udp(struct bench *b, struct result *r);
 int scenario_rules(struct bench *b, struct result *r);
+
+/* `ferry bench sink [--listen ADDR:PORT]` (argv[0] is "sink"): serve the
+ * bench's targets on one address until SIGINT or SIGTERM; the exit status
+ * (sink.c). */
+int bench_sink_main(int argc, char **argv);
 
 /* `ferry bench ARGS` (argv[0] is "bench"): the exit status (main.c). */
 int bench_main(int argc, char **argv);

@@ -523,6 +523,22 @@ static void gen_on_tick(struct timer *t)
     loop_timer_arm(&g->loop, &g->tick, 20);
 }
 
+static void gen_on_pace(struct timer *t)
+{
+    struct gen *g = container_of(t, struct gen, pace_timer);
+    if (atomic_load(&g->stop))
+        return;
+    g->on_pace(g);
+    loop_timer_arm(&g->loop, &g->pace_timer, 1);
+}
+
+void gen_pace(struct gen *g, void (*cb)(struct gen *g))
+{
+    g->on_pace = cb;
+    timer_init(&g->pace_timer, gen_on_pace);
+    loop_timer_arm(&g->loop, &g->pace_timer, 1);
+}
+
 static void *gen_main(void *arg)
 {
     struct gen *g = arg;

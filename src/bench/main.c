@@ -366,6 +366,8 @@ static int run_all(struct bench *b, struct self_host *sh, const struct bench_sce
 
 int bench_main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "sink"))
+        return bench_sink_main(argc - 1, argv + 1);
     static struct bench_cli cli; /* large: not on the stack */
     static struct self_host sh;
     struct bench b;
@@ -385,7 +387,8 @@ int bench_main(int argc, char **argv)
     /* Enough echo ports that the proxy's outgoing connections (one source
      * address) do not run out of ephemeral ports. */
     unsigned ports = (sc->flags & SCF_HOLDS) ? MIN(16u, 1 + o->connections / 20000) : 1;
-    b.t = targets_start(o->target_port, ports, o->download_size, o->echo_gro);
+    b.t = o->has_target ? targets_remote(&o->target)
+                        : targets_start(o->target_port, ports, o->download_size, o->echo_gro);
     if (!b.t)
         return 1;
     memset(&sh, 0, sizeof(sh));

@@ -50,6 +50,7 @@ static const char usage[] =
     "\n"
     "Scenarios:\n"
     "  throughput    N streams pump --payload chunks to an echo and back; MiB/s each way\n"
+    "                (--direction up|down: one way only, counted at the receiver)\n"
     "  handshakes    full setups (connect, SOCKS5, 1 byte echoed, close); setups/s, latency\n"
     "  requests      one small HTTP request per new connection; req/s, latency; then\n"
     "                --downloads concurrent downloads of --download-size; MiB/s\n"
@@ -74,6 +75,11 @@ static const char usage[] =
     "  --direct             no proxy at all: this machine's limit\n"
     "  --tunnel h2          a ferry tunnel, self-hosted: client (SOCKS5 port) -> HTTP/2\n"
     "                       + TLS -> server; CPU and memory of both (see below)\n"
+    "  --target ADDR:PORT   with any of the above: aim at a `ferry bench sink` there\n"
+    "                       (see `ferry bench sink --help`) instead of the bench's own\n"
+    "                       targets on 127.0.0.1, e.g. to measure a proxy on another\n"
+    "                       host; the explicit consent to aim the load off this host:\n"
+    "                       a --proxy or --relay off loopback is refused without it\n"
     "\n";
 
 /* In two parts: ISO C compilers need only take string literals of 4095. */
@@ -131,6 +137,19 @@ static const char usage_options[] =
     "                       the default; else 0.02..3600)\n"
     "  --threads T          load generator threads (default 1; 1..64)\n";
 
+static const char usage_options_load[] =
+    "  --rate N[/s]         handshakes, requests, udp: open loop: N setups, requests or\n"
+    "                       datagrams a second on a fixed timetable, whether or not\n"
+    "                       the earlier ones were answered; latency runs from each\n"
+    "                       one's scheduled time (wrk2's correction for coordinated\n"
+    "                       omission). --concurrency (default 1000 with --rate) is\n"
+    "                       then the most in flight: one that finds none free waits,\n"
+    "                       and its wait counts. Default 0: closed loop; 1..10000000\n"
+    "  --direction D        throughput: both (default: an echo; each stream sends and\n"
+    "                       reads it back), up (the client sends; the sink checks,\n"
+    "                       drops and reports what it received) or down (a source\n"
+    "                       sends; the client checks); counted where bytes arrive\n";
+
 static const char usage_options2[] =
     "  --ferry PATH         ferry binary to self-host (default: this one)\n"
     "  --chain N            self-host N ferries in a row (default 1; 1..8): the clients\n"
@@ -164,7 +183,11 @@ static const char usage_options2[] =
     "\n"
     "Without --json, the header (scenario, what is measured, the parameters the\n"
     "scenario uses) is printed before the first run and the table after the last.\n"
-    "Rates are in binary units: MiB/s (2^20 bytes per second), s/GiB.\n"
+    "Rates are in binary units: MiB/s (2^20 bytes per second), s/GiB. Latency\n"
+    "figures (latency_*, rtt_*) are in ms: p50, p90, p95, p99, p99.9 and max, from\n"
+    "a log-bucket histogram (each within 0.8 %; max exact). On a terminal, stderr\n"
+    "shows the elapsed time, the interim rate and the set-up counts as it goes;\n"
+    "the JSON line carries a timestamp, the CPU model, core count and kernel.\n"
     "\n"
     "A run fails when it did not do what its parameters asked: connections, streams,\n"
     "associations or handshakes that could not be set up, requests or downloads that\n"
@@ -175,13 +198,15 @@ static const char usage_options2[] =
     "could be set up. Wrong data always fails the run.\n"
     "\n"
     "Exit status: 0 every run passed; 1 a run failed (wrong data, a shortfall,\n"
-    "nothing could be set up, the self-hosted ferry failed); 2 bad usage. A failed\n"
-    "run is still reported with its figures.\n";
+    "nothing could be set up, a target that refuses, the self-hosted ferry\n"
+    "failed); 2 bad usage (an impossible value, e.g. --duration 0 or --connections\n"
+    "0, is named with its range). A failed run is still reported with its figures.\n";
 
 void bench_usage(FILE *f)
 {
     fputs(usage, f);
     fputs(usage_options, f);
+    fputs(usage_options_load, f);
     fputs(usage_options2, f);
 }
 
@@ -490,6 +515,48 @@ static int set_auth(const struct optdef *d, const char *arg, struct bench_opts *
     return 0;
 }
 
+/* --rate N or N/s: open loop; 0 (the default) is closed loop. */
+static int set_rate(const struct optdef *d, const char *arg, struct bench_opts *o,
+                    struct bench_cli *c)
+{
+    (void)c;
+    char v[64];
+    size_t len = strlen(arg);
+    if (len >= sizeof(v))
+        return bad_value(d->name, arg);
+    memcpy(v, arg, len + 1);
+    if (len > 2 && !strcmp(v + len - 2, "/s"))
+        v[len - 2] = '\0';
+    return parse_seconds(d->name, v, &o->rate); /* any finite number; the range decides */
+}
+
+static int set_direction(const struct optdef *d, const char *arg, struct bench_opts *o,
+                         struct bench_cli *c)
+{
+    (void)c;
+    if (strcmp(arg, "both") == 0)
+        o->direction = DIR_BOTH;
+    else if (strcmp(arg, "up") == 0)
+        o->direction = DIR_UP;
+    else if (strcmp(arg, "down") == 0)
+        o->direction = DIR_DOWN;
+    else
+        return bad_value(d->name, arg);
+    return 0;
+}
+
+/* --target HOST:PORT: a `ferry bench sink` (an IP address: the bench
+ * resolves nothing). */
+static int set_target(const struct optdef *d, const char *arg, struct bench_opts *o,
+                      struct bench_cli *c)
+{
+    (void)c;
+    if (addr_parse(arg, -1, &o->target) || o->target.port == 0)
+        return bad_value(d->name, arg);
+    o->has_target = true;
+    return 0;
+}
+
 static int set_help(const struct optdef *d, const char *arg, struct bench_opts *o,
                     struct bench_cli *c)
 {
@@ -613,6 +680,16 @@ static const struct optdef optdefs[] = {
      .pmax = 86400,
      RANGE(0, 86400, "seconds"),
      .rg = RG_NEG_DEFAULT},
+    /* 1/s: anything slower is not a load; 10^7/s is beyond what one
+     * machine's loop can schedule. */
+    {.name = "--rate",
+     ARG,
+     .set = set_rate,
+     FIELD(F_DOUBLE, rate),
+     RANGE(1, 10000000, "per second"),
+     .rg = RG_ZERO_OFF},
+    {.name = "--direction", ARG, .set = set_direction},
+    {.name = "--target", ARG, .set = set_target},
     {.name = "--allow-failures", FLAG, .set = set_flag, FIELD(F_BOOL, allow_failures), .val = true},
     {.name = "--help", FLAG, .set = set_help},
 };
@@ -683,7 +760,7 @@ static int check_range(const struct optdef *d, const struct bench_opts *o, struc
         double v = *(const double *)p;
         if ((v >= r.lo && v <= r.hi) || ((d->rg & RG_ZERO_OFF) && v == 0))
             return 0;
-        return fail(msg, cap, "%s must be %s%g..%g %s (got %g)", d->name,
+        return fail(msg, cap, "%s must be %s%.10g..%.10g %s (got %g)", d->name,
                     d->rg & RG_ZERO_OFF ? "0 (off) or " : "", r.lo, r.hi, d->unit, v);
     }
     unsigned long long v;
@@ -802,11 +879,56 @@ static int check_tunnel(const struct bench_opts *o, const struct bench_scenario 
     return 0;
 }
 
+/* --rate, --direction: which scenarios they mean something for; with
+ * --rate and no --concurrency, room for a queue to show (1000 in flight).
+ * Returns 0, or 2 (told). */
+static int check_open_loop(struct bench_opts *o, struct bench_cli *c)
+{
+    const char *name = c->sc->name;
+    if (o->rate > 0 && strcmp(name, "handshakes") && strcmp(name, "requests") &&
+        strcmp(name, "udp"))
+        return usage_error("--rate is for handshakes, requests and udp (throughput measures "
+                           "what the path takes; connections holds them)");
+    if (o->rate > 0 && o->blast)
+        return usage_error("--rate and --blast: choose one (a timetable, or unpaced)");
+    if (o->rate > 0 && !(c->given & (1u << SV_CONCURRENCY)))
+        o->concurrency = 1000;
+    if (o->direction != DIR_BOTH && strcmp(name, "throughput"))
+        return usage_error("--direction is for throughput");
+    if (o->direction != DIR_BOTH && (o->https_proxy || o->stalled))
+        return usage_error("--direction up|down: not with --https-proxy (yet)");
+    return 0;
+}
+
+/* Off-host only by consent: --target names the sink the bench aims at; a
+ * --proxy or --relay elsewhere without it would dial the bench's loopback
+ * targets from its own host (its own loopback), or carry the load to
+ * another machine unasked. Returns 0, or 2 (told). */
+static int check_off_host(const struct bench_opts *o)
+{
+    char a[ADDR_STRLEN], msg[400];
+    if ((o->mode == BENCH_PROXY || o->mode == BENCH_RELAY) && !addr_is_loopback(&o->proxy) &&
+        !o->has_target) {
+        snprintf(msg, sizeof(msg),
+                 "%s %s is not on this host's loopback: the bench's targets listen on "
+                 "127.0.0.1 only, which a proxy elsewhere cannot reach; start `ferry bench "
+                 "sink --listen ADDR:PORT` where that proxy can reach it and give --target "
+                 "ADDR:PORT (the explicit consent to aim the load off this host)",
+                 o->mode == BENCH_PROXY ? "--proxy" : "--relay",
+                 addr_format(&o->proxy, a, sizeof(a)));
+        return usage_error(msg);
+    }
+    if (o->has_target && o->mode == BENCH_RELAY)
+        return usage_error("--target and --relay: a relay forwards to a target of its own "
+                           "configuration (use --proxy or --direct with --target)");
+    return 0;
+}
+
 /* The options combined, once the scenario is known. */
-static int check_combination(struct bench_opts *o, const struct bench_cli *c)
+static int check_combination(struct bench_opts *o, struct bench_cli *c)
 {
     const struct bench_scenario *sc = c->sc;
-    if (check_tunnel(o, sc))
+    if (check_tunnel(o, sc) || check_open_loop(o, c) || check_off_host(o))
         return 2;
     if (o->http_proxy &&
         ((sc->flags & SCF_UDP) || o->mode == BENCH_DIRECT || o->mode == BENCH_RELAY))
@@ -829,6 +951,10 @@ static int check_combination(struct bench_opts *o, const struct bench_cli *c)
     }
     if (o->mode == BENCH_RELAY && !c->target_port)
         return usage_error("--relay needs --target-port (the port the relay forwards to)");
+    if (o->has_target && (sc->flags & SCF_NO_PROXY))
+        return usage_error("--target: the rules scenario has no target");
+    if (o->has_target && c->target_port)
+        return usage_error("--target and --target-port: the port is the sink's");
     return 0;
 }
 

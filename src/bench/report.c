@@ -18,6 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "bench/options.h"
 #include "bench/proc.h"
@@ -149,6 +152,66 @@ static double run_metric(const struct result *r, const char *name)
     return 0;
 }
 
+/* The machine a report was made on. */
+struct host_info {
+    char cpu[128];  /* "model name" of /proc/cpuinfo, or "unknown" */
+    unsigned cores; /* online */
+    char sys[32], release[96], version[128], machine[32]; /* uname(2) */
+};
+
+static void host_info(struct host_info *h)
+{
+    memset(h, 0, sizeof(*h));
+    snprintf(h->cpu, sizeof(h->cpu), "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "re");
+    char line[256];
+    while (f && fgets(line, sizeof(line), f)) {
+        char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) || !colon)
+            continue;
+        colon += 1 + strspn(colon + 1, " \t");
+        colon[strcspn(colon, "\n")] = '\0';
+        (void)str_copy(h->cpu, sizeof(h->cpu), colon);
+        break;
+    }
+    if (f)
+        fclose(f);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    h->cores = n > 0 ? (unsigned)n : 0;
+    struct utsname u;
+    if (uname(&u) == 0) {
+        (void)str_copy(h->sys, sizeof(h->sys), u.sysname);
+        (void)str_copy(h->release, sizeof(h->release), u.release);
+        (void)str_copy(h->version, sizeof(h->version), u.version);
+        (void)str_copy(h->machine, sizeof(h->machine), u.machine);
+    }
+}
+
+/* "timestamp" (UTC, ISO 8601, when the report was made) and "host". */
+static void json_host(void)
+{
+    char ts[32] = "";
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm))
+        strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    struct host_info h;
+    host_info(&h);
+    printf(",\"timestamp\":");
+    print_json_string(ts);
+    printf(",\"host\":{\"cpu\":");
+    print_json_string(h.cpu);
+    printf(",\"cores\":%u,\"kernel\":{\"sysname\":", h.cores);
+    print_json_string(h.sys);
+    printf(",\"release\":");
+    print_json_string(h.release);
+    printf(",\"version\":");
+    print_json_string(h.version);
+    printf(",\"machine\":");
+    print_json_string(h.machine);
+    printf("}}");
+}
+
 /* ---- the header ---------------------------------------------------------- */
 
 /* The parameters in shows (SCP_*), in their order. */
@@ -176,6 +239,12 @@ static void print_params(const struct bench_opts *o, unsigned shows)
         printf(", downloads %u x %zu B", o->downloads, o->download_size);
     if (shows & SCP_PAYLOAD)
         printf(", payload %zu B", o->payload);
+    if (o->rate > 0)
+        printf(", rate %g/s (open loop: latency from the scheduled time)", o->rate);
+    if (o->direction == DIR_UP)
+        printf(", direction up (client -> sink, counted at the sink)");
+    else if (o->direction == DIR_DOWN)
+        printf(", direction down (source -> client, counted at the client)");
     if ((shows & SCP_PING) && o->ping_s > 0)
         printf(", ping every %gs", o->ping_s);
     else if (shows & SCP_PING)
@@ -216,7 +285,13 @@ void bench_report_header(const struct bench *b, const char *target)
         printf(", %s", o->proxy_set[i]);
     if (o->allow_failures)
         printf(", failures allowed");
-    printf("\n\n");
+    if (o->has_target) {
+        char a[ADDR_STRLEN];
+        printf(", target %s (a ferry bench sink)", addr_format(&o->target, a, sizeof(a)));
+    }
+    struct host_info h;
+    host_info(&h);
+    printf("\n  host: %s, %u cores, %s %s (%s)\n\n", h.cpu, h.cores, h.sys, h.release, h.machine);
     fflush(stdout);
 }
 
@@ -237,6 +312,7 @@ static void json_head(const struct bench *b, bool in_process, const char *target
     printf(",\"target\":");
     print_json_string(target);
     printf(",\"version\":\"%s\"", FERRY_VERSION);
+    json_host();
     print_build_json("bench_build", bi);
     if (fi)
         print_build_json("ferry_build", fi);
@@ -268,6 +344,12 @@ static void json_params(const struct bench_opts *o, const struct bench_scenario 
            (unsigned)o->target_port, o->allow_failures ? "true" : "false");
     if (sc->shows & SCP_RULES)
         printf(",\"rules\":%u", o->nrules);
+    static const char *const dirs[] = {"both", "up", "down"};
+    printf(",\"rate\":%g,\"direction\":\"%s\"", o->rate, dirs[o->direction % 3]);
+    if (o->has_target) {
+        printf(",\"target\":");
+        print_json_string(addr_format(&o->target, a, sizeof(a)));
+    }
     if (fi) {
         printf(",\"chain\":%u", o->chain); /* ferries in a row, the bench's own */
         printf(",\"tunnel\":\"%s\"", o->tunnel == TUNNEL_H2 ? "h2" : "none");

@@ -18,12 +18,29 @@
 #include <time.h>
 
 #include "bench/bench.h"
+#include "bench/hist.h"
 #include "util/compiler.h"
 
 void result_add(struct result *r, const char *name, const char *unit, double v)
 {
     if (r->n < RESULT_MAX_METRICS)
         r->m[r->n++] = (struct metric){name, unit, v};
+}
+
+void result_latency(struct result *r, const struct hist *h, bool rtt, bool mean)
+{
+    /* Names are kept as pointers: one literal table per prefix. */
+    static const char *const names[2][7] = {
+        {"latency_mean", "latency_p50", "latency_p90", "latency_p95", "latency_p99",
+         "latency_p99_9", "latency_max"},
+        {"rtt_mean", "rtt_p50", "rtt_p90", "rtt_p95", "rtt_p99", "rtt_p99_9", "rtt_max"},
+    };
+    static const double ps[] = {50, 90, 95, 99, 99.9, 100};
+    const char *const *n = names[rtt ? 1 : 0];
+    if (mean)
+        result_add(r, n[0], "ms", hist_mean(h) / 1e6);
+    for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++)
+        result_add(r, n[i + 1], "ms", hist_percentile(h, ps[i]) / 1e6);
 }
 
 void result_note(struct result *r, const char *fmt, ...)
@@ -108,7 +125,15 @@ void bench_fail_reset(struct bench *b)
 
 size_t bench_first_diff(const uint8_t *a, const uint8_t *b, size_t n)
 {
+    /* Every byte received is checked: memcmp (vectorized) over blocks, the
+     * byte loop only inside the block that differs. */
     size_t i = 0;
+    while (i < n) {
+        size_t len = MIN(n - i, (size_t)4096);
+        if (memcmp(a + i, b + i, len) != 0)
+            break;
+        i += len;
+    }
     while (i < n && a[i] == b[i])
         i++;
     return i;
@@ -141,6 +166,23 @@ void bench_window(const struct bench *b, const char *label, double seconds,
     }
     if (b->o.progress && label)
         fprintf(stderr, "\r\033[K");
+}
+
+void bench_progress_count(const struct bench *b, const char *label, unsigned done, unsigned total,
+                          double elapsed_s)
+{
+    static uint64_t last_ns; /* the main thread's: at most 5 lines a second */
+    if (!b->o.progress)
+        return;
+    uint64_t now = now_ns();
+    if (label && now - last_ns < 200000000u)
+        return;
+    last_ns = label ? now : 0;
+    if (label)
+        fprintf(stderr, "\r\033[K  %s %u/%u (%.1f s)", label, done, total, elapsed_s);
+    else
+        fprintf(stderr, "\r\033[K");
+    fflush(stderr);
 }
 
 /* The verdict on run k (1-based) that returned rc, told on stderr: wrong

@@ -238,8 +238,11 @@ static unsigned cn_wait_open(struct bench *b, struct cn_thread *ths, unsigned st
         }
         if (open + *failed >= b->o.connections)
             break;
+        bench_progress_count(b, "set-up: open", open, b->o.connections,
+                             (double)(now_ns() - t0) / 1e9);
         bench_window(b, NULL, 0.01, NULL, NULL, NULL);
     }
+    bench_progress_count(b, NULL, 0, 0, 0);
     return open;
 }
 

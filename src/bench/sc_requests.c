@@ -2,9 +2,10 @@
 /*
  * sc_requests.c: small HTTP requests, each on a new proxied connection (what
  * a browser or API client does through a SOCKS proxy without keep-alive),
- * then a few large downloads. The bench's own HTTP target answers /small
- * with 128 bytes and /large with --download-size bytes; every body is
- * checked against the pattern.
+ * then a few large downloads. The HTTP target (the bench's own, or a
+ * `ferry bench sink` with --target) answers /small with 128 bytes and
+ * /bytes/N with N (--download-size); every body is checked against the
+ * pattern.
  *
  * With --https-proxy h2 each request is a new CONNECT stream on the
  * thread's connection, made before the first request.
@@ -14,6 +15,13 @@
  * before all of it) is the proxy corrupting data: it is counted in
  * corrupt_bodies, never in the rates, and fails the run. A reset or a bad
  * status line is a failed request.
+ *
+ * With --rate N/s (open loop) the small requests start on a fixed
+ * timetable, N a second over all threads, whether or not the ones before
+ * have been answered; --concurrency is the most in flight, and a request
+ * that finds no free slot waits for one. Latency runs from the scheduled
+ * time (wrk2's correction for coordinated omission). The downloads after
+ * them stay closed-loop: they measure bandwidth, not latency.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -24,7 +32,7 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
-#include "bench/stats.h"
+#include "bench/hist.h"
 
 #define RQ_HEAD_MAX 1024
 
@@ -36,6 +44,7 @@ struct rq_slot {
     struct task restart;
     bool sent, measured, head_done;
     uint64_t ticket;
+    uint64_t sched_ns; /* paced: when this request was due */
     uint64_t body_len, body_got;
     uint16_t hlen;
     char head[RQ_HEAD_MAX];
@@ -46,6 +55,7 @@ struct rq_phase {
     const char *path;
     uint64_t body_len; /* what the target sends for path */
     uint64_t total, warm;
+    double rate;           /* > 0: open loop, this many a second over all threads */
     _Atomic uint64_t next; /* next ticket to hand out */
     _Atomic uint64_t done; /* tickets completed (ok or failed) */
     _Atomic uint64_t failed, corrupt, bytes;
@@ -60,8 +70,11 @@ struct rq_thread {
     struct route route;
     struct rq_slot *slots;
     unsigned n;
-    bool begun; /* the slots began (h2: once the connection is up) */
-    struct lat lat;
+    bool begun;            /* the slots began (h2: once the connection is up) */
+    struct hist lat;       /* ns */
+    struct pace pace;      /* paced: this thread's share of the timetable */
+    struct rq_slot **idle; /* paced: free slots (a stack) */
+    unsigned nidle;
 };
 
 static void rq_begin(struct rq_slot *s);
@@ -84,7 +97,7 @@ static void rq_end(struct rq_slot *s, enum rq_outcome how)
     if (s->measured) {
         uint64_t now = now_ns();
         if (how == RQ_OK) {
-            lat_add(&th->lat, now - s->sc.t0_ns);
+            hist_add(&th->lat, now - (ph->rate > 0 ? s->sched_ns : s->sc.t0_ns));
             atomic_fetch_add(&ph->bytes, s->body_len);
         } else if (how == RQ_FAILED) {
             atomic_fetch_add(&ph->failed, 1);
@@ -236,35 +249,78 @@ static void rq_on_io(struct io *io, uint32_t events)
     }
 }
 
-static void rq_begin(struct rq_slot *s)
+/* Begin a request on slot s (paced: due at sched_ns); false when every
+ * ticket is handed out. */
+static bool rq_begin_at(struct rq_slot *s, uint64_t sched_ns)
 {
     struct rq_thread *th = s->th;
     struct rq_phase *ph = th->ph;
     uint64_t ticket = atomic_fetch_add(&ph->next, 1);
     if (ticket >= ph->total)
-        return; /* this slot is done */
+        return false; /* this slot is done */
+    s->sched_ns = sched_ns;
     s->ticket = ticket;
     s->measured = ticket >= ph->warm;
     s->sent = s->head_done = false;
     s->hlen = 0;
     s->body_len = s->body_got = 0;
-    if (sclient_open(&s->sc, &th->g.loop, &th->route, rq_on_io) < 0) {
-        rq_end(s, RQ_FAILED);
-        return;
-    }
     if (s->measured) {
         uint64_t zero = 0;
-        atomic_compare_exchange_strong(&ph->t_first_ns, &zero, s->sc.t0_ns);
+        atomic_compare_exchange_strong(&ph->t_first_ns, &zero, ph->rate > 0 ? sched_ns : now_ns());
     }
+    if (sclient_open(&s->sc, &th->g.loop, &th->route, rq_on_io) < 0)
+        rq_end(s, RQ_FAILED);
+    return true;
+}
+
+static void rq_begin(struct rq_slot *s)
+{
+    (void)rq_begin_at(s, 0);
+}
+
+/* Paced: begin every request that is due while a slot is free (a bounded
+ * number per call). */
+static void rq_pace_run(struct rq_thread *th)
+{
+    uint64_t now = now_ns(), at;
+    for (int i = 0; i < 1024 && th->nidle; i++) {
+        if (atomic_load(&th->ph->next) >= th->ph->total || !pace_take(&th->pace, now, &at))
+            return;
+        (void)rq_begin_at(th->idle[--th->nidle], at);
+    }
+}
+
+static void rq_on_pace(struct gen *g)
+{
+    struct rq_thread *th = g->scenario;
+    if (th->begun)
+        rq_pace_run(th);
 }
 
 static void rq_on_restart(struct task *t)
 {
-    rq_begin(container_of(t, struct rq_slot, restart));
+    struct rq_slot *s = container_of(t, struct rq_slot, restart);
+    if (s->th->ph->rate <= 0) {
+        rq_begin(s);
+        return;
+    }
+    s->th->idle[s->th->nidle++] = s;
+    rq_pace_run(s->th);
 }
 
 static void rq_begin_all(struct rq_thread *th)
 {
+    if (th->ph->rate > 0) {
+        /* The timetable starts now; each thread its share, interleaved. */
+        unsigned nth = MIN(th->b->o.threads, th->b->o.concurrency);
+        pace_init(&th->pace, now_ns() + (uint64_t)(1e9 / th->ph->rate * th->g.id),
+                  th->ph->rate / nth);
+        for (unsigned i = 0; i < th->n; i++)
+            th->idle[th->nidle++] = &th->slots[th->n - 1 - i];
+        gen_pace(&th->g, rq_on_pace);
+        rq_pace_run(th);
+        return;
+    }
     for (unsigned i = 0; i < th->n; i++)
         rq_begin(&th->slots[i]);
 }
@@ -298,17 +354,18 @@ static void rq_on_start(struct gen *g)
 }
 
 /* Run one phase to completion (bounded by 120 s) on nth threads with
- * `conc` slots. Fills lat (sorted) and returns the measured seconds. */
-static double rq_run(struct bench *b, struct rq_phase *ph, unsigned conc, struct lat *lat,
+ * `conc` slots. Fills lat (ns) and returns the measured seconds. */
+static double rq_run(struct bench *b, struct rq_phase *ph, unsigned conc, struct hist *lat,
                      bool *timed_out)
 {
     unsigned nth = MIN(b->o.threads, conc);
     struct rq_thread *ths = calloc(nth, sizeof(*ths));
     struct rq_slot *slots = calloc(conc, sizeof(*slots));
+    struct rq_slot **idle = calloc(conc, sizeof(*idle));
     double secs = 0;
     *timed_out = false;
-    memset(lat, 0, sizeof(*lat));
-    if (!ths || !slots)
+    hist_reset(lat);
+    if (!ths || !slots || !idle)
         goto out;
     for (unsigned i = 0; i < conc; i++)
         slots[i].sc.io.fd = -1;
@@ -320,43 +377,52 @@ static double rq_run(struct bench *b, struct rq_phase *ph, unsigned conc, struct
         ths[t].route.dst = *targets_http(b->t);
         ths[t].n = conc / nth + (t < conc % nth ? 1 : 0);
         ths[t].slots = slots + base;
+        ths[t].idle = idle + base;
         base += ths[t].n;
     }
     for (; started < nth; started++)
         if (gen_start(&ths[started].g, started, &ths[started], rq_on_start))
             break;
     uint64_t t0 = now_ns();
+    /* Paced: the timetable's own length, and 120 s beyond it. */
+    uint64_t limit =
+        120ull * 1000000000u + (ph->rate > 0 ? (uint64_t)(ph->total / ph->rate * 1e9) : 0);
     while (atomic_load(&ph->done) < ph->total && !bench_has_failed(b)) {
-        if (now_ns() - t0 > 120ull * 1000000000u) {
+        if (now_ns() - t0 > limit) {
             *timed_out = true;
             break;
         }
+        bench_progress_count(b,
+                             ph->warm == ph->total              ? "warm-up requests done"
+                             : ph->body_len == BENCH_HTTP_SMALL ? "requests done"
+                                                                : "downloads done",
+                             (unsigned)atomic_load(&ph->done), (unsigned)ph->total,
+                             (double)(now_ns() - t0) / 1e9);
         bench_window(b, NULL, 0.005, NULL, NULL, NULL);
     }
+    bench_progress_count(b, NULL, 0, 0, 0);
     for (unsigned t = 0; t < started; t++)
         gen_stop_join(&ths[t].g);
     for (unsigned i = 0; i < conc; i++)
         sclient_close(&slots[i].sc, false);
-    struct lat parts[64];
-    unsigned np = MIN(started, 64u);
-    for (unsigned t = 0; t < np; t++)
-        parts[t] = ths[t].lat;
-    lat_merge(lat, parts, np);
-    for (unsigned t = 0; t < nth; t++)
-        lat_free(&ths[t].lat);
+    for (unsigned t = 0; t < started; t++)
+        hist_merge(lat, &ths[t].lat);
     uint64_t first = atomic_load(&ph->t_first_ns), last = atomic_load(&ph->t_last_ns);
     secs = last > first ? (double)(last - first) / 1e9 : 0;
 out:
     free(ths);
     free(slots);
+    free(idle);
     return secs;
 }
 
 int scenario_requests(struct bench *b, struct result *res)
 {
     const struct bench_opts *o = &b->o;
-    struct lat lat;
+    struct hist *lat = malloc(sizeof(*lat));
     bool timed_out;
+    if (!lat)
+        return -ENOMEM;
     uint64_t warm_corrupt = 0;
     if (o->warm_requests) {
         /* Warm-up first, on its own, so the CPU sampled below is that of
@@ -364,38 +430,42 @@ int scenario_requests(struct bench *b, struct result *res)
         struct rq_phase warm = {.path = "/small",
                                 .body_len = BENCH_HTTP_SMALL,
                                 .total = o->warm_requests,
-                                .warm = o->warm_requests};
-        rq_run(b, &warm, o->concurrency, &lat, &timed_out);
-        lat_free(&lat);
+                                .warm = o->warm_requests,
+                                .rate = o->rate};
+        rq_run(b, &warm, o->concurrency, lat, &timed_out);
         warm_corrupt = atomic_load(&warm.corrupt);
     }
-    struct rq_phase small = {
-        .path = "/small", .body_len = BENCH_HTTP_SMALL, .total = o->requests, .warm = 0};
+    struct rq_phase small = {.path = "/small",
+                             .body_len = BENCH_HTTP_SMALL,
+                             .total = o->requests,
+                             .warm = 0,
+                             .rate = o->rate};
     struct proc_sample p0, p1;
     bool have_cpu = bench_sample(b, &p0);
-    double secs = rq_run(b, &small, o->concurrency, &lat, &timed_out);
+    double secs = rq_run(b, &small, o->concurrency, lat, &timed_out);
     have_cpu = have_cpu && bench_sample(b, &p1);
-    uint64_t ok = lat.n;
+    uint64_t ok = lat->n;
     result_add(res, "requests", "1/s", secs > 0 ? (double)ok / secs : 0);
-    result_add(res, "latency_mean", "ms", stats_mean(lat.v, lat.n) / 1000.0);
-    result_add(res, "latency_p50", "ms", stats_percentile(lat.v, lat.n, 50) / 1000.0);
-    result_add(res, "latency_p95", "ms", stats_percentile(lat.v, lat.n, 95) / 1000.0);
+    if (o->rate > 0)
+        result_add(res, "scheduled", "1/s", o->rate);
+    result_latency(res, lat, false, true);
     result_add(res, "failed_requests", "", (double)atomic_load(&small.failed));
     if (have_cpu && ok)
         result_add(res, "proxy_cpu_per_1k_requests", "s/1000",
                    (p1.cpu_s - p0.cpu_s) / ((double)ok / 1000.0));
-    lat_free(&lat);
 
+    char large_path[40];
+    snprintf(large_path, sizeof(large_path), "/bytes/%zu", o->download_size);
     struct rq_phase large = {
-        .path = "/large", .body_len = o->download_size, .total = o->downloads, .warm = 0};
+        .path = large_path, .body_len = o->download_size, .total = o->downloads, .warm = 0};
     bool timed_out2;
-    double dsecs = rq_run(b, &large, o->downloads, &lat, &timed_out2);
+    double dsecs = rq_run(b, &large, o->downloads, lat, &timed_out2);
     uint64_t bytes = atomic_load(&large.bytes);
     result_add(res, "download", "MiB/s", dsecs > 0 ? (double)bytes / dsecs / 1048576.0 : 0);
     result_add(res, "failed_downloads", "", (double)atomic_load(&large.failed));
     uint64_t corrupt = warm_corrupt + atomic_load(&small.corrupt) + atomic_load(&large.corrupt);
     result_add(res, "corrupt_bodies", "", (double)corrupt);
-    lat_free(&lat);
+    free(lat);
     if (corrupt)
         result_note(res,
                     "%llu responses came back wrong (body, length or truncated; warm-up "

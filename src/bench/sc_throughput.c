@@ -11,6 +11,15 @@
  * to the first wrong one count in the rate. A reset is a broken stream, a
  * figure of its own.
  *
+ * --direction up|down measures one way at a time, counted where the bytes
+ * arrive: up, each stream opens with SINK_MAGIC_DISCARD and its seed and
+ * then only sends; the sink checks every byte and reports the total it has
+ * received (the figure), or the offset of a wrong byte (a failed run).
+ * down, each stream opens with SINK_MAGIC_SOURCE and its seed and then only
+ * reads the pattern the source sends, checking every byte. A proxy that
+ * relays one direction well and the other badly shows here, and not in the
+ * echo's sum.
+ *
  * --stalled N (h2 only) adds N streams on the same connections that send a
  * burst toward the echo and never read: the proxy's windows and buffers
  * for them fill, their echo piles up in the bench unconsumed and no credit
@@ -18,6 +27,7 @@
  * the rates; the question is whether the measured streams keep their rate
  * beside them (bench/compare.sh --only stall puts the two side by side).
  */
+#include <endian.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -44,7 +54,11 @@ struct tp_conn {
     unsigned index; /* the stream's number in reports */
     uint64_t seed, sent, recvd;
     bool open, dead;
-    bool stalled;            /* --stalled: sends its burst, never reads */
+    bool stalled;                  /* --stalled: sends its burst, never reads */
+    uint8_t hello[SINK_HELLO_LEN]; /* up, down: the sink's or source's magic and seed */
+    uint8_t hlen, hsent;           /* of hello: its length (0: echo), how much is sent */
+    uint8_t alen;                  /* up: bytes of the sink's next report in ack */
+    uint8_t ack[8];
     _Atomic uint64_t seen;   /* recvd, for the main thread's per-stream figures */
     _Atomic uint64_t unread; /* stalled: its echo held unread in the h2 client */
 };
@@ -146,6 +160,87 @@ static bool tp_check(struct tp_conn *c, const uint8_t *p, size_t n)
     return true;
 }
 
+/* down: n bytes from the source at p, checked against the pattern. */
+static bool tp_check_source(struct tp_conn *c, const uint8_t *p, size_t n)
+{
+    struct tp_thread *th = c->th;
+    const uint8_t *want = pattern_at(c->seed + c->recvd);
+    size_t diff = bench_first_diff(p, want, n);
+    stat_store(&th->recvd, atomic_load_explicit(&th->recvd, memory_order_relaxed) + diff);
+    c->recvd += diff;
+    atomic_store_explicit(&c->seen, c->recvd, memory_order_relaxed);
+    if (diff < n) {
+        tp_corrupt(c, "byte %llu from the source is 0x%02x, the source sent 0x%02x",
+                   (unsigned long long)c->recvd, p[diff], want[diff]);
+        return false;
+    }
+    return true;
+}
+
+/* up: n bytes of the sink's reports at p; each whole one is the total the
+ * sink has received (counted as the stream's figure), or a wrong byte. */
+static bool tp_check_acks(struct tp_conn *c, const uint8_t *p, size_t n)
+{
+    struct tp_thread *th = c->th;
+    for (size_t i = 0; i < n; i++) {
+        c->ack[c->alen++] = p[i];
+        if (c->alen < sizeof(c->ack))
+            continue;
+        c->alen = 0;
+        uint64_t be, v;
+        memcpy(&be, c->ack, sizeof(be));
+        v = be64toh(be);
+        if (v & SINK_CORRUPT) {
+            tp_corrupt(c, "the sink found byte %llu of the stream wrong",
+                       (unsigned long long)(v & ~SINK_CORRUPT));
+            return false;
+        }
+        if (v < c->recvd || v > c->sent) {
+            tp_corrupt(c, "the sink reports %llu bytes received where %llu were sent",
+                       (unsigned long long)v, (unsigned long long)c->sent);
+            return false;
+        }
+        stat_store(&th->recvd,
+                   atomic_load_explicit(&th->recvd, memory_order_relaxed) + (v - c->recvd));
+        c->recvd = v;
+        atomic_store_explicit(&c->seen, v, memory_order_relaxed);
+    }
+    return true;
+}
+
+/* What came back, by direction. */
+static bool tp_take(struct tp_conn *c, const uint8_t *p, size_t n)
+{
+    switch ((enum bench_direction)c->th->b->o.direction) {
+    case DIR_BOTH:
+        return tp_check(c, p, n);
+    case DIR_UP:
+        return tp_check_acks(c, p, n);
+    case DIR_DOWN:
+        return tp_check_source(c, p, n);
+    }
+    return false;
+}
+
+/* up, down: the magic and seed first. 1 all sent, 0 not yet (EAGAIN or
+ * short), -1 the stream died. */
+static int tp_hello(struct tp_conn *c)
+{
+    while (c->hsent < c->hlen) {
+        ssize_t n = sclient_send(&c->sc, c->hello + c->hsent, c->hlen - c->hsent);
+        if (n < 0 && errno == EAGAIN) {
+            c->sc.ev &= (uint8_t)~SC_WR;
+            return 0;
+        }
+        if (n <= 0) {
+            tp_kill(c);
+            return -1;
+        }
+        c->hsent = (uint8_t)(c->hsent + n);
+    }
+    return 1;
+}
+
 static void tp_pump(struct tp_conn *c)
 {
     struct tp_thread *th = c->th;
@@ -155,12 +250,12 @@ static void tp_pump(struct tp_conn *c)
         if (c->sc.ev & SC_RD) {
             ssize_t n = sclient_recv(&c->sc, th->rbuf, payload);
             if (n > 0) {
-                if (!tp_check(c, th->rbuf, (size_t)n))
+                if (!tp_take(c, th->rbuf, (size_t)n))
                     return;
                 progress = true;
             } else if (n < 0 && errno == EAGAIN) {
                 c->sc.ev &= (uint8_t)~SC_RD;
-            } else if (n == 0 && c->recvd < c->sent) {
+            } else if (n == 0 && c->recvd < c->sent && !c->hlen) {
                 /* The echo never closes: the proxy ended the stream early. */
                 tp_corrupt(c, "closed after %llu of the %llu bytes sent came back",
                            (unsigned long long)c->recvd, (unsigned long long)c->sent);
@@ -170,7 +265,14 @@ static void tp_pump(struct tp_conn *c)
                 return;
             }
         }
-        if ((c->sc.ev & SC_WR) && atomic_load_explicit(&th->go, memory_order_relaxed)) {
+        bool go = atomic_load_explicit(&th->go, memory_order_relaxed);
+        if (go && (c->sc.ev & SC_WR) && c->hsent < c->hlen) {
+            int h = tp_hello(c);
+            if (h < 0)
+                return;
+            progress = progress || h > 0;
+        }
+        if ((c->sc.ev & SC_WR) && go && c->hsent == c->hlen && th->b->o.direction != DIR_DOWN) {
             ssize_t n = sclient_send(&c->sc, pattern_at(c->seed + c->sent), payload);
             if (n > 0) {
                 c->sent += (uint64_t)n;
@@ -304,8 +406,11 @@ static unsigned tp_wait_open(struct bench *b, struct result *res, struct tp_thre
         }
         if (open + sopen + failed >= o->connections + o->stalled)
             break;
+        bench_progress_count(b, "set-up: streams open", open + sopen, o->connections + o->stalled,
+                             (double)(now_ns() - t_setup) / 1e9);
         bench_window(b, NULL, 0.01, NULL, NULL, NULL);
     }
+    bench_progress_count(b, NULL, 0, 0, 0);
     if (sopen < o->stalled) {
         char why[200];
         result_shortfall(res, "%u of %u stalled streams could not be set up%s", o->stalled - sopen,
@@ -384,7 +489,7 @@ static void tp_seen(const struct tp_thread *ths, unsigned started, uint64_t *out
 /* The slowest and the fastest measured stream's echo over the window
  * (streams that died are in it with what they managed): fair shares. */
 static void tp_per_stream(struct result *res, const uint64_t *a, const uint64_t *z, size_t n,
-                          double secs)
+                          double secs, bool up)
 {
     double lo = 0, hi = 0;
     for (size_t i = 0; i < n; i++) {
@@ -392,8 +497,38 @@ static void tp_per_stream(struct result *res, const uint64_t *a, const uint64_t 
         lo = i == 0 || r < lo ? r : lo;
         hi = r > hi ? r : hi;
     }
-    result_add(res, "slowest_stream_down", "MiB/s", lo);
-    result_add(res, "fastest_stream_down", "MiB/s", hi);
+    result_add(res, up ? "slowest_stream_up" : "slowest_stream_down", "MiB/s", lo);
+    result_add(res, up ? "fastest_stream_up" : "fastest_stream_down", "MiB/s", hi);
+}
+
+/* The rates of the window: sent and received bytes (the receiver's count:
+ * for up, the sink's reports) over secs, by direction. */
+static void tp_rates(struct result *res, const struct bench_opts *o, uint64_t sent,
+                     uint64_t received, double secs)
+{
+    double mib = (double)received / secs / 1048576.0;
+    switch ((enum bench_direction)o->direction) {
+    case DIR_BOTH:
+        result_add(res, "up", "MiB/s", (double)sent / secs / 1048576.0);
+        result_add(res, "down", "MiB/s", mib);
+        result_add(res, "total", "MiB/s", (double)(sent + received) / secs / 1048576.0);
+        if (!received)
+            result_note(res, "no byte came back during the window: the path stalled");
+        return;
+    case DIR_UP:
+        result_add(res, "up", "MiB/s", mib);
+        result_add(res, "total", "MiB/s", mib);
+        if (!received)
+            result_note(res, "the sink received nothing during the window: the path stalled");
+        return;
+    case DIR_DOWN:
+        result_add(res, "down", "MiB/s", mib);
+        result_add(res, "total", "MiB/s", mib);
+        if (!received)
+            result_note(res, "nothing came from the source during the window: the path "
+                             "stalled");
+        return;
+    }
 }
 
 /* Let the open streams go: the warm-up, the window, the figures. */
@@ -427,20 +562,17 @@ static void tp_measure(struct bench *b, struct result *res, struct tp_thread *th
         corrupt += atomic_load(&ths[t].corrupt);
         broken += atomic_load(&ths[t].broken);
     }
-    double up = (double)(up1 - up0) / secs / 1048576.0;
-    double down = (double)(down1 - down0) / secs / 1048576.0;
-    result_add(res, "up", "MiB/s", up);
-    result_add(res, "down", "MiB/s", down);
-    result_add(res, "total", "MiB/s", up + down);
-    if (down1 == down0)
-        result_note(res, "no byte came back during the window: the path stalled");
+    tp_rates(res, o, up1 - up0, down1 - down0, secs);
     if (have_cpu) {
-        double gib = (double)(up1 - up0 + down1 - down0) / 1073741824.0;
+        /* Bytes the proxy moved: each way once, the echo's twice. */
+        uint64_t moved = o->direction == DIR_BOTH ? up1 - up0 + down1 - down0 : down1 - down0;
+        double gib = (double)moved / 1073741824.0;
         result_add(res, "proxy_cpu", "s/s", (p1.cpu_s - p0.cpu_s) / secs);
         result_add(res, "proxy_cpu_per_gib", "s/GiB", gib > 0 ? (p1.cpu_s - p0.cpu_s) / gib : 0);
     }
     if (seen && o->connections > 1)
-        tp_per_stream(res, seen, seen + o->connections, o->connections, secs);
+        tp_per_stream(res, seen, seen + o->connections, o->connections, secs,
+                      o->direction == DIR_UP);
     free(seen);
     result_add(res, "streams", "", open);
     result_add(res, "corrupt_streams", "", corrupt);
@@ -473,6 +605,13 @@ static void tp_layout(struct tp_thread *ths, unsigned nth, struct tp_conn *conns
             c->index = c->stalled ? sbase++ : base++;
             c->seed = (uint64_t)c->index * 7919u;
             c->sc.io.fd = -1;
+            if (o->direction != DIR_BOTH && !c->stalled) {
+                uint64_t be = htobe64(c->seed);
+                memcpy(c->hello, o->direction == DIR_UP ? SINK_MAGIC_DISCARD : SINK_MAGIC_SOURCE,
+                       SINK_MAGIC_LEN);
+                memcpy(c->hello + SINK_MAGIC_LEN, &be, sizeof(be));
+                c->hlen = SINK_HELLO_LEN;
+            }
         }
         at += th->n + th->nstall;
     }

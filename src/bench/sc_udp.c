@@ -10,6 +10,14 @@
  * --blast instead sends unpaced for the whole window while reading
  * concurrently, and reports what was offered and what came back.
  *
+ * --rate N/s (open loop) sends N datagrams a second over all clients, each
+ * client on its own fixed timetable (its share, interleaved with the
+ * others'), however many are still in flight; an echo's RTT runs from the
+ * time its datagram was due (wrk2's correction), and a datagram whose echo
+ * has not come 200 ms after the window closed is lost. A client remembers
+ * the last UD_SEEN datagrams it sent: an echo of an older one, or a second
+ * echo of one, is late, never counted twice.
+ *
  * A datagram that comes back changed (length, header, sequence, client or
  * payload) is the proxy corrupting data: it is counted in `corrupt`, never
  * as an echo, and fails the run. Sequence numbers carry the run's
@@ -25,13 +33,14 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
-#include "bench/stats.h"
+#include "bench/hist.h"
 #include "core/sock.h"
 
 #define UD_TIMEOUT_MS 100
 #define UD_MAX        65536
 #define UD_ID_LEN     12 /* seq (8) + client index (4) at the start of the payload */
 #define UD_BURST      64
+#define UD_SEEN       1024 /* --rate: datagrams a client remembers */
 
 struct ud_thread;
 
@@ -48,6 +57,8 @@ struct ud_client {
     uint8_t hlen;
     struct sockaddr_storage to;
     socklen_t tolen;
+    struct pace pace;            /* --rate: this client's timetable */
+    uint64_t seen[UD_SEEN / 64]; /* --rate: echoed, by count % UD_SEEN */
 };
 
 struct ud_thread {
@@ -58,7 +69,7 @@ struct ud_thread {
     struct ud_client *cl;
     unsigned n;
     uint8_t *sbuf, *rbuf;
-    struct lat lat;
+    struct hist lat; /* ns */
     _Atomic bool measuring;
     _Atomic unsigned open, failed;
     _Atomic uint64_t echoes, lost, late, corrupt, sent, recvd, refused_rep;
@@ -127,6 +138,55 @@ static void ud_corrupt(struct ud_client *c, const char *fmt, ...)
     bench_fail(c->th->b, "udp: the proxy corrupted a datagram of client %u: %s", c->index, what);
 }
 
+#define UD_COUNT(seq) ((seq) & ((1ull << UD_GEN_SHIFT) - 1))
+
+/* --rate: an echo of datagram seq of c (checked): credit it once, timed
+ * from when it was due. */
+static void ud_got_rate(struct ud_client *c, uint64_t seq, bool sent_measured, bool measuring)
+{
+    struct ud_thread *th = c->th;
+    uint64_t k = UD_COUNT(seq) - 1; /* the k-th send of c's timetable */
+    uint64_t bit = 1ull << (k % 64), *word = &c->seen[(k % UD_SEEN) / 64];
+    if (c->seq - seq >= UD_SEEN || (*word & bit)) {
+        if (measuring)
+            bump(&th->late, 1); /* forgotten, or a second echo */
+        return;
+    }
+    *word |= bit;
+    if (!sent_measured)
+        return;
+    hist_add(&th->lat, now_ns() - (c->pace.t0_ns + (uint64_t)((double)k * c->pace.interval_ns)));
+    bump(&th->echoes, 1);
+}
+
+/* --rate: send what is due of c's timetable (a bounded number). */
+static void ud_send_due(struct ud_client *c, uint64_t now)
+{
+    struct ud_thread *th = c->th;
+    size_t payload = th->b->o.payload;
+    bool measuring = atomic_load_explicit(&th->measuring, memory_order_relaxed);
+    uint64_t at;
+    for (int i = 0; i < 256 && pace_take(&c->pace, now, &at); i++) {
+        c->seq++;
+        uint64_t k = UD_COUNT(c->seq) - 1;
+        c->seen[(k % UD_SEEN) / 64] &= ~(1ull << (k % 64));
+        ud_fill(c, c->seq, payload, measuring);
+        (void)sendto(c->uio.fd, th->sbuf, c->hlen + payload, MSG_DONTWAIT,
+                     (struct sockaddr *)&c->to, c->tolen); /* a failed send is lost */
+        if (measuring)
+            bump(&th->sent, 1);
+    }
+}
+
+static void ud_on_pace(struct gen *g)
+{
+    struct ud_thread *th = g->scenario;
+    uint64_t now = now_ns();
+    for (unsigned i = 0; i < th->n; i++)
+        if (th->cl[i].open && !th->cl[i].dead)
+            ud_send_due(&th->cl[i], now);
+}
+
 /* An echo: check it is ours and whole, then credit it if it is current. */
 static void ud_got(struct ud_client *c, const uint8_t *p, size_t len)
 {
@@ -170,6 +230,10 @@ static void ud_got(struct ud_client *c, const uint8_t *p, size_t len)
             return;
         }
     }
+    if (th->b->o.rate > 0) {
+        ud_got_rate(c, seq, sent_measured, measuring);
+        return;
+    }
     if (th->b->o.blast) {
         if (sent_measured)
             bump(&th->recvd, 1);
@@ -183,7 +247,7 @@ static void ud_got(struct ud_client *c, const uint8_t *p, size_t len)
     c->waiting = false;
     loop_timer_stop(&th->g.loop, &c->timeout);
     if (measuring) {
-        lat_add(&th->lat, now_ns() - c->sent_ns);
+        hist_add(&th->lat, now_ns() - c->sent_ns);
         bump(&th->echoes, 1);
     }
     ud_send_next(c);
@@ -256,7 +320,11 @@ static int ud_start(struct ud_client *c, const struct addr *to)
     }
     c->open = true;
     atomic_fetch_add(&th->open, 1);
-    if (b->o.blast)
+    if (b->o.rate > 0) {
+        /* Its share of the rate, from now, offset from its neighbours'. */
+        double per = b->o.rate / b->o.connections;
+        pace_init(&c->pace, now_ns() + (uint64_t)(1e9 / b->o.rate * c->index), per);
+    } else if (b->o.blast)
         loop_defer(&th->g.loop, &c->burst);
     else
         ud_send_next(c);
@@ -306,6 +374,8 @@ static void ud_on_ctl(struct io *io, uint32_t events)
 static void ud_on_start(struct gen *g)
 {
     struct ud_thread *th = g->scenario;
+    if (th->b->o.rate > 0)
+        gen_pace(g, ud_on_pace);
     for (unsigned i = 0; i < th->n; i++) {
         struct ud_client *c = &th->cl[i];
         c->th = th;
@@ -377,8 +447,11 @@ static unsigned ud_wait_open(struct bench *b, struct ud_thread *ths, unsigned st
         }
         if (open + failed >= b->o.connections)
             break;
+        bench_progress_count(b, "set-up: associations open", open, b->o.connections,
+                             (double)(now_ns() - t_setup) / 1e9);
         bench_window(b, NULL, 0.01, NULL, NULL, NULL);
     }
+    bench_progress_count(b, NULL, 0, 0, 0);
     return open;
 }
 
@@ -442,15 +515,21 @@ static void ud_figures_paced(struct bench *b, struct result *res, struct ud_thre
     const struct bench_opts *o = &b->o;
     uint64_t echoes = UD_SUM(echoes), lost = UD_SUM(lost), late = UD_SUM(late);
     double secs = w->secs;
-    struct lat parts[64], all;
-    unsigned np = MIN(started, 64u);
-    for (unsigned t = 0; t < np; t++)
-        parts[t] = ths[t].lat;
-    lat_merge(&all, parts, np);
+    struct hist *all = calloc(1, sizeof(*all));
+    if (!all)
+        return;
+    for (unsigned t = 0; t < started; t++)
+        hist_merge(all, &ths[t].lat);
+    if (o->rate > 0) {
+        /* Sent in the window; what has not come back by now is lost. */
+        uint64_t sent = UD_SUM(sent);
+        lost = sent > echoes ? sent - echoes : 0;
+        result_add(res, "scheduled", "pps", o->rate);
+        result_add(res, "offered", "pps", (double)sent / secs);
+    }
     result_add(res, "echoes", "1/s", (double)echoes / secs);
     result_add(res, "payload", "MiB/s", (double)echoes * (double)o->payload / secs / 1048576.0);
-    result_add(res, "rtt_p50", "ms", stats_percentile(all.v, all.n, 50) / 1000.0);
-    result_add(res, "rtt_p95", "ms", stats_percentile(all.v, all.n, 95) / 1000.0);
+    result_latency(res, all, true, false);
     result_add(res, "loss", "%",
                echoes + lost ? 100.0 * (double)lost / (double)(echoes + lost) : 0);
     result_add(res, "late", "", (double)late);
@@ -463,7 +542,24 @@ static void ud_figures_paced(struct bench *b, struct result *res, struct ud_thre
                    "udp: no echo came back in the window (%llu lost): the path "
                    "through the proxy is broken",
                    (unsigned long long)lost);
-    lat_free(&all);
+    free(all);
+}
+
+/* Progress: echoes a second since the last call. */
+struct ud_rate {
+    struct ud_thread *ths;
+    unsigned n;
+    uint64_t last, last_ns;
+};
+
+static double ud_rate(void *arg)
+{
+    struct ud_rate *r = arg;
+    uint64_t now = now_ns(), v = ud_sum(r->ths, r->n, offsetof(struct ud_thread, echoes));
+    double rate = r->last_ns ? (double)(v - r->last) / ((double)(now - r->last_ns) / 1e9) : 0;
+    r->last = v;
+    r->last_ns = now;
+    return rate;
 }
 
 /* The warm-up and the window with open of the clients associated; the
@@ -480,7 +576,8 @@ static void ud_measure(struct bench *b, struct result *res, struct ud_thread *th
     for (unsigned t = 0; t < started; t++)
         atomic_store(&ths[t].measuring, true);
     uint64_t t0 = now_ns();
-    bench_window(b, "measure", o->duration_s, NULL, NULL, NULL);
+    struct ud_rate rate = {ths, started, 0, 0};
+    bench_window(b, "measure", o->duration_s, o->blast ? NULL : ud_rate, &rate, "echoes/s");
     for (unsigned t = 0; t < started; t++)
         atomic_store(&ths[t].measuring, false);
     w.secs = (double)(now_ns() - t0) / 1e9;
@@ -488,7 +585,7 @@ static void ud_measure(struct bench *b, struct result *res, struct ud_thread *th
      * what the same socket operations cost without a proxy. */
     w.self_cpu = self_cpu_s() - self0;
     w.have_cpu = w.have_cpu && bench_sample(b, &p1);
-    if (o->blast) /* let datagrams still in flight come back and count */
+    if (o->blast || o->rate > 0) /* let datagrams still in flight come back and count */
         bench_window(b, NULL, 0.2, NULL, NULL, NULL);
     for (unsigned t = 0; t < started; t++)
         gen_stop_join(&ths[t].g);
@@ -558,7 +655,6 @@ out_free:
             close(cl[i].uio.fd);
     }
     for (unsigned t = 0; t < nth; t++) {
-        lat_free(&ths[t].lat);
         free(ths[t].sbuf);
         free(ths[t].rbuf);
     }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * stats.h: the small statistics `ferry bench` reports: percentiles of
- * latency samples and the median of runs. Pure functions.
+ * stats.h: the small statistics `ferry bench` reports over runs: median,
+ * min, max (latency percentiles: hist.h). Pure functions.
  */
 #ifndef FERRY_BENCH_STATS_H
 #define FERRY_BENCH_STATS_H
@@ -9,10 +9,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Percentile p (0..100) of n sorted samples, by linear interpolation
- * between closest ranks. 0 when n is 0. */
-double stats_percentile(const uint32_t *sorted, size_t n, double p);
-double stats_mean(const uint32_t *v, size_t n);
 /* Median of n values (sorts a copy; the input is left as it is). 0 when n
  * is 0; the mean of the two middle values when n is even. */
 double stats_median(const double *v, size_t n);

@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * target.c: the servers the bench aims at, all on 127.0.0.1 and all in one
- * thread: TCP echo (one or several ports), a small HTTP/1.1 server and a UDP
- * echo. They are deliberately plain and cheap, the same for every proxy
- * measured and for --direct, so differences are the proxy's.
+ * target.c: the servers the bench aims at, all in one thread: TCP echo
+ * ports (one or several; each also a sink, a source and the HTTP server,
+ * by the client's first bytes: target_stream.c), a small HTTP/1.1 server
+ * and a UDP echo. They are deliberately plain and cheap, the same for every
+ * proxy measured and for --direct, so differences are the proxy's. The
+ * bench's own run on 127.0.0.1; `ferry bench sink` runs the same on the
+ * address it is given (targets_listen), and --target points the bench at
+ * one elsewhere (targets_remote: no servers here).
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -16,131 +20,23 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench/bench.h"
-#include "core/buf.h"
+#include "bench/target_int.h"
 #include "core/gso.h"
 #include "core/sock.h"
-#include "util/list.h"
+#include "util/parse.h"
 
-#define ECHO_MAX_PORTS 16
-#define ECHO_BUF       (64 * 1024)
-#define HTTP_REQ_MAX   8192
-#define HTTP_SMALL     BENCH_HTTP_SMALL
-#define UDP_BATCH      32
-#define UDP_MAX        65536
-
-struct listener_io {
-    struct io io;
-    struct targets *t;
-    bool http;
-};
-
-struct targets {
-    struct gen g;
-    _Atomic int ready; /* 1 ok, -errno failed */
-    uint16_t want_port;
-    unsigned nports;
-    size_t download_size;
-    _Atomic bool abort_on_eof;
-    struct listener_io echo_ls[ECHO_MAX_PORTS];
-    struct addr echo[ECHO_MAX_PORTS];
-    struct listener_io http_ls;
-    struct addr http;
-    struct io udp_io;
-    struct addr udp;
-    bool udp_gro;
-    struct buf_pool bufs;
-    uint8_t *udp_bufs;
-    struct {
-        _Alignas(struct cmsghdr) char buf[CMSG_SPACE(sizeof(int))];
-    } udp_ctl[UDP_BATCH]; /* a coalesced run's size (UDP_GRO), then UDP_SEGMENT */
-    struct list echo_conns, http_conns;
-};
-
-/* ---- TCP echo ---- */
-
-struct echo_conn {
-    struct io io;
-    struct list link; /* in targets->echo_conns */
-    struct targets *t;
-    struct buf *b;
-    uint8_t ev;
-    bool eof;
-};
+#define HTTP_REQ_MAX 8192
+#define HTTP_SMALL   BENCH_HTTP_SMALL
+#define UDP_MAX      65536
 
 /* De-register, then close: a child the bench is starting may hold a copy
  * of the socket until it execs, and epoll keeps reporting a registered
  * socket while any copy is open, with a pointer to what is freed here. */
-static void conn_fd_close(struct targets *t, struct io *io)
+void target_fd_close(struct targets *t, struct io *io)
 {
     int fd = io->fd;
     loop_io_del(&t->g.loop, io);
     close(fd);
-}
-
-static void echo_close(struct echo_conn *c)
-{
-    if (atomic_load_explicit(&c->t->abort_on_eof, memory_order_relaxed))
-        sock_abort(c->io.fd);
-    conn_fd_close(c->t, &c->io);
-    list_del(&c->link);
-    buf_put(&c->t->bufs, c->b);
-    /* Freeing inside its own callback is safe: epoll reports a socket at
-     * most once per batch, it no longer watches this one, and nothing else
-     * points at an echo connection. */
-    free(c);
-}
-
-static void echo_on_io(struct io *io, uint32_t events)
-{
-    struct echo_conn *c = container_of(io, struct echo_conn, io);
-    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
-        c->ev |= SC_RD;
-    if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR))
-        c->ev |= SC_WR;
-    for (;;) {
-        if (c->b && buf_len(c->b)) {
-            if (!(c->ev & SC_WR))
-                return;
-            ssize_t n = send(io->fd, buf_head(c->b), buf_len(c->b), MSG_NOSIGNAL);
-            if (n < 0) {
-                if (errno == EAGAIN) {
-                    c->ev &= (uint8_t)~SC_WR;
-                    return;
-                }
-                echo_close(c);
-                return;
-            }
-            buf_consume(c->b, (uint32_t)n);
-            continue;
-        }
-        if (c->b) {
-            buf_put(&c->t->bufs, c->b);
-            c->b = NULL;
-        }
-        if (c->eof) {
-            echo_close(c);
-            return;
-        }
-        if (!(c->ev & SC_RD))
-            return;
-        c->b = buf_get(&c->t->bufs);
-        if (!c->b) {
-            echo_close(c);
-            return;
-        }
-        ssize_t n = recv(io->fd, buf_tail(c->b), buf_room(c->b), 0);
-        if (n > 0) {
-            c->b->end += (uint32_t)n;
-        } else if (n == 0) {
-            c->eof = true;
-        } else if (errno == EAGAIN) {
-            c->ev &= (uint8_t)~SC_RD;
-        } else {
-            echo_close(c);
-            return;
-        }
-    }
 }
 
 /* ---- HTTP ---- */
@@ -160,19 +56,34 @@ struct http_conn {
 
 static void http_close(struct http_conn *c)
 {
-    conn_fd_close(c->t, &c->io);
+    target_fd_close(c->t, &c->io);
     list_del(&c->link);
     free(c);
+}
+
+/* "N " at p (GET /bytes/N): true with N (at most 2^32) in *size. */
+static bool bytes_path(const char *p, uint64_t *size)
+{
+    char num[24];
+    size_t len = strcspn(p, " ");
+    if (len == 0 || len >= sizeof(num) || p[len] != ' ')
+        return false;
+    memcpy(num, p, len);
+    num[len] = '\0';
+    return parse_u64(num, 0, 1ull << 32, size) == 0;
 }
 
 static void http_prepare(struct http_conn *c)
 {
     int code = 200;
     const char *reason = "OK";
+    uint64_t size = 0;
     if (strncmp(c->req, "GET /small ", 11) == 0) {
         c->blen = HTTP_SMALL;
     } else if (strncmp(c->req, "GET /large ", 11) == 0) {
         c->blen = c->t->download_size;
+    } else if (strncmp(c->req, "GET /bytes/", 11) == 0 && bytes_path(c->req + 11, &size)) {
+        c->blen = size;
     } else {
         code = 404;
         reason = "Not Found";
@@ -241,6 +152,33 @@ static void http_on_io(struct io *io, uint32_t events)
     }
 }
 
+void http_adopt(struct targets *t, int fd, const uint8_t *p, size_t n)
+{
+    struct http_conn *c = calloc(1, sizeof(*c));
+    if (!c || n >= sizeof(c->req)) {
+        free(c);
+        close(fd);
+        return;
+    }
+    c->t = t;
+    io_init(&c->io, http_on_io);
+    list_add_tail(&t->http_conns, &c->link);
+    if (loop_io_add(&t->g.loop, &c->io, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET) < 0) {
+        c->io.fd = fd;
+        http_close(c);
+        return;
+    }
+    if (n) {
+        /* Bytes a stream read before it knew it was HTTP: go on from them. */
+        memcpy(c->req, p, n);
+        c->rlen = (uint16_t)n;
+        c->req[n] = '\0';
+        if (strstr(c->req, "\r\n\r\n"))
+            http_prepare(c);
+        http_on_io(&c->io, EPOLLIN | EPOLLOUT);
+    }
+}
+
 /* ---- accept ---- */
 
 static void on_accept(struct io *io, uint32_t events)
@@ -253,35 +191,10 @@ static void on_accept(struct io *io, uint32_t events)
         if (fd < 0)
             return;
         sock_set_nodelay(fd);
-        struct io *cio;
-        if (ls->http) {
-            struct http_conn *c = calloc(1, sizeof(*c));
-            if (!c) {
-                close(fd);
-                continue;
-            }
-            c->t = t;
-            io_init(&c->io, http_on_io);
-            list_add_tail(&t->http_conns, &c->link);
-            cio = &c->io;
-        } else {
-            struct echo_conn *c = calloc(1, sizeof(*c));
-            if (!c) {
-                close(fd);
-                continue;
-            }
-            c->t = t;
-            io_init(&c->io, echo_on_io);
-            list_add_tail(&t->echo_conns, &c->link);
-            cio = &c->io;
-        }
-        if (loop_io_add(&t->g.loop, cio, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET) < 0) {
-            cio->fd = fd;
-            if (ls->http)
-                http_close(container_of(cio, struct http_conn, io));
-            else
-                echo_close(container_of(cio, struct echo_conn, io));
-        }
+        if (ls->http)
+            http_adopt(t, fd, NULL, 0);
+        else
+            stream_accept(t, fd);
     }
 }
 
@@ -334,8 +247,8 @@ static void udp_on_io(struct io *io, uint32_t events)
 static int listen_on(struct targets *t, struct listener_io *ls, uint16_t port, struct addr *out,
                      bool http)
 {
-    struct addr a;
-    addr_parse_ip("127.0.0.1", port, &a);
+    struct addr a = t->bind;
+    a.port = port;
     int fd = sock_listen(&a, 4096, false);
     if (fd < 0)
         return fd;
@@ -351,11 +264,11 @@ static int listen_on(struct targets *t, struct listener_io *ls, uint16_t port, s
 
 static int udp_open(struct targets *t)
 {
-    struct addr a;
+    struct addr a = t->bind;
     struct sockaddr_storage ss;
-    addr_parse_ip("127.0.0.1", 0, &a);
+    a.port = t->udp_same_port ? t->echo[0].port : 0;
     socklen_t len = addr_to_sockaddr(&a, &ss);
-    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int fd = socket(a.family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
     int sz = 4 << 20;
@@ -384,28 +297,29 @@ static void targets_on_start(struct gen *g)
     struct targets *t = g->scenario;
     int rc = 0;
     for (unsigned i = 0; i < t->nports && !rc; i++)
-        rc = listen_on(t, &t->echo_ls[i], i == 0 ? t->want_port : 0, &t->echo[i], false);
-    if (!rc)
+        rc = listen_on(t, &t->echo_ls[i], i == 0 ? t->bind.port : 0, &t->echo[i], false);
+    /* A sink has one port for everything (HTTP by its first bytes); the
+     * bench's own targets keep a port of their own for HTTP. */
+    if (!rc && t->udp_same_port)
+        t->http = t->echo[0];
+    else if (!rc)
         rc = listen_on(t, &t->http_ls, 0, &t->http, true);
     if (!rc)
         rc = udp_open(t);
     atomic_store(&t->ready, rc ? rc : 1);
 }
 
-struct targets *targets_start(uint16_t port, unsigned nports, size_t download_size, bool udp_gro)
+/* Start t's thread and servers as set up; NULL after telling why. */
+static struct targets *targets_run(struct targets *t)
 {
-    struct targets *t = calloc(1, sizeof(*t));
-    if (!t)
-        return NULL;
     pattern_init();
-    t->want_port = port;
-    t->nports = nports < 1 ? 1 : MIN(nports, ECHO_MAX_PORTS);
-    t->download_size = download_size;
-    t->udp_gro = udp_gro;
     list_init(&t->echo_conns);
     list_init(&t->http_conns);
     buf_pool_init(&t->bufs, ECHO_BUF, 1024);
-    if (gen_start(&t->g, 0, t, targets_on_start)) {
+    t->scratch = malloc(ECHO_BUF);
+    if (!t->scratch || gen_start(&t->g, 0, t, targets_on_start)) {
+        buf_pool_fini(&t->bufs);
+        free(t->scratch);
         free(t);
         return NULL;
     }
@@ -414,11 +328,50 @@ struct targets *targets_start(uint16_t port, unsigned nports, size_t download_si
         nanosleep(&ts, NULL);
     }
     if (atomic_load(&t->ready) < 0) {
-        fprintf(stderr, "ferry bench: cannot start targets: %s\n",
-                strerror(-atomic_load(&t->ready)));
+        char a[ADDR_STRLEN];
+        fprintf(stderr, "ferry bench: cannot start targets on %s: %s\n",
+                addr_format(&t->bind, a, sizeof(a)), strerror(-atomic_load(&t->ready)));
         targets_stop(t);
         return NULL;
     }
+    return t;
+}
+
+struct targets *targets_start(uint16_t port, unsigned nports, size_t download_size, bool udp_gro)
+{
+    struct targets *t = calloc(1, sizeof(*t));
+    if (!t)
+        return NULL;
+    addr_parse_ip("127.0.0.1", port, &t->bind);
+    t->nports = nports < 1 ? 1 : MIN(nports, ECHO_MAX_PORTS);
+    t->download_size = download_size;
+    t->udp_gro = udp_gro;
+    return targets_run(t);
+}
+
+struct targets *targets_listen(const struct addr *at, bool udp_gro)
+{
+    struct targets *t = calloc(1, sizeof(*t));
+    if (!t)
+        return NULL;
+    t->bind = *at;
+    t->nports = 1;
+    t->udp_same_port = true;
+    t->download_size = 1 << 20;
+    t->udp_gro = udp_gro;
+    return targets_run(t);
+}
+
+struct targets *targets_remote(const struct addr *at)
+{
+    struct targets *t = calloc(1, sizeof(*t));
+    if (!t)
+        return NULL;
+    pattern_init();
+    t->remote = true;
+    t->bind = *at;
+    t->nports = 1;
+    t->echo[0] = t->http = t->udp = *at;
     return t;
 }
 
@@ -426,12 +379,13 @@ void targets_stop(struct targets *t)
 {
     if (!t)
         return;
-    gen_stop_join(&t->g);
-    struct list *pos, *tmp;
-    list_for_each_safe(pos, tmp, &t->echo_conns)
-    {
-        echo_close(container_of(pos, struct echo_conn, link));
+    if (t->remote) {
+        free(t);
+        return;
     }
+    gen_stop_join(&t->g);
+    stream_close_all(t);
+    struct list *pos, *tmp;
     list_for_each_safe(pos, tmp, &t->http_conns)
     {
         http_close(container_of(pos, struct http_conn, link));
@@ -445,6 +399,7 @@ void targets_stop(struct targets *t)
         close(t->udp_io.fd);
     buf_pool_fini(&t->bufs);
     free(t->udp_bufs);
+    free(t->scratch);
     free(t);
 }
 

@@ -191,6 +191,36 @@ static void test_params_impossible_values(void **state)
     assert_int_equal(bench_params_check(&o, msg, sizeof(msg)), 0);
     o.nrules = 1000001;
     expect_refused(&o, "--rules", "0..1000000");
+    o = defaults("handshakes");
+    o.rate = 0.5; /* below one a second is not a load */
+    expect_refused(&o, "--rate", "0 (off) or 1..10000000 per second");
+    o.rate = -1;
+    expect_refused(&o, "--rate", "1..10000000");
+    o.rate = 2e7;
+    expect_refused(&o, "--rate", "1..10000000");
+    o.rate = 0; /* closed loop */
+    assert_int_equal(bench_params_check(&o, msg, sizeof(msg)), 0);
+    o.rate = 5000;
+    assert_int_equal(bench_params_check(&o, msg, sizeof(msg)), 0);
+}
+
+/* The block-wise compare finds the first wrong byte wherever it is: in the
+ * first block, on a block's edge, deep in a long buffer, or nowhere. */
+static void test_first_diff_in_long_buffers(void **state)
+{
+    (void)state;
+    enum { N = 3 * 4096 + 77 };
+    static uint8_t a[N], b[N];
+    for (size_t i = 0; i < N; i++)
+        a[i] = b[i] = (uint8_t)(i * 31u + 7u);
+    assert_int_equal(bench_first_diff(a, b, N), N);
+    size_t at[] = {0, 1, 4095, 4096, 4097, 8191, 8192, 3 * 4096, N - 1};
+    for (size_t k = 0; k < sizeof(at) / sizeof(at[0]); k++) {
+        b[at[k]] ^= 0x40;
+        assert_int_equal(bench_first_diff(a, b, N), at[k]);
+        assert_int_equal(bench_first_diff(a, b, at[k]), at[k]); /* not within n */
+        b[at[k]] ^= 0x40;
+    }
 }
 
 static void test_shortfall_keeps_every_part(void **state)
@@ -243,6 +273,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_first_diff),
+        cmocka_unit_test(test_first_diff_in_long_buffers),
         cmocka_unit_test(test_fail_keeps_the_first_message),
         cmocka_unit_test(test_fail_message_is_bounded),
         cmocka_unit_test(test_fail_from_many_threads),
