@@ -31,8 +31,9 @@
     } while (0)
 
 static const char *const reject_names[EDGE_REJ_COUNT] = {
-    "halfopen",    "per-source",   "rate",      "first-byte-timeout", "hello-timeout",
-    "sniff-error", "unknown-host", "signature", "client-closed",
+    "halfopen",    "per-source",   "rate",        "first-byte-timeout", "hello-timeout",
+    "sniff-error", "unknown-host", "signature",   "client-closed",      "denied",
+    "banned",      "per-prefix",   "prefix-rate",
 };
 
 const char *edge_reject_name(enum edge_reject r)
@@ -127,6 +128,8 @@ void config_edge_section(struct config *c, const char *name, const char *file, i
     e->rate = 0;
     e->burst = 0;
     e->signed_skew = 10;
+    e->ban_window_ms = 60000;
+    e->ban_ms = 600000;
     e->signed_max_ttl = 30 * 86400;
     e->live = live;
     c->cur_edge = (int32_t)c->nedges++;
@@ -294,6 +297,34 @@ static void set_route(struct config_edge *e, char *v, const char *file, int line
     e->nroutes++;
 }
 
+/* allow = / deny = CIDR[, CIDR...]: addresses or ranges, up to 256. */
+static void set_cidrs(struct config_edge *e, const char *key, char *v, const char *file, int line,
+                      struct msglist *errs)
+{
+    bool allow = !strcmp(key, "allow");
+    struct acl_cidr **list = allow ? &e->allow : &e->deny;
+    uint32_t *n = allow ? &e->nallow : &e->ndeny;
+    for (char *save = NULL, *t = strtok_r(v, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        t = str_trim(t);
+        struct acl_cidr c;
+        if (acl_cidr_parse(t, &c)) {
+            EBAD(errs, file, line, e, key,
+                 "'%.80s' is not an address or range (e.g. 203.0.113.0/24, 2001:db8::/32)", t);
+            return;
+        }
+        struct acl_cidr *grown = *n < 256 ? realloc(*list, (*n + 1) * sizeof(c)) : NULL;
+        if (!grown) {
+            EBAD(errs, file, line, e, key, "%s",
+                 *n < 256 ? "out of memory" : "more than 256 ranges");
+            return;
+        }
+        *list = grown;
+        (*list)[(*n)++] = c;
+    }
+    if (!*n)
+        EBAD(errs, file, line, e, key, "%s", "no address or range");
+}
+
 static int set_ms(uint32_t *out, const char *v, uint64_t min, uint64_t max)
 {
     uint64_t ms;
@@ -369,6 +400,8 @@ static int set_scalar(struct config_edge *e, const char *key, const char *v, con
         if (!*v || strlen(v) > 256)
             return -EINVAL;
         free(e->offline_motd);
+        free(e->allow);
+        free(e->deny);
         e->offline_motd = strdup(v);
         return e->offline_motd ? 0 : -ENOMEM;
     }
@@ -392,6 +425,12 @@ static int set_scalar(struct config_edge *e, const char *key, const char *v, con
         {"per_source_connections", &e->per_source, false, 0, 1000000, "a count (0: no cap)"},
         {"per_source_rate", &e->rate, false, 0, 1000000, "connections per second (0: off)"},
         {"per_source_burst", &e->burst, false, 0, 1000000, "a count (0: twice the rate)"},
+        {"per_prefix_connections", &e->prefix_conns, false, 0, 1000000, "a count (0: no cap)"},
+        {"per_prefix_rate", &e->prefix_rate, false, 0, 1000000, "connections per second (0: off)"},
+        {"per_prefix_burst", &e->prefix_burst, false, 0, 1000000, "a count (0: twice the rate)"},
+        {"ban_after", &e->ban_after, false, 0, 1000000, "a count of failures (0: off)"},
+        {"ban_window", &e->ban_window_ms, true, 1000, 86400000, "a duration (1s to 1d)"},
+        {"ban_time", &e->ban_ms, true, 1000, 604800000, "a duration (1s to 7d)"},
     };
     for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
         if (strcmp(key, nums[i].key))
@@ -424,6 +463,10 @@ void config_edge_key(struct config *c, const char *key, const char *value, const
         set_route(e, v, file, line, errs);
         return;
     }
+    if (!strcmp(key, "allow") || !strcmp(key, "deny")) {
+        set_cidrs(e, key, v, file, line, errs);
+        return;
+    }
     if (!strcmp(key, "signed_keys")) {
         const char *slash = strrchr(file, '/');
         const char *k = str_trim(v);
@@ -434,6 +477,8 @@ void config_edge_key(struct config *c, const char *key, const char *value, const
             snprintf(path, sizeof(path), "%s", k);
         free(e->signed_keys);
         free(e->offline_motd);
+        free(e->allow);
+        free(e->deny);
         e->signed_keys = strdup(path);
         e->signed_keys_line = line;
         return;
@@ -453,7 +498,9 @@ void config_edge_key(struct config *c, const char *key, const char *value, const
              "unknown key (known: listen, sniff, route, strategy, unknown, proxy_protocol, "
              "first_byte_timeout, hello_timeout, max_hello, max_halfopen, "
              "per_source_connections, per_source_rate, per_source_burst, signed, signed_keys, "
-             "signed_skew, signed_max_ttl, health_check, status_cache, offline_motd)");
+             "signed_skew, signed_max_ttl, health_check, status_cache, offline_motd, allow, deny, "
+             "per_prefix_connections, per_prefix_rate, per_prefix_burst, ban_after, ban_window, "
+             "ban_time)");
     else if (rc)
         EBAD(errs, file, line, e, key, "'%.200s' is not valid (expected %s)", v, expect);
 }
@@ -469,7 +516,10 @@ bool config_edge_is_key(const char *key)
         "signed_keys",     "signed_skew",
         "signed_max_ttl",  "signed",
         "health_check",    "status_cache",
-        "offline_motd",
+        "offline_motd",    "per_prefix_connections",
+        "per_prefix_rate", "per_prefix_burst",
+        "ban_after",       "ban_window",
+        "ban_time",
     };
     for (size_t i = 0; i < sizeof(only) / sizeof(only[0]); i++)
         if (!strcmp(key, only[i]))
@@ -566,6 +616,8 @@ static void finish_one(struct config *c, struct config_edge *e, uint32_t idx, co
         e->first_byte_ms = e->hello_ms;
     if (e->rate && !e->burst)
         e->burst = e->rate * 2;
+    if (e->prefix_rate && !e->prefix_burst)
+        e->prefix_burst = e->prefix_rate * 2;
     for (uint32_t i = 0; i < e->nlisten; i++) {
         char origin[200];
         snprintf(origin, sizeof(origin), "%s:%d", file, e->listen_line);
@@ -608,6 +660,8 @@ void config_edge_free(struct config *c)
         free(e->unknown_name);
         free(e->signed_keys);
         free(e->offline_motd);
+        free(e->allow);
+        free(e->deny);
         if (e->ring)
             fcrypto_wipe(e->ring, sizeof(*e->ring));
         free(e->ring);

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "acl/rules.h"
 #include "edge/signkey.h"
 #include "util/addr.h"
 #include "util/msglist.h"
@@ -46,6 +47,10 @@ enum edge_reject {
     EDGE_REJ_UNKNOWN_HOST,
     EDGE_REJ_SIGNATURE,
     EDGE_REJ_CLIENT_CLOSED,
+    EDGE_REJ_DENIED,     /* allow / deny lists */
+    EDGE_REJ_BANNED,     /* a dynamic ban (ban_after) */
+    EDGE_REJ_PER_PREFIX, /* per_prefix_connections */
+    EDGE_REJ_PREFIX_RATE,
     EDGE_REJ_COUNT
 };
 
@@ -89,6 +94,7 @@ struct edge_live {
     _Atomic uint32_t halfopen; /* accepted, first message not complete */
     _Atomic uint64_t rejects[EDGE_REJ_COUNT];
     _Atomic uint64_t signed_results[SIGNKEY_RESULT_COUNT]; /* ferry_edge_signed_total */
+    _Atomic uint64_t bans;                                 /* ferry_edge_bans_total */
     _Atomic uint64_t status[EDGE_STATUS_COUNT];            /* ferry_edge_status_total */
 };
 
@@ -109,12 +115,18 @@ struct config_edge {
     enum edge_signed signed_mode; /* the routes' default */
     char *signed_keys;            /* the keyring file, as written */
     int signed_keys_line;
-    struct signkey_ring *ring; /* loaded at the end of the section; NULL: none */
-    uint32_t signed_skew;      /* seconds */
-    uint32_t signed_max_ttl;   /* seconds */
-    uint32_t health_ms;        /* health_check interval; 0: passive only */
-    bool status_cache;         /* answer Minecraft status from the checks' cache */
-    char *offline_motd;        /* status when no backend is up and nothing is cached */
+    struct signkey_ring *ring;          /* loaded at the end of the section; NULL: none */
+    uint32_t signed_skew;               /* seconds */
+    uint32_t signed_max_ttl;            /* seconds */
+    uint32_t prefix_conns;              /* concurrent per /24 or /48; 0: no cap */
+    uint32_t prefix_rate, prefix_burst; /* new per second per /24 or /48; 0: off */
+    struct acl_cidr *allow, *deny;      /* static lists (allow empty: everyone) */
+    uint32_t nallow, ndeny;
+    uint32_t ban_after; /* failures that ban a source; 0: off */
+    uint32_t ban_window_ms, ban_ms;
+    uint32_t health_ms; /* health_check interval; 0: passive only */
+    bool status_cache;  /* answer Minecraft status from the checks' cache */
+    char *offline_motd; /* status when no backend is up and nothing is cached */
     struct edge_route *routes;
     uint32_t nroutes;
     struct edge_live *live;

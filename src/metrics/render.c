@@ -691,6 +691,13 @@ static void render_edges(struct mtext *t, const struct config *cfg)
         }
     }
     render_edge_checks(t, cfg);
+    family(t, "ferry_edge_bans_total", "counter",
+           "Sources an edge banned after ban_after failures within ban_window.");
+    for (uint32_t i = 0; i < cfg->nedges; i++) {
+        mtext_printf(t, "ferry_edge_bans_total{edge=\"");
+        mt_label_value(t, cfg->edges[i].name);
+        mtext_printf(t, "\"} %llu\n", (unsigned long long)atomic_load(&cfg->edges[i].live->bans));
+    }
     family(t, "ferry_edge_halfopen", "gauge",
            "Edge connections accepted whose first message is not complete yet.");
     for (uint32_t i = 0; i < cfg->nedges; i++) {

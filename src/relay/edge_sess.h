@@ -23,6 +23,7 @@ struct edge_sess {
     struct edge_backend *be; /* the backend dialled, NULL while none */
     bool halfopen;           /* counted in e->live->halfopen */
     bool src_tracked;        /* counted in the per-source table */
+    bool prefix_tracked;     /* counted in the per-prefix table */
     bool got_first;          /* a byte came: the hello deadline runs */
     bool idle_armed, idle;   /* the short legacy-ping timer, and it fired */
     bool counted_active;     /* be->active holds this session */
@@ -44,6 +45,18 @@ struct edge_sess {
 
 /* Take the halfopen count off (the first message is complete). */
 void edge_halfopen_done(struct edge_sess *s);
+
+/* edge_flood.c: the defences at accept, cheapest first (lists, bans, the
+ * half-open cap, per-source and per-prefix caps and rates). EDGE_REJ_COUNT
+ * to admit, else the reason to refuse; s->halfopen is set once counted. */
+int edge_flood_admit(struct conn *c, struct edge_sess *s);
+/* Is r a refusal at accept (reset, no access line, flood log)? */
+bool edge_flood_refusal(enum edge_reject r);
+/* c is refused for r (why: its end reason): a failure that feeds the bans
+ * (ban_after) is counted, and the source banned when it is the last one. */
+void edge_flood_failed(struct conn *c, enum edge_reject r, const char *why);
+/* The session ends: give back what the per-source and per-prefix tables hold. */
+void edge_flood_release(struct conn *c, struct edge_sess *s);
 
 /* edge_serve.c: a modern status request (intent 1) for route r, answered
  * from the route's cache or the edge's offline_motd when the edge can

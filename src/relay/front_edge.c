@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * front_edge.c: the front row of an [edge NAME] listener (docs/edge.md).
- * At accept it applies the flood limits (the edge's half-open cap, then
- * per source address: concurrent connections and a token bucket of new
- * ones, keyed by /32 for IPv4 and /64 for IPv6); then it reads the first
+ * At accept it asks edge_flood.c for admission (lists, bans, the
+ * half-open cap, per-source and per-prefix limits); then it reads the first
  * message within first_byte_timeout and hello_timeout, hands the bytes to
  * the sans-I/O sniffers (proto/mcsniff.h, proto/tlshello.h), picks the
  * route for the host and a backend by the edge's strategy, dials it
@@ -17,17 +16,17 @@
  * A route that asks for a signed host name (signed = hop | token) has it
  * judged by edge/signkey.h between the route lookup and the dial, and the
  * signature taken off the Minecraft handshake before the backend sees it.
- * Seam for later: a status cache would answer intent 1 before the dial.
+ * A status request may be answered at the edge (edge_serve.c) instead of
+ * the dial. Failures are reported to edge_flood.c, which bans repeat
+ * offenders when the edge asks it to.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 
-#include "acl/limits.h"
 #include "config/config.h"
 #include "config/edge.h"
 #include "core/buf.h"
@@ -45,31 +44,9 @@
 #include "relay/outbound.h"
 #include "relay/session.h"
 
-#define EDGE_HEADROOM      64   /* room before the first message for a PROXY v2 header */
-#define EDGE_IDLE_MS       300  /* "FE" or "FE 01" then this much silence: a legacy ping */
-#define EDGE_BACKEND_DOWN  5000 /* a failed dial: first-healthy skips the backend this long */
-#define EDGE_LIMIT_ENTRIES 65536
-
-/* ---- per-source limits: one table for all workers and edges ------------- */
-
-static struct limits src_limits;
-static bool src_limits_ok;
-static pthread_once_t src_once = PTHREAD_ONCE_INIT;
-
-static void src_limits_init(void)
-{
-    src_limits_ok = limits_init(&src_limits, EDGE_LIMIT_ENTRIES) == 0;
-}
-
-/* The key of a source: the address itself for IPv4, its /64 for IPv6. */
-static struct addr src_key(const struct addr *a)
-{
-    struct addr k = *a;
-    k.port = 0;
-    if (k.family == AF_INET6)
-        memset(k.ip + 8, 0, 8);
-    return k;
-}
+#define EDGE_HEADROOM     64   /* room before the first message for a PROXY v2 header */
+#define EDGE_IDLE_MS      300  /* "FE" or "FE 01" then this much silence: a legacy ping */
+#define EDGE_BACKEND_DOWN 5000 /* a failed dial: first-healthy skips the backend this long */
 
 /* ---- ending --------------------------------------------------------------- */
 
@@ -111,7 +88,8 @@ static void edge_reject(struct conn *c, enum edge_reject r, const char *why)
 {
     edge_count_reject(c, r);
     conn_bad_handshake(c);
-    if (r == EDGE_REJ_HALFOPEN || r == EDGE_REJ_PER_SOURCE || r == EDGE_REJ_RATE) {
+    edge_flood_failed(c, r, why);
+    if (edge_flood_refusal(r)) {
         c->edge->flood = true;
         edge_flood_log(c, why);
         sock_abort(c->cli.fd);
@@ -156,10 +134,7 @@ static void edge_end(struct conn *c)
     if (!s)
         return;
     edge_halfopen_done(s);
-    if (s->src_tracked) {
-        struct addr k = src_key(&c->client);
-        limits_ip_release(&src_limits, &k);
-    }
+    edge_flood_release(c, s);
     if (s->counted_active)
         atomic_fetch_sub_explicit(&s->be->active, 1, memory_order_relaxed);
     free(s->json);
@@ -520,27 +495,10 @@ static void edge_start(struct conn *c)
     s->route = -1;
     s->signed_result = -1;
     c->edge = s;
-    uint32_t h = atomic_fetch_add_explicit(&e->live->halfopen, 1, memory_order_relaxed);
-    s->halfopen = true;
-    if (e->max_halfopen && h >= e->max_halfopen) {
-        edge_reject(c, EDGE_REJ_HALFOPEN, "halfopen");
+    int r = edge_flood_admit(c, s);
+    if (r != EDGE_REJ_COUNT) {
+        edge_reject(c, (enum edge_reject)r, edge_reject_name((enum edge_reject)r));
         return;
-    }
-    pthread_once(&src_once, src_limits_init);
-    if (src_limits_ok && (e->per_source || e->rate)) {
-        struct addr k = src_key(&c->client);
-        bool log = false, tracked = false;
-        enum limits_verdict v = limits_ip_admit(&src_limits, &k, clock_us(), e->per_source, e->rate,
-                                                e->burst, &log, &tracked);
-        if (v == LIMITS_PER_IP) {
-            edge_reject(c, EDGE_REJ_PER_SOURCE, "per-source");
-            return;
-        }
-        if (v == LIMITS_RATE) {
-            edge_reject(c, EDGE_REJ_RATE, "rate");
-            return;
-        }
-        s->src_tracked = tracked;
     }
     struct buf *b = buf_get_cap(&c->w->bufs, TLS_SNIFF_BUF_MAX + EDGE_HEADROOM);
     if (!b) {

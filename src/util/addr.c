@@ -220,3 +220,16 @@ bool addr_is_multicast_or_broadcast(const struct addr *a)
                (a->ip[0] == 255 && a->ip[1] == 255 && a->ip[2] == 255 && a->ip[3] == 255);
     return a->family == AF_INET6 && a->ip[0] == 0xff;
 }
+
+struct addr addr_prefix(const struct addr *a, unsigned bits4, unsigned bits6)
+{
+    struct addr k = *a;
+    k.port = 0;
+    unsigned bits = k.family == AF_INET6 ? bits6 : bits4, len = k.family == AF_INET6 ? 16 : 4;
+    for (unsigned i = 0; i < len; i++) {
+        unsigned keep = bits > 8 * i ? bits - 8 * i : 0;
+        if (keep < 8)
+            k.ip[i] &= (uint8_t)(0xff00u >> keep);
+    }
+    return k;
+}

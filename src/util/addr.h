@@ -55,5 +55,8 @@ bool addr_embedded_v4(const struct addr *a, struct addr *v4);
  * 255.255.255.255: destinations that are not one host. */
 bool addr_is_multicast_or_broadcast(const struct addr *a);
 bool addr_equal(const struct addr *a, const struct addr *b);
+/* a's network: its first bits4 bits (IPv4) or bits6 bits (IPv6) kept, the
+ * rest and the port zero (a key for per-network tables). */
+struct addr addr_prefix(const struct addr *a, unsigned bits4, unsigned bits6);
 
 #endif

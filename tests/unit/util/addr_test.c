@@ -406,6 +406,29 @@ static void test_multicast_or_broadcast(void **state)
     assert_false(addr_is_multicast_or_broadcast(&a));
 }
 
+static void test_prefix(void **state)
+{
+    (void)state;
+    struct addr a, want;
+    assert_int_equal(addr_parse("203.0.113.77:9", -1, &a), 0);
+    struct addr k = addr_prefix(&a, 24, 48);
+    assert_int_equal(addr_parse("203.0.113.0:0", -1, &want), 0);
+    assert_true(addr_equal(&k, &want));
+    k = addr_prefix(&a, 21, 48); /* not on a byte: 113 = 0x71 -> 0x70 */
+    assert_int_equal(addr_parse("203.0.112.0:0", -1, &want), 0);
+    assert_true(addr_equal(&k, &want));
+    assert_int_equal(addr_parse("[2001:db8:1234:5678:9abc::1]:9", -1, &a), 0);
+    k = addr_prefix(&a, 24, 48);
+    assert_int_equal(addr_parse("[2001:db8:1234::]:0", -1, &want), 0);
+    assert_true(addr_equal(&k, &want));
+    k = addr_prefix(&a, 32, 64);
+    assert_int_equal(addr_parse("[2001:db8:1234:5678::]:0", -1, &want), 0);
+    assert_true(addr_equal(&k, &want));
+    k = addr_prefix(&a, 32, 128);
+    a.port = 0;
+    assert_true(addr_equal(&k, &a));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -424,6 +447,7 @@ int main(void)
         cmocka_unit_test(test_loopback_any_equal),
         cmocka_unit_test(test_embedded_v4),
         cmocka_unit_test(test_multicast_or_broadcast),
+        cmocka_unit_test(test_prefix),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
