@@ -146,6 +146,8 @@ static void rules_errors(struct admin_rq *r, const struct admin_view *v)
         admin_html(t, v->errs[i].msg);
         mtext_printf(t, "</td></tr>");
     }
+    if (!v->nerrs)
+        mtext_printf(t, "<tr><td colspan=\"3\" class=\"none\">none since the start</td></tr>");
     mtext_printf(t, "</tbody></table></section>\n");
 }
 

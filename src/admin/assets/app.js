@@ -27,7 +27,12 @@
     return r.json();
   }
 
-  function rows(id, html) { const t = $(id); if (t) t.tBodies[0].innerHTML = html.join(''); }
+  function rows(id, html, none) {
+    const t = $(id);
+    if (!t) return;
+    if (!html.length && none) html = ['<tr><td colspan="9" class="none">' + none + '</td></tr>'];
+    t.tBodies[0].innerHTML = html.join('');
+  }
   function bcells(x) {
     return '<td class="n">' + x.sessions + '</td><td class="n">' + bytes(x.bytes_up) +
       '</td><td class="n">' + bytes(x.bytes_down) + '</td>';
@@ -49,7 +54,8 @@
       '</td><td class="n">' + r.hits + '</td></tr>'));
     rows('t-errors', st.errors.map((e) => '<tr><td class="nw">' +
       new Date(e.time * 1000).toISOString().replace('T', ' ').slice(0, 19) +
-      '</td><td class="lvl-' + e.level + '">' + e.level + '</td><td>' + esc(e.message) + '</td></tr>'));
+      '</td><td class="lvl-' + e.level + '">' + e.level + '</td><td>' + esc(e.message) + '</td></tr>'),
+      'none since the start');
     rows('t-sessions', st.sessions.map((s) => '<tr><td class="n">' + s.id + '</td><td>' +
       esc(s.client) + '</td><td>' + esc(s.user) + '</td><td>' + esc(s.protocol) + '</td><td>' +
       esc(s.destination) + '</td><td>' + esc(s.outbound) + '</td><td class="n">' + bytes(s.bytes_up) +
@@ -68,52 +74,58 @@
     return { top: Math.ceil(max / step) * step, step: step };
   }
 
-  const W = 600, H = 150, L = 64, R = 8, T = 8, B = 22;
+  const H = 170, L = 70, R = 12, T = 22, B = 22;
   function chart(id, title, unit, fmt, series) {
-    let box = $(id);
-    if (!box) {
-      box = document.createElement('div');
-      box.className = 'chart';
-      box.id = id;
-      $('charts').appendChild(box);
-    }
+    const box = $(id);
+    // Drawn at the box's own width, so that text keeps its size.
+    const W = Math.max(320, Math.round(box.clientWidth - 18));
     const now = hist.length ? hist[hist.length - 1][0] : Math.floor(Date.now() / 1000);
     let max = 0;
     for (const s of series) for (const p of hist) max = Math.max(max, p[s.col]);
     const sc = scale(max);
     const x = (t) => L + (W - L - R) * (1 - (now - t) / SPAN_S);
     const y = (v) => T + (H - T - B) * (1 - v / sc.top);
-    let g = '';
+    let g = '<text x="4" y="12" class="unit">' + esc(unit) + '</text>';
     for (let v = 0; v <= sc.top + sc.step / 2; v += sc.step) {
       g += '<line class="gridline" x1="' + L + '" x2="' + (W - R) + '" y1="' + y(v) + '" y2="' + y(v) + '"/>' +
         '<text x="' + (L - 4) + '" y="' + (y(v) + 3) + '" text-anchor="end">' + esc(fmt(v)) + '</text>';
     }
     for (let m = 15; m >= 0; m -= 5) {
       const xx = x(now - m * 60);
+      const anchor = m === 15 ? 'start' : m ? 'middle' : 'end';
       g += '<line class="axis" x1="' + xx + '" x2="' + xx + '" y1="' + (H - B) + '" y2="' + (H - B + 4) + '"/>' +
-        '<text x="' + xx + '" y="' + (H - 6) + '" text-anchor="middle">' + (m ? '-' + m + ' min' : 'now') + '</text>';
+        '<text x="' + xx + '" y="' + (H - 6) + '" text-anchor="' + anchor + '">' +
+        (m ? '\u2212' + m + ' min' : 'now') + '</text>';
     }
     g += '<line class="axis" x1="' + L + '" x2="' + L + '" y1="' + T + '" y2="' + (H - B) + '"/>' +
-      '<line class="axis" x1="' + L + '" x2="' + (W - R) + '" y1="' + (H - B) + '" y2="' + (H - B) + '"/>' +
-      '<text x="4" y="' + (T + 4) + '" transform="rotate(-90 10 ' + ((H - B) / 2) + ') translate(-' + ((H - B) / 2 - 10) + ' 0)">' + esc(unit) + '</text>';
+      '<line class="axis" x1="' + L + '" x2="' + (W - R) + '" y1="' + (H - B) + '" y2="' + (H - B) + '"/>';
     for (const s of series) {
       const pts = hist.filter((p) => now - p[0] <= SPAN_S).map((p) => x(p[0]).toFixed(1) + ',' + y(p[s.col]).toFixed(1));
       if (pts.length) g += '<polyline fill="none" stroke="' + s.color + '" stroke-width="1.5" points="' + pts.join(' ') + '"/>';
     }
     const legend = series.map((s) => '<i style="background:' + s.color + '"></i>' + esc(s.name)).join('');
-    box.innerHTML = '<h3>' + esc(title) + ' <span class="legend">' + legend + '</span></h3>' +
-      '<svg viewBox="0 0 ' + W + ' ' + H + '" role="img" aria-label="' + esc(title) + '">' + g + '</svg>';
+    box.innerHTML = '<h3>' + esc(title) + ' <small>last 15 minutes</small> <span class="legend">' + legend + '</span></h3>' +
+      '<svg width="' + W + '" height="' + H + '" viewBox="0 0 ' + W + ' ' + H + '" role="img" aria-label="' + esc(title) + '">' + g + '</svg>';
   }
 
   function charts() {
+    // The four boxes first, so that each is measured at its final width.
+    for (const id of ['c-bytes', 'c-sessions', 'c-setups', 'c-auth']) {
+      if (!$(id)) {
+        const box = document.createElement('div');
+        box.className = 'chart';
+        box.id = id;
+        $('charts').appendChild(box);
+      }
+    }
     const css = getComputedStyle(document.documentElement);
     const c = (n) => css.getPropertyValue(n).trim();
-    chart('c-bytes', 'Throughput, last 15 minutes', 'bytes/s', (v) => bytes(v) + '/s',
+    chart('c-bytes', 'Throughput', 'bytes/s', (v) => bytes(v) + '/s',
       [{ name: 'up', col: 3, color: c('--up') }, { name: 'down', col: 4, color: c('--down') }]);
-    chart('c-sessions', 'Sessions open', 'sessions', num,
+    chart('c-sessions', 'Open', 'count', num,
       [{ name: 'sessions', col: 1, color: c('--down') }, { name: 'UDP associations', col: 7, color: c('--up') }]);
-    chart('c-setups', 'Session setups', 'setups/s', num, [{ name: 'setups/s', col: 2, color: c('--down') }]);
-    chart('c-auth', 'Logins', 'logins/s', num,
+    chart('c-setups', 'Session setups', 'per second', num, [{ name: 'setups', col: 2, color: c('--down') }]);
+    chart('c-auth', 'Logins', 'per second', num,
       [{ name: 'ok', col: 5, color: c('--ok') }, { name: 'failed', col: 6, color: c('--bad') }]);
   }
 
