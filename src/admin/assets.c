@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "admin/internal.h"
-#include "admin_assets.h"
+
+/* Generated into build/gen (on the include path), not a file of src/. */
+#include <admin_assets.h>
 
 static const struct {
     const char *name, *ctype;
