@@ -73,7 +73,7 @@ def test_session_listed_then_closed(af, echo_server):
         data, how = read_until_close(s, timeout=5)  # the client sees the close
         assert data == b"" and how in ("eof", "reset")
         wait_sessions(af, lambda ss: all(x["id"] != row["id"] for x in ss), "the session gone")
-        af.wait_log(r"access .*user=alice.*admin-close", timeout=5)
+        af.wait_log(r"access .*user=alice.*end=admin-close", timeout=5)
         r = api(af, "POST", f"/api/sessions/{row['id']}/close")
         assert r.status == 404 and r.json()["status"] == 404
     finally:
