@@ -108,6 +108,9 @@ void admin_status_json(struct admin_rq *r);
 void admin_history_json(struct admin_rq *r);
 
 /* api.c: /api/... paths (authenticated already). */
+/* The per-user accounting's figures of user as JSON (an object, or null
+ * while no room registered admin_set_user_totals or it knows nothing). */
+void admin_totals_json(struct admin_rq *r, const char *user);
 void admin_api(struct admin_rq *r);
 /* page.c: /status, and the login page. */
 void admin_page(struct admin_rq *r);

@@ -82,17 +82,33 @@ static void figures(struct mtext *t, const struct admin_view *v, const struct ri
     mtext_printf(t, "</section>\n");
 }
 
-/* One row of byte figures: sessions, up, down. */
+/* A row's byte figures: sessions, up, down. */
 static void bytes_cells(struct mtext *t, uint64_t sessions, uint64_t up, uint64_t down)
 {
     char a[32], b[32];
-    mtext_printf(t, "<td class=\"n\">%llu</td><td class=\"n\">%s</td><td class=\"n\">%s</td></tr>",
+    mtext_printf(t, "<td class=\"n\">%llu</td><td class=\"n\">%s</td><td class=\"n\">%s</td>",
                  (unsigned long long)sessions, admin_bytes((double)up, a, sizeof(a)),
                  admin_bytes((double)down, b, sizeof(b)));
 }
 
-static void tops(struct mtext *t, const struct admin_view *v)
+/* The per-user accounting's all-time bytes of user, when a room plugged
+ * it in (admin_set_user_totals): the top users table's last column. */
+static void user_total_cell(struct admin_rq *r, const char *user)
 {
+    struct admin_user_totals tot;
+    char b[32];
+    if (!r->a->user_totals)
+        return;
+    if (r->a->user_totals(r->a->user_totals_arg, user, &tot))
+        mtext_printf(&r->rp->body, "<td class=\"n\">%s</td>",
+                     admin_bytes((double)(tot.bytes_up + tot.bytes_down), b, sizeof(b)));
+    else
+        mtext_printf(&r->rp->body, "<td class=\"n\">&ndash;</td>");
+}
+
+static void tops(struct admin_rq *r, const struct admin_view *v)
+{
+    struct mtext *t = &r->rp->body;
     char ip[ADDR_STRLEN];
     mtext_printf(t, "<section><h2>Top clients <small>by bytes of open sessions</small></h2>"
                     "<table id=\"t-clients\"><thead><tr><th>client</th><th class=\"n\">sessions"
@@ -103,16 +119,22 @@ static void tops(struct mtext *t, const struct admin_view *v)
         admin_html(t, c->addr.family ? addr_format_ip(&c->addr, ip, sizeof(ip)) : "other");
         mtext_printf(t, "</td>");
         bytes_cells(t, c->sessions, c->up, c->down);
+        mtext_printf(t, "</tr>");
     }
-    mtext_printf(t, "</tbody></table></section>\n<section><h2>Top users <small>by bytes of "
-                    "open sessions</small></h2><table id=\"t-users\"><thead><tr><th>user</th>"
-                    "<th class=\"n\">sessions</th><th class=\"n\">up</th><th class=\"n\">down</th>"
-                    "</tr></thead><tbody>");
+    mtext_printf(t,
+                 "</tbody></table></section>\n<section><h2>Top users <small>by bytes of "
+                 "open sessions</small></h2><table id=\"t-users\"><thead><tr><th>user</th>"
+                 "<th class=\"n\">sessions</th><th class=\"n\">up</th><th class=\"n\">down</th>");
+    if (r->a->user_totals)
+        mtext_printf(t, "<th class=\"n\">all time</th>");
+    mtext_printf(t, "</tr></thead><tbody>");
     for (size_t i = 0; i < v->nusers; i++) {
         mtext_printf(t, "<tr><td>");
         admin_html(t, v->users[i].name);
         mtext_printf(t, "</td>");
         bytes_cells(t, v->users[i].sessions, v->users[i].up, v->users[i].down);
+        user_total_cell(r, v->users[i].name);
+        mtext_printf(t, "</tr>");
     }
     mtext_printf(t, "</tbody></table></section>\n");
 }
@@ -207,7 +229,7 @@ void admin_page(struct admin_rq *r)
     mtext_printf(t, "<section class=\"charts\" id=\"charts\"><noscript><p class=\"note\">The "
                     "charts of the last 15 minutes need JavaScript; without it this page "
                     "refreshes every 10 s.</p></noscript></section>\n<div class=\"grid\">");
-    tops(t, &v);
+    tops(r, &v);
     rules_errors(r, &v);
     mtext_printf(t, "</div>\n");
     session_rows(t, &v);

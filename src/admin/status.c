@@ -108,8 +108,9 @@ static void live_json(struct mtext *t, const struct admin_live *l, const struct 
                  (unsigned long long)l->tot.edge_routed);
 }
 
-static void tops_json(struct mtext *t, const struct admin_view *v)
+static void tops_json(struct admin_rq *r, const struct admin_view *v)
 {
+    struct mtext *t = &r->rp->body;
     char ip[ADDR_STRLEN];
     mtext_printf(t, ",\"top_clients\":[");
     for (size_t i = 0; i < v->nclients; i++) {
@@ -125,9 +126,11 @@ static void tops_json(struct mtext *t, const struct admin_view *v)
         const struct view_user *u = &v->users[i];
         mtext_printf(t, "%s{\"user\":", i ? "," : "");
         admin_json_str(t, u->name);
-        mtext_printf(t, ",\"sessions\":%llu,\"bytes_up\":%llu,\"bytes_down\":%llu}",
+        mtext_printf(t, ",\"sessions\":%llu,\"bytes_up\":%llu,\"bytes_down\":%llu,\"totals\":",
                      (unsigned long long)u->sessions, (unsigned long long)u->up,
                      (unsigned long long)u->down);
+        admin_totals_json(r, u->name); /* the per-user accounting's, when plugged in */
+        mtext_printf(t, "}");
     }
     mtext_printf(t, "]");
 }
@@ -171,7 +174,7 @@ void admin_status_json(struct admin_rq *r)
     r->rp->ctype = "application/json";
     mtext_printf(t, "{\"time\":%lld,", (long long)time(NULL));
     live_json(t, &v.live, &r->a->ring);
-    tops_json(t, &v);
+    tops_json(r, &v);
     rules_json(r);
     errors_json(t, &v);
     mtext_printf(t, ",\"total\":%llu,\"workers\":%u,\"workers_answered\":%u,\"sessions\":[",

@@ -177,6 +177,10 @@ def test_reload_through_the_api(af, echo_server):
         af.config_path.write_text(af.config_path.read_text() + "\nno_such_key = 1\n")
         r = api(af, "POST", "/api/reload")
         assert r.status == 500 and "reload failed" in r.json()["error"], r
+        # The log's errors are kept for the status page, newest first.
+        errors = api(af, "GET", "/api/status").json()["errors"]
+        assert errors and errors[0]["level"] == "error", errors
+        assert any("no_such_key" in e["message"] for e in errors), errors
     finally:
         users.write_text(old)
         af.config_path.write_text(af.config_path.read_text().replace("\nno_such_key = 1\n", ""))

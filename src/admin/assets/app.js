@@ -49,7 +49,10 @@
     $('f-tunnels').textContent = l.tunnel_connections;
     $('f-edge').textContent = l.edge_routes;
     rows('t-clients', st.top_clients.map((c) => '<tr><td>' + esc(c.client) + '</td>' + bcells(c) + '</tr>'));
-    rows('t-users', st.top_users.map((u) => '<tr><td>' + esc(u.user) + '</td>' + bcells(u) + '</tr>'));
+    // "all time": the per-user accounting's totals, when ferry has them.
+    rows('t-users', st.top_users.map((u) => '<tr><td>' + esc(u.user) + '</td>' + bcells(u) +
+      (u.totals ? '<td class="n">' + bytes(u.totals.bytes_up + u.totals.bytes_down) + '</td>' : '') +
+      '</tr>'));
     rows('t-rules', st.rules.map((r) => '<tr><td>' + esc(r.rule) + '</td><td>' + r.action +
       '</td><td class="n">' + r.hits + '</td></tr>'));
     rows('t-errors', st.errors.map((e) => '<tr><td class="nw">' +
