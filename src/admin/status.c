@@ -185,7 +185,10 @@ void admin_status_json(struct admin_rq *r)
         mtext_printf(t, "%s{\"id\":%llu,\"client\":", i ? "," : "", (unsigned long long)s->id);
         admin_json_str(t, addr_format(&s->client, ip, sizeof(ip)));
         mtext_printf(t, ",\"user\":");
-        admin_json_str(t, s->user);
+        if (s->user[0])
+            admin_json_str(t, s->user);
+        else
+            mtext_printf(t, "null");
         mtext_printf(t, ",\"protocol\":");
         admin_json_str(t, s->proto);
         mtext_printf(t, ",\"destination\":");
