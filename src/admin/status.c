@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * status.c: what the status page shows, gathered once per request (live
- * figures, one look at the workers' sessions for the top clients and
- * users and the session table, recent errors) and written as JSON for
- * the page's script (GET /api/status), with the per-second history
- * (GET /api/history). page.c writes the same view as HTML.
+ * status.c: what the API and the status page show, gathered: the live
+ * figures (counters summed), a look at the workers' sessions (snap.h)
+ * merged into rows and top clients and users, recent errors; written as
+ * JSON for the page's script (GET /api/status), with the per-second
+ * history (GET /api/history). page.c writes the same view as HTML.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,7 +16,136 @@
 #include "admin/internal.h"
 #include "auth/userlist.h"
 #include "config/config.h"
+#include "config/edge.h"
+#include "config/outbound.h"
+#include "core/loop.h"
 #include "util/parse.h"
+#include "worker/worker.h"
+
+#define SUM(a, f) metrics_stat_sum(&(a)->src, offsetof(struct worker_stats, f))
+
+void admin_live(struct admin *a, const struct config *cfg, struct admin_live *out)
+{
+    memset(out, 0, sizeof(*out));
+    struct ring_totals *t = &out->tot;
+    t->accepted = SUM(a, accepted);
+    t->bytes_up = SUM(a, bytes_up);
+    t->bytes_down = SUM(a, bytes_down);
+    t->auth_ok = SUM(a, auth.ok);
+    out->auth_denied = SUM(a, auth.denied);
+    out->auth_throttled = SUM(a, auth.throttled);
+    out->auth_busy = SUM(a, auth.busy);
+    out->auth_cache_hits = SUM(a, auth.cache_hits);
+    t->auth_failed = out->auth_denied + out->auth_throttled + out->auth_busy;
+    t->sessions = SUM(a, active);
+    t->tunnels = SUM(a, h2_conns);
+    out->udp_datagrams_in = SUM(a, udp_in);
+    out->udp_datagrams_out = SUM(a, udp_out);
+    for (unsigned i = 0; i < CONFIG_MAX_LISTEN; i++)
+        t->udp_assocs += atomic_load_explicit(&a->src.sh->udp_assocs[i], memory_order_relaxed);
+    /* Tunnels: HTTP/2 connections in (clients' tunnels) and out (to parents). */
+    for (uint32_t i = 0; cfg->ob_stats && i < cfg->noutbounds; i++)
+        for (unsigned w = 0; w < a->nw && w < cfg->workers; w++)
+            t->tunnels += stat_get(&cfg->ob_stats[(size_t)w * cfg->ob_stride +
+                                                  (size_t)i * OB_STATS + OB_STAT_H2_CONNS]);
+    for (uint32_t i = 0; i < cfg->nedges; i++) {
+        const struct config_edge *e = &cfg->edges[i];
+        out->edge_routes += e->nroutes;
+        for (uint32_t j = 0; j < e->nroutes; j++)
+            for (unsigned r = 0; r < EDGE_RES_COUNT; r++)
+                t->edge_routed += atomic_load(&e->routes[j].live->results[r]);
+    }
+}
+
+/* ---- the workers' look --------------------------------------------------- */
+
+struct snap_query *admin_look(struct admin *a, const struct config *cfg, size_t limit,
+                              const char *user, bool with_users, bool with_clients,
+                              unsigned *answered)
+{
+    struct snap_query *q = snap_new(a->nw);
+    if (!q)
+        return NULL;
+    q->op = SNAP_LOOK;
+    q->limit = limit;
+    snprintf(q->user, sizeof(q->user), "%s", user ? user : "");
+    q->want_clients = with_clients;
+    q->ul = with_users && cfg->auth.users ? userlist_ref(cfg->auth.users) : NULL;
+    *answered = snap_run(q, a->ws, a->nw, ADMIN_WAIT_MS);
+    return q;
+}
+
+static int row_cmp(const void *x, const void *y)
+{
+    const struct snap_row *a = x, *b = y;
+    uint64_t ta = a->up + a->down, tb = b->up + b->down;
+    if (ta != tb)
+        return ta < tb ? 1 : -1;
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+
+size_t admin_rows(const struct snap_query *q, size_t limit, struct snap_row **out)
+{
+    size_t n = 0;
+    for (unsigned i = 0; i < q->nparts; i++)
+        if (atomic_load_explicit(&q->parts[i].done, memory_order_acquire))
+            n += q->parts[i].nrows;
+    *out = malloc((n ? n : 1) * sizeof(**out));
+    if (!*out)
+        return 0;
+    size_t k = 0;
+    for (unsigned i = 0; i < q->nparts; i++) {
+        const struct snap_part *p = &q->parts[i];
+        if (!atomic_load_explicit(&p->done, memory_order_acquire) || !p->nrows)
+            continue;
+        memcpy(*out + k, p->rows, p->nrows * sizeof(*p->rows));
+        k += p->nrows;
+    }
+    qsort(*out, k, sizeof(**out), row_cmp);
+    return k < limit ? k : limit;
+}
+
+static int client_cmp(const void *x, const void *y)
+{
+    const struct snap_client *a = x, *b = y;
+    uint64_t ta = a->up + a->down, tb = b->up + b->down;
+    return ta < tb ? 1 : ta > tb ? -1 : 0;
+}
+
+size_t admin_top_clients(const struct snap_query *q, struct snap_client *out, size_t n)
+{
+    size_t cap = (size_t)q->nparts * SNAP_CLIENTS_MAX + 1, k = 0;
+    struct snap_client *all = calloc(cap, sizeof(*all));
+    if (!all)
+        return 0;
+    struct snap_client other = {0};
+    for (unsigned i = 0; i < q->nparts; i++) {
+        const struct snap_part *p = &q->parts[i];
+        if (!atomic_load_explicit(&p->done, memory_order_acquire))
+            continue;
+        for (size_t j = 0; j < p->nclients; j++) {
+            size_t e = 0;
+            while (e < k && !addr_equal(&all[e].addr, &p->clients[j].addr))
+                e++;
+            if (e == k)
+                all[k++].addr = p->clients[j].addr;
+            all[e].sessions += p->clients[j].sessions;
+            all[e].up += p->clients[j].up;
+            all[e].down += p->clients[j].down;
+        }
+        other.sessions += p->other.sessions;
+        other.up += p->other.up;
+        other.down += p->other.down;
+    }
+    if (other.sessions)
+        all[k++] = other; /* family 0: "other" */
+    qsort(all, k, sizeof(*all), client_cmp);
+    size_t m = k < n ? k : n;
+    if (m)
+        memcpy(out, all, m * sizeof(*out));
+    free(all);
+    return m;
+}
 
 static int user_cmp(const void *x, const void *y)
 {
