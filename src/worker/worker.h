@@ -3,7 +3,9 @@
  * worker.h: a worker thread: one loop, its own SO_REUSEPORT listeners,
  * buffer and pipe pools, a resolver and a counters shard. Nothing a worker
  * owns is touched by another thread, except the command word and eventfd
- * through which the main thread asks it to drain or stop.
+ * through which the main thread asks it to drain or stop, and the stack of
+ * calls (worker_call_post) through which another thread has it run a
+ * function on its own thread.
  *
  * The session layer (relay/) plugs in through struct worker_ops so this
  * room stays free of protocol knowledge. The worker composes the rooms
