@@ -50,7 +50,7 @@ endif
 
 is_gcc = $(shell $(1) --version 2>/dev/null | grep -q 'Free Software Foundation' && echo yes)
 
-BASE_CFLAGS = -std=c17 -D_GNU_SOURCE -Isrc $(WARN) -pthread -MMD -MP \
+BASE_CFLAGS = -std=c17 -D_GNU_SOURCE -Isrc -I$(BUILD)/gen $(WARN) -pthread -MMD -MP \
               $(shell pkg-config --cflags $(PKGS_LIBS) 2>/dev/null)
 LIBS        = $(shell pkg-config --libs $(PKGS_LIBS) 2>/dev/null) -pthread
 
@@ -68,6 +68,10 @@ UNIT_HDR := $(sort $(shell find tests/unit -name '*.h' 2>/dev/null))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/*_fuzz.c))
 # Pure code a fuzz harness may link: parsers and their utilities.
 FUZZ_LIB := $(sort $(wildcard src/proto/*.c)) src/util/addr.c src/util/parse.c
+
+# The status page's files, built into the binary (src/admin/assets.c).
+ADMIN_ASSETS := $(sort $(wildcard src/admin/assets/*))
+ADMIN_GEN    := $(BUILD)/gen/admin_assets.h
 
 REL_OBJ   := $(SRC:%.c=$(BUILD)/release/%.o)
 SAN_OBJ   := $(SRC:%.c=$(BUILD)/san/%.o)
@@ -110,6 +114,13 @@ deps-lint:
 	$(call need_pkgs,$(LINT_PKGS))
 deps-deb: deps-build
 	$(call need_pkgs,$(DEB_PKGS))
+
+# ---- generated ---------------------------------------------------------------
+$(ADMIN_GEN): $(ADMIN_ASSETS) tools/embed.sh
+	@mkdir -p $(@D)
+	sh tools/embed.sh $@ $(ADMIN_ASSETS)
+$(BUILD)/release/src/admin/assets.o $(BUILD)/san/src/admin/assets.o \
+  $(BUILD)/clang/src/admin/assets.o: $(ADMIN_GEN)
 
 # ---- release -----------------------------------------------------------------
 ferry: $(REL_OBJ)
@@ -247,8 +258,8 @@ BANNED := strcpy|strcat|sprintf|vsprintf|gets|strtok|atoi|atol|atoll|alloca|rand
 lint: deps-lint
 	@echo "lint: clang-format"; clang-format --dry-run --Werror $(SRC) $(HDR) $(UNIT_SRC) \
 	  $(UNIT_HDR) $(FUZZ_SRC) tests/fuzz/replay.c
-	@echo "lint: cppcheck"; cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability \
-	  --inline-suppr --suppress=missingIncludeSystem -Isrc -D__GNUC__ $(SRC)
+	@echo "lint: cppcheck"; $(MAKE) --no-print-directory $(ADMIN_GEN); cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability \
+	  --inline-suppr --suppress=missingIncludeSystem -Isrc -I$(BUILD)/gen -D__GNUC__ $(SRC)
 	@echo "lint: banned functions"; \
 	if grep -nE '\b($(BANNED))[[:space:]]*\(' $(SRC) $(HDR) $(UNIT_SRC) $(UNIT_HDR) $(FUZZ_SRC); then \
 	  echo "lint: banned function used (see STYLE: use snprintf, strtoul via util/parse, sigaction...)"; exit 1; fi

@@ -780,6 +780,9 @@ static const struct key keys[] = {
     /* [metrics] */
     {"metrics.listen", set_metrics_listen, 0, 0, 0, "ADDR:PORT such as 127.0.0.1:9090, or empty",
      false},
+    {"metrics.admin", set_bool, OFF(metrics_admin), 0, 0, "yes or no", false},
+    {"metrics.admin_token_file", set_string, OFF(admin_token_file), 0, 0,
+     "a file whose first line is the admin token", false},
     {"bind_timeout", set_duration, OFF(bind_timeout_ms), 1000, DAY_MS, "a duration from 1s to 24h",
      false},
     /* [http] */
@@ -1918,6 +1921,11 @@ int config_load(const struct config_cli *cli, struct config **out, struct msglis
     validate(c, &ld, errs); /* every problem at once, not one per attempt */
     if (errs->n == nerr0)
         config_tls_load(c, errs);
+    if (c->metrics_admin) {
+        char where[4200];
+        const char *key = c->admin_token_file ? "metrics.admin_token_file" : "metrics.admin";
+        config_admin_load(c, cli->path, key_origin(&ld, key, where, sizeof(where)), errs);
+    }
     config_http2_check(c);
     if (c->acl && errs->n == nerr0 && config_alloc_rule_hits(c) < 0)
         msglist_push(errs, "%s: out of memory for the rule counters", cli->path);
@@ -1994,6 +2002,7 @@ static void config_destroy(struct config *c)
     free(c->dns.hosts);
     dns_hosts_unref(c->dns.hosts_table);
     config_tls_fini(c);
+    config_admin_fini(c);
     config_edge_free(c);
     for (uint32_t i = 0; i < c->noutbounds; i++)
         outbound_fini(&c->outbounds[i]);

@@ -241,7 +241,13 @@ struct config {
     bool bind;         /* allow the BIND command (SOCKS5 0x02, SOCKS4 2) */
     uint32_t bind_timeout_ms;
     struct addr metrics_listen; /* family 0: no metrics endpoint */
-    char *user, *group;         /* drop privileges to these after binding; NULL: stay */
+    /* [metrics] admin: the admin API and /status (admin/), off by default;
+     * admin_token is the first line of admin_token_file (admin.c), wiped
+     * when the configuration is freed. */
+    bool metrics_admin;
+    char *admin_token_file;
+    char *admin_token;
+    char *user, *group; /* drop privileges to these after binding; NULL: stay */
     /* Peers whose PROXY protocol header is believed (listeners with
      * proxy_protocol accept connections from nobody else). */
     struct acl_cidr *proxy_from;
@@ -320,6 +326,16 @@ void config_auth_describe(const struct config *c, char *out, size_t cap);
 void config_http2_defaults(struct config_http2 *h);
 bool config_http2_key(struct config *c, const char *key, const char *v, const char *file, int line);
 void config_http2_check(struct config *c);
+
+/* admin.c: with metrics.admin = yes, read the token from
+ * admin_token_file (named relative to the directory of cfg_path) into
+ * c->admin_token; every problem (no metrics.listen, no file, an empty or
+ * comment-only one, a token too short or too long) goes to errs as
+ * "WHERE: KEY: ...". where: the origin of metrics.admin ("FILE:LINE"). */
+void config_admin_load(struct config *c, const char *cfg_path, const char *where,
+                       struct msglist *errs);
+/* Wipe and free the token (config_free). */
+void config_admin_fini(struct config *c);
 
 /* listen_tls.c: when a listener is tls://, check [tls] and make its server
  * context (c->tls.ctx, c->tls.pin); problems go to errs as "FILE:LINE:

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "log/fields.h"
+#include "log/recent.h"
 
 _Atomic int log_min_level = LOG_INFO;
 
@@ -261,6 +262,7 @@ void log_vwrite(enum log_level lvl, const char *fmt, va_list ap)
 {
     char msg[LOG_LINE_MAX], line[LOG_RECORD_MAX];
     vsnprintf(msg, sizeof(msg), fmt, ap);
+    log_recent_note(lvl, msg);
     submit(line, format_record(line, sizeof(line), lvl, NULL, msg, NULL, 0));
 }
 
@@ -268,6 +270,7 @@ void log_fields(enum log_level lvl, const char *msgid, const char *msg, const st
                 size_t n)
 {
     char line[LOG_RECORD_MAX];
+    log_recent_note(lvl, msg);
     submit(line, format_record(line, sizeof(line), lvl, msgid, msg, f, n));
 }
 

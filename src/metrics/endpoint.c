@@ -2,7 +2,9 @@
 /*
  * metrics/endpoint.c: the Prometheus endpoint: a small HTTP/1.x server on
  * its own thread and loop (GET or HEAD of /metrics and /healthz, one
- * request per connection), with a fixed number of connection slots and a
+ * request per connection; any other path goes to the admin hook when one
+ * is registered, metrics.h, with a body of at most what the head buffer
+ * holds), with a fixed number of connection slots and a
  * timeout for the request head and for the whole exchange. A scrape
  * gathers what the renderer cannot (the main thread's state under the
  * mutex, the log's drop count, the process's CPU, memory and descriptors)
@@ -19,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -62,6 +65,7 @@ struct metrics {
     struct metrics_state st;
     struct list clients;
     unsigned nclients;
+    struct timer tick; /* once a second, for the admin hook's samples */
 };
 
 static double wall_now(void)
@@ -164,8 +168,81 @@ static void client_text(struct mclient *c, int status, const char *reason, const
     mtext_fini(&b);
 }
 
-/* The request head is complete: decide the response. */
-static void client_handle(struct mclient *c)
+/* A reason phrase for the statuses the endpoint and the admin hook use. */
+static const char *reason_of(int status)
+{
+    switch (status) {
+    case 200:
+        return "OK";
+    case 303:
+        return "See Other";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 413:
+        return "Content Too Large";
+    case 500:
+        return "Internal Server Error";
+    case 503:
+        return "Service Unavailable";
+    case 504:
+        return "Gateway Timeout";
+    default:
+        return "Unknown";
+    }
+}
+
+static void serve_metrics(struct mclient *c, bool head)
+{
+    struct metrics *m = c->m;
+    struct mtext body = {0};
+    pthread_mutex_lock(&m->mu);
+    struct config *cfg = config_ref(m->cfg);
+    struct metrics_state st = m->st;
+    pthread_mutex_unlock(&m->mu);
+    st.log_dropped = log_dropped_total();
+    sample_process(&st.proc);
+    metrics_render(&body, &m->src, cfg, &st);
+    config_unref(cfg);
+    if (body.oom)
+        client_text(c, 500, "Internal Server Error", "out of memory", NULL, head);
+    else
+        client_respond(c, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", NULL, &body, head);
+    mtext_fini(&body);
+}
+
+/* Hand the request to the admin hook. false: not its path. */
+static bool serve_admin(struct mclient *c, struct metrics_req *rq, bool head)
+{
+    struct metrics *m = c->m;
+    const struct metrics_admin *a = m->src.admin;
+    if (!a)
+        return false;
+    pthread_mutex_lock(&m->mu);
+    struct config *cfg = config_ref(m->cfg);
+    pthread_mutex_unlock(&m->mu);
+    struct metrics_reply rp = {.status = 500, .ctype = "text/plain; charset=utf-8"};
+    bool mine = a->handle(a->arg, m, cfg, rq, &rp);
+    config_unref(cfg);
+    if (mine && (rp.body.oom || rp.headers.oom))
+        client_text(c, 500, "Internal Server Error", "out of memory", NULL, head);
+    else if (mine)
+        client_respond(c, rp.status, reason_of(rp.status), rp.ctype, rp.headers.p, &rp.body, head);
+    mtext_fini(&rp.body);
+    mtext_fini(&rp.headers);
+    return mine;
+}
+
+/* The request (head, and body when it has one) is complete: decide the
+ * response. */
+static void client_handle(struct mclient *c, size_t head_len, size_t body_len)
 {
     struct metrics *m = c->m;
     char *eol = memchr(c->head, '\n', c->hlen);
@@ -182,30 +259,28 @@ static void client_handle(struct mclient *c)
         return;
     }
     *sp1 = *sp2 = '\0';
-    const char *method = line, *target = sp1 + 1;
+    const char *method = line;
+    char *target = sp1 + 1;
     bool head = strcmp(method, "HEAD") == 0;
-    if (!head && strcmp(method, "GET") != 0) {
+    bool get = head || strcmp(method, "GET") == 0;
+    size_t plen = strcspn(target, "?");
+    bool builtin = (plen == 8 && strncmp(target, "/metrics", 8) == 0) ||
+                   (plen == 8 && strncmp(target, "/healthz", 8) == 0);
+    if (!builtin) {
+        char *query = target[plen] ? target + plen + 1 : target + plen;
+        target[plen] = '\0';
+        struct metrics_req rq = {method,  target, query, c->head, head_len, c->head + head_len,
+                                 body_len};
+        if (serve_admin(c, &rq, head))
+            return;
+    }
+    if (!get) {
         client_text(c, 405, "Method Not Allowed", "only GET and HEAD", "Allow: GET, HEAD\r\n",
                     false);
         return;
     }
-    size_t plen = strcspn(target, "?");
     if (plen == 8 && strncmp(target, "/metrics", 8) == 0) {
-        struct mtext body = {0};
-        pthread_mutex_lock(&m->mu);
-        struct config *cfg = config_ref(m->cfg);
-        struct metrics_state st = m->st;
-        pthread_mutex_unlock(&m->mu);
-        st.log_dropped = log_dropped_total();
-        sample_process(&st.proc);
-        metrics_render(&body, &m->src, cfg, &st);
-        config_unref(cfg);
-        if (body.oom)
-            client_text(c, 500, "Internal Server Error", "out of memory", NULL, head);
-        else
-            client_respond(c, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", NULL, &body,
-                           head);
-        mtext_fini(&body);
+        serve_metrics(c, head);
         return;
     }
     if (plen == 8 && strncmp(target, "/healthz", 8) == 0) {
@@ -219,6 +294,48 @@ static void client_handle(struct mclient *c)
         return;
     }
     client_text(c, 404, "Not Found", "not found (try /metrics or /healthz)", NULL, head);
+}
+
+/* Where the head ends (just past its blank line) in c->head, or 0. */
+static size_t head_end(const struct mclient *c)
+{
+    for (size_t i = 0; i < c->hlen; i++) {
+        if (i + 4 <= c->hlen && memcmp(c->head + i, "\r\n\r\n", 4) == 0)
+            return i + 4;
+        if (i + 2 <= c->hlen && memcmp(c->head + i, "\n\n", 2) == 0)
+            return i + 2;
+    }
+    return 0;
+}
+
+/* The Content-Length of the head (its first hend bytes): 0 when none,
+ * -1 when malformed, or a chunked body (not taken). */
+static long content_length(const char *h, size_t hend)
+{
+    long n = 0;
+    for (size_t i = 0; i < hend;) {
+        const char *eol = memchr(h + i, '\n', hend - i);
+        size_t len = eol ? (size_t)(eol - (h + i)) : hend - i;
+        if (len > 15 && strncasecmp(h + i, "Content-Length:", 15) == 0) {
+            char num[24];
+            size_t k = 15;
+            while (k < len && h[i + k] == ' ')
+                k++;
+            size_t nl = 0;
+            while (k < len && h[i + k] >= '0' && h[i + k] <= '9' && nl < sizeof(num) - 1)
+                num[nl++] = h[i + k++];
+            num[nl] = '\0';
+            while (k < len && (h[i + k] == ' ' || h[i + k] == '\r'))
+                k++;
+            if (!nl || k != len || nl > 6)
+                return -1;
+            n = strtol(num, NULL, 10);
+        }
+        if (len > 18 && strncasecmp(h + i, "Transfer-Encoding:", 18) == 0)
+            return -1;
+        i += len + 1;
+    }
+    return n;
 }
 
 static void client_write(struct mclient *c)
@@ -260,17 +377,21 @@ static void client_read(struct mclient *c)
             client_close(c);
             return;
         }
-        size_t from = c->hlen > 3 ? c->hlen - 3 : 0;
         c->hlen += (size_t)n;
-        bool done = false;
-        for (size_t i = from; i < c->hlen && !done; i++)
-            done = (i + 4 <= c->hlen && memcmp(c->head + i, "\r\n\r\n", 4) == 0) ||
-                   (i + 1 < c->hlen && memcmp(c->head + i, "\n\n", 2) == 0);
-        if (done) {
-            client_handle(c);
-            loop_timer_arm(&c->m->loop, &c->timer, CLIENT_TIMEOUT); /* to send the answer */
-            break;
+        size_t hend = head_end(c);
+        if (!hend)
+            continue;
+        long clen = content_length(c->head, hend);
+        if (clen < 0 || hend + (size_t)clen > sizeof(c->head)) {
+            client_text(c, clen < 0 ? 400 : 413, clen < 0 ? "Bad Request" : "Content Too Large",
+                        clen < 0 ? "bad request body" : "request too large", NULL, false);
+        } else if (c->hlen < hend + (size_t)clen) {
+            continue; /* the rest of the body */
+        } else {
+            client_handle(c, hend, (size_t)clen);
         }
+        loop_timer_arm(&c->m->loop, &c->timer, CLIENT_TIMEOUT); /* to send the answer */
+        break;
     }
     if (c->out.oom) {
         client_close(c);
@@ -348,6 +469,17 @@ static void on_ctl(struct io *io, uint32_t events)
     loop_stop(&m->loop);
 }
 
+static void on_tick(struct timer *t)
+{
+    struct metrics *m = container_of(t, struct metrics, tick);
+    pthread_mutex_lock(&m->mu);
+    struct config *cfg = config_ref(m->cfg);
+    pthread_mutex_unlock(&m->mu);
+    m->src.admin->tick(m->src.admin->arg, cfg);
+    config_unref(cfg);
+    loop_timer_arm(&m->loop, &m->tick, 1000);
+}
+
 static void *metrics_main(void *arg)
 {
     struct metrics *m = arg;
@@ -389,6 +521,9 @@ int metrics_start(struct metrics **out, int listen_fd, const struct metrics_sour
         close(efd);
         goto fail_loop;
     }
+    timer_init(&m->tick, on_tick);
+    if (m->src.admin && m->src.admin->tick)
+        loop_timer_arm(&m->loop, &m->tick, 1000);
     rc = -pthread_create(&m->thread, NULL, metrics_main, m);
     if (rc)
         goto fail_loop;
@@ -428,6 +563,13 @@ void metrics_reloaded(struct metrics *m, struct config *cfg)
     pthread_mutex_unlock(&m->mu);
 }
 
+void metrics_state_get(struct metrics *m, struct metrics_state *out)
+{
+    pthread_mutex_lock(&m->mu);
+    *out = m->st;
+    pthread_mutex_unlock(&m->mu);
+}
+
 void metrics_set_draining(struct metrics *m)
 {
     if (!m)
@@ -445,6 +587,7 @@ void metrics_stop(struct metrics *m)
     ssize_t n = write(m->ctl.fd, &one, sizeof(one));
     (void)n;
     pthread_join(m->thread, NULL);
+    loop_timer_stop(&m->loop, &m->tick);
     while (!list_empty(&m->clients))
         client_close(container_of(m->clients.next, struct mclient, link));
     loop_flush_tasks(&m->loop);

@@ -18,6 +18,41 @@
 struct config;
 struct metrics;
 
+/* A request the endpoint does not answer itself (any path but /metrics and
+ * /healthz), handed to the admin hook: method and path as sent, query
+ * after '?' ("" none), the whole head (for its fields) and the body. */
+struct metrics_req {
+    const char *method, *path, *query;
+    const char *head;
+    size_t hlen;
+    const char *body;
+    size_t blen;
+};
+
+/* The hook's answer: status (200, 401, ...), content type, extra header
+ * lines ("Name: value\r\n" each) and the body. */
+struct metrics_reply {
+    int status;
+    const char *ctype;
+    struct mtext headers, body;
+};
+
+/* The admin API and status page (admin/), a room above this one, plug in
+ * here (registered through metrics_source.admin). Both run on the metrics
+ * thread. */
+struct metrics_admin {
+    void *arg;
+    /* Answer rq under cfg (the configuration in use); false: not a path
+     * of the hook's (the endpoint answers 404). */
+    bool (*handle)(void *arg, struct metrics *m, const struct config *cfg,
+                   const struct metrics_req *rq, struct metrics_reply *rp);
+    /* Once a second. */
+    void (*tick)(void *arg, const struct config *cfg);
+};
+
+/* A copy of the process-wide facts (reload counts, draining); any thread. */
+void metrics_state_get(struct metrics *m, struct metrics_state *out);
+
 /* Serve on listen_fd (a listening socket, taken over). cfg: one reference
  * is taken. Returns 0 or -errno. */
 int metrics_start(struct metrics **out, int listen_fd, const struct metrics_source *src,

@@ -171,6 +171,14 @@ static void stats_sum(const struct metrics_source *src, uint64_t *out)
     }
 }
 
+uint64_t metrics_stat_sum(const struct metrics_source *src, size_t offset)
+{
+    uint64_t v = 0;
+    for (unsigned w = 0; w < src->nworkers; w++)
+        v += stat_get((const stat_t *)((const char *)&src->ws[w].stats + offset));
+    return v;
+}
+
 /* Where a field (the first element of an array field) sits in the sums. */
 #define IDX(f)        (offsetof(struct worker_stats, f) / sizeof(stat_t))
 #define FIELD(sum, f) ((sum)[IDX(f)])

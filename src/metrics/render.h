@@ -21,12 +21,14 @@
 struct config;
 struct worker;
 struct shared;
+struct metrics_admin;
 
 /* What a scrape reads: the server's workers and shared state. */
 struct metrics_source {
     const struct worker *ws;
     unsigned nworkers;
     const struct shared *sh;
+    const struct metrics_admin *admin; /* the admin API's hooks (metrics.h); NULL: none */
 };
 
 /* The process as a scrape found it (the process_* families); a figure
@@ -67,6 +69,10 @@ void mtext_printf(struct mtext *t, const char *fmt, ...) PRINTF_LIKE(2, 3);
 /* Append n bytes of p (n may be 0). Returns false (and sets t->oom) if
  * t cannot grow. */
 bool mtext_append(struct mtext *t, const void *p, size_t n);
+
+/* One counter of struct worker_stats (its byte offset, a multiple of
+ * sizeof(stat_t)) summed over src's workers, read relaxed. */
+uint64_t metrics_stat_sum(const struct metrics_source *src, size_t offset);
 
 /* Append the whole exposition for src, the rules of cfg (may be NULL) and
  * st. Reads the counters relaxed, as they are at this moment. */

@@ -210,4 +210,28 @@ void relay_release(struct conn *c);
 /* Add the payload moved since the last call to the worker's counters. */
 void relay_count_bytes(struct conn *c);
 
+/* view.c: what the admin API (admin/) shows of a session, read on the
+ * session's worker thread; strings point into the session or its
+ * configuration and are valid until the worker's next event. */
+struct conn_view {
+    uint64_t id;
+    const struct addr *client;
+    const char *user; /* NULL: none */
+    bool authed;      /* user was verified against the userlist */
+    const char *proto, *state;
+    const char *dest_name;   /* NULL: see dest */
+    const struct addr *dest; /* family 0: no destination yet */
+    uint16_t dest_port;
+    const char *outbound;           /* NULL: none chosen yet */
+    uint64_t up, down;              /* payload relayed each way so far */
+    uint64_t started_ms, active_ms; /* loop ms at start, of the last byte moved */
+};
+void conn_view(const struct conn *c, struct conn_view *v);
+/* Whether conn_end() may still be called on c (it has not ended). */
+bool conn_is_open(const struct conn *c);
+/* End the session now, as a shutdown would (the admin API's close and
+ * kick): its client sees the connection close; why goes to the access
+ * log. Call on c's worker thread, between events. */
+void conn_end(struct conn *c, const char *why);
+
 #endif

@@ -38,6 +38,7 @@
 
 #include "acl/limits.h"
 #include "acl/rules.h"
+#include "admin/admin.h"
 #include "auth/auth.h"
 #include "core/loop.h"
 #include "core/sock.h"
@@ -66,6 +67,7 @@ struct server {
     struct addr *bound;
     size_t nlisten;
     struct metrics *metrics;
+    struct admin *admin;      /* the admin API's state, with metrics */
     unsigned inited, started; /* workers initialised, threads started */
 };
 
@@ -693,13 +695,24 @@ static int metrics_begin(struct server *s)
     }
     if (a.port == 0)
         (void)sock_local_addr(fd, &a);
-    struct metrics_source src = {s->ws, s->nworkers, &s->sh};
+    /* The admin room's hooks are there whether [metrics] admin is on or
+     * not, so that a reload may turn it on or off. */
+    s->admin = admin_new(s->ws, s->nworkers, &s->sh);
+    if (!s->admin) {
+        close(fd);
+        log_error("metrics: cannot start: out of memory");
+        return -ENOMEM;
+    }
+    struct metrics_source src = {s->ws, s->nworkers, &s->sh, admin_hooks(s->admin)};
     int rc = metrics_start(&s->metrics, fd, &src, s->cfg);
     if (rc) {
         log_error("metrics: cannot start: %s", strerror(-rc));
         return rc;
     }
     log_info("metrics on http://%s/metrics", addr_format(&a, t, sizeof(t)));
+    if (cfg->metrics_admin)
+        log_info("admin API on http://%s/api/ and the status page on http://%s/status",
+                 addr_format(&a, t, sizeof(t)), t);
     return 0;
 }
 
@@ -794,6 +807,8 @@ static void workers_down(struct server *s, bool clean)
     /* The endpoint reads the workers' counters: stop it before they go. */
     metrics_stop(s->metrics);
     s->metrics = NULL;
+    admin_free(s->admin);
+    s->admin = NULL;
     if (clean)
         log_summary(s);
     /* The pool delivers what it still holds to the workers' ports, which

@@ -378,6 +378,34 @@ static void worker_resolver_update(struct worker *w, const struct config *cfg)
         log_error("worker %u: out of memory for dns.cache_size; the cache keeps its size", w->id);
 }
 
+void worker_call_post(struct worker *w, struct worker_call *call)
+{
+    struct worker_call *head = atomic_load_explicit(&w->calls, memory_order_relaxed);
+    do
+        call->next = head;
+    while (!atomic_compare_exchange_weak_explicit(&w->calls, &head, call, memory_order_release,
+                                                  memory_order_relaxed));
+    worker_command(w, WORKER_CMD_CALL);
+}
+
+/* Run the calls posted so far, oldest first. */
+static void worker_run_calls(struct worker *w)
+{
+    struct worker_call *stack = atomic_exchange_explicit(&w->calls, NULL, memory_order_acquire);
+    struct worker_call *fifo = NULL;
+    while (stack) {
+        struct worker_call *next = stack->next;
+        stack->next = fifo;
+        fifo = stack;
+        stack = next;
+    }
+    while (fifo) {
+        struct worker_call *next = fifo->next; /* fn may free the call */
+        fifo->fn(w, fifo);
+        fifo = next;
+    }
+}
+
 static void on_command(struct io *io, uint32_t events)
 {
     (void)events;
@@ -413,6 +441,8 @@ static void on_command(struct io *io, uint32_t events)
     }
     if (cmd & WORKER_CMD_ABORT)
         w->ops->abort_all(w);
+    if (cmd & WORKER_CMD_CALL)
+        worker_run_calls(w);
     if (w->draining && w->nsessions == 0)
         loop_stop(&w->loop);
 }
@@ -437,6 +467,7 @@ int worker_init(struct worker *w, unsigned id, struct shared *sh, const struct w
     list_init(&w->sessions);
     list_init(&w->cfgs);
     atomic_init(&w->next, NULL);
+    atomic_init(&w->calls, NULL);
     if (worker_cfg_set(w, config_ref(cfg)) < 0) {
         config_unref(cfg);
         return -ENOMEM;
@@ -538,6 +569,7 @@ void worker_join(struct worker *w)
 
 void worker_fini(struct worker *w)
 {
+    worker_run_calls(w); /* posted after the loop stopped: they find no session */
     worker_stop_listening(w);
     loop_flush_tasks(&w->loop);
     if (w->ops->fini)

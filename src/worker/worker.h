@@ -3,7 +3,9 @@
  * worker.h: a worker thread: one loop, its own SO_REUSEPORT listeners,
  * buffer and pipe pools, a resolver and a counters shard. Nothing a worker
  * owns is touched by another thread, except the command word and eventfd
- * through which the main thread asks it to drain or stop.
+ * through which the main thread asks it to drain or stop, and the stack of
+ * calls (worker_call_post) through which another thread has it run a
+ * function on its own thread.
  *
  * The session layer (relay/) plugs in through struct worker_ops so this
  * room stays free of protocol knowledge. The worker composes the rooms
@@ -44,6 +46,18 @@ enum worker_cmd {
     WORKER_CMD_DRAIN = 1u << 0,  /* stop accepting; exit once no session is left */
     WORKER_CMD_ABORT = 1u << 1,  /* close every session now and exit */
     WORKER_CMD_CONFIG = 1u << 2, /* a new configuration waits in next */
+    WORKER_CMD_CALL = 1u << 3,   /* calls wait in calls (worker_call_post) */
+};
+
+/* A function another thread asks a worker to run on its own thread, between
+ * events: how the admin API reads and closes sessions without touching
+ * them from outside. The caller owns the storage and must keep it alive
+ * until fn has run; fn runs exactly once, on the worker's thread, or at
+ * worker_fini() (on the main thread, the worker's loop stopped, so fn must
+ * then find no session to touch) for a call that came too late. */
+struct worker_call {
+    struct worker_call *next; /* the worker's pending stack */
+    void (*fn)(struct worker *w, struct worker_call *call);
 };
 
 /* A configuration as one worker uses it: new sessions take the current
@@ -122,6 +136,7 @@ struct worker {
     struct io ctl; /* eventfd: commands from the main thread */
     _Atomic uint32_t cmd;
     _Atomic(struct worker_update *) next; /* posted by the main thread */
+    _Atomic(struct worker_call *) calls;  /* posted by any thread (worker_call_post) */
     struct wcfg *cur;                     /* for new sessions */
     struct list cfgs;                     /* generations still in use */
     struct auth_worker *auth;             /* auth/, or NULL */
@@ -157,6 +172,8 @@ int worker_init(struct worker *w, unsigned id, struct shared *sh, const struct w
 int worker_start(struct worker *w);
 /* Ask the worker to do something (any thread). */
 void worker_command(struct worker *w, enum worker_cmd cmd);
+/* Have w run call->fn on its thread soon (any thread; lock-free). */
+void worker_call_post(struct worker *w, struct worker_call *call);
 /* Hand a new configuration to the worker (main thread); takes its own
  * reference on cfg. ls: new listening sockets (taken over), or NULL when
  * listen did not change. Returns 0 or -ENOMEM (nothing posted, ls not

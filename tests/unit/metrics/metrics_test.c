@@ -38,7 +38,7 @@ static int setup(void **state)
 /* The exposition for the fake workers, NUL-terminated; the caller frees. */
 static char *render(const struct config *cfg, const struct metrics_state *st)
 {
-    struct metrics_source src = {ws, 2, &sh};
+    struct metrics_source src = {ws, 2, &sh, NULL};
     struct mtext t = {0};
     metrics_render(&t, &src, cfg, st);
     assert_false(t.oom);

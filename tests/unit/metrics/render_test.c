@@ -21,7 +21,7 @@ static struct shared sh;
 
 static char *render(const struct config *cfg, const struct metrics_state *st)
 {
-    struct metrics_source src = {ws, 3, &sh};
+    struct metrics_source src = {ws, 3, &sh, NULL};
     struct mtext t = {0};
     metrics_render(&t, &src, cfg, st);
     assert_false(t.oom);

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * text.c: the text helpers api.c, status.c and page.c share: query
+ * strings, JSON strings (log/'s escaper), HTML escaping, byte sizes for
+ * people, and the JSON error answer.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "admin/internal.h"
+#include "log/fields.h"
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+int admin_query_param(const char *query, const char *name, char *out, size_t cap)
+{
+    size_t nl = strlen(name);
+    for (const char *p = query; p && *p;) {
+        const char *end = strchr(p, '&');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len > nl && strncmp(p, name, nl) == 0 && p[nl] == '=') {
+            size_t k = 0;
+            for (size_t i = nl + 1; i < len; i++) {
+                char ch = p[i];
+                if (ch == '+')
+                    ch = ' ';
+                else if (ch == '%' && i + 2 < len + 1 && hexval(p[i + 1]) >= 0 &&
+                         hexval(p[i + 2]) >= 0) {
+                    ch = (char)(hexval(p[i + 1]) * 16 + hexval(p[i + 2]));
+                    i += 2;
+                }
+                if (k + 1 >= cap)
+                    return -1;
+                out[k++] = ch;
+            }
+            out[k] = '\0';
+            return 0;
+        }
+        p = end ? end + 1 : NULL;
+    }
+    return -1;
+}
+
+void admin_json_str(struct mtext *t, const char *s)
+{
+    char buf[1024];
+    size_t n = strlen(s), used = 0;
+    mtext_printf(t, "\"");
+    while (used < n) {
+        size_t took = 0;
+        size_t w = log_json_escape(buf, sizeof(buf), s + used, n - used, &took);
+        mtext_append(t, buf, w);
+        if (!took)
+            break;
+        used += took;
+    }
+    mtext_printf(t, "\"");
+}
+
+void admin_html(struct mtext *t, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '&':
+            mtext_printf(t, "&amp;");
+            break;
+        case '<':
+            mtext_printf(t, "&lt;");
+            break;
+        case '>':
+            mtext_printf(t, "&gt;");
+            break;
+        case '"':
+            mtext_printf(t, "&quot;");
+            break;
+        case '\'':
+            mtext_printf(t, "&#39;");
+            break;
+        default:
+            mtext_append(t, s, 1);
+        }
+    }
+}
+
+const char *admin_bytes(double v, char *buf, size_t cap)
+{
+    static const char *const unit[] = {"B", "kB", "MB", "GB", "TB", "PB"};
+    unsigned u = 0;
+    while (v >= 1000.0 && u < 5) {
+        v /= 1000.0;
+        u++;
+    }
+    snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", v, unit[u]);
+    return buf;
+}
+
+void admin_error(struct admin_rq *r, int status, const char *msg)
+{
+    r->rp->status = status;
+    r->rp->ctype = "application/json";
+    mtext_printf(&r->rp->body, "{\"error\":");
+    admin_json_str(&r->rp->body, msg);
+    mtext_printf(&r->rp->body, ",\"status\":%d}\n", status);
+}
