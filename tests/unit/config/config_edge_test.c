@@ -144,7 +144,8 @@ static void test_errors(void **state)
                x->path);
     expect_msg(x, 9,
                "%s:15: edge h: route: 'weight=2' is not a route option (expected "
-               "strategy=round-robin|least-connections|first-healthy or proxy_protocol=v2|off)",
+               "strategy=round-robin|least-connections|first-healthy, proxy_protocol=v2|off or "
+               "signed=off|hop|token)",
                x->path);
     expect_msg(x, 10, "%s:13: edge h: no listen address (listen = ADDR:PORT[, ...])", x->path);
     expect_msg(x, 11, "%s:13: edge h: no route (route = HOST -> BACKEND[, ...])", x->path);
