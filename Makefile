@@ -30,7 +30,7 @@ FUZZ_SECONDS ?= 5
 BUILD_PKGS := gcc make pkg-config libsodium-dev libc-ares-dev libinih-dev libssl-dev libnghttp2-dev
 TEST_PKGS  := libcmocka-dev python3-pytest python3-socks openssh-server python3-h11 python3-h2 curl haproxy iproute2 \
               dante-server tinyproxy squid-openssl \
-              universal-ctags stunnel4 openssl nghttp2-proxy chromium
+              universal-ctags stunnel4 openssl nghttp2-proxy chromium nginx-light
 LINT_PKGS  := clang-format cppcheck groff-base universal-ctags
 
 PKGS_LIBS  := libsodium libcares inih libssl libcrypto libnghttp2
