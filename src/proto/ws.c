@@ -132,6 +132,8 @@ ssize_t ws_rx_read(struct ws_rx *r, uint8_t *p, size_t len, size_t *data, int *c
     size_t i = 0, o = 0;
     *ctl = 0;
     *data = 0;
+    if (r->err)
+        return r->err;
     while (i < len) {
         if (!r->payload) {
             r->hdr[r->hlen++] = p[i++];
@@ -140,8 +142,14 @@ ssize_t ws_rx_read(struct ws_rx *r, uint8_t *p, size_t len, size_t *data, int *c
                 rc = hdr_first(r);
             if (rc == 0 && r->hlen >= 2 && r->hlen == r->hneed)
                 rc = hdr_done(r);
-            if (rc)
-                return rc;
+            if (rc) {
+                /* Data before the error is handed on first; the error
+                 * comes with the next call (sticky). */
+                r->err = rc;
+                if (o == 0)
+                    return rc;
+                break;
+            }
             if (!r->payload || r->left)
                 continue;
         } else {
@@ -153,8 +161,12 @@ ssize_t ws_rx_read(struct ws_rx *r, uint8_t *p, size_t len, size_t *data, int *c
         r->payload = false;
         r->hlen = r->hneed = 0;
         if (r->op >= WS_OP_CLOSE) {
-            if (r->op == WS_OP_CLOSE && !close_ok(r))
-                return -WS_CLOSE_PROTOCOL;
+            if (r->op == WS_OP_CLOSE && !close_ok(r)) {
+                r->err = -WS_CLOSE_PROTOCOL;
+                if (o == 0)
+                    return r->err;
+                break;
+            }
             *ctl = r->op;
             break;
         }

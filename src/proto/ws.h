@@ -77,6 +77,7 @@ struct ws_rx {
     uint8_t mpos;       /* the mask's position for the next payload byte */
     uint64_t left;      /* payload bytes of the current frame still to come */
     uint64_t max_frame; /* a longer frame is refused with 1009 */
+    int err;            /* a negated close code once the stream is broken (sticky) */
     uint8_t ctl_len;    /* a control frame's payload so far */
     uint8_t ctl[WS_CTRL_MAX];
 };
@@ -90,7 +91,10 @@ void ws_rx_init(struct ws_rx *r, bool server, uint64_t max_frame);
  * so in *ctl (its opcode; 0: none), its payload in r->ctl[0..r->ctl_len).
  * Returns the bytes consumed (> 0 when len > 0; the caller calls again
  * with the rest), or the negated close code the peer must be sent
- * (-WS_CLOSE_PROTOCOL, -WS_CLOSE_UNSUPPORTED, -WS_CLOSE_TOO_BIG). */
+ * (-WS_CLOSE_PROTOCOL, -WS_CLOSE_UNSUPPORTED, -WS_CLOSE_TOO_BIG). Data
+ * that came before an error in the same bytes is returned first, and the
+ * error with the next call (and every later one), so the bytes a reader
+ * hands on do not depend on how the stream was cut. */
 ssize_t ws_rx_read(struct ws_rx *r, uint8_t *p, size_t len, size_t *data, int *ctl);
 /* A close frame's code (valid after ws_rx_read() reported WS_OP_CLOSE):
  * WS_CLOSE_NO_STATUS when it had none. */

@@ -160,11 +160,8 @@ int wslink_recv(struct wslink *ws, nghttp2_session *s, uint8_t *buf, size_t n)
         size_t data;
         int op;
         ssize_t k = ws_rx_read(&ws->rx, buf + off, n - off, &data, &op);
-        if (k < 0) {
-            ws->failed = true;
-            wslink_close(ws, (uint16_t)-k);
-            return WSLINK_BAD;
-        }
+        if (k < 0)
+            break;
         if (data && nghttp2_session_mem_recv(s, buf + off, data) < 0) {
             ws->failed = true;
             return WSLINK_H2;
@@ -173,6 +170,11 @@ int wslink_recv(struct wslink *ws, nghttp2_session *s, uint8_t *buf, size_t n)
         int rc = op ? on_control(ws, op) : WSLINK_OK;
         if (rc != WSLINK_OK)
             return rc;
+    }
+    if (ws->rx.err) { /* maybe found behind the data of the last read */
+        ws->failed = true;
+        wslink_close(ws, (uint16_t)-ws->rx.err);
+        return WSLINK_BAD;
     }
     return WSLINK_OK;
 }
