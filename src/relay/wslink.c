@@ -24,6 +24,7 @@
 
 #define WSL_DATA_MAX  (64u * 1024) /* payload per data frame */
 #define WSL_CTL_ROOM  (2u * (WS_HDR_MAX + WS_CTRL_MAX))
+#define WSL_CLOSE_MAX (WS_HDR_MAX + 2) /* our CLOSE: a header and a code */
 #define WSL_OUT_CAP   (WSL_DATA_MAX + WS_HDR_MAX + WSL_CTL_ROOM)
 #define WSL_FRAME_MAX (16ull << 20) /* a longer single frame is refused (1009) */
 #define WSL_HEAD_MAX  8192          /* the server's 101 head, at most */
@@ -109,13 +110,16 @@ int wslink_start(struct wslink *ws, nghttp2_session *s)
 }
 
 /* A control frame behind what is queued; a client's masked. False when
- * there is no room. */
-static bool queue_control(struct wslink *ws, uint8_t op, const uint8_t *p, size_t n)
+ * there is no room beyond reserve bytes. */
+static bool queue_control(struct wslink *ws, uint8_t op, const uint8_t *p, size_t n, size_t reserve)
 {
     uint8_t key[4];
     if (ws->client)
         fcrypto_random(key, sizeof(key));
     size_t room = out_room(ws);
+    if (room <= reserve)
+        return false;
+    room -= reserve;
     size_t k = ws_control_frame(ws->out + ws->len, room, op, p, n, ws->client ? key : NULL);
     ws->len += k;
     return k != 0;
@@ -127,7 +131,7 @@ void wslink_close(struct wslink *ws, uint16_t code)
         return;
     uint8_t p[2] = {(uint8_t)(code >> 8), (uint8_t)code};
     /* The room kept behind data frames always holds it. */
-    queue_control(ws, WS_OP_CLOSE, p, code == WS_CLOSE_NO_STATUS ? 0 : 2);
+    queue_control(ws, WS_OP_CLOSE, p, code == WS_CLOSE_NO_STATUS ? 0 : 2, 0);
     ws->close_sent = true;
 }
 
@@ -135,8 +139,8 @@ void wslink_close(struct wslink *ws, uint16_t code)
 static int on_control(struct wslink *ws, int op)
 {
     if (op == WS_OP_PING) {
-        if (!ws->close_sent)
-            queue_control(ws, WS_OP_PONG, ws->rx.ctl, ws->rx.ctl_len);
+        if (!ws->close_sent) /* PONGs never take the room of our CLOSE */
+            queue_control(ws, WS_OP_PONG, ws->rx.ctl, ws->rx.ctl_len, WSL_CLOSE_MAX);
         return WSLINK_OK;
     }
     if (op == WS_OP_CLOSE) {

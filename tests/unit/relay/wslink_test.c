@@ -169,6 +169,42 @@ static void test_ping_close_and_errors(void **state)
     free(sk);
 }
 
+/* PINGs while the socket takes nothing: their PONGs stop when the queue is
+ * full, and our CLOSE (after a protocol error) still fits behind them. */
+static void test_pong_flood_keeps_room_for_close(void **state)
+{
+    (void)state;
+    struct sink *sk = calloc(1, sizeof(*sk));
+    assert_non_null(sk);
+    struct wslink *ws = wslink_new(false);
+    nghttp2_session *s = server_session();
+    /* 104 bytes: PONGs of 106 leave less than a CLOSE's 4 bytes of the
+     * queue when nothing is reserved for it. */
+    uint8_t in[256], payload[104], out[64];
+    memset(payload, 'p', sizeof(payload));
+    size_t n = put_frame(in, WS_OP_PING, payload, sizeof(payload));
+    for (int i = 0; i < 2000; i++) {
+        uint8_t copy[256];
+        memcpy(copy, in, n);
+        assert_int_equal(wslink_recv(ws, s, copy, n), WSLINK_OK);
+    }
+    uint8_t bad[] = {0x82, 0x00}; /* unmasked */
+    assert_int_equal(wslink_recv(ws, s, bad, sizeof(bad)), WSLINK_BAD);
+    sk->room = sizeof(sk->buf);
+    assert_int_equal(wslink_send(ws, NULL, 0, sink_write, sk), 0);
+    assert_true(sk->len < 70 * 1024); /* bounded */
+    int ctls[1024];
+    size_t outlen, nctl;
+    uint16_t code = 0;
+    read_back(sk, false, out, &outlen, ctls, &nctl, &code);
+    assert_int_equal(outlen, 0);
+    assert_true(nctl >= 2 && ctls[nctl - 1] == WS_OP_CLOSE);
+    assert_int_equal(code, WS_CLOSE_PROTOCOL);
+    nghttp2_session_del(s);
+    wslink_free(ws);
+    free(sk);
+}
+
 /* A client's data as masked frames, through a socket that takes 7 bytes at
  * a time and is sometimes full: the peer reads the bytes back in order. */
 static void test_send_through_a_slow_socket(void **state)
@@ -280,6 +316,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_preface_at_every_cut),
         cmocka_unit_test(test_ping_close_and_errors),
+        cmocka_unit_test(test_pong_flood_keeps_room_for_close),
         cmocka_unit_test(test_send_through_a_slow_socket),
         cmocka_unit_test(test_client_handshake),
     };
