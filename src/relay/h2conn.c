@@ -583,6 +583,10 @@ static int h2conn_read(struct h2conn *hc)
                 return 1;
             }
             hc->failed = wr != WSLINK_OK;
+            if (hc->failed)
+                log_debug("h2: conn %llu: %s", (unsigned long long)c->id,
+                          wr == WSLINK_BAD ? "WebSocket protocol error: CLOSE sent"
+                                           : "HTTP/2 error inside the WebSocket");
             continue;
         }
         ssize_t rv = nghttp2_session_mem_recv(hc->s, buf, (size_t)n);

@@ -626,8 +626,6 @@ static void ho_up(struct ho_conn *hc)
         slot_serve(sl);
         return;
     }
-    if (hc->ws && wslink_start(hc->ws, hc->s) != WSLINK_OK)
-        hc->failed = true; /* frames that came with the 101 */
     hc->budget.cap = h2->conn_budget;
     hc->budget.max = h2->conn_budget_max;
     struct h2out_set *set = hc->w->h2out;
@@ -636,6 +634,8 @@ static void ho_up(struct ho_conn *hc)
     hc->st = HO_UP;
     uint64_t now = loop_now(&hc->w->loop);
     hc->up_since = hc->last_rx = now;
+    if (hc->ws && wslink_start(hc->ws, hc->s) != WSLINK_OK)
+        hc->failed = true; /* frames that came with the 101 */
     ho_stat(sl, OB_STAT_H2_CONNS, 1);
     if (hc->reconnect)
         ho_stat(sl, OB_STAT_H2_RECONNECTS, 1);

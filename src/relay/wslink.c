@@ -15,6 +15,7 @@
 #include "relay/wslink.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,7 @@ struct wslink {
     uint8_t *keep; /* bytes behind the opening handshake, for wslink_start */
     size_t keep_len;
     char accept[32]; /* a client: the Sec-WebSocket-Accept expected */
+    char why[80];    /* a client: what was wrong with the answer */
     char *head;      /* a client: the server's answer so far */
     size_t head_len;
     size_t scanned;
@@ -263,15 +265,20 @@ static int client_head(struct wslink *ws, size_t hlen, const char **why)
     struct http1_msg *m = malloc(sizeof(*m));
     if (!m)
         return -ENOMEM;
-    int rc = http1_parse_response((const uint8_t *)ws->head, hlen, m);
-    if (rc == 0)
+    int status = 0, rc = WS_E_ACCEPT;
+    if (http1_parse_response((const uint8_t *)ws->head, hlen, m) == 0) {
+        status = m->status;
         rc = ws_check_response(m, ws->accept);
-    int status = m->status;
+    }
     free(m);
     if (rc) {
-        *why = rc == WS_E_STATUS && status == 404   ? "the WebSocket path was not found (404)"
-               : rc == WS_E_STATUS && status != 101 ? "the server refused the WebSocket upgrade"
-                                                    : "not a valid WebSocket 101 response";
+        if (rc == WS_E_STATUS && status == 404)
+            snprintf(ws->why, sizeof(ws->why), "the WebSocket path was not found (404)");
+        else if (rc == WS_E_STATUS)
+            snprintf(ws->why, sizeof(ws->why), "the server answered %d, not 101", status);
+        else
+            snprintf(ws->why, sizeof(ws->why), "not a valid WebSocket 101 response");
+        *why = ws->why;
         return -EPROTO;
     }
     rc = wslink_keep(ws, (const uint8_t *)ws->head + hlen, ws->head_len - hlen);
