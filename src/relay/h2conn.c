@@ -38,6 +38,7 @@
 #include "log/log.h"
 #include "proto/h2flow.h"
 #include "proto/h2h1.h"
+#include "proto/ws.h"
 #include "relay/front.h"
 #include "relay/h2io.h"
 #include "relay/session.h"
@@ -620,6 +621,19 @@ static void h2conn_linger(struct h2conn *hc)
     conn_linger(c);
 }
 
+/* The connection ends in order (why): inside a WebSocket, a CLOSE goes
+ * first (1001 after our GOAWAY, a drain or a reload, or an idle timeout;
+ * 1000 otherwise; RFC 6455 7.4.1), as far as the socket takes it now. */
+static void h2conn_end_in_order(struct h2conn *hc, const char *why)
+{
+    if (hc->ws) {
+        bool away = hc->goaway || strcmp(why, "idle-timeout") == 0;
+        wslink_close(hc->ws, away ? WS_CLOSE_GOING_AWAY : WS_CLOSE_NORMAL);
+        h2conn_send(hc, NULL, 0);
+    }
+    conn_close(hc->c, why);
+}
+
 static void h2conn_drive(struct conn *c, uint32_t up_events)
 {
     (void)up_events;
@@ -641,9 +655,9 @@ static void h2conn_drive(struct conn *c, uint32_t up_events)
         return;
     }
     if (flushed && !nghttp2_session_want_read(hc->s))
-        conn_close(c, "done");
+        h2conn_end_in_order(hc, "done");
     else if (flushed && hc->goaway && hc->nstreams == 0)
-        conn_close(c, "goaway");
+        h2conn_end_in_order(hc, "goaway");
 }
 
 static void h2conn_timeout(struct conn *c)
@@ -655,7 +669,7 @@ static void h2conn_timeout(struct conn *c)
         return;
     }
     if (hc->nstreams == 0 && loop_now(&c->w->loop) - c->last_active >= idle) {
-        conn_close(c, "idle-timeout");
+        h2conn_end_in_order(hc, "idle-timeout");
         return;
     }
     loop_timer_arm(&c->w->loop, &c->timer, idle);

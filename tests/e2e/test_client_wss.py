@@ -6,12 +6,13 @@ plain listener with websocket=/tunnel -> an echo and a file server, with
 integrity both ways; the same straight to ferry's tls:// listener; other
 paths get 404 or go to the decoy= origin as they came; a bad version gets
 426; a PING gets its PONG, an unmasked frame a CLOSE 1002 and a text frame
-a CLOSE 1003, and the server goes on; the command line and the config's
-refusals."""
+a CLOSE 1003, and the server goes on; a reload ends an idle tunnel with
+CLOSE 1001; the command line and the config's refusals."""
 
 import base64
 import hashlib
 import os
+import signal
 import socket
 import ssl
 import struct
@@ -294,6 +295,20 @@ def test_ping_pong_and_protocol_errors_close(server, tls):
         s.sendall(frame(0x8, struct.pack("!H", 1000)))
         _, payload, rest = read_frames(s, rest, 0x8)
         assert struct.unpack("!H", payload[:2])[0] == 1000
+
+
+def test_reload_ends_an_idle_tunnel_with_close_1001(server):
+    # A reload (SIGHUP) sends GOAWAY on every HTTP/2 connection; one without
+    # streams then ends, inside a WebSocket with CLOSE 1001 (going away).
+    s, rest = open_ws(server, False)
+    with s:
+        preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+        s.sendall(frame(0x2, preface))
+        server["srv"].send_signal(signal.SIGHUP)
+        _, payload, rest = read_frames(s, rest, 0x8)
+        assert struct.unpack("!H", payload[:2])[0] == 1001
+        read_until_close(s, timeout=20)
+    server["srv"].wait_log(r"reload|configuration")
 
 
 # ---- the command line and the configuration -------------------------------------------
