@@ -42,6 +42,7 @@
 #include "log/log.h"
 #include "proto/h2flow.h"
 #include "proto/parent.h"
+#include "proto/ws.h"
 #include "relay/h2io.h"
 #include "relay/outbound.h"
 #include "relay/session.h"
@@ -496,6 +497,10 @@ static void slot_serve(struct ho_slot *sl)
     }
 }
 
+static void ho_up(struct ho_conn *hc);
+static void ho_ws_begin(struct ho_conn *hc);
+static ssize_t ho_write(void *ctx, const uint8_t *p, size_t n);
+
 /* Close hc: its streams fail (reset), the slot's back-off starts when it
  * was the slot's current one and failed. */
 static void ho_conn_close(struct ho_conn *hc, const char *why, bool failure)
@@ -506,6 +511,10 @@ static void ho_conn_close(struct ho_conn *hc, const char *why, bool failure)
         return;
     if (hc->st == HO_UP)
         ho_stat(sl, OB_STAT_H2_CONNS, -1);
+    if (hc->st == HO_UP && hc->ws) { /* a CLOSE, as far as the socket takes it */
+        wslink_close(hc->ws, WS_CLOSE_GOING_AWAY);
+        wslink_send(hc->ws, NULL, 0, ho_write, hc);
+    }
     if (log_enabled(failure ? LOG_WARN : LOG_DEBUG))
         log_write(failure ? LOG_WARN : LOG_DEBUG,
                   "outbound %s: parent %s port %u: %s (HTTP/2 connection)", sl_ob(sl)->name,
@@ -572,9 +581,6 @@ static void ho_conn_close(struct ho_conn *hc, const char *why, bool failure)
     }
     loop_release(l, &hc->rel, ho_conn_free);
 }
-
-static void ho_up(struct ho_conn *hc);
-static void ho_ws_begin(struct ho_conn *hc);
 
 /* TLS done: h2 (start the session) or http/1.1 (auto: fall back); with
  * websocket = /PATH, the WebSocket handshake first. */
