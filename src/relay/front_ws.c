@@ -8,8 +8,11 @@
  * inside it exactly as on a tls:// listener. Every other request (another
  * path, or the path without an Upgrade) gets a 404, or with decoy=HOST:PORT
  * is relayed byte for byte to that origin, which then answers it and the
- * rest of the connection: to a prober the listener is that web site. This
- * row must not parse the bytes it relays.
+ * rest of the connection: to a prober the listener is that web site. The
+ * decoy is the operator's own destination, like nginx's proxy_pass: the
+ * client's rules and the protected ranges do not judge it (c->own_dest),
+ * the default outbound carries it. This row must not parse the bytes it
+ * relays.
  */
 #include "relay/front_ws.h"
 
@@ -74,6 +77,7 @@ static void decoy_start(struct conn *c)
 {
     const struct config_listen *l = &conn_cfg(c)->listen[c->listen_index];
     c->cmd = CONN_CMD_CONNECT;
+    c->own_dest = true; /* the operator's web site: no client rule judges it */
     conn_set_state(c, CONN_ST_REQUEST);
     struct addr ip;
     if (addr_parse_ip(l->decoy_host, l->decoy_port, &ip) == 0) {

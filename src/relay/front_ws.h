@@ -34,9 +34,10 @@ enum front_ws_route front_ws_route(const struct conn *c, const struct http1_msg 
 /* The server's link for key: the 101 queued, early (n bytes that came
  * behind the request head) kept for the HTTP/2 session. NULL: no memory. */
 struct wslink *front_ws_link(const char *key, const uint8_t *early, size_t n);
-/* The decoy's row: dials the listener's decoy= (as a SOCKS CONNECT would:
- * the rules apply) and relays the bytes in c2u.buf (the request as it
- * came) and all after them, both ways. */
+/* The decoy's row: dials the listener's decoy= (the configuration's own
+ * destination: no rule or protected range judges it; the default outbound)
+ * and relays the bytes in c2u.buf (the request as it came) and all after
+ * them, both ways. */
 extern const struct front_ops front_ws_decoy;
 
 #endif

@@ -72,6 +72,8 @@ enum policy_verdict policy_eval(struct conn *c, uint8_t cmd, const char *name,
     bool embeds = ip && addr_embedded_v4(ip, &inner);
     bool inner_by_range = false;
     *rule = POLICY_RULE_NONE;
+    if (c->own_dest) /* the operator's own (a decoy= web site), like a proxy_pass */
+        return POLICY_ALLOW;
     if (cfg->acl) {
         struct acl_req q = {
             &c->client, c->authed ? c->user : NULL, cmd ? cmd : acl_cmd_of(c), name, ip, port};

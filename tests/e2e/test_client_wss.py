@@ -44,9 +44,12 @@ def server(tmp_path_factory, http_server):
     (d / "alice.auth").write_text(f"alice:{PASSWORD}\n")
     factory = FerryFactory(d)
     raw = "".join(f"{k} = {v}\n" for k, v in DEFAULT_CONFIG.items())
+    # Closed rules: the decoy (the operator's own) is dialled all the same.
+    raw += "rules_default = deny\n"
     raw += ("listen = tls://127.0.0.1:0 websocket=/tunnel\n"
             f"listen = 127.0.0.1:0 websocket=/tunnel decoy=127.0.0.1:{http_server.port}\n"
-            f"\n[auth]\nuserlist = users.txt\n\n[tls]\ncert = {cert}\nkey = {key}\n")
+            f"\n[auth]\nuserlist = users.txt\n\n[tls]\ncert = {cert}\nkey = {key}\n"
+            "\n[rules]\nallow user alice\n")
     srv = factory(raw_config=raw, listens=())
     tls_port, plain_port = srv.addrs[0][1], srv.addrs[1][1]
     yield {"dir": d, "srv": srv, "pin": pin_of(cert), "cert": cert, "key": key,
