@@ -34,7 +34,7 @@ BUILD_PKGS := gcc make pkg-config libsodium-dev libc-ares-dev libinih-dev libssl
               libpam0g-dev
 TEST_PKGS  := libcmocka-dev python3-pytest python3-socks openssh-server python3-h11 python3-h2 curl haproxy iproute2 \
               dante-server tinyproxy squid-openssl \
-              universal-ctags stunnel4 openssl nghttp2-proxy chromium python3-yaml
+              universal-ctags stunnel4 openssl nghttp2-proxy chromium python3-yaml nginx-light
 LINT_PKGS  := clang-format cppcheck groff-base universal-ctags
 DEB_PKGS   := debhelper dpkg-dev fakeroot lintian
 

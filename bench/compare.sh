@@ -90,7 +90,8 @@ Options:
                      the hop group ferry-ferry, ferry-dante, dante-dante,
                      for the https group ferry-tls-h1, ferry-tls-h2,
                      stunnel, squid-https, nghttpx, and for the tunnel
-                     group ferry-tunnel, ssh-d, ss-libev-aes (default all;
+                     group ferry-tunnel, ferry-tunnel-wss, ssh-d,
+                     ss-libev-aes (default all;
                      each group runs those that apply)
   --out FILE         the report (default build/bench/benchmarks.md; the chart
                      and the raw .jsonl go next to it); --out docs/benchmarks.md
@@ -182,12 +183,12 @@ if [ -n "$RESULTS" ] && [[ $RESULTS != /* ]]; then RESULTS=$ORIG_PWD/$RESULTS; f
 
 ALL_SCENARIOS=(throughput handshakes requests connections udp auth http hop https stall tunnel)
 ALL_TARGETS=(direct ferry dante microsocks ss-libev haproxy tinyproxy squid ferry-ferry ferry-dante dante-dante
-    ferry-tls-h1 ferry-tls-h2 stunnel squid-https nghttpx ferry-tunnel ssh-d ss-libev-aes)
+    ferry-tls-h1 ferry-tls-h2 stunnel squid-https nghttpx ferry-tunnel ferry-tunnel-wss ssh-d ss-libev-aes)
 # The hop group: ferries in a row that `ferry bench --chain N` starts itself
 # (the one-hop row too, so both rows are measured the same way).
 declare -A CHAIN=([ferry]=1 [ferry-ferry]=2)
 # The tunnel group: the pair `ferry bench --tunnel MODE` starts itself.
-declare -A TUNNEL=([ferry-tunnel]=h2)
+declare -A TUNNEL=([ferry-tunnel]=h2 [ferry-tunnel-wss]=wss)
 SCENARIOS=("${ALL_SCENARIOS[@]}")
 if [ -n "$ONLY" ]; then
     IFS=, read -r -a only <<<"$ONLY"
@@ -757,7 +758,7 @@ UDP_TARGETS=direct,ferry,dante,ss-libev # microsocks has no UDP ASSOCIATE
 HTTP_TARGETS=ferry,tinyproxy,squid
 HOP_TARGETS=direct,ferry,ferry-ferry,dante,ferry-dante,dante-dante
 HTTPS_TARGETS=ferry,ferry-tls-h1,ferry-tls-h2,stunnel,squid-https,nghttpx
-TUNNEL_TARGETS=ferry,ferry-tunnel,ssh-d,ss-libev-aes
+TUNNEL_TARGETS=ferry,ferry-tunnel,ferry-tunnel-wss,ssh-d,ss-libev-aes
 # What the bench speaks to each TLS target of the https group.
 declare -A HTTPS_PROTO=([ferry-tls-h1]=h1 [ferry-tls-h2]=h2 [stunnel]=h1 [squid-https]=h1 [nghttpx]=h2)
 VARIANTS=()
@@ -952,7 +953,8 @@ for t in "${USED_TARGETS[@]}"; do
         start_target "$t"
     elif [ -n "${TUNNEL[$t]:-}" ]; then # the tunnel group's pair
         STATUS[$t]=ok MODE[$t]=self CPUSRC[$t]=bench
-        NOTE[$t]="self-hosted by \`ferry bench --tunnel ${TUNNEL[$t]}\`: a ferry with a SOCKS5 port and one \`https://\` outbound (\`mux = ${TUNNEL[$t]}\`, pinned; what \`ferry client https://ADDR --pin PIN socks\` runs) -> a ferry with a \`tls://\` listener and a throwaway certificate (default configuration otherwise); CPU of both"
+        NOTE[$t]="self-hosted by \`ferry bench --tunnel ${TUNNEL[$t]}\`: a ferry with a SOCKS5 port and one \`https://\` outbound (\`mux = h2\`, pinned; what \`ferry client https://ADDR --pin PIN socks\` runs) -> a ferry with a \`tls://\` listener and a throwaway certificate (default configuration otherwise); CPU of both"
+        [ "${TUNNEL[$t]}" = wss ] && NOTE[$t]+="; wss: the HTTP/2 connection inside a WebSocket on /tunnel (\`websocket = /tunnel\` on both ends, \`ferry client wss://ADDR/tunnel\`)"
     elif [ -n "${CHAIN[$t]:-}" ] && [ "${CHAIN[$t]}" -gt 1 ]; then # the hop group's chains
         STATUS[$t]=ok MODE[$t]=self CPUSRC[$t]=bench
         NOTE[$t]="self-hosted by \`ferry bench --chain ${CHAIN[$t]}\`: ${CHAIN[$t]} ferries in a row (default configuration, each but the last with \`outbound = next\` to the next as its SOCKS5 parent); CPU of all"

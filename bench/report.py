@@ -40,7 +40,7 @@ HOP_TARGETS = ["ferry-ferry", "ferry-dante", "dante-dante"]
 # The https group's TLS targets: in its section only, too.
 HTTPS_TARGETS = ["ferry-tls-h1", "ferry-tls-h2", "stunnel", "squid-https", "nghttpx"]
 # The tunnel group's encrypted tunnels: in its section only, too.
-TUNNEL_TARGETS = ["ferry-tunnel", "ssh-d", "ss-libev-aes"]
+TUNNEL_TARGETS = ["ferry-tunnel", "ferry-tunnel-wss", "ssh-d", "ss-libev-aes"]
 TARGETS = ["direct", "ferry", "dante", "microsocks", "ss-libev", "haproxy", "tinyproxy",
            "squid"] + HOP_TARGETS + HTTPS_TARGETS + TUNNEL_TARGETS
 LABELS = {
@@ -61,6 +61,7 @@ LABELS = {
     "squid-https": "Squid https_port",
     "nghttpx": "nghttpx -s (h2) → ferry",
     "ferry-tunnel": "ferry tunnel (h2)",
+    "ferry-tunnel-wss": "ferry tunnel (wss)",
     "ssh-d": "OpenSSH ssh -D",
     "ss-libev-aes": "shadowsocks-libev (aes-256-gcm)",
 }
@@ -96,6 +97,7 @@ SHORT = {
     "squid-https": "Squid\\nhttps",
     "nghttpx": "nghttpx\\n→ ferry",
     "ferry-tunnel": "ferry\\ntunnel h2",
+    "ferry-tunnel-wss": "ferry\\ntunnel wss",
     "ssh-d": "ssh -D",
     "ss-libev-aes": "ss-libev\\naes-gcm",
 }
@@ -117,6 +119,7 @@ COLORS = {
     "squid-https": "#4263eb",
     "nghttpx": "#2b8a3e",
     "ferry-tunnel": "#a61e4d",
+    "ferry-tunnel-wss": "#c2255c",
     "ssh-d": "#343a40",
     "ss-libev-aes": "#862e9c",
 }
@@ -210,7 +213,7 @@ ROWS_HTTPS = ["ferry"] + HTTPS_TARGETS
 STALL_VARIANTS = ["stall-7", "stall-7-1"]
 TUNNEL_VARIANTS = ["tunnel-throughput-1", "tunnel-throughput-8", "tunnel-handshakes", "tunnel-requests"]
 # The tunnel section's rows: plain ferry (SOCKS5, no tunnel) as the reference.
-ROWS_TUNNEL = ["ferry", "ferry-tunnel", "ssh-d", "ss-libev-aes"]
+ROWS_TUNNEL = ["ferry", "ferry-tunnel", "ferry-tunnel-wss", "ssh-d", "ss-libev-aes"]
 # Issue 17's targets for the ferry tunnel: (variant, peer, at least this × the peer).
 TUNNEL_GOALS = [("tunnel-throughput-1", "ss-libev-aes", 2.0), ("tunnel-throughput-1", "ssh-d", 2.0),
                 ("tunnel-throughput-8", "ss-libev-aes", 1.5), ("tunnel-handshakes", "ss-libev-aes", 1.5)]

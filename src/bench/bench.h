@@ -102,8 +102,11 @@ enum bench_direction { DIR_BOTH, DIR_UP, DIR_DOWN };
  * a SOCKS5 (+ SOCKS4, HTTP) port and one https:// outbound with mux = h2
  * (what `ferry client URL socks` runs) in front of a ferry serving a
  * tls:// listener; every session an HTTP/2 CONNECT stream on the one TLS
- * connection per worker between them. */
-enum tunnel_mode { TUNNEL_NONE, TUNNEL_H2 };
+ * connection per worker between them. wss: the same HTTP/2 connection
+ * inside a WebSocket (websocket = BENCH_WS_PATH on both; `ferry client
+ * wss://ADDR/PATH socks`). */
+enum tunnel_mode { TUNNEL_NONE, TUNNEL_H2, TUNNEL_WSS };
+#define BENCH_WS_PATH "/tunnel"
 
 /* The ferries the bench starts itself for o (self-hosted): --chain of
  * them, or the two of a --tunnel (client, then server). */

@@ -95,6 +95,7 @@ static int self_start(struct bench *b, struct self_host *sh)
             .userlist = i == 0 && sh->userlist[0] ? sh->userlist : NULL,
             .auth_extra = sh->auth_extra,
             .tls = (i == 0 && o->https_proxy) || (o->tunnel && i == n - 1),
+            .ws_path = o->tunnel == TUNNEL_WSS ? BENCH_WS_PATH : NULL,
         };
         int rc = child_start(&sh->hop[i], o->ferry, &cc);
         if (rc) {
@@ -235,15 +236,16 @@ static void chain_words(const struct self_host *sh, unsigned n, char *out, size_
 }
 
 /* "ferry tunnel h2 (self-hosted): client pid P, SOCKS5 at ADDR -> server
- * pid P at tls://ADDR". */
-static void tunnel_words(const struct self_host *sh, char *out, size_t cap)
+ * pid P at tls://ADDR" (wss: "... HTTP/2 in a WebSocket + TLS 1.3 ..."). */
+static void tunnel_words(const struct self_host *sh, bool wss, char *out, size_t cap)
 {
     char a[ADDR_STRLEN], b[ADDR_STRLEN];
     snprintf(out, cap,
-             "ferry tunnel h2 (self-hosted): client pid %d, SOCKS5 at %s -> HTTP/2 + TLS 1.3 -> "
-             "server pid %d at tls://%s",
-             (int)sh->hop[0].pid, addr_format(&sh->hop[0].addr, a, sizeof(a)), (int)sh->hop[1].pid,
-             addr_format(&sh->hop[1].addr, b, sizeof(b)));
+             "ferry tunnel %s (self-hosted): client pid %d, SOCKS5 at %s -> HTTP/2%s + TLS 1.3 "
+             "-> server pid %d at tls://%s%s",
+             wss ? "wss" : "h2", (int)sh->hop[0].pid, addr_format(&sh->hop[0].addr, a, sizeof(a)),
+             wss ? " in a WebSocket" : "", (int)sh->hop[1].pid,
+             addr_format(&sh->hop[1].addr, b, sizeof(b)), wss ? BENCH_WS_PATH : "");
 }
 
 /* Start the self-hosted ferry, with a userlist for --auth; target := it in
@@ -270,10 +272,11 @@ static int self_setup(struct bench *b, struct self_host *sh, bool restart, char 
         return 1;
     if (restart && o->runs > 1 && o->tunnel)
         snprintf(target, cap,
-                 "ferry tunnel h2 (self-hosted client and server, a fresh pair "
-                 "for each run)");
+                 "ferry tunnel %s (self-hosted client and server, a fresh pair "
+                 "for each run)",
+                 o->tunnel == TUNNEL_WSS ? "wss" : "h2");
     else if (o->tunnel)
-        tunnel_words(sh, target, cap);
+        tunnel_words(sh, o->tunnel == TUNNEL_WSS, target, cap);
     else if (restart && o->runs > 1 && o->chain > 1)
         snprintf(target, cap, "%u ferries in a row (self-hosted, fresh ones for each run)",
                  o->chain);

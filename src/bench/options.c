@@ -73,8 +73,9 @@ static const char usage[] =
     "  --relay ADDR:PORT    a plain TCP relay already forwarding to the echo target\n"
     "                       (use with --target-port; no SOCKS, e.g. haproxy in TCP mode)\n"
     "  --direct             no proxy at all: this machine's limit\n"
-    "  --tunnel h2          a ferry tunnel, self-hosted: client (SOCKS5 port) -> HTTP/2\n"
-    "                       + TLS -> server; CPU and memory of both (see below)\n"
+    "  --tunnel h2|wss      a ferry tunnel, self-hosted: client (SOCKS5 port) -> HTTP/2\n"
+    "                       + TLS (wss: in a WebSocket) -> server; CPU and memory of\n"
+    "                       both (see below)\n"
     "  --target ADDR:PORT   with any of the above: aim at a `ferry bench sink` there\n"
     "                       (see `ferry bench sink --help`) instead of the bench's own\n"
     "                       targets on 127.0.0.1, e.g. to measure a proxy on another\n"
@@ -163,7 +164,9 @@ static const char usage_options2[] =
     "                       of a ferry with a tls:// listener and a throwaway\n"
     "                       certificate; every session an HTTP/2 CONNECT stream on\n"
     "                       the TLS connection between them. Proxy CPU and memory\n"
-    "                       are those of both. (wss: not supported yet)\n"
+    "                       are those of both.\n"
+    "  --tunnel wss         the same, the HTTP/2 connection inside a WebSocket (RFC\n"
+    "                       6455) on /tunnel: `ferry client wss://ADDR/tunnel socks`\n"
     "  --proxy-workers N    workers of the self-hosted ferry (default: its own; 1..256)\n"
     "  --proxy-set K=V      extra config line for each self-hosted ferry (repeatable)\n"
     "  --target-port P      fixed port for the echo target (default: any free port)\n"
@@ -476,7 +479,7 @@ static int set_https_proxy(const struct optdef *d, const char *arg, struct bench
     return 0;
 }
 
-/* --tunnel h2; wss is named but not there yet: a usage error that says so. */
+/* --tunnel h2 | wss. */
 static int set_tunnel(const struct optdef *d, const char *arg, struct bench_opts *o,
                       struct bench_cli *c)
 {
@@ -485,8 +488,10 @@ static int set_tunnel(const struct optdef *d, const char *arg, struct bench_opts
         o->tunnel = TUNNEL_H2;
         return 0;
     }
-    if (strcmp(arg, "wss") == 0)
-        return usage_error("--tunnel wss: not supported yet (h2 only)");
+    if (strcmp(arg, "wss") == 0) {
+        o->tunnel = TUNNEL_WSS;
+        return 0;
+    }
     return bad_value(d->name, arg);
 }
 

@@ -208,8 +208,9 @@ int child_conf_format(char *buf, size_t cap, const struct child_conf *cc)
     if (cap == 0)
         return -1;
     buf[0] = '\0';
-    PUT("# written by ferry bench\nlisten = %s127.0.0.1:0%s\n", cc->tls ? "tls://" : "",
-        cc->next && cc->next_pin ? " protocols=socks5+socks4+http" : "");
+    PUT("# written by ferry bench\nlisten = %s127.0.0.1:0%s%s%s\n", cc->tls ? "tls://" : "",
+        cc->next && cc->next_pin ? " protocols=socks5+socks4+http" : "",
+        cc->ws_path && !cc->next ? " websocket=" : "", cc->ws_path && !cc->next ? cc->ws_path : "");
     if (cc->workers)
         PUT("workers = %u\n", cc->workers);
     if (cc->next)
@@ -217,8 +218,9 @@ int child_conf_format(char *buf, size_t cap, const struct child_conf *cc)
     if (cc->extra && *cc->extra)
         PUT("%s%s", cc->extra, cc->extra[strlen(cc->extra) - 1] == '\n' ? "" : "\n");
     if (cc->next && cc->next_pin)
-        PUT("[outbound %s]\nurl = https://%s\npin = %s\nmux = h2\n", CHILD_NEXT_OUTBOUND,
-            addr_format(cc->next, a, sizeof(a)), cc->next_pin);
+        PUT("[outbound %s]\nurl = https://%s\npin = %s\nmux = h2\n%s%s%s", CHILD_NEXT_OUTBOUND,
+            addr_format(cc->next, a, sizeof(a)), cc->next_pin, cc->ws_path ? "websocket = " : "",
+            cc->ws_path ? cc->ws_path : "", cc->ws_path ? "\n" : "");
     else if (cc->next)
         PUT("[outbound %s]\nurl = socks5://%s\n", CHILD_NEXT_OUTBOUND,
             addr_format(cc->next, a, sizeof(a)));

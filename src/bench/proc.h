@@ -33,6 +33,8 @@ struct child_conf {
     const char *userlist;    /* the users file's line, or NULL: no [auth] section */
     const char *auth_extra;  /* more [auth] lines (with userlist), or NULL */
     bool tls;                /* a TLS listener with a throwaway certificate (--https-proxy) */
+    const char *ws_path;     /* --tunnel wss: the WebSocket's path on the server's listener
+                                (websocket=PATH) and the client's outbound; NULL: none */
     const char *tls_dir;     /* child_conf_format: where cert.pem and key.pem are (with tls) */
 };
 
@@ -49,7 +51,9 @@ struct child_conf {
  * cc->tls_dir's cert.pem and key.pem. With next_pin (a --tunnel's client,
  * as `ferry client https://ADDR --pin PIN 127.0.0.1:0:socks` would write
  * it), the listener takes socks5+socks4+http and the next hop's url is
- * https://ADDR with `pin = next_pin` and `mux = h2`.
+ * https://ADDR with `pin = next_pin` and `mux = h2`. With ws_path, the
+ * client's outbound has `websocket = PATH` and a server's listener
+ * websocket=PATH (--tunnel wss).
  * Returns the length, or -1 when it does not fit. Pure: no I/O. */
 int child_conf_format(char *buf, size_t cap, const struct child_conf *cc);
 

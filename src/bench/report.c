@@ -280,7 +280,8 @@ void bench_report_header(const struct bench *b, const char *target)
     if (self && o->chain > 1)
         printf(", chain %u", o->chain);
     if (self && o->tunnel)
-        printf(", tunnel h2 (client and server pinned, TLS 1.3; CPU and memory of both)");
+        printf(", tunnel %s (client and server pinned, TLS 1.3; CPU and memory of both)",
+               o->tunnel == TUNNEL_WSS ? "wss" : "h2");
     for (unsigned i = 0; i < o->nproxy_set && self; i++)
         printf(", %s", o->proxy_set[i]);
     if (o->allow_failures)
@@ -352,7 +353,9 @@ static void json_params(const struct bench_opts *o, const struct bench_scenario 
     }
     if (fi) {
         printf(",\"chain\":%u", o->chain); /* ferries in a row, the bench's own */
-        printf(",\"tunnel\":\"%s\"", o->tunnel == TUNNEL_H2 ? "h2" : "none");
+        printf(",\"tunnel\":\"%s\"", o->tunnel == TUNNEL_H2    ? "h2"
+                                     : o->tunnel == TUNNEL_WSS ? "wss"
+                                                               : "none");
         printf(",\"ferry\":"); /* resolved: the default is /proc/self/exe */
         print_json_string(fi->path);
         printf(",\"proxy_set\":[");

@@ -57,8 +57,9 @@ static const char usage_client[] =
     "Open local ports that lead through a ferry server (or any HTTPS proxy)\n"
     "at URL: ferry serve with these listeners and one outbound.\n"
     "\n"
-    "URL:     https://[USER[:PASSWORD]@]HOST[:PORT]   (port 443 by default;\n"
-    "         wss:// is not supported yet)\n"
+    "URL:     https://[USER[:PASSWORD]@]HOST[:PORT]   (port 443 by default)\n"
+    "         wss://[USER[:PASSWORD]@]HOST[:PORT]/PATH  the same tunnel inside a\n"
+    "         WebSocket on PATH, through a TLS-terminating reverse proxy or CDN\n"
     "REMOTE:  socks                      SOCKS5, SOCKS4 and HTTP on 127.0.0.1:1080\n"
     "         [ADDR:]PORT:socks          ... on another port or address\n"
     "         [ADDR:]PORT:HOST:PORT      a port forward (IPv6 in brackets:\n"
@@ -102,6 +103,8 @@ static const char usage_client[] =
     "      the server's 127.0.0.1:2222 reaches this host's sshd (the server's\n"
     "      rules: allow user alice cmd reverse to 127.0.0.1 port 2222)\n"
     "  ferry client https://proxy.example socks 8080:db:5432 --print-config > ferry.conf\n"
+    "  ferry client wss://alice@www.example/tunnel socks\n"
+    "      the same through nginx or a CDN (ferry serve: listen = ... websocket=/tunnel)\n"
     "\n"
     "Exit status: 0 (stopped by a signal, or the stdio target closed), 1 (an\n"
     "error, or the stdio session failed), 2 (a usage error). See ferry(1).\n";
@@ -119,6 +122,7 @@ struct client_url {
     char user[CLIENT_SECRET_MAX];
     char pass[CLIENT_SECRET_MAX];
     char hostport[300]; /* "host:port" or "[v6]:port" */
+    char ws_path[128];  /* wss://: the WebSocket's path; "": https:// */
     bool has_user, has_pass;
 };
 
@@ -154,17 +158,21 @@ static int url_parse(const char *url, struct client_url *u)
     if (strncmp(url, "https://", 8) == 0) {
         rest = url + 8;
     } else if (strncmp(url, "wss://", 6) == 0) {
-        log_print(true,
-                  "ferry client: %s: the WebSocket transport (wss://) is not supported "
-                  "yet; use https://\n",
-                  url);
-        return -1;
+        rest = url + 6;
     } else {
-        log_print(true, "ferry client: '%s' is not an https:// URL\n", url);
+        log_print(true, "ferry client: '%s' is not an https:// or wss:// URL\n", url);
         return -1;
     }
     size_t n = strcspn(rest, "/?#");
-    if (rest[n] && strcmp(rest + n, "/") != 0) {
+    if (rest != url + 8) { /* wss://: the path is the WebSocket's (RFC 6455 3) */
+        if (rest[n] != '/' || strlen(rest + n) >= sizeof(u->ws_path) ||
+            strpbrk(rest + n, "?# \t")) {
+            log_print(true, "ferry client: %s: wss:// needs a path (wss://HOST[:PORT]/PATH)\n",
+                      url);
+            return -1;
+        }
+        snprintf(u->ws_path, sizeof(u->ws_path), "%s", rest + n);
+    } else if (rest[n] && strcmp(rest + n, "/") != 0) {
         log_print(true, "ferry client: %s: a path is not supported (https://HOST[:PORT])\n", url);
         return -1;
     }
@@ -344,8 +352,8 @@ static char *client_text(const struct client_opts *o, const struct client_url *u
 {
     struct text t = {0};
     char buf[PATH_MAX], hp[300], dest[300];
-    text_add(&t, "# ferry client https://%s%s%s", u->has_user ? u->user : "",
-             u->has_user ? "@" : "", u->hostport);
+    text_add(&t, "# ferry client %s://%s%s%s%s", u->ws_path[0] ? "wss" : "https",
+             u->has_user ? u->user : "", u->has_user ? "@" : "", u->hostport, u->ws_path);
     for (size_t i = 0; i < o->n; i++)
         text_add(&t, " %s", o->words[i]);
     text_add(&t, "\n");
@@ -378,6 +386,8 @@ static char *client_text(const struct client_opts *o, const struct client_url *u
                              : "");
     else
         text_add(&t, "url = https://%s\n", u->hostport);
+    if (u->ws_path[0])
+        text_add(&t, "websocket = %s\n", u->ws_path);
     if (o->pin)
         text_add(&t, "pin = %s\n", o->pin);
     if (o->cacert)

@@ -560,10 +560,16 @@ static int set_listen_option(struct loader *ld, struct config_listen *l, const c
                                 "or [2001:db8::1]:80)");
             return -EINVAL;
         }
+    } else if (strncmp(word, "websocket=", 10) == 0 || strncmp(word, "decoy=", 6) == 0) {
+        char why[300];
+        if (config_listen_ws(l, word, why, sizeof(why))) {
+            bad(ld, "listen", "%s", why);
+            return -EINVAL;
+        }
     } else if (strncmp(word, "protocols=", 10) != 0) {
         bad(ld, "listen",
             "unknown option '%s' (known: protocols=socks5+socks4+http, proxy_protocol=v1|v2, "
-            "source=ADDR, device=NAME, forward=HOST:PORT)",
+            "source=ADDR, device=NAME, forward=HOST:PORT, websocket=/PATH, decoy=HOST:PORT)",
             word);
         return -EINVAL;
     } else if (config_parse_protocols(word + 10, &mask)) {
@@ -1671,6 +1677,7 @@ static void validate(struct config *c, const struct loader *ld, struct msglist *
                 errs, "%s: listen: forward=%s:%u %s (a forward listener speaks no protocol)",
                 l->origin, l->forward_host, l->forward_port,
                 l->tls ? "cannot be on a tls:// address yet" : "and protocols= exclude each other");
+        config_listen_ws_check(l, errs);
         any_pp = any_pp || l->proxy_protocol;
         if (l->proxy_protocol && c->nproxy_from == 0)
             msglist_push(errs,

@@ -48,8 +48,14 @@ struct config_listen {
      * protocol, every session goes to this destination; port 0: none. */
     uint16_t forward_port;
     char forward_host[254]; /* a DNS name or an IP address (IPv6 without brackets) */
-    uint8_t edge;           /* 1 + the index in config.edges of an [edge] listener; 0: proxy */
-    char origin[160];       /* "ferry.conf:3" or "command line": where it was set */
+    /* websocket=/PATH: an Upgrade to this path carries the HTTP/2 tunnel
+     * (relay/front_ws.c); "": none. decoy=HOST:PORT: other origin-form
+     * requests go there; port 0: they get a 404. */
+    char ws_path[128];
+    uint16_t decoy_port;
+    char decoy_host[254];
+    uint8_t edge;     /* 1 + the index in config.edges of an [edge] listener; 0: proxy */
+    char origin[160]; /* "ferry.conf:3" or "command line": where it was set */
     /* Resolved: iotimeout as set, or when it is not set, its default for
      * this listener (0 on loopback, CONFIG_PUBLIC_IOTIMEOUT_MS on one that
      * other hosts reach: not loopback, or behind a PROXY header). */
@@ -336,6 +342,11 @@ void config_admin_load(struct config *c, const char *cfg_path, const char *where
                        struct msglist *errs);
 /* Wipe and free the token (config_free). */
 void config_admin_fini(struct config *c);
+/* listen_ws.c: a listen line's websocket=/PATH or decoy=HOST:PORT word
+ * into l: 0, or -EINVAL with why. After the file: does each listener's
+ * pair hang together (problems to errs)? */
+int config_listen_ws(struct config_listen *l, const char *word, char *why, size_t len);
+void config_listen_ws_check(const struct config_listen *l, struct msglist *errs);
 
 /* listen_tls.c: when a listener is tls://, check [tls] and make its server
  * context (c->tls.ctx, c->tls.pin); problems go to errs as "FILE:LINE:

@@ -412,6 +412,12 @@ int outbound_set_key(struct config_outbound *o, const char *key, const char *v, 
             }
         return ERR("'%s': expected auto, h2 or http1", v);
     }
+    if (!strcmp(key, "websocket")) {
+        if (v[0] != '/' || strlen(v) >= sizeof(o->ws_path) || strpbrk(v, " \t#"))
+            return ERR("'%s' is not a path (expected e.g. /tunnel)", v);
+        snprintf(o->ws_path, sizeof(o->ws_path), "%s", v);
+        return 0;
+    }
     if (!strcmp(key, "tunnel_wait"))
         return set_duration_key(&o->tunnel_wait_ms, v, 1, 3600000, "a duration (1ms to 1h)", err,
                                 errlen);
@@ -450,7 +456,7 @@ int outbound_set_key(struct config_outbound *o, const char *key, const char *v, 
     }
     return ERR("unknown key (known: url, members, strategy, health_check, health_target, "
                "backoff, connect_timeout, pin, ca_file, credentials_file, source, device, "
-               "ip_preference, mux, tunnel_wait, reverse)");
+               "ip_preference, mux, tunnel_wait, reverse, websocket)");
 }
 
 /* ---- the whole list ------------------------------------------------------ */
@@ -555,6 +561,10 @@ static void check_section(const struct config_outbound *o, struct msglist *errs)
         why = "pin and ca_file are for https:// parents";
     else if (o->mux && o->kind != OUTBOUND_KIND_HTTPS)
         why = "mux is for https:// parents";
+    else if (o->ws_path[0] && o->kind != OUTBOUND_KIND_HTTPS)
+        why = "websocket is for https:// parents";
+    else if (o->ws_path[0] && o->mux == OUTBOUND_MUX_HTTP1)
+        why = "websocket carries the HTTP/2 tunnel: not with mux = http1";
     else if (o->has_pin && o->ca_file)
         why = "pin and ca_file: choose one (a pin replaces the CA check)";
     else if (!pool && (o->health_ms || o->health_host[0] || o->strategy))

@@ -148,6 +148,10 @@ struct config_outbound {
      * how long a session waits for that connection while it is down. */
     uint8_t mux;
     struct tls_ctx *tls_h2;
+    /* websocket = /PATH: that HTTP/2 connection runs inside a WebSocket
+     * (RFC 6455) opened on this path (relay/wslink.h), ALPN http/1.1, for
+     * a TLS-terminating reverse proxy or CDN in front; "": plain h2. */
+    char ws_path[128];
     uint32_t tunnel_wait_ms;
     /* A pool: members by index into config.outbounds, in order. */
     uint16_t members[OUTBOUND_MAX_MEMBERS];

@@ -29,7 +29,9 @@ int outbound_tls_load(struct config_outbound *o, char *err, size_t errlen)
     if (o->tls && o->mux != OUTBOUND_MUX_HTTP1) {
         /* The shared HTTP/2 connection (relay/outbound_h2.c): auto also
          * offers http/1.1 and falls back to the context above. */
-        conf.alpn = o->mux == OUTBOUND_MUX_H2 ? "h2" : "h2,http/1.1";
+        conf.alpn = o->ws_path[0]               ? "http/1.1" /* the Upgrade is HTTP/1.1 */
+                    : o->mux == OUTBOUND_MUX_H2 ? "h2"
+                                                : "h2,http/1.1";
         o->tls_h2 = tls_client_ctx_new(&conf, why, sizeof(why));
     }
     if (!o->tls || (o->mux != OUTBOUND_MUX_HTTP1 && !o->tls_h2)) {

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * fcrypto.c: libsodium behind ferry's own names.
+ * fcrypto.c: libsodium behind ferry's own names (and OpenSSL's SHA-1, which
+ * RFC 6455's handshake names and libsodium lacks).
  */
 #include "crypto/fcrypto.h"
 
+#include <openssl/evp.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
@@ -41,15 +43,6 @@ void fcrypto_mac128(uint8_t out[FCRYPTO_MAC128_LEN], const uint8_t key[FCRYPTO_K
     crypto_generichash(out, FCRYPTO_MAC128_LEN, msg, len, key, FCRYPTO_KEY_LEN);
 }
 
-size_t fcrypto_base64_encode(char *out, size_t cap, const uint8_t *in, size_t n)
-{
-    size_t need = sodium_base64_ENCODED_LEN(n, sodium_base64_VARIANT_ORIGINAL);
-    if (cap < need)
-        return 0;
-    sodium_bin2base64(out, cap, in, n, sodium_base64_VARIANT_ORIGINAL);
-    return strlen(out);
-}
-
 uint64_t fcrypto_hash64(const uint8_t key[FCRYPTO_SHORTKEY_LEN], const void *data, size_t len)
 {
     uint8_t h[crypto_shorthash_BYTES];
@@ -75,6 +68,27 @@ int fcrypto_base64_decode(uint8_t *out, size_t cap, size_t *outlen, const char *
     }
     *outlen = n;
     return 0;
+}
+
+size_t fcrypto_base64_encode(char *out, size_t cap, const void *in, size_t len)
+{
+    size_t need = sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_ORIGINAL);
+    if (cap < need)
+        return 0;
+    sodium_bin2base64(out, cap, in, len, sodium_base64_VARIANT_ORIGINAL);
+    return need - 1;
+}
+
+int fcrypto_sha1(uint8_t out[FCRYPTO_SHA1_LEN], const void *a, size_t alen, const void *b,
+                 size_t blen)
+{
+    EVP_MD_CTX *x = EVP_MD_CTX_new();
+    unsigned int n = 0;
+    int ok = x && EVP_DigestInit_ex(x, EVP_sha1(), NULL) && EVP_DigestUpdate(x, a, alen) &&
+             EVP_DigestUpdate(x, b, blen) && EVP_DigestFinal_ex(x, out, &n) &&
+             n == FCRYPTO_SHA1_LEN;
+    EVP_MD_CTX_free(x);
+    return ok ? 0 : -1;
 }
 
 void fcrypto_wipe(void *p, size_t len)

@@ -38,9 +38,14 @@ bool fcrypto_equal(const void *a, const void *b, size_t len);
  * alphabet, bad padding, or more than cap bytes), and then out is wiped,
  * since what was decoded may be part of a secret. */
 int fcrypto_base64_decode(uint8_t *out, size_t cap, size_t *outlen, const char *b64, size_t len);
-/* Padded RFC 4648 base64 of in[0..n) into out (cap bytes, NUL-ended):
- * the length, or 0 when cap is under 4 * ceil(n / 3) + 1. */
-size_t fcrypto_base64_encode(char *out, size_t cap, const uint8_t *in, size_t n);
+/* Padded RFC 4648 base64 of len bytes into out (NUL-terminated): the
+ * text's length, or 0 when cap is too small. */
+size_t fcrypto_base64_encode(char *out, size_t cap, const void *in, size_t len);
+/* SHA-1 (OpenSSL's), for protocols that name it where no secret rides on
+ * it: RFC 6455's Sec-WebSocket-Accept. Returns 0, or -1 (OpenSSL failed). */
+#define FCRYPTO_SHA1_LEN 20
+int fcrypto_sha1(uint8_t out[FCRYPTO_SHA1_LEN], const void *a, size_t alen, const void *b,
+                 size_t blen);
 /* Overwrite len bytes in a way the compiler may not drop (secrets). */
 void fcrypto_wipe(void *p, size_t len);
 

@@ -786,6 +786,8 @@ const char *http1_reason(int status)
         return "Bad Request";
     case 403:
         return "Forbidden";
+    case 404:
+        return "Not Found";
     case 405:
         return "Method Not Allowed";
     case 407:
@@ -794,6 +796,8 @@ const char *http1_reason(int status)
         return "Request Timeout";
     case 414:
         return "URI Too Long";
+    case 426:
+        return "Upgrade Required";
     case 429:
         return "Too Many Requests";
     case 431:

@@ -180,6 +180,8 @@ struct conn {
     bool authed;             /* user was verified (not SOCKS4's USERID) */
     bool ip_tracked;         /* counted in the per-address table */
     bool dialed;             /* conn_dial() chose an outbound (c->ob), for the access log */
+    bool own_dest;           /* the configuration names the destination (decoy=): no rule or
+                                protected range judges it (policy.c) */
     bool proxy_form;         /* a plain HTTP request: an HTTP parent takes it as a proxy
                               * (outbound_proxy_form), dialled without CONNECT */
     uint64_t id;

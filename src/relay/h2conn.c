@@ -38,9 +38,11 @@
 #include "log/log.h"
 #include "proto/h2flow.h"
 #include "proto/h2h1.h"
+#include "proto/ws.h"
 #include "relay/front.h"
 #include "relay/h2io.h"
 #include "relay/session.h"
+#include "relay/wslink.h"
 
 #define H2_TX_MAX   (128u * 1024) /* bytes a stream holds for the client */
 #define H2_OUT_CAP  (64u * 1024)  /* frames gathered before one TLS write */
@@ -91,6 +93,7 @@ struct h2conn {
     bool dying;   /* the carrier is closing: no nghttp2 calls from streams */
     uint8_t *out; /* frames gathered for the next TLS write */
     uint32_t out_off, out_len;
+    struct wslink *ws;  /* the WebSocket transport (wslink.h); NULL: plain h2 */
     struct release rel; /* freed after the batch of events that closed it */
 };
 
@@ -500,9 +503,30 @@ static void h2conn_free(struct h2conn *hc)
     }
     nghttp2_session_del(hc->s);
     free(hc->out);
+    wslink_free(hc->ws);
+    hc->ws = NULL;
     hc->s = NULL;
     stat_sub(&hc->c->w->stats.h2_conns, 1);
     loop_release(&hc->c->w->loop, &hc->rel, h2conn_release);
+}
+
+/* conn_cli_send() as a wslink_write_fn. */
+static ssize_t h2conn_ws_write(void *ctx, const uint8_t *p, size_t n)
+{
+    ssize_t k = conn_cli_send(ctx, p, n);
+    return k < 0 ? -errno : k;
+}
+
+/* Bytes to the client: as they are, or framed by the WebSocket link. */
+static ssize_t h2conn_send(struct h2conn *hc, const uint8_t *p, size_t n)
+{
+    if (!hc->ws)
+        return conn_cli_send(hc->c, p, n);
+    ssize_t k = wslink_send(hc->ws, p, n, h2conn_ws_write, hc->c);
+    if (k >= 0)
+        return k;
+    errno = (int)-k;
+    return -1;
 }
 
 /* Write gathered frames; gather more while nghttp2 has them. Returns 0,
@@ -510,6 +534,8 @@ static void h2conn_free(struct h2conn *hc)
 static int h2conn_flush(struct h2conn *hc)
 {
     struct conn *c = hc->c;
+    if (hc->ws && (c->cli_ev & SIDE_WR) && h2conn_send(hc, NULL, 0) < 0 && errno != EAGAIN)
+        return -errno; /* what the link queued (a 101, PONG, CLOSE) first */
     for (;;) {
         int rc = h2io_gather(hc->s, &hc->sched, &hc->out, &hc->out_len, H2_OUT_CAP / 2, H2_OUT_CAP);
         if (rc)
@@ -518,7 +544,7 @@ static int h2conn_flush(struct h2conn *hc)
             return 0;
         if (!(c->cli_ev & SIDE_WR))
             return 0;
-        ssize_t n = conn_cli_send(c, hc->out + hc->out_off, hc->out_len - hc->out_off);
+        ssize_t n = h2conn_send(hc, hc->out + hc->out_off, hc->out_len - hc->out_off);
         if (n < 0)
             return errno == EAGAIN ? 0 : -errno;
         hc->out_off += (uint32_t)n;
@@ -551,6 +577,19 @@ static int h2conn_read(struct h2conn *hc)
         c->last_active = loop_now(&c->w->loop);
         if (hc->calm || hc->failed)
             continue; /* over budget or broken: read and discard until closed */
+        if (hc->ws) {
+            int wr = wslink_recv(hc->ws, hc->s, buf, (size_t)n);
+            if (wr == WSLINK_CLOSED) {
+                h2conn_send(hc, NULL, 0); /* our CLOSE, if it fits */
+                return 1;
+            }
+            hc->failed = wr != WSLINK_OK;
+            if (hc->failed)
+                log_debug("h2: conn %llu: %s", (unsigned long long)c->id,
+                          wr == WSLINK_BAD ? "WebSocket protocol error: CLOSE sent"
+                                           : "HTTP/2 error inside the WebSocket");
+            continue;
+        }
         ssize_t rv = nghttp2_session_mem_recv(hc->s, buf, (size_t)n);
         if (rv < 0) {
             if (!hc->calm)
@@ -582,6 +621,19 @@ static void h2conn_linger(struct h2conn *hc)
     conn_linger(c);
 }
 
+/* The connection ends in order (why): inside a WebSocket, a CLOSE goes
+ * first (1001 after our GOAWAY, a drain or a reload, or an idle timeout;
+ * 1000 otherwise; RFC 6455 7.4.1), as far as the socket takes it now. */
+static void h2conn_end_in_order(struct h2conn *hc, const char *why)
+{
+    if (hc->ws) {
+        bool away = hc->goaway || strcmp(why, "idle-timeout") == 0;
+        wslink_close(hc->ws, away ? WS_CLOSE_GOING_AWAY : WS_CLOSE_NORMAL);
+        h2conn_send(hc, NULL, 0);
+    }
+    conn_close(hc->c, why);
+}
+
 static void h2conn_drive(struct conn *c, uint32_t up_events)
 {
     (void)up_events;
@@ -596,15 +648,16 @@ static void h2conn_drive(struct conn *c, uint32_t up_events)
         conn_close_err(c, "client-error", rc);
         return;
     }
-    bool flushed = hc->out_len == 0 && !nghttp2_session_want_write(hc->s);
+    bool flushed = hc->out_len == 0 && !nghttp2_session_want_write(hc->s) &&
+                   !(hc->ws && wslink_pending(hc->ws));
     if (flushed && (hc->calm || hc->failed)) {
         h2conn_linger(hc);
         return;
     }
     if (flushed && !nghttp2_session_want_read(hc->s))
-        conn_close(c, "done");
+        h2conn_end_in_order(hc, "done");
     else if (flushed && hc->goaway && hc->nstreams == 0)
-        conn_close(c, "goaway");
+        h2conn_end_in_order(hc, "goaway");
 }
 
 static void h2conn_timeout(struct conn *c)
@@ -616,7 +669,7 @@ static void h2conn_timeout(struct conn *c)
         return;
     }
     if (hc->nstreams == 0 && loop_now(&c->w->loop) - c->last_active >= idle) {
-        conn_close(c, "idle-timeout");
+        h2conn_end_in_order(hc, "idle-timeout");
         return;
     }
     loop_timer_arm(&c->w->loop, &c->timer, idle);
@@ -671,11 +724,17 @@ static int h2conn_settings(struct h2conn *hc)
 
 void h2conn_begin(struct conn *c)
 {
+    h2conn_begin_ws(c, NULL);
+}
+
+void h2conn_begin_ws(struct conn *c, struct wslink *ws)
+{
     const struct config *cfg = conn_cfg(c);
     const struct config_http2 *hc2 = &cfg->http2;
     uint8_t allowed = cfg->listen[c->listen_index].protocols;
     if (!((allowed ? allowed : cfg->protocols) & PROTO_HTTP)) {
         /* HTTP/2 is an HTTP proxy: a listener without http does not speak it. */
+        wslink_free(ws);
         conn_bad_handshake(c);
         stat_add(&c->w->stats.unknown_protocol, 1);
         conn_close(c, "protocol-not-enabled");
@@ -696,6 +755,7 @@ void h2conn_begin(struct conn *c)
         if (hc)
             free(hc->out);
         free(hc);
+        wslink_free(ws);
         conn_close_err(c, "no-memory", -ENOMEM);
         return;
     }
@@ -703,6 +763,9 @@ void h2conn_begin(struct conn *c)
         worker_budget.cap = worker_budget.max = hc2->worker_budget;
     stat_add(&c->w->stats.h2_conns, 1);
     c->h2 = hc;
+    hc->ws = ws; /* bytes that came behind the Upgrade go to nghttp2 now */
+    if (ws && wslink_start(ws, hc->s) != WSLINK_OK)
+        hc->failed = true;
     /* Ordering stays in user space: small frames go out at once, and the
      * socket queues little that is not sent yet. */
     h2io_carrier(c->cli.fd);

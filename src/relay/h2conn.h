@@ -57,6 +57,11 @@ extern const struct front_ops front_h2conn;
 /* The TLS handshake of c settled on ALPN "h2": make c the carrier of an
  * HTTP/2 connection (server SETTINGS go out at once). May close c. */
 void h2conn_begin(struct conn *c);
+/* The same for an HTTP/2 connection inside a WebSocket (front_ws.c
+ * answered the Upgrade: its 101 and any early bytes are in ws, which c now
+ * owns; wslink.h). May close c. */
+struct wslink;
+void h2conn_begin_ws(struct conn *c, struct wslink *ws);
 /* Send GOAWAY (the last stream id) on every HTTP/2 connection of the
  * worker and let open streams finish; the connection closes when none is
  * left (a drain or a reload). */

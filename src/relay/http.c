@@ -53,6 +53,8 @@
 #include "proto/http1.h"
 #include "relay/errmap.h"
 #include "relay/front.h"
+#include "relay/front_ws.h"
+#include "relay/h2conn.h"
 #include "relay/http_parent.h"
 #include "relay/outbound.h"
 #include "relay/session.h"
@@ -219,7 +221,9 @@ static void http_error(struct conn *c, enum outcome o, int status, const char *t
         return;
     }
     char msg[1024];
-    const char *extra = status == 407 ? "Proxy-Authenticate: Basic realm=\"ferry\"\r\n" : "";
+    const char *extra = status == 407   ? "Proxy-Authenticate: Basic realm=\"ferry\"\r\n"
+                        : status == 426 ? "Sec-WebSocket-Version: 13\r\n" /* RFC 6455 4.4 */
+                                        : "";
     int body = (int)strlen(text) + 1;
     int n = snprintf(msg, sizeof(msg),
                      "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
@@ -618,6 +622,46 @@ static void http_forward_to(struct conn *c, const char *host, uint16_t port)
     http_dial(c, host, port);
 }
 
+/* An origin-form request on a websocket= listener (front_ws.h): the
+ * HTTP/2 tunnel inside a WebSocket, the decoy, or an error. */
+static void http_websocket(struct conn *c, int route, const char *key, size_t headlen)
+{
+    struct http_state *h = c->http;
+    struct wslink *ws = NULL;
+    switch ((enum front_ws_route)route) {
+    case FRONT_WS_NONE:
+        return;
+    case FRONT_WS_NOT_FOUND:
+        http_error(c, OUT_BAD_REQUEST, 404, "ferry: not found", "not-found");
+        return;
+    case FRONT_WS_BAD:
+        http_error(c, OUT_BAD_REQUEST, 400, "ferry: malformed WebSocket handshake", "bad-request");
+        return;
+    case FRONT_WS_VERSION:
+        http_error(c, OUT_BAD_REQUEST, 426, "ferry: WebSocket version 13 only", "bad-request");
+        return;
+    case FRONT_WS_DECOY:
+        /* The request goes as it came, with what follows it. */
+        h->method[0] = '\0'; /* the decoy's row logs the session */
+        c->c2u.buf = h->req.in;
+        h->req.in = NULL;
+        http_free(c);
+        conn_set_front(c, &front_ws_decoy);
+        front_ws_decoy.start(c);
+        return;
+    case FRONT_WS_TUNNEL:
+        ws = front_ws_link(key, buf_head(h->req.in) + headlen, buf_len(h->req.in) - headlen);
+        h->status = 101;
+        http_free(c); /* its access-log line: GET 101 */
+        if (!ws) {
+            conn_close_err(c, "no-memory", -ENOMEM);
+            return;
+        }
+        h2conn_begin_ws(c, ws);
+        return;
+    }
+}
+
 /* A complete request head is at the start of req.in: judge it, then send
  * the request on its way. m is freed on one path, before anything that may
  * end the session. */
@@ -628,12 +672,17 @@ static void http_request_head(struct conn *c, size_t headlen)
         conn_close_err(c, "no-memory", -ENOMEM);
         return;
     }
-    char host[256];
+    char host[256], key[WS_KEY_LEN + 1];
     uint16_t port = 0;
-    int kind = -1;
-    if (http_head_parse(c, m, headlen) == 0 && http_head_auth(c, m) == 0)
+    int kind = -1, route = FRONT_WS_NONE;
+    if (http_head_parse(c, m, headlen) == 0 &&
+        (route = front_ws_route(c, m, key)) == FRONT_WS_NONE && http_head_auth(c, m) == 0)
         kind = http_head_target(c, m, headlen, host, sizeof(host), &port);
     free(m);
+    if (route != FRONT_WS_NONE) {
+        http_websocket(c, route, key, headlen);
+        return;
+    }
     if (kind < 0)
         return; /* answered, or waiting for an authentication verdict */
     c->http->kind = (uint8_t)kind;

@@ -47,11 +47,13 @@
 #include "log/log.h"
 #include "proto/h2flow.h"
 #include "proto/parent.h"
+#include "proto/ws.h"
 #include "relay/h2io.h"
 #include "relay/outbound.h"
 #include "relay/outbound_h2.h"
 #include "relay/outbound_h2rev.h"
 #include "relay/session.h"
+#include "relay/wslink.h"
 #include "tls/tls.h"
 
 #define HO_TX_MAX      (128u * 1024) /* bytes a stream holds for the parent */
@@ -62,7 +64,7 @@
 #define HO_BACKOFF_CAP 30000
 #define HO_HEALTHY_MS  60000 /* up this long: the back-off starts again */
 
-enum ho_state { HO_RESOLVE, HO_CONNECT, HO_TLS, HO_UP, HO_DEAD };
+enum ho_state { HO_RESOLVE, HO_CONNECT, HO_TLS, HO_WS, HO_UP, HO_DEAD };
 
 struct ho_conn;
 struct ho_slot;
@@ -136,6 +138,7 @@ struct ho_conn {
     bool reconnect;    /* an attempt after a loss */
 
     struct h2io_sched sched; /* young/bulk weight changes due (h2io.h) */
+    struct wslink *ws;       /* websocket = /PATH: the transport (wslink.h); NULL: TLS only */
 };
 
 /* An outbound of a configuration on this worker: its current connection,
@@ -525,6 +528,10 @@ static void slot_serve(struct ho_slot *sl)
     }
 }
 
+static void ho_up(struct ho_conn *hc);
+static void ho_ws_begin(struct ho_conn *hc);
+static ssize_t ho_write(void *ctx, const uint8_t *p, size_t n);
+
 /* Close hc: its streams fail (reset), the slot's back-off starts when it
  * was the slot's current one and failed. */
 static void ho_conn_close(struct ho_conn *hc, const char *why, bool failure)
@@ -535,6 +542,10 @@ static void ho_conn_close(struct ho_conn *hc, const char *why, bool failure)
         return;
     if (hc->st == HO_UP)
         ho_stat(sl, OB_STAT_H2_CONNS, -1);
+    if (hc->st == HO_UP && hc->ws) { /* a CLOSE, as far as the socket takes it */
+        wslink_close(hc->ws, WS_CLOSE_GOING_AWAY);
+        wslink_send(hc->ws, NULL, 0, ho_write, hc);
+    }
     if (log_enabled(failure ? LOG_WARN : LOG_DEBUG))
         log_write(failure ? LOG_WARN : LOG_DEBUG,
                   "outbound %s: parent %s port %u: %s (HTTP/2 connection)", sl_ob(sl)->name,
@@ -559,6 +570,8 @@ static void ho_conn_close(struct ho_conn *hc, const char *why, bool failure)
     hc->s = NULL;
     tls_free(hc->tls);
     hc->tls = NULL;
+    wslink_free(hc->ws);
+    hc->ws = NULL;
     if (hc->io.fd >= 0) {
         if (failure)
             sock_abort(hc->io.fd);
@@ -600,11 +613,16 @@ static void ho_conn_close(struct ho_conn *hc, const char *why, bool failure)
     loop_release(l, &hc->rel, ho_conn_free);
 }
 
-/* TLS done: h2 (start the session) or http/1.1 (auto: fall back). */
+/* TLS done: h2 (start the session) or http/1.1 (auto: fall back); with
+ * websocket = /PATH, the WebSocket handshake first. */
 static void ho_tls_done(struct ho_conn *hc)
 {
     struct ho_slot *sl = hc->sl;
     const struct config_outbound *o = sl_ob(sl);
+    if (o->ws_path[0]) {
+        ho_ws_begin(hc);
+        return;
+    }
     char alpn[32];
     tls_alpn(hc->tls, alpn, sizeof(alpn));
     if (strcmp(alpn, "h2") != 0) {
@@ -622,6 +640,14 @@ static void ho_tls_done(struct ho_conn *hc)
         slot_serve(sl);
         return;
     }
+    ho_up(hc);
+}
+
+/* The transport is ready: the HTTP/2 session starts. */
+static void ho_up(struct ho_conn *hc)
+{
+    struct ho_slot *sl = hc->sl;
+    const struct config_outbound *o = sl_ob(sl);
     const struct config_http2 *h2 = &sl->wc->cfg->http2;
     hc->out = malloc(HO_OUT_CAP);
     hc->s = hc->out ? ho_session(hc) : NULL;
@@ -645,6 +671,8 @@ static void ho_tls_done(struct ho_conn *hc)
     hc->st = HO_UP;
     uint64_t now = loop_now(&hc->w->loop);
     hc->up_since = hc->last_rx = now;
+    if (hc->ws && wslink_start(hc->ws, hc->s) != WSLINK_OK)
+        hc->failed = true; /* frames that came with the 101 */
     ho_stat(sl, OB_STAT_H2_CONNS, 1);
     if (hc->reconnect)
         ho_stat(sl, OB_STAT_H2_RECONNECTS, 1);
@@ -675,12 +703,92 @@ static int ho_handshake(struct ho_conn *hc)
         return -1;
     }
     ho_tls_done(hc);
+    return hc->st == HO_UP || hc->st == HO_WS ? 1 : -1;
+}
+
+/* tls_write() and tls_read() as the link wants them, keeping the
+ * readiness bits. */
+static ssize_t ho_write(void *ctx, const uint8_t *p, size_t n)
+{
+    struct ho_conn *hc = ctx;
+    uint8_t want = SIDE_WR;
+    ssize_t k = tls_write(hc->tls, p, n, &want);
+    if (k == -EAGAIN) {
+        hc->ev &= (uint8_t)~want;
+        hc->wr_bit = want;
+    } else if (k > 0) {
+        hc->wr_bit = SIDE_WR;
+    }
+    return k;
+}
+
+static ssize_t ho_wsread(void *ctx, uint8_t *p, size_t n)
+{
+    struct ho_conn *hc = ctx;
+    if (!(hc->ev & hc->rd_bit) && !tls_pending(hc->tls))
+        return -EAGAIN;
+    uint8_t want = SIDE_RD;
+    ssize_t k = tls_read(hc->tls, p, n, &want);
+    if (k == -EAGAIN) {
+        hc->ev &= (uint8_t)~want;
+        hc->rd_bit = want;
+    } else if (k > 0) {
+        hc->rd_bit = SIDE_RD;
+    }
+    return k;
+}
+
+/* The WebSocket opening handshake (RFC 6455 4.1) on the TLS connection:
+ * the Upgrade to the outbound's path goes out, the 101 is awaited (the
+ * connect budget still runs). */
+static void ho_ws_begin(struct ho_conn *hc)
+{
+    const struct config_outbound *o = sl_ob(hc->sl);
+    char host[300];
+    bool v6 = strchr(o->host, ':') != NULL;
+    snprintf(host, sizeof(host), o->port == 443 ? "%s%s%s" : "%s%s%s:%u", v6 ? "[" : "", o->host,
+             v6 ? "]" : "", o->port);
+    hc->ws = wslink_new(true);
+    int rc = hc->ws ? wslink_client_begin(hc->ws, host, o->ws_path) : -ENOMEM;
+    if (rc) {
+        ho_conn_close(hc, rc == -ENOMEM ? "out of memory" : "a bad WebSocket path", true);
+        slot_serve(hc->sl);
+        return;
+    }
+    hc->st = HO_WS;
+}
+
+/* Send the Upgrade, read the answer. 1 once up, 0 while waiting, -1 when
+ * the connection was closed. */
+static int ho_ws_step(struct ho_conn *hc)
+{
+    const char *why = "";
+    ssize_t rc = 0;
+    if (hc->ev & hc->wr_bit)
+        rc = wslink_send(hc->ws, NULL, 0, ho_write, hc);
+    int r = rc < 0 && rc != -EAGAIN ? (int)rc : wslink_client_read(hc->ws, ho_wsread, hc, &why);
+    if (r == 0)
+        return 0;
+    if (r < 0) {
+        char what[160];
+        snprintf(what, sizeof(what), "WebSocket: %s", why[0] ? why : errmap_name(r));
+        ho_fail_as(hc, OUT_FAILED, "parent-websocket", true);
+        ho_conn_close(hc, what, true);
+        slot_serve(hc->sl);
+        return -1;
+    }
+    ho_up(hc);
     return hc->st == HO_UP ? 1 : -1;
 }
 
 /* Write what nghttp2 has for the parent. 0, or -errno. */
 static int ho_flush(struct ho_conn *hc)
 {
+    if (hc->ws && (hc->ev & hc->wr_bit)) {
+        ssize_t n = wslink_send(hc->ws, NULL, 0, ho_write, hc); /* PONG, CLOSE */
+        if (n < 0 && n != -EAGAIN)
+            return (int)n;
+    }
     for (;;) {
         int rc = h2io_gather(hc->s, &hc->sched, &hc->out, &hc->out_len, HO_OUT_CAP, HO_OUT_CAP);
         if (rc)
@@ -689,16 +797,13 @@ static int ho_flush(struct ho_conn *hc)
             return 0;
         if (!(hc->ev & hc->wr_bit))
             return 0;
-        uint8_t want = SIDE_WR;
-        ssize_t n = tls_write(hc->tls, hc->out + hc->out_off, hc->out_len - hc->out_off, &want);
-        if (n == -EAGAIN) {
-            hc->ev &= (uint8_t)~want;
-            hc->wr_bit = want;
+        const uint8_t *p = hc->out + hc->out_off;
+        size_t len = hc->out_len - hc->out_off;
+        ssize_t n = hc->ws ? wslink_send(hc->ws, p, len, ho_write, hc) : ho_write(hc, p, len);
+        if (n == -EAGAIN)
             return 0;
-        }
         if (n < 0)
             return (int)n;
-        hc->wr_bit = SIDE_WR;
         hc->out_off += (uint32_t)n;
         if (hc->out_off == hc->out_len)
             hc->out_off = hc->out_len = 0;
@@ -730,6 +835,13 @@ static int ho_read(struct ho_conn *hc)
             ho_kick(hc); /* fairness: go on after the others */
         if (hc->failed)
             continue;
+        if (hc->ws) {
+            int wr = wslink_recv(hc->ws, hc->s, buf, (size_t)n);
+            if (wr == WSLINK_CLOSED)
+                return 1; /* the parent's CLOSE: the connection ends */
+            hc->failed = wr != WSLINK_OK;
+            continue;
+        }
         ssize_t rv = nghttp2_session_mem_recv(hc->s, buf, (size_t)n);
         if (rv < 0) {
             log_info("outbound %s: HTTP/2: %s", sl_ob(hc->sl)->name, nghttp2_strerror((int)rv));
@@ -762,6 +874,8 @@ static void ho_drive(struct ho_conn *hc)
     }
     if (hc->st == HO_TLS && ho_handshake(hc) <= 0)
         return;
+    if (hc->st == HO_WS && ho_ws_step(hc) <= 0)
+        return;
     if (hc->st != HO_UP)
         return;
     int rc = ho_read(hc);
@@ -774,7 +888,8 @@ static void ho_drive(struct ho_conn *hc)
                       !(rc > 0 && (hc->goaway || hc->nstreams == 0)));
         return;
     }
-    bool flushed = hc->out_len == 0 && !nghttp2_session_want_write(hc->s);
+    bool flushed = hc->out_len == 0 && !nghttp2_session_want_write(hc->s) &&
+                   !(hc->ws && wslink_pending(hc->ws));
     if (flushed && hc->failed) {
         ho_conn_close(hc, "HTTP/2 protocol error", true);
     } else if (flushed && !nghttp2_session_want_read(hc->s)) {
@@ -811,10 +926,11 @@ static void ho_on_timer(struct timer *t)
     if (hc->st != HO_UP) {
         /* After TCP (TLS unanswered) every waiter times out, as an
          * HTTP/1.1 parent's sessions would. */
-        ho_fail_as(hc, OUT_TIMEOUT, "parent-timeout", hc->st == HO_TLS);
+        ho_fail_as(hc, OUT_TIMEOUT, "parent-timeout", hc->st >= HO_TLS);
         ho_conn_close(hc,
-                      hc->st == HO_TLS ? "no TLS handshake within the connect budget"
-                                       : "no connection within the connect budget",
+                      hc->st == HO_WS    ? "no WebSocket 101 within the connect budget"
+                      : hc->st == HO_TLS ? "no TLS handshake within the connect budget"
+                                         : "no connection within the connect budget",
                       true);
         return;
     }

@@ -84,6 +84,8 @@ enum policy_verdict policy_eval(struct conn *c, uint8_t cmd, const char *name,
             return POLICY_DENY;
         }
     }
+    if (c->own_dest) /* the operator's own (a decoy= web site), like a proxy_pass */
+        return POLICY_ALLOW;
     if (cfg->acl) {
         struct acl_req q = {
             &c->client, c->authed ? c->user : NULL, cmd ? cmd : acl_cmd_of(c), name, ip, port};

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""`ferry bench --tunnel h2`: the bench starts a tunnel pair itself (a ferry
+"""`ferry bench --tunnel h2` (and wss): the bench starts a tunnel pair itself (a ferry
 with a SOCKS5 port and an https:// outbound over h2, pinned, in front of a
 ferry with a tls:// listener) and runs the TCP scenarios through the
 client's SOCKS5 port, every byte checked; the CPU is that of both.
@@ -27,14 +27,14 @@ def bench(*args, timeout=120):
                           timeout=timeout)
 
 
-def bench_json(*args):
+def bench_json(*args, mode="h2"):
     p = bench(*args, *SHORT)
     assert p.returncode == 0, f"bench failed: {p.stderr}\n{p.stdout}"
     lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
     assert len(lines) == 1, p.stdout
     r = json.loads(lines[0])
     assert r["ok"] is True and "error" not in r
-    assert r["params"]["tunnel"] == "h2" and r["params"]["chain"] == 1
+    assert r["params"]["tunnel"] == mode and r["params"]["chain"] == 1
     return r
 
 
@@ -50,16 +50,17 @@ def gone(pid):
         return True
 
 
-def check_pair(r):
+def check_pair(r, mode="h2"):
     """Two ferries, the client first (the one the bench talks to), both
     stopped at the end."""
     (inst,) = r["proxy_instances"]
     client, server = inst["chain"]
     assert (client["pid"], client["addr"]) == (inst["pid"], inst["addr"])
     assert client["pid"] != server["pid"] and client["addr"] != server["addr"]
-    assert r["target"].startswith(f"ferry tunnel h2 (self-hosted): client pid {client['pid']}, "
+    assert r["target"].startswith(f"ferry tunnel {mode} (self-hosted): client pid {client['pid']}, "
                                   f"SOCKS5 at {client['addr']} -> ")
-    assert r["target"].endswith(f"server pid {server['pid']} at tls://{server['addr']}")
+    path = "/tunnel" if mode == "wss" else ""
+    assert r["target"].endswith(f"server pid {server['pid']} at tls://{server['addr']}{path}")
     assert gone(client["pid"]) and gone(server["pid"])
 
 
@@ -71,6 +72,16 @@ def test_tunnel_throughput_moves_bytes_intact():
     assert metric(r, "corrupt_streams") == 0 and metric(r, "broken_streams") == 0
     # Both processes' CPU is the proxy's.
     assert metric(r, "proxy_cpu_per_gib") > 0
+
+
+def test_tunnel_wss_throughput_moves_bytes_intact():
+    r = bench_json("throughput", "--tunnel", "wss", "--connections", "2", "--payload", "16k",
+                   mode="wss")
+    check_pair(r, mode="wss")
+    assert "HTTP/2 in a WebSocket + TLS 1.3" in r["target"]
+    assert metric(r, "streams") == 2
+    assert metric(r, "up") > 0 and metric(r, "down") > 0
+    assert metric(r, "corrupt_streams") == 0 and metric(r, "broken_streams") == 0
 
 
 def test_tunnel_handshakes_without_failures():
@@ -90,9 +101,8 @@ def test_tunnel_human_header_names_it():
     assert "tunnel h2 (client and server pinned, TLS 1.3; CPU and memory of both)" in p.stdout
 
 
-def test_tunnel_wss_and_bad_combinations_refused():
+def test_tunnel_bad_combinations_refused():
     cases = [
-        (["throughput", "--tunnel", "wss"], "--tunnel wss: not supported yet (h2 only)"),
         (["throughput", "--tunnel", "h3"], "--tunnel"),
         (["udp", "--tunnel", "h2"], "--tunnel is for the TCP scenarios"),
         (["rules", "--tunnel", "h2"], "--tunnel is for the TCP scenarios"),
@@ -114,7 +124,7 @@ def test_tunnel_wss_and_bad_combinations_refused():
 def test_help_documents_tunnel():
     p = bench("--help", timeout=30)
     assert p.returncode == 0
-    assert "--tunnel h2" in p.stdout and "wss: not supported yet" in p.stdout
+    assert "--tunnel h2" in p.stdout and "--tunnel wss" in p.stdout
 
 
 def compare_dry_run(*args):
@@ -133,17 +143,18 @@ def test_compare_tunnel_group_plans_its_rows():
     shadowsocks-libev are the packages it needs."""
     info, runs = compare_dry_run("--only", "tunnel", "--rounds", "1")
     assert info["groups"] == "tunnel"
-    assert info["targets"] == "ferry ferry-tunnel ssh-d ss-libev-aes"
+    assert info["targets"] == "ferry ferry-tunnel ferry-tunnel-wss ssh-d ss-libev-aes"
     needed = info["packages needed"].split()
     assert {"openssh-server", "openssh-client", "shadowsocks-libev"} <= set(needed)
     assert not {"dante-server", "squid", "stunnel4"} & set(needed)
-    assert len(runs) == 16  # 4 variants x 4 targets
+    assert len(runs) == 20  # 4 variants x 5 targets
     variants = {l.split()[1] for l in runs}
     assert variants == {"tunnel-throughput-1", "tunnel-throughput-8", "tunnel-handshakes",
                         "tunnel-requests"}
     for l in runs:
         t = l.split()[2].rstrip(":")
         assert ("--tunnel h2" in l) == (t == "ferry-tunnel"), l
+        assert ("--tunnel wss" in l) == (t == "ferry-tunnel-wss"), l
         assert l.endswith("(tunnel)")
         if l.split()[1] == "tunnel-requests":
             assert "--requests 1000 --downloads 8 --download-size 1m" in l

@@ -8,7 +8,7 @@ finished are not lost), stdio:HOST:PORT as a subprocess (integrity, exit 0
 on EOF; the target unreachable: exit 1 and one line on stderr), ssh with
 ProxyCommand to a local sshd (skipped without openssh-server), a wrong
 pin, a wrong password and a server that is not running (the SOCKS/HTTP
-error, the log names the reason), the command line's refusals (wss://,
+error, the log names the reason), the command line's refusals (http://,
 /udp, duplicates), --print-config read back by --check, and forward=
 config errors naming FILE:LINE."""
 
@@ -361,8 +361,7 @@ def test_password_prompt(server, echo_server):
 
 
 @pytest.mark.parametrize("args,says", [
-    (["wss://h/path", "socks"], "not supported yet"),
-    (["http://h", "socks"], "not an https:// URL"),
+    (["http://h", "socks"], "not an https:// or wss:// URL"),
     (["https://h", "R:5353:127.0.0.1:53/udp"], "UDP (/udp) remotes are not supported yet"),
     (["https://h", "5353:1.1.1.1:53/udp"], "UDP (/udp) remotes are not supported yet"),
     (["https://h", "8080:h:80", "8080:h:81"], "same local port 8080"),

@@ -179,6 +179,16 @@ static void test_tunnel_client_and_server(void **state)
     assert_non_null(strstr(text, "listen = tls://127.0.0.1:0\n"));
     assert_null(strstr(text, "[outbound"));
     expect_load_ok(x, text, NULL);
+    /* --tunnel wss: websocket = /tunnel on both ends; both load. */
+    client.ws_path = srv.ws_path = BENCH_WS_PATH;
+    assert_true(child_conf_format(text, sizeof(text), &client) > 0);
+    assert_non_null(strstr(text, "mux = h2\nwebsocket = /tunnel\n"));
+    expect_load_ok(x, text, NULL);
+    assert_string_equal(default_outbound(x->c)->ws_path, "/tunnel");
+    assert_true(child_conf_format(text, sizeof(text), &srv) > 0);
+    assert_non_null(strstr(text, "listen = tls://127.0.0.1:0 websocket=/tunnel\n"));
+    expect_load_ok(x, text, NULL);
+    assert_string_equal(x->c->listen[0].ws_path, "/tunnel");
     tls_cert_fini(&cert);
     harness_path(path, sizeof(path), x->dir, "cert.pem");
     unlink(path);
@@ -258,7 +268,7 @@ static void test_chain_option(void **state)
     assert_string_equal(msg, "--chain must be 1..8 ferries (got 9)");
 }
 
-/* --tunnel: h2 only (wss named, not yet there), self-hosted TCP scenarios
+/* --tunnel: h2 or wss, self-hosted TCP scenarios
  * only, and neither --chain nor --https-proxy beside it. */
 static void test_tunnel_option(void **state)
 {
@@ -273,7 +283,9 @@ static void test_tunnel_option(void **state)
     assert_int_equal(PARSE("bench", "requests", "--tunnel", "h2"), BENCH_RUN);
     assert_int_equal(PARSE("bench", "connections", "--tunnel", "h2"), BENCH_RUN);
     assert_int_equal(PARSE("bench", "throughput", "--tunnel", "h2", "--chain", "1"), BENCH_RUN);
-    assert_int_equal(PARSE("bench", "throughput", "--tunnel", "wss"), 2);
+    assert_int_equal(PARSE("bench", "throughput", "--tunnel", "wss"), BENCH_RUN);
+    assert_int_equal(o.tunnel, TUNNEL_WSS);
+    assert_int_equal(bench_hops(&o), 2);
     assert_int_equal(PARSE("bench", "throughput", "--tunnel", "h3"), 2);
     assert_int_equal(PARSE("bench", "udp", "--tunnel", "h2"), 2);
     assert_int_equal(PARSE("bench", "rules", "--tunnel", "h2"), 2);

@@ -206,7 +206,7 @@ static void test_names_and_sections(void **state)
     expect_msg(x, 4,
                "%s:7: outbound a.secret: unknown key (known: url, members, strategy, "
                "health_check, health_target, backoff, connect_timeout, pin, ca_file, "
-               "credentials_file, source, device, ip_preference, mux, tunnel_wait, reverse)",
+               "credentials_file, source, device, ip_preference, mux, tunnel_wait, reverse, websocket)",
                x->path);
     expect_msg(x, 5, "%s:8: [outbound a] is defined twice (at %s:4)", x->path, x->path);
 }
