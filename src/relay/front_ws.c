@@ -39,7 +39,10 @@ static bool path_is(const char *target, size_t tlen, const char *path)
 enum front_ws_route front_ws_route(const struct conn *c, const struct http1_msg *m,
                                    char key[WS_KEY_LEN + 1])
 {
-    const struct config_listen *l = &conn_cfg(c)->listen[c->listen_index];
+    const struct config *cfg = conn_cfg(c);
+    if (c->listen_index >= cfg->nlisten) /* a reverse session: no listener, no websocket= */
+        return FRONT_WS_NONE;
+    const struct config_listen *l = &cfg->listen[c->listen_index];
     if (!l->ws_path[0] || m->tlen == 0 || m->target[0] != '/')
         return FRONT_WS_NONE; /* absolute-form and CONNECT: the proxy's */
     bool decoy = l->decoy_port != 0;

@@ -313,7 +313,7 @@ static void pd_connect_next(struct conn *c, int last_err)
     /* Where bytes leave: the outbound's source, else the listener's. */
     const struct config *cfg = conn_cfg(c);
     const struct outbound_source *src = &cfg->outbounds[c->ob].source;
-    if (!src->addr.family && !src->device[0])
+    if (!src->addr.family && !src->device[0] && c->listen_index < cfg->nlisten)
         src = &cfg->listen[c->listen_index].source;
     while (pd->next_peer < pd->peers.n && now < c->deadline) {
         const struct addr *a = &pd->peers.a[pd->next_peer++];
