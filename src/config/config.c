@@ -811,9 +811,12 @@ static const struct key keys[] = {
     /* [udp]: limits fall back or clamp with a warning (set_limit) */
     {"udp.associations", set_limit, OFF(udp.associations), 1, 100000, "1..100000", false},
     {"udp.destinations", set_limit, OFF(udp.destinations), 1, 65536, "1..65536", false},
-    {"udp.idle", set_limit, OFF(udp.idle_ms), 1000, DAY_MS, "a duration from 1s to 24h", false},
+    {"udp.idle", set_limit, OFF(udp.idle_ms), 500, DAY_MS, "a duration from 500ms to 24h", false},
     {"udp.max_datagram", set_limit, OFF(udp.max_datagram), 11, 65507, "11..65507 bytes", false},
     {"udp.queue", set_limit, OFF(udp.queue), 1, 4096, "1..4096", false},
+    {"udp.tunnel_queue", set_limit, OFF(udp.tunnel_queue), 1, 1024, "1..1024", false},
+    {"udp.tunnel_queue_bytes", set_limit, OFF(udp.tunnel_queue_bytes), 1024, 16u << 20,
+     "1k..16m bytes", false},
     {"udp.advertise", set_advertise, 0, 0, 0, "an IP address", false},
     {"udp.ports", set_port_range, 0, 0, 0, "LOW-HIGH", false},
     {"udp.gso", set_bool, OFF(udp.gso), 0, 0, "yes or no", false},
@@ -1356,6 +1359,8 @@ static void set_defaults(struct config *c)
     c->udp.gso = true;
     c->udp.gro = true;
     c->udp.queue = 64;
+    c->udp.tunnel_queue = 16;
+    c->udp.tunnel_queue_bytes = 256u << 10;
     c->protocols = PROTO_ALL;
     c->bind_timeout_ms = 60000;
     c->http.max_header = 65536;

@@ -21,6 +21,7 @@
 #include "relay/h2rev.h"
 #include "relay/outbound.h"
 #include "relay/session.h"
+#include "relay/udp_tunnel.h"
 #include "udp/udp.h"
 
 static void relay_accept(struct worker *w, struct listener *ls, int fd, const struct addr *peer)
@@ -102,6 +103,7 @@ static void relay_config_changed(struct worker *w)
     h2conn_goaway_all(w);
     h2rev_close_all(); /* reverse listeners go: the client registers again */
     outbound_h2_config_changed(w);
+    udp_tunnel_start(); /* udp/'s hook for datagrams through a tunnel */
     const struct config *cfg = w->cur->cfg;
     struct auth *a = atomic_load(&w->sh->auth);
     if (w->auth || !a || !config_auth_enabled(cfg))
