@@ -64,8 +64,10 @@ static const char usage_client[] =
     "         [ADDR:]PORT:HOST:PORT      a port forward (IPv6 in brackets:\n"
     "                                    [::1]:8080:[2001:db8::1]:80)\n"
     "         stdio:HOST:PORT            one connection on stdin/stdout (ssh)\n"
-    "         ADDR defaults to 127.0.0.1. R:... (reverse) and .../udp remotes\n"
-    "         are not supported yet.\n"
+    "         [ADDR:]PORT:HOST:PORT/udp  a UDP port forward (one association per\n"
+    "                                    source address; [udp] limits)\n"
+    "         ADDR defaults to 127.0.0.1. UDP ASSOCIATE works at socks remotes.\n"
+    "         R:... (reverse) remotes are not supported yet.\n"
     "\n"
     "Options:\n"
     "      --pin sha256//BASE64  accept the server's certificate by its public\n"
@@ -326,6 +328,8 @@ static char *client_text(const struct client_opts *o, const struct client_url *u
             continue;
         }
         snprintf(dest, sizeof(dest), strchr(r->host, ':') ? "[%s]:%u" : "%s:%u", r->host, r->port);
+        if (r->udp)
+            continue; /* [udp] forward, below */
         if (r->kind == REMOTE_STDIO)
             text_add(&t, "listen = 127.0.0.1:0 forward=%s  # stdio\n", dest);
         else
@@ -346,6 +350,14 @@ static char *client_text(const struct client_opts *o, const struct client_url *u
         text_add(&t, "ca_file = %s\n", abs_path(o->cacert, buf));
     if (o->auth_file)
         text_add(&t, "credentials_file = %s\n", abs_path(o->auth_file, buf));
+    for (size_t i = 0, n = 0; i < o->n; i++) {
+        const struct remote *r = &o->remotes[i];
+        if (!r->udp)
+            continue;
+        snprintf(dest, sizeof(dest), strchr(r->host, ':') ? "[%s]:%u" : "%s:%u", r->host, r->port);
+        text_add(&t, "%sforward = %s %s\n", n++ ? "" : "\n[udp]\n",
+                 addr_format(&r->local, hp, sizeof(hp)), dest);
+    }
     if (t.oom) {
         free(t.p);
         return NULL;
@@ -535,9 +547,10 @@ static int parse_remotes(struct client_opts *o, long *stdio)
             log_print(true, "ferry client: %s\n", err);
             return 2;
         }
-        if (r->reverse || r->udp) {
-            log_print(true, "ferry client: remote '%s': %s remotes are not supported yet\n",
-                      o->words[i], r->reverse ? "reverse (R:)" : "UDP (/udp)");
+        if (r->reverse) {
+            log_print(true,
+                      "ferry client: remote '%s': reverse (R:) remotes are not supported yet\n",
+                      o->words[i]);
             return 2;
         }
         if (r->kind == REMOTE_STDIO)

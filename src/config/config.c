@@ -229,6 +229,15 @@ static int set_limit(struct loader *ld, const struct key *k, const char *v)
     return 0;
 }
 
+static int set_udp_forward(struct loader *ld, const struct key *k, const char *v)
+{
+    const char *why = NULL;
+    if (config_udp_forward_add(ld->c, v, &why) == 0)
+        return 0;
+    bad(ld, k->name, "'%s' %s (expected %s)", v, why, k->expect);
+    return -EINVAL;
+}
+
 static int set_advertise(struct loader *ld, const struct key *k, const char *v)
 {
     if (addr_parse_ip(v, 0, &ld->c->udp.advertise) || addr_is_any(&ld->c->udp.advertise)) {
@@ -821,6 +830,7 @@ static const struct key keys[] = {
     {"udp.ports", set_port_range, 0, 0, 0, "LOW-HIGH", false},
     {"udp.gso", set_bool, OFF(udp.gso), 0, 0, "yes or no", false},
     {"udp.gro", set_bool, OFF(udp.gro), 0, 0, "yes or no", false},
+    {"udp.forward", set_udp_forward, 0, 0, 0, "[ADDR:]PORT HOST:PORT", true},
     /* [dns] */
     {"dns.servers", set_dns_servers, 0, 0, 0,
      "addresses with optional ports, e.g. 1.1.1.1, [2606:4700::1111]:53, 127.0.0.1:5353", false},

@@ -17,6 +17,7 @@
 #include "core/sock.h"
 #include "log/log.h"
 #include "relay/front.h"
+#include "relay/front_udp.h"
 #include "relay/h2conn.h"
 #include "relay/h2rev.h"
 #include "relay/outbound.h"
@@ -76,6 +77,7 @@ static void relay_worker_fini(struct worker *w)
     outbound_checks_stop(w->ob_checks);
     w->ob_checks = NULL;
     udp_worker_fini(w);
+    front_udp_stop(w); /* before the HTTP/2 connections its flows use */
     http_pool_fini(w);
     outbound_h2_worker_fini(w);
     if (w->auth) {
@@ -104,6 +106,7 @@ static void relay_config_changed(struct worker *w)
     h2rev_close_all(); /* reverse listeners go: the client registers again */
     outbound_h2_config_changed(w);
     udp_tunnel_start(); /* udp/'s hook for datagrams through a tunnel */
+    front_udp_apply(w); /* [udp] forward = ... (worker 0) */
     const struct config *cfg = w->cur->cfg;
     struct auth *a = atomic_load(&w->sh->auth);
     if (w->auth || !a || !config_auth_enabled(cfg))

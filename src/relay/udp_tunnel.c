@@ -39,7 +39,8 @@
 #define UT_CAPSULE_MAX (65535u + CAPSULE_VARINT_LEN_MAX)
 
 struct ut_flow {
-    struct udp_flow *f; /* NULL once closed */
+    const struct ut_user *u;
+    void *arg; /* the user's; NULL once closed */
     struct worker *w;
     struct ho_stream *s;
     struct udp_tq *q;
@@ -52,7 +53,7 @@ struct ut_flow {
     uint32_t ring[];
 };
 
-static bool ut_carries(const struct config *cfg, uint16_t ob)
+bool ut_carries(const struct config *cfg, uint16_t ob)
 {
     const struct config_outbound *o = &cfg->outbounds[ob];
     return o->kind == OUTBOUND_KIND_HTTPS && o->mux != OUTBOUND_MUX_HTTP1;
@@ -79,7 +80,7 @@ static bool ut_drain(struct ut_flow *fl)
     const uint8_t *p;
     size_t n = h2out_peek(fl->s, &p), used = 0;
     struct worker_stats *st = &fl->w->stats;
-    while (used < n && fl->f) {
+    while (used < n && fl->arg) {
         struct capsule c;
         ssize_t r = capsule_parse(p + used, n - used, UT_CAPSULE_MAX, &c);
         if (r == 0)
@@ -87,7 +88,7 @@ static bool ut_drain(struct ut_flow *fl)
         struct capsule_datagram d;
         if (r < 0 || (c.type == CAPSULE_TYPE_DATAGRAM && capsule_datagram_parse(&c, &d) < 0)) {
             h2out_consume(fl->s, n);
-            udp_flow_end(fl->f, false, "a malformed capsule from the parent");
+            fl->u->end(fl->arg, false, "a malformed capsule from the parent");
             return false;
         }
         used += (size_t)r;
@@ -96,17 +97,17 @@ static bool ut_drain(struct ut_flow *fl)
         else if (d.context_id != CAPSULE_CONTEXT_UDP)
             stat_add(&st->udp_drop_context, 1);
         else
-            udp_flow_deliver(fl->f, d.payload, d.len);
+            fl->u->deliver(fl->arg, d.payload, d.len);
     }
     if (used)
         h2out_consume(fl->s, used);
-    return fl->f != NULL;
+    return fl->arg != NULL;
 }
 
 static void ut_on_task(struct task *t)
 {
     struct ut_flow *fl = container_of(t, struct ut_flow, task);
-    if (!fl->f)
+    if (!fl->arg)
         return;
     int state = h2out_state(fl->s);
     if (state > 0 && !fl->open) {
@@ -119,24 +120,25 @@ static void ut_on_task(struct task *t)
     if (state >= 0)
         return;
     if (state == H2OUT_LOST)
-        udp_flow_end(fl->f, true, "the tunnel connection failed or went");
+        fl->u->end(fl->arg, true, "the tunnel connection failed or went");
     else if (state == -1)
-        udp_flow_end(fl->f, false, "the parent ended the stream");
+        fl->u->end(fl->arg, false, "the parent ended the stream");
     else {
         stat_add(&fl->w->stats.udp_drop_tunnel, 1);
-        udp_flow_end(fl->f, false, "the parent refused the destination");
+        fl->u->end(fl->arg, false, "the parent refused the destination");
     }
 }
 
 static void ut_on_timer(struct timer *t)
 {
     struct ut_flow *fl = container_of(t, struct ut_flow, timer);
-    if (fl->f && !fl->open)
-        udp_flow_end(fl->f, true, "no answer from the tunnel in time");
+    if (fl->arg && !fl->open)
+        fl->u->end(fl->arg, true, "no answer from the tunnel in time");
 }
 
-static void *ut_open(struct udp_flow *f, struct worker *w, const struct config *cfg, uint16_t ob,
-                     const char *host, uint16_t port, struct udp_tq *q)
+struct ut_flow *ut_flow_open(struct worker *w, const struct config *cfg, uint16_t ob,
+                             const char *host, uint16_t port, struct udp_tq *q,
+                             const struct ut_user *u, void *arg)
 {
     char path[sizeof(MASQUE_PATH_PREFIX) + 3 * MASQUE_HOST_MAX + 16];
     size_t hl = strlen(host);
@@ -147,7 +149,8 @@ static void *ut_open(struct udp_flow *f, struct worker *w, const struct config *
     struct ut_flow *fl = calloc(1, sizeof(*fl) + (size_t)rcap * sizeof(uint32_t));
     if (!fl)
         return NULL;
-    fl->f = f;
+    fl->u = u;
+    fl->arg = arg;
     fl->w = w;
     fl->q = q;
     fl->rcap = rcap;
@@ -164,9 +167,8 @@ static void *ut_open(struct udp_flow *f, struct worker *w, const struct config *
     return fl;
 }
 
-static int ut_send(void *impl, const uint8_t *data, size_t len)
+int ut_flow_send(struct ut_flow *fl, const uint8_t *data, size_t len)
 {
-    struct ut_flow *fl = impl;
     uint8_t hdr[CAPSULE_DATAGRAM_HDR_MAX];
     size_t h = capsule_write_datagram_header(hdr, sizeof(hdr), len);
     ut_settle(fl, false);
@@ -191,16 +193,47 @@ static void ut_free(struct release *r)
     free(container_of(r, struct ut_flow, rel));
 }
 
-static void ut_close(void *impl)
+void ut_flow_close(struct ut_flow *fl)
 {
-    struct ut_flow *fl = impl;
+    if (!fl)
+        return;
     ut_settle(fl, true);
-    fl->f = NULL;
+    fl->arg = NULL;
     h2out_close(fl->s);
     fl->s = NULL;
     loop_timer_stop(&fl->w->loop, &fl->timer);
     loop_task_cancel(&fl->task);
     loop_release(&fl->w->loop, &fl->rel, ut_free);
+}
+
+/* ---- udp/'s flows (udp/tunnel.h) ------------------------------------------ */
+
+static void ut_udp_deliver(void *arg, const uint8_t *data, size_t len)
+{
+    udp_flow_deliver(arg, data, len);
+}
+
+static void ut_udp_end(void *arg, bool lost, const char *why)
+{
+    udp_flow_end(arg, lost, why);
+}
+
+static const struct ut_user ut_udp_user = {ut_udp_deliver, ut_udp_end};
+
+static void *ut_open(struct udp_flow *f, struct worker *w, const struct config *cfg, uint16_t ob,
+                     const char *host, uint16_t port, struct udp_tq *q)
+{
+    return ut_flow_open(w, cfg, ob, host, port, q, &ut_udp_user, f);
+}
+
+static int ut_send(void *impl, const uint8_t *data, size_t len)
+{
+    return ut_flow_send(impl, data, len);
+}
+
+static void ut_close(void *impl)
+{
+    ut_flow_close(impl);
 }
 
 static const struct udp_tunnel_ops ut_ops = {

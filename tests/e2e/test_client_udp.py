@@ -358,3 +358,45 @@ def test_tunnel_restart_ends_associations_and_new_ones_work(tmp_path, tclient, e
     finally:
         a.close()
         assert not factory.finalize()
+
+
+# ---- UDP port forwards ------------------------------------------------------------------
+
+
+def test_udp_port_forward_one_association_per_source(server, echo):
+    e = echo()
+    port = free_port()
+    conf = server["dir"] / f"fwd-{port}.conf"
+    conf.write_text(f"{METRICS}[udp]\nidle = 500ms\n")
+    c = Client(server["dir"], [server["url"], "--pin", server["pin"], "--auth-file",
+                               str(server["auth"]), "-c", str(conf),
+                               f"{port}:127.0.0.1:{e.port}/udp"], "fwd")
+    try:
+        c.wait_log(r"ready:")
+        m = c.wait_log(r"metrics on http://([0-9.]+):(\d+)/metrics")
+        maddr = (m.group(1), int(m.group(2)))
+        socks_ = []
+        for i in range(3):
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.bind(("127.0.0.1", 0))
+            s.settimeout(10)
+            socks_.append(s)
+        for i, s in enumerate(socks_):
+            for size in (0, 1, 1200, 9012):
+                data = payload(f"f{i}-{size}", size)
+                s.sendto(data, ("127.0.0.1", port))
+                got, src = s.recvfrom(65535)
+                assert got == data and src == ("127.0.0.1", port)
+        assert len(e.sources()) == 3  # one association (one server socket) per source
+        assert metric(maddr, "ferry_udp_tunnel_flows_active") == 3
+        # Idle per source: all three go; a datagram opens a new one.
+        deadline = time.monotonic() + 5
+        while metric(maddr, "ferry_udp_tunnel_flows_active") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert metric(maddr, "ferry_udp_tunnel_flows_active") == 0
+        socks_[0].sendto(b"again", ("127.0.0.1", port))
+        assert socks_[0].recvfrom(65535)[0] == b"again"
+        for s in socks_:
+            s.close()
+    finally:
+        c.stop()
