@@ -258,8 +258,9 @@ static void test_chain_option(void **state)
     assert_string_equal(msg, "--chain must be 1..8 ferries (got 9)");
 }
 
-/* --tunnel: h2 only (wss named, not yet there), self-hosted TCP scenarios
- * only, and neither --chain nor --https-proxy beside it. */
+/* --tunnel: h2 only (wss named, not yet there), self-hosted scenarios
+ * through a proxy only (TCP and udp), and neither --chain nor --https-proxy
+ * beside it. */
 static void test_tunnel_option(void **state)
 {
     (void)state;
@@ -275,7 +276,7 @@ static void test_tunnel_option(void **state)
     assert_int_equal(PARSE("bench", "throughput", "--tunnel", "h2", "--chain", "1"), BENCH_RUN);
     assert_int_equal(PARSE("bench", "throughput", "--tunnel", "wss"), 2);
     assert_int_equal(PARSE("bench", "throughput", "--tunnel", "h3"), 2);
-    assert_int_equal(PARSE("bench", "udp", "--tunnel", "h2"), 2);
+    assert_int_equal(PARSE("bench", "udp", "--tunnel", "h2"), BENCH_RUN);
     assert_int_equal(PARSE("bench", "rules", "--tunnel", "h2"), 2);
     assert_int_equal(PARSE("bench", "throughput", "--tunnel", "h2", "--direct"), 2);
     assert_int_equal(PARSE("bench", "throughput", "--tunnel", "h2", "--proxy", "127.0.0.1:1080"),
