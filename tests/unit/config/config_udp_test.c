@@ -423,6 +423,51 @@ static void test_ports(void **state)
     }
 }
 
+/* forward = [ADDR:]PORT HOST:PORT repeats; ADDR defaults to 127.0.0.1. */
+static void test_forwards(void **state)
+{
+    struct ctx *x = *state;
+    load_ok(x, "[udp]\nforward = 5353 1.1.1.1:53\nforward = [::1]:5354 dns.example:53\n"
+               "forward = 0.0.0.0:7000 [2001:db8::1]:7\n");
+    const struct config_udp *u = &x->c->udp;
+    assert_int_equal(u->nforwards, 3);
+    char b[ADDR_STRLEN];
+    assert_string_equal(addr_format(&u->forwards[0].listen, b, sizeof(b)), "127.0.0.1:5353");
+    assert_string_equal(u->forwards[0].host, "1.1.1.1");
+    assert_int_equal(u->forwards[0].port, 53);
+    assert_string_equal(addr_format(&u->forwards[1].listen, b, sizeof(b)), "[::1]:5354");
+    assert_string_equal(u->forwards[1].host, "dns.example");
+    assert_string_equal(addr_format(&u->forwards[2].listen, b, sizeof(b)), "0.0.0.0:7000");
+    assert_string_equal(u->forwards[2].host, "2001:db8::1");
+    assert_int_equal(u->forwards[2].port, 7);
+
+    static const struct {
+        const char *v, *why;
+    } bad[] = {
+        {"5353", "is not two words"},
+        {"x:5353 h:53", "names no listen address and port"},
+        {"0 h:53", "names no listen address and port"},
+        {"5353 h", "names no destination HOST:PORT"},
+        {"5353 h:0", "names no destination HOST:PORT"},
+        {"5353 2001:db8::1:53", "names no destination HOST:PORT"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char text[128];
+        snprintf(text, sizeof(text), "[udp]\nforward = %s\n", bad[i].v);
+        load_fails(x, text, 1);
+        expect_err(x, 0, "%s:2: udp.forward: '%s' %s (expected [ADDR:]PORT HOST:PORT)", x->path,
+                   bad[i].v, bad[i].why);
+    }
+    char text[2048] = "[udp]\n";
+    for (int i = 0; i < CONFIG_UDP_FORWARDS_MAX + 1; i++)
+        snprintf(text + strlen(text), sizeof(text) - strlen(text), "forward = %d h:53\n", 6000 + i);
+    load_fails(x, text, 1);
+    expect_err(x, 0,
+               "%s:%d: udp.forward: '%d h:53' is one forward too many (at most 32) "
+               "(expected [ADDR:]PORT HOST:PORT)",
+               x->path, CONFIG_UDP_FORWARDS_MAX + 2, 6000 + CONFIG_UDP_FORWARDS_MAX);
+}
+
 /* ---- keys ---------------------------------------------------------------- */
 
 static void test_unknown_key_in_udp(void **state)
@@ -491,6 +536,7 @@ int main(void)
         T(test_limit_set_twice),
         T(test_advertise),
         T(test_ports),
+        T(test_forwards),
         T(test_unknown_key_in_udp),
         T(test_offload_switches),
         T(test_udp_key_outside_section),
