@@ -604,6 +604,7 @@ static void ho_tls_done(struct ho_conn *hc)
         return;
     }
     const struct config_http2 *h2 = &sl->wc->cfg->http2;
+    tls_keep_buffers(hc->tls); /* busy and long-lived: no allocation per record */
     hc->out = malloc(HO_OUT_CAP);
     hc->s = hc->out ? ho_session(hc) : NULL;
     nghttp2_settings_entry iv[] = {
