@@ -75,9 +75,10 @@ static void flow_drop(struct udp_name *nm)
     if (!f)
         return;
     nm->flow = NULL;
-    if (f->impl)
+    if (f->impl) {
         tun_ops->close(f->impl);
-    stat_add(&nm->a->w->stats.udp_tun_closed, 1);
+        stat_add(&nm->a->w->stats.udp_tun_closed, 1);
+    }
     free(f);
 }
 
