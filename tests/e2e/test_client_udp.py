@@ -8,7 +8,9 @@ server, many destinations per association, datagram sizes 0, 1, 1200,
 both ends, the association limit (the 101st ASSOCIATE refused, the first
 100 still echo) and the destination limit (the 101st destination dropped
 and counted, the first 100 echo), the idle expiry (0.5 s: the stream
-closes, the next datagram opens a new one), overload isolation (one
+closes, the next datagram opens a new one), the association's rules
+(FRAG != 0 and other source ports dropped, its streams closed with its
+control connection), overload isolation (one
 association floods while another pings every 10 ms: the pinger loses
 nothing; its RTTs are reported), and a tunnel restart (associations end,
 new ones work after the reconnect)."""
@@ -27,7 +29,7 @@ from certlib import OPENSSL, make_cert, pin_of
 from ferrylib import HAVE_IPV6, FerryFactory, passwd_line
 from opslib import free_port, metrics_addr, scrape
 from test_client import Client
-from udplib import UdpAssoc, UdpEcho, payload
+from udplib import UdpAssoc, UdpEcho, encode_udp, payload
 
 pytestmark = pytest.mark.skipif(not OPENSSL, reason="openssl is needed (make deps-test)")
 
@@ -188,6 +190,36 @@ class MultiEcho:
         self.thread.join(5)
         for s in self.socks:
             s.close()
+
+
+def test_the_association_behaves_as_the_direct_relay(server, tclient, echo):
+    """FRAG != 0 dropped, only the client's first port admitted, and the
+    streams go with the control connection."""
+    c = tclient()
+    e = echo()
+    a = UdpAssoc(c.proxy)
+    try:
+        a.echo(e.addr, b"first", timeout=10)
+        frag0 = metric(c.maddr, "ferry_udp_dropped_total", reason="fragment")
+        src0 = metric(c.maddr, "ferry_udp_dropped_total", reason="source")
+        a.send(e.addr, b"fragment", frag=1)
+        other = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        other.bind(("127.0.0.1", 0))
+        a.send_raw(encode_udp(e.addr[0], e.addr[1], b"stranger"), sock=other)
+        other.close()
+        a.expect_nothing(0.5)
+        assert wait_metric(c.maddr, "ferry_udp_dropped_total", frag0 + 1, reason="fragment") == frag0 + 1
+        assert wait_metric(c.maddr, "ferry_udp_dropped_total", src0 + 1, reason="source") == src0 + 1
+        assert e.payloads() == [b"first"]
+        assert metric(c.maddr, "ferry_udp_tunnel_flows_active") == 1
+        a.close_control()
+        deadline = time.monotonic() + 5
+        while metric(c.maddr, "ferry_udp_tunnel_flows_active") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert metric(c.maddr, "ferry_udp_tunnel_flows_active") == 0
+        assert metric(c.maddr, "ferry_udp_associations_active") == 0
+    finally:
+        a.close()
 
 
 @pytest.mark.skipif(not HAVE_IPV6, reason="no IPv6 loopback")
