@@ -295,6 +295,34 @@ def test_largest_datagram_with_the_limit_raised(big_server, tclient, echo):
             assert len(m.payload) == size
 
 
+def test_oversized_dropped_and_counted_at_either_end(server, big_server, tclient):
+    """The client's limit raised, the server's not: 9,013 bytes up are
+    dropped at the server. The server's raised, the client's not: a 9,013
+    byte reply is dropped at the client. Each end counts its own."""
+    e = UdpEcho("127.0.0.1", extra=13)
+    try:
+        up = tclient("max_datagram = 65507\n")
+        smaddr = server_maddr(server)
+        s0 = metric(smaddr, "ferry_udp_dropped_total", reason="size")
+        with UdpAssoc(up.proxy) as a:
+            a.send(e.addr, payload("ok", 100))
+            assert len(a.recv(10).payload) == 113
+            a.send(e.addr, payload("big", 9013))
+            a.expect_nothing(0.5)
+        assert wait_metric(smaddr, "ferry_udp_dropped_total", s0 + 1, reason="size") == s0 + 1
+        down = tclient(srv=big_server)
+        with UdpAssoc(down.proxy) as a:
+            a.send(e.addr, payload("ok", 100))
+            assert len(a.recv(10).payload) == 113
+            c0 = metric(down.maddr, "ferry_udp_dropped_total", reason="size")
+            a.send(e.addr, payload("reply", 9000))  # the reply: 9,013 bytes
+            a.expect_nothing(0.5)
+            assert wait_metric(down.maddr, "ferry_udp_dropped_total", c0 + 1,
+                               reason="size") == c0 + 1
+    finally:
+        e.stop()
+
+
 def test_idle_expiry_closes_the_stream_and_a_datagram_reopens_it(server, tclient, echo):
     c = tclient("idle = 500ms\n")
     e = echo()
@@ -362,6 +390,8 @@ def test_a_flood_does_not_cost_another_association_a_datagram(server, tclient, e
               f"flood {sent[0]} datagrams, queue drops "
               f"{metric(c.maddr, 'ferry_udp_dropped_total', reason='queue')}")
         assert len(loaded) == 100  # every ping came back (echo() raises otherwise)
+        # Loose on purpose (a shared, loaded machine): the issue's 3x, or 1 s.
+        assert p95(loaded) <= max(3 * p95(idle), 1.0)
     finally:
         flooder.close()
         pinger.close()
