@@ -37,7 +37,8 @@ struct ho_stream *h2out_open(struct worker *w, const struct config *cfg, uint16_
 
 /* 0 while no answer came, the 2xx :status while the stream is open, or
  * negative once it cannot carry anything: -status for a refusal, -1 for a
- * reset or an end, H2OUT_LOST when its connection failed or went. */
+ * reset or an end (the parent's END_STREAM: what came before it is still
+ * there to peek), H2OUT_LOST when its connection failed or went. */
 int h2out_state(const struct ho_stream *s);
 /* The bytes received and not consumed yet: *p and their count. */
 size_t h2out_peek(const struct ho_stream *s, const uint8_t **p);

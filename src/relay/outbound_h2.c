@@ -1272,7 +1272,7 @@ int h2out_state(const struct ho_stream *s)
     if (s->http1)
         return -1;
     if (s->status >= 200 && s->status <= 299)
-        return !s->hc ? H2OUT_LOST : s->gone ? -1 : s->status;
+        return !s->hc ? H2OUT_LOST : s->gone || s->rx_eof ? -1 : s->status;
     if (s->status)
         return -s->status;
     if (!s->hc && !s->waiting)

@@ -339,6 +339,32 @@ def test_idle_expiry_closes_the_stream_and_a_datagram_reopens_it(server, tclient
         assert metric(c.maddr, "ferry_udp_tunnel_flows_active") == 1
 
 
+def test_the_server_ending_a_stream_closes_the_flow_and_the_next_datagram_reopens(tmp_path, tclient,
+                                                                                 echo):
+    """The server's udp.idle is shorter than the client's: its END_STREAM
+    closes the flow at the client, and the next datagram goes on a new
+    stream without being lost."""
+    factory = FerryFactory(tmp_path)
+    srv, pin = start_server(tmp_path, factory, "idle = 500ms\n")
+    s = {"dir": tmp_path, "srv": srv, "pin": pin, "url": f"https://127.0.0.1:{srv.port}",
+         "auth": tmp_path / "alice.auth"}
+    try:
+        c = tclient(srv=s)
+        e = echo()
+        with UdpAssoc(c.proxy) as a:
+            a.echo(e.addr, b"one", timeout=10)
+            deadline = time.monotonic() + 5
+            while metric(c.maddr, "ferry_udp_tunnel_flows_active") and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert metric(c.maddr, "ferry_udp_tunnel_flows_active") == 0
+            a.echo(e.addr, b"two", timeout=10)
+            assert metric(c.maddr, "ferry_udp_tunnel_flows_total") == 2
+        c.stop()
+    finally:
+        srv.stop()
+        assert not factory.finalize()
+
+
 def test_a_flood_does_not_cost_another_association_a_datagram(server, tclient, echo, record_property):
     """One association floods (bounded: 1.5 s or 20,000 datagrams) while
     another pings every 10 ms: every ping comes back. The RTTs are
