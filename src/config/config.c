@@ -824,8 +824,8 @@ static const struct key keys[] = {
     {"udp.max_datagram", set_limit, OFF(udp.max_datagram), 11, 65507, "11..65507 bytes", false},
     {"udp.queue", set_limit, OFF(udp.queue), 1, 4096, "1..4096", false},
     {"udp.tunnel_queue", set_limit, OFF(udp.tunnel_queue), 1, 1024, "1..1024", false},
-    {"udp.tunnel_queue_bytes", set_limit, OFF(udp.tunnel_queue_bytes), 1024, 16u << 20,
-     "1k..16m bytes", false},
+    {"udp.tunnel_queue_bytes", set_limit, OFF(udp.tunnel_bytes), 1024, 16u << 20, "1k..16m bytes",
+     false},
     {"udp.advertise", set_advertise, 0, 0, 0, "an IP address", false},
     {"udp.ports", set_port_range, 0, 0, 0, "LOW-HIGH", false},
     {"udp.gso", set_bool, OFF(udp.gso), 0, 0, "yes or no", false},
@@ -1370,7 +1370,7 @@ static void set_defaults(struct config *c)
     c->udp.gro = true;
     c->udp.queue = 64;
     c->udp.tunnel_queue = 16;
-    c->udp.tunnel_queue_bytes = 256u << 10;
+    c->udp.tunnel_bytes = 256u << 10;
     c->protocols = PROTO_ALL;
     c->bind_timeout_ms = 60000;
     c->http.max_header = 65536;

@@ -134,18 +134,18 @@ struct config_udp_forward {
 /* [udp]: UDP ASSOCIATE limits. Bad values fall back to the default and
  * oversized ones clamp, each with a warning (RFC 1928 section 7 relay). */
 struct config_udp {
-    uint32_t associations;       /* per listen address */
-    uint32_t destinations;       /* per association */
-    uint32_t idle_ms;            /* a destination unused this long is forgotten */
-    uint32_t max_datagram;       /* whole SOCKS UDP datagram, header included */
-    uint32_t queue;              /* datagrams held per association while resolving */
-    uint32_t tunnel_queue;       /* datagrams an association holds toward a tunnel */
-    uint32_t tunnel_queue_bytes; /* ... and their bytes */
-    struct addr advertise;       /* family 0: reply with the bound address */
-    uint16_t port_lo, port_hi;   /* 0: any port */
-    bool gso;                    /* send runs of equal datagrams with UDP_SEGMENT */
-    bool gro;                    /* receive runs of equal datagrams at once (UDP_GRO) */
-    uint32_t nforwards;
+    uint32_t associations;     /* per listen address */
+    uint32_t destinations;     /* per association */
+    uint32_t idle_ms;          /* a destination unused this long is forgotten */
+    uint32_t max_datagram;     /* whole SOCKS UDP datagram, header included */
+    uint32_t queue;            /* datagrams held per association while resolving */
+    uint32_t tunnel_queue;     /* datagrams an association holds toward a tunnel */
+    uint32_t tunnel_bytes;     /* ... and their bytes (udp.tunnel_queue_bytes) */
+    struct addr advertise;     /* family 0: reply with the bound address */
+    uint16_t port_lo, port_hi; /* 0: any port */
+    bool gso;                  /* send runs of equal datagrams with UDP_SEGMENT */
+    bool gro;                  /* receive runs of equal datagrams at once (UDP_GRO) */
+    uint32_t nforwards;        /* forward = ...: forwards[0..nforwards) */
     struct config_udp_forward forwards[CONFIG_UDP_FORWARDS_MAX];
 };
 

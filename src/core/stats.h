@@ -77,37 +77,38 @@ struct worker_stats {
     stat_t dns_queries;
     stat_t dns_cache_hits;
     stat_t dns_failures;
-    stat_t dns_unanswered;              /* lookups no DNS server answered (timed out or refused) */
-    stat_t splice_bytes;                /* the share of payload moved by splice() */
-    stat_t unknown_protocol;            /* first byte not a protocol the listener speaks */
-    stat_t denied;                      /* destinations refused by rules or protected ranges */
-    stat_t limit_per_ip;                /* closed at accept: limits.per_ip */
-    stat_t limit_rate;                  /* closed at accept: limits.rate */
-    stat_t limit_per_user;              /* refused after authentication: limits.per_user */
-    stat_t bw_throttled;                /* times a session waited for bandwidth */
-    stat_t udp_drop_denied;             /* datagrams to a destination the rules refuse */
-    stat_t http_errors;                 /* error responses sent */
-    stat_t http_pool_hits;              /* requests sent on a pooled upstream connection */
-    stat_t udp_assocs;                  /* UDP associations opened */
-    stat_t udp_rejected;                /* refused: associations limit reached */
-    stat_t udp_in, udp_out;             /* datagrams client -> destination, and back */
-    stat_t udp_drop_source;             /* from an address that is not the client */
-    stat_t udp_drop_frag;               /* FRAG != 0 */
-    stat_t udp_drop_malformed;          /* short header, RSV, ATYP, bad domain */
-    stat_t udp_drop_size;               /* over udp.max_datagram, either way */
-    stat_t udp_drop_dest_limit;         /* a new destination over udp.destinations */
-    stat_t udp_drop_unknown;            /* a reply from a host the client never sent to */
-    stat_t udp_drop_queue;              /* waiting for DNS and the queue was full */
-    stat_t udp_drop_dns;                /* the destination name did not resolve */
-    stat_t udp_drop_send;               /* the kernel refused (buffer full, unreachable) */
-    stat_t udp_bytes_in, udp_bytes_out; /* datagram payload (SOCKS header excluded) */
-    stat_t udp_drop_bandwidth;          /* over limits.bandwidth_user or _connection */
-    stat_t udp_drop_parent;             /* its way out cannot carry UDP, or the parent failed */
-    stat_t udp_drop_context;            /* CONNECT-UDP: a DATAGRAM capsule's context id not 0 */
-    stat_t udp_drop_tunnel;             /* its tunnel flow could not open, was refused or ended */
-    stat_t udp_tun_opened, udp_tun_closed; /* tunnel flows (CONNECT-UDP streams to the parent) */
-    stat_t sessions[SP_COUNT][OC_COUNT];   /* ended, by protocol and outcome */
-    stat_t active_proto[SP_COUNT];         /* open now, by protocol */
+    stat_t dns_unanswered;               /* lookups no DNS server answered (timed out or refused) */
+    stat_t splice_bytes;                 /* the share of payload moved by splice() */
+    stat_t unknown_protocol;             /* first byte not a protocol the listener speaks */
+    stat_t denied;                       /* destinations refused by rules or protected ranges */
+    stat_t limit_per_ip;                 /* closed at accept: limits.per_ip */
+    stat_t limit_rate;                   /* closed at accept: limits.rate */
+    stat_t limit_per_user;               /* refused after authentication: limits.per_user */
+    stat_t bw_throttled;                 /* times a session waited for bandwidth */
+    stat_t udp_drop_denied;              /* datagrams to a destination the rules refuse */
+    stat_t http_errors;                  /* error responses sent */
+    stat_t http_pool_hits;               /* requests sent on a pooled upstream connection */
+    stat_t udp_assocs;                   /* UDP associations opened */
+    stat_t udp_rejected;                 /* refused: associations limit reached */
+    stat_t udp_in, udp_out;              /* datagrams client -> destination, and back */
+    stat_t udp_drop_source;              /* from an address that is not the client */
+    stat_t udp_drop_frag;                /* FRAG != 0 */
+    stat_t udp_drop_malformed;           /* short header, RSV, ATYP, bad domain */
+    stat_t udp_drop_size;                /* over udp.max_datagram, either way */
+    stat_t udp_drop_dest_limit;          /* a new destination over udp.destinations */
+    stat_t udp_drop_unknown;             /* a reply from a host the client never sent to */
+    stat_t udp_drop_queue;               /* waiting for DNS and the queue was full */
+    stat_t udp_drop_dns;                 /* the destination name did not resolve */
+    stat_t udp_drop_send;                /* the kernel refused (buffer full, unreachable) */
+    stat_t udp_bytes_in, udp_bytes_out;  /* datagram payload (SOCKS header excluded) */
+    stat_t udp_drop_bandwidth;           /* over limits.bandwidth_user or _connection */
+    stat_t udp_drop_parent;              /* its way out cannot carry UDP, or the parent failed */
+    stat_t udp_drop_context;             /* CONNECT-UDP: a DATAGRAM capsule's context id not 0 */
+    stat_t udp_drop_tunnel;              /* its tunnel flow could not open, was refused, ended */
+    stat_t udp_tun_opened;               /* tunnel flows (CONNECT-UDP streams to the parent) */
+    stat_t udp_tun_closed;               /* ... closed */
+    stat_t sessions[SP_COUNT][OC_COUNT]; /* ended, by protocol and outcome */
+    stat_t active_proto[SP_COUNT];       /* open now, by protocol */
     stat_t hs_buckets[SP_COUNT][STATS_HS_BUCKETS]; /* not cumulative; summed at scrape */
     stat_t hs_sum_us[SP_COUNT];
     stat_t proxy_rejected;          /* PROXY protocol: untrusted peer, bad or missing header */

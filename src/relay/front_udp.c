@@ -145,7 +145,7 @@ static struct uf_src *src_get(struct uf_fwd *fw, const struct addr *peer)
     s->fw = fw;
     s->peer = *peer;
     s->q.max_n = cfg->udp.tunnel_queue;
-    s->q.max_bytes = cfg->udp.tunnel_queue_bytes;
+    s->q.max_bytes = cfg->udp.tunnel_bytes;
     s->fl = ut_flow_open(fw->w, cfg, cfg->default_outbound, fw->cf->host, fw->cf->port, &s->q,
                          &uf_user, s);
     if (!s->fl) {

@@ -119,7 +119,7 @@ static struct udp_flow *flow_new(struct udp_assoc *a, uint16_t ob, const char *k
     }
     nm->flow = f;
     a->tq.max_n = a->cfg->tunnel_queue;
-    a->tq.max_bytes = a->cfg->tunnel_queue_bytes;
+    a->tq.max_bytes = a->cfg->tunnel_bytes;
     f->impl = tun_ops->open(f, a->w, a->conf, ob, host, port, &a->tq);
     if (!f->impl) {
         stat_add(&st->udp_drop_tunnel, 1);

@@ -53,7 +53,7 @@ static void expect_udp_defaults(const struct config_udp *u)
     assert_int_equal(u->max_datagram, 9012);
     assert_int_equal(u->queue, 64);
     assert_int_equal(u->tunnel_queue, 16);
-    assert_int_equal(u->tunnel_queue_bytes, 262144);
+    assert_int_equal(u->tunnel_bytes, 262144);
     assert_int_equal(u->advertise.family, 0);
     assert_int_equal(u->port_lo, 0);
     assert_int_equal(u->port_hi, 0);
@@ -81,7 +81,7 @@ static const struct limit limits[] = {
     {"max_datagram", "9012", "11..65507 bytes", "65507", UOFF(max_datagram), 9012, 65507},
     {"queue", "64", "1..4096", "4096", UOFF(queue), 64, 4096},
     {"tunnel_queue", "16", "1..1024", "1024", UOFF(tunnel_queue), 16, 1024},
-    {"tunnel_queue_bytes", "262144", "1k..16m bytes", "16777216", UOFF(tunnel_queue_bytes), 262144,
+    {"tunnel_queue_bytes", "262144", "1k..16m bytes", "16777216", UOFF(tunnel_bytes), 262144,
      16777216},
 };
 
