@@ -249,6 +249,11 @@ $(BUILD)/micro/sniff_micro: bench/micro/sniff_micro.c $(MICRO_SRC) | deps-build
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< $(MICRO_SRC)
 
+# An LD_PRELOAD allocation counter (bench/alloc_per_datagram.py uses it).
+$(BUILD)/micro/alloccount.so: bench/micro/alloccount.c | deps-build
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -O2 -fPIC -shared -Wno-missing-prototypes -o $@ $<
+
 micro-bench: $(BUILD)/micro/sniff_micro
 	$(BUILD)/micro/sniff_micro
 

@@ -157,7 +157,7 @@ static const char usage_options2[] =
     "                       talk to the first, each sends every session on to the next\n"
     "                       (its SOCKS5 parent), the last dials the targets; proxy CPU and\n"
     "                       memory are those of all N; not with --proxy, --relay, --direct\n"
-    "  --tunnel h2          throughput, handshakes, requests, connections: start a\n"
+    "  --tunnel h2          throughput, handshakes, requests, connections, udp: start a\n"
     "                       tunnel pair and measure through it: a ferry with a SOCKS5\n"
     "                       port and an https:// outbound (mux = h2, pinned: what\n"
     "                       `ferry client https://ADDR --pin PIN socks` runs) in front\n"
@@ -870,9 +870,9 @@ static int check_tunnel(const struct bench_opts *o, const struct bench_scenario 
 {
     if (!o->tunnel)
         return 0;
-    if (sc->flags & (SCF_NO_PROXY | SCF_UDP))
-        return usage_error("--tunnel is for the TCP scenarios (throughput, handshakes, requests, "
-                           "connections)");
+    if (sc->flags & SCF_NO_PROXY)
+        return usage_error("--tunnel is for the scenarios through a proxy (throughput, "
+                           "handshakes, requests, connections, udp)");
     if (o->mode != BENCH_SELF)
         return usage_error("--tunnel starts its own client and server: not with --proxy, "
                            "--relay or --direct");

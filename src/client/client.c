@@ -72,9 +72,11 @@ static const char usage_client[] =
     "                                    loopback, link-local or private\n"
     "                                    addresses unless a config file's\n"
     "                                    reverse line says allow=CIDR,...)\n"
-    "         ADDR defaults to 127.0.0.1. A reverse bind needs a server rule\n"
-    "         (allow user NAME cmd reverse ...). .../udp remotes are not\n"
-    "         supported yet.\n"
+    "         [ADDR:]PORT:HOST:PORT/udp  a UDP port forward (one association per\n"
+    "                                    source address; [udp] limits)\n"
+    "         ADDR defaults to 127.0.0.1. UDP ASSOCIATE works at socks remotes;\n"
+    "         R:.../udp is not supported yet. A reverse bind needs a server rule\n"
+    "         (allow user NAME cmd reverse ...).\n"
     "\n"
     "Options:\n"
     "      --pin sha256//BASE64  accept the server's certificate by its public\n"
@@ -367,6 +369,8 @@ static char *client_text(const struct client_opts *o, const struct client_url *u
             continue;
         }
         snprintf(dest, sizeof(dest), strchr(r->host, ':') ? "[%s]:%u" : "%s:%u", r->host, r->port);
+        if (r->udp)
+            continue; /* [udp] forward, below */
         if (r->kind == REMOTE_STDIO)
             text_add(&t, "listen = 127.0.0.1:0 forward=%s  # stdio\n", dest);
         else
@@ -395,6 +399,14 @@ static char *client_text(const struct client_opts *o, const struct client_url *u
     if (o->auth_file)
         text_add(&t, "credentials_file = %s\n", abs_path(o->auth_file, buf));
     client_reverse_text(o, &t);
+    for (size_t i = 0, n = 0; i < o->n; i++) {
+        const struct remote *r = &o->remotes[i];
+        if (!r->udp)
+            continue;
+        snprintf(dest, sizeof(dest), strchr(r->host, ':') ? "[%s]:%u" : "%s:%u", r->host, r->port);
+        text_add(&t, "%sforward = %s %s\n", n++ ? "" : "\n[udp]\n",
+                 addr_format(&r->local, hp, sizeof(hp)), dest);
+    }
     if (t.oom) {
         free(t.p);
         return NULL;
@@ -584,8 +596,10 @@ static int parse_remotes(struct client_opts *o, long *stdio)
             log_print(true, "ferry client: %s\n", err);
             return 2;
         }
-        if (r->udp) {
-            log_print(true, "ferry client: remote '%s': UDP (/udp) remotes are not supported yet\n",
+        if (r->udp && r->reverse) {
+            log_print(true,
+                      "ferry client: remote '%s': reverse UDP (R:.../udp) remotes are not "
+                      "supported yet\n",
                       o->words[i]);
             return 2;
         }

@@ -159,6 +159,8 @@ int remote_parse(const char *s, struct remote *r, char *err, size_t errlen)
         r->kind = REMOTE_STDIO;
         if (r->reverse)
             return FAIL("remote '%s': stdio cannot be reversed", s);
+        if (r->udp)
+            return FAIL("remote '%s': stdio carries no /udp", s);
         if (np != 3)
             return FAIL("remote '%s': expected stdio:HOST:PORT", s);
         return dest_of(s, parts[1], parts[2], r, err, errlen);
@@ -209,7 +211,7 @@ int remote_check_list(const struct remote *v, size_t n, char *err, size_t errlen
         if (v[i].kind == REMOTE_STDIO)
             continue;
         for (size_t j = 0; j < i; j++) {
-            if (v[j].kind == REMOTE_STDIO || v[j].reverse != v[i].reverse)
+            if (v[j].kind == REMOTE_STDIO || v[j].reverse != v[i].reverse || v[j].udp != v[i].udp)
                 continue;
             if (clash(&v[i].local, &v[j].local))
                 return FAIL("remotes '%s' and '%s' use the same local port %u",

@@ -229,6 +229,15 @@ static int set_limit(struct loader *ld, const struct key *k, const char *v)
     return 0;
 }
 
+static int set_udp_forward(struct loader *ld, const struct key *k, const char *v)
+{
+    const char *why = NULL;
+    if (config_udp_forward_add(ld->c, v, &why) == 0)
+        return 0;
+    bad(ld, k->name, "'%s' %s (expected %s)", v, why, k->expect);
+    return -EINVAL;
+}
+
 static int set_advertise(struct loader *ld, const struct key *k, const char *v)
 {
     if (addr_parse_ip(v, 0, &ld->c->udp.advertise) || addr_is_any(&ld->c->udp.advertise)) {
@@ -829,13 +838,17 @@ static const struct key keys[] = {
     /* [udp]: limits fall back or clamp with a warning (set_limit) */
     {"udp.associations", set_limit, OFF(udp.associations), 1, 100000, "1..100000", false},
     {"udp.destinations", set_limit, OFF(udp.destinations), 1, 65536, "1..65536", false},
-    {"udp.idle", set_limit, OFF(udp.idle_ms), 1000, DAY_MS, "a duration from 1s to 24h", false},
+    {"udp.idle", set_limit, OFF(udp.idle_ms), 500, DAY_MS, "a duration from 500ms to 24h", false},
     {"udp.max_datagram", set_limit, OFF(udp.max_datagram), 11, 65507, "11..65507 bytes", false},
     {"udp.queue", set_limit, OFF(udp.queue), 1, 4096, "1..4096", false},
+    {"udp.tunnel_queue", set_limit, OFF(udp.tunnel_queue), 1, 1024, "1..1024", false},
+    {"udp.tunnel_queue_bytes", set_limit, OFF(udp.tunnel_bytes), 1024, 16u << 20, "1k..16m bytes",
+     false},
     {"udp.advertise", set_advertise, 0, 0, 0, "an IP address", false},
     {"udp.ports", set_port_range, 0, 0, 0, "LOW-HIGH", false},
     {"udp.gso", set_bool, OFF(udp.gso), 0, 0, "yes or no", false},
     {"udp.gro", set_bool, OFF(udp.gro), 0, 0, "yes or no", false},
+    {"udp.forward", set_udp_forward, 0, 0, 0, "[ADDR:]PORT HOST:PORT", true},
     /* [dns] */
     {"dns.servers", set_dns_servers, 0, 0, 0,
      "addresses with optional ports, e.g. 1.1.1.1, [2606:4700::1111]:53, 127.0.0.1:5353", false},
@@ -1376,6 +1389,8 @@ static void set_defaults(struct config *c)
     c->udp.gso = true;
     c->udp.gro = true;
     c->udp.queue = 64;
+    c->udp.tunnel_queue = 16;
+    c->udp.tunnel_bytes = 256u << 10;
     c->protocols = PROTO_ALL;
     c->bind_timeout_ms = 60000;
     c->http.max_header = 65536;

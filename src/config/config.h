@@ -136,6 +136,15 @@ struct config_auth {
     uint32_t block_ms;
 };
 
+/* [udp] forward = [ADDR:]PORT HOST:PORT: a UDP port forward
+ * (relay/front_udp.c, udp_forward.c parses it). */
+#define CONFIG_UDP_FORWARDS_MAX 32
+struct config_udp_forward {
+    struct addr listen;
+    uint16_t port;
+    char host[254]; /* a DNS name or an IP address (IPv6 without brackets) */
+};
+
 /* [udp]: UDP ASSOCIATE limits. Bad values fall back to the default and
  * oversized ones clamp, each with a warning (RFC 1928 section 7 relay). */
 struct config_udp {
@@ -144,11 +153,19 @@ struct config_udp {
     uint32_t idle_ms;          /* a destination unused this long is forgotten */
     uint32_t max_datagram;     /* whole SOCKS UDP datagram, header included */
     uint32_t queue;            /* datagrams held per association while resolving */
+    uint32_t tunnel_queue;     /* datagrams an association holds toward a tunnel */
+    uint32_t tunnel_bytes;     /* ... and their bytes (udp.tunnel_queue_bytes) */
     struct addr advertise;     /* family 0: reply with the bound address */
     uint16_t port_lo, port_hi; /* 0: any port */
     bool gso;                  /* send runs of equal datagrams with UDP_SEGMENT */
     bool gro;                  /* receive runs of equal datagrams at once (UDP_GRO) */
+    uint32_t nforwards;        /* forward = ...: forwards[0..nforwards) */
+    struct config_udp_forward forwards[CONFIG_UDP_FORWARDS_MAX];
 };
+
+/* Parse one "[ADDR:]PORT HOST:PORT" into c's [udp] forwards (ADDR defaults
+ * to 127.0.0.1). 0, or -1 with why (for the loader's message) set. */
+int config_udp_forward_add(struct config *c, const char *v, const char **why);
 
 /* [limits]: per-address, per-user and bandwidth limits. 0 = unlimited. */
 struct config_limits {

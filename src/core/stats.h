@@ -105,6 +105,9 @@ struct worker_stats {
     stat_t udp_drop_bandwidth;           /* over limits.bandwidth_user or _connection */
     stat_t udp_drop_parent;              /* its way out cannot carry UDP, or the parent failed */
     stat_t udp_drop_context;             /* CONNECT-UDP: a DATAGRAM capsule's context id not 0 */
+    stat_t udp_drop_tunnel;              /* its tunnel flow could not open, was refused, ended */
+    stat_t udp_tun_opened;               /* tunnel flows (CONNECT-UDP streams to the parent) */
+    stat_t udp_tun_closed;               /* ... closed */
     stat_t sessions[SP_COUNT][OC_COUNT]; /* ended, by protocol and outcome */
     stat_t active_proto[SP_COUNT];       /* open now, by protocol */
     stat_t hs_buckets[SP_COUNT][STATS_HS_BUCKETS]; /* not cumulative; summed at scrape */

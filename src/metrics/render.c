@@ -548,6 +548,12 @@ static void render_udp(struct mtext *t, const struct metrics_source *src, const 
     family(t, "ferry_udp_bytes_total", "counter", "Datagram payload relayed, bytes.");
     sample(t, "ferry_udp_bytes_total", "direction=\"up\"", FIELD(s, udp_bytes_in));
     sample(t, "ferry_udp_bytes_total", "direction=\"down\"", FIELD(s, udp_bytes_out));
+    counter(t, "ferry_udp_tunnel_flows_total",
+            "Destinations opened as CONNECT-UDP streams through a tunnel outbound.",
+            FIELD(s, udp_tun_opened));
+    uint64_t opened = FIELD(s, udp_tun_opened), closed = FIELD(s, udp_tun_closed);
+    gauge(t, "ferry_udp_tunnel_flows_active", "Tunnel flows (CONNECT-UDP streams) open now.",
+          opened > closed ? opened - closed : 0);
     family(t, "ferry_udp_dropped_total", "counter", "Datagrams dropped, by reason.");
     static const struct {
         const char *reason;
@@ -566,6 +572,7 @@ static void render_udp(struct mtext *t, const struct metrics_source *src, const 
         {"bandwidth", offsetof(struct worker_stats, udp_drop_bandwidth)},
         {"parent", offsetof(struct worker_stats, udp_drop_parent)},
         {"context", offsetof(struct worker_stats, udp_drop_context)},
+        {"tunnel", offsetof(struct worker_stats, udp_drop_tunnel)},
     };
     for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++) {
         snprintf(l, sizeof(l), "reason=\"%s\"", drops[i].reason);

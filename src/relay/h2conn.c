@@ -43,6 +43,7 @@
 #include "relay/h2io.h"
 #include "relay/session.h"
 #include "relay/wslink.h"
+#include "tls/tls.h"
 
 #define H2_TX_MAX   (128u * 1024) /* bytes a stream holds for the client */
 #define H2_OUT_CAP  (64u * 1024)  /* frames gathered before one TLS write */
@@ -740,6 +741,8 @@ void h2conn_begin_ws(struct conn *c, struct wslink *ws)
         conn_close(c, "protocol-not-enabled");
         return;
     }
+    if (c->cli_tls)
+        tls_keep_buffers(c->cli_tls); /* busy and long-lived: no allocation per record */
     struct h2conn *hc = calloc(1, sizeof(*hc));
     if (hc) {
         hc->out = malloc(H2_OUT_CAP);

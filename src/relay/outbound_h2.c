@@ -49,6 +49,7 @@
 #include "proto/parent.h"
 #include "proto/ws.h"
 #include "relay/h2io.h"
+#include "relay/h2out_user.h"
 #include "relay/outbound.h"
 #include "relay/outbound_h2.h"
 #include "relay/outbound_h2rev.h"
@@ -99,6 +100,11 @@ struct ho_stream {
     struct addr ip; /* the destination as dialled, for a second dial */
     uint16_t port;
     bool has_name;
+    /* A stream of another user than a session (h2out_user.h): c is NULL,
+     * news defer utask, and the request is an extended CONNECT. */
+    struct task *utask;
+    char *upath;
+    const char *uproto;
 };
 
 /* One TLS connection to the parent. */
@@ -195,6 +201,8 @@ static void hs_wake(struct ho_stream *s, uint8_t ev)
 {
     if (s->rv)
         outbound_h2rev_wake(s->rv);
+    if (!s->c && s->utask && s->sl)
+        loop_defer(&s->sl->w->loop, s->utask);
     if (!s->c)
         return;
     if (s->cli)
@@ -213,6 +221,7 @@ static void hs_destroy(struct ho_stream *s)
     free(s->rx);
     free(s->tx);
     free(s->xpath);
+    free(s->upath);
     free(s);
     if (sl)
         slot_unref(sl);
@@ -302,7 +311,7 @@ static int on_data_chunk(nghttp2_session *ss, uint8_t flags, int32_t id, const u
     /* Connection credit on receipt: a stalled stream never starves others. */
     nghttp2_session_consume_connection(ss, len);
     struct ho_stream *s = nghttp2_session_get_stream_user_data(ss, id);
-    if (!s || (!s->c && !s->rv)) {
+    if (!s || (!s->c && !s->rv && !s->utask)) {
         nghttp2_session_consume_stream(ss, id, len);
         return 0;
     }
@@ -343,7 +352,7 @@ static int on_stream_close(nghttp2_session *ss, int32_t id, uint32_t err, void *
         s->reset = true;
     if (err == NGHTTP2_REFUSED_STREAM && !s->status && hc->goaway)
         s->retry = true; /* past the GOAWAY's last stream: never processed, sent again */
-    if (!s->c && !s->rv) {
+    if (!s->c && !s->rv && !s->utask) {
         hs_free(s);
         return 0;
     }
@@ -415,17 +424,18 @@ static void hs_submit(struct ho_conn *hc, struct ho_stream *s)
          vscheme[] = "https", kpath[] = ":path";
     char auth[300], cred[1100] = "", xproto[32] = "";
     struct addr t = s->ip;
-    if (s->xproto) { /* a reverse remote's stream names the server (RFC 8441 4) */
+    if (s->xproto || !c) { /* a stream of no session names the server (RFC 8441 4) */
         snprintf(auth, sizeof(auth), strchr(o->host, ':') ? "[%s]:%u" : "%s:%u", o->host,
                  (unsigned)o->port);
-        snprintf(xproto, sizeof(xproto), "%s", s->xproto);
+        if (s->xproto)
+            snprintf(xproto, sizeof(xproto), "%s", s->xproto);
     } else if (c->dst_name && addr_parse_ip(c->dst_name, c->dst_port, &t) != 0) {
         snprintf(auth, sizeof(auth), "%s:%u", c->dst_name, (unsigned)c->dst_port);
     } else { /* an address, or a name that is an address literal */
         t.port = c->dst_port;
         addr_format(&t, auth, sizeof(auth)); /* [v6]:port, RFC 9113 8.5 */
     }
-    nghttp2_nv nv[6] = {
+    nghttp2_nv nv[8] = {
         {(uint8_t *)kmethod, (uint8_t *)vmethod, 7, 7, NGHTTP2_NV_FLAG_NONE},
         {(uint8_t *)kauth, (uint8_t *)auth, 10, strlen(auth), NGHTTP2_NV_FLAG_NONE},
     };
@@ -438,6 +448,8 @@ static void hs_submit(struct ho_conn *hc, struct ho_stream *s)
         nv[nnv++] = (nghttp2_nv){(uint8_t *)kpath, (uint8_t *)s->xpath, 5, strlen(s->xpath),
                                  NGHTTP2_NV_FLAG_NONE};
     }
+    else if (!c)
+        nnv += h2out_user_headers(nv + nnv, s->uproto, s->upath);
     if (o->user) {
         memcpy(cred, "Basic ", 6);
         size_t n = parent_basic_credentials(o->user, o->pass, cred + 6, sizeof(cred) - 6);
@@ -559,7 +571,7 @@ static void ho_conn_close(struct ho_conn *hc, const char *why, bool failure)
         s->hc = NULL;
         s->reset = s->reset || !s->gone; /* a stream that had ended stays clean */
         s->gone = true;
-        if (!s->c && !s->rv) {
+        if (!s->c && !s->rv && !s->utask) {
             hs_destroy(s);
             continue;
         }
@@ -649,6 +661,7 @@ static void ho_up(struct ho_conn *hc)
     struct ho_slot *sl = hc->sl;
     const struct config_outbound *o = sl_ob(sl);
     const struct config_http2 *h2 = &sl->wc->cfg->http2;
+    tls_keep_buffers(hc->tls); /* busy and long-lived: no allocation per record */
     hc->out = malloc(HO_OUT_CAP);
     hc->s = hc->out ? ho_session(hc) : NULL;
     nghttp2_settings_entry iv[] = {
@@ -1445,6 +1458,140 @@ const struct outbound_ops outbound_h2 = {
     .pending = ob_h2_pending,
     .credit = ob_h2_credit,
 };
+
+/* ---- streams of other users (h2out_user.h) -------------------------------- */
+
+size_t h2out_user_headers(nghttp2_nv *nv, const char *proto, const char *path)
+{
+    static char kproto[] = ":protocol", kscheme[] = ":scheme", vscheme[] = "https",
+                kpath[] = ":path", kcap[] = "capsule-protocol", vcap[] = "?1";
+    nv[0] = (nghttp2_nv){(uint8_t *)kproto, (uint8_t *)(uintptr_t)proto, 9, strlen(proto),
+                         NGHTTP2_NV_FLAG_NONE};
+    nv[1] = (nghttp2_nv){(uint8_t *)kscheme, (uint8_t *)vscheme, 7, 5, NGHTTP2_NV_FLAG_NONE};
+    nv[2] = (nghttp2_nv){(uint8_t *)kpath, (uint8_t *)(uintptr_t)path, 5, strlen(path),
+                         NGHTTP2_NV_FLAG_NONE};
+    nv[3] = (nghttp2_nv){(uint8_t *)kcap, (uint8_t *)vcap, 16, 2, NGHTTP2_NV_FLAG_NONE};
+    return 4;
+}
+
+struct ho_stream *h2out_open(struct worker *w, const struct config *cfg, uint16_t ob,
+                             const char *proto, const char *path, struct task *wake)
+{
+    struct wcfg *wc = NULL;
+    for (struct list *pos = w->cfgs.next; pos != &w->cfgs; pos = pos->next)
+        if (container_of(pos, struct wcfg, link)->cfg == cfg)
+            wc = container_of(pos, struct wcfg, link);
+    struct ho_slot *sl = wc ? outbound_h2_slot(w, wc, ob) : NULL;
+    struct ho_stream *s = sl && !sl->http1 ? calloc(1, sizeof(*s)) : NULL;
+    if (s && !(s->upath = strdup(path))) {
+        free(s);
+        s = NULL;
+    }
+    if (!s)
+        return NULL;
+    s->sl = sl;
+    sl->refs++;
+    s->utask = wake;
+    s->uproto = proto;
+    struct loop *l = &w->loop;
+    if (sl->cur && sl->cur->st == HO_UP && !sl->cur->goaway) {
+        hs_submit(sl->cur, s);
+        return s;
+    }
+    list_add_tail(&sl->waiters, &s->link);
+    s->waiting = true;
+    uint64_t now = loop_now(l);
+    if (!sl->cur && now >= sl->retry_at)
+        slot_attempt(sl);
+    else if (!sl->cur && !timer_armed(&sl->timer))
+        loop_timer_arm_at(l, &sl->timer, sl->retry_at);
+    return s;
+}
+
+int h2out_state(const struct ho_stream *s)
+{
+    if (s->http1)
+        return -1;
+    if (s->status >= 200 && s->status <= 299)
+        return !s->hc ? H2OUT_LOST : s->gone || s->rx_eof ? -1 : s->status;
+    if (s->status)
+        return -s->status;
+    if (!s->hc && !s->waiting)
+        return H2OUT_LOST; /* its connection failed, or went */
+    return s->gone ? -1 : 0;
+}
+
+size_t h2out_peek(const struct ho_stream *s, const uint8_t **p)
+{
+    *p = s->rx + s->rx_off;
+    return s->rx_len - s->rx_off;
+}
+
+void h2out_consume(struct ho_stream *s, size_t n)
+{
+    s->rx_off += n;
+    if (s->rx_off == s->rx_len)
+        s->rx_off = s->rx_len = 0;
+    if (!s->hc || s->gone || !n)
+        return;
+    nghttp2_session_consume_stream(s->hc->s, s->id, n);
+    ho_kick(s->hc);
+}
+
+size_t h2out_unsent(const struct ho_stream *s)
+{
+    return s->tx_len - s->tx_off;
+}
+
+int h2out_write(struct ho_stream *s, const void *a, size_t na, const void *b, size_t nb)
+{
+    if (s->gone || (!s->hc && !s->waiting))
+        return -EPIPE; /* while it waits, bytes wait with it */
+    if (s->tx_off) {
+        memmove(s->tx, s->tx + s->tx_off, s->tx_len - s->tx_off);
+        s->tx_len -= s->tx_off;
+        s->tx_off = 0;
+    }
+    if (na + nb > HO_TX_MAX - s->tx_len)
+        return -EAGAIN;
+    if (!s->tx && !(s->tx = malloc(HO_TX_MAX)))
+        return -ENOMEM;
+    memcpy(s->tx + s->tx_len, a, na);
+    if (nb)
+        memcpy(s->tx + s->tx_len + na, b, nb);
+    s->tx_len += na + nb;
+    if (!s->hc || s->id <= 0)
+        return 0;
+    if (s->deferred) {
+        s->deferred = false;
+        nghttp2_session_resume_data(s->hc->s, s->id);
+    }
+    ho_kick(s->hc);
+    return 0;
+}
+
+void h2out_close(struct ho_stream *s)
+{
+    if (!s)
+        return;
+    s->utask = NULL;
+    if (!s->hc) {
+        if (s->waiting)
+            list_del(&s->link);
+        hs_destroy(s);
+        return;
+    }
+    if (s->gone) {
+        hs_free(s);
+        return;
+    }
+    size_t left = s->rx_len - s->rx_off;
+    if (left)
+        nghttp2_session_consume_stream(s->hc->s, s->id, left);
+    s->rx_off = s->rx_len = 0;
+    nghttp2_submit_rst_stream(s->hc->s, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_CANCEL);
+    ho_kick(s->hc);
+}
 
 /* ---- the worker's set ----------------------------------------------------- */
 

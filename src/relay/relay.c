@@ -18,11 +18,13 @@
 #include "log/log.h"
 #include "relay/edge_check.h"
 #include "relay/front.h"
+#include "relay/front_udp.h"
 #include "relay/h2conn.h"
 #include "relay/h2rev.h"
 #include "relay/outbound.h"
 #include "relay/outbound_h2rev.h"
 #include "relay/session.h"
+#include "relay/udp_tunnel.h"
 #include "udp/udp.h"
 
 static void relay_accept(struct worker *w, struct listener *ls, int fd, const struct addr *peer)
@@ -79,6 +81,7 @@ static void relay_worker_fini(struct worker *w)
     edge_checks_stop(w->edge_checks);
     w->edge_checks = NULL;
     udp_worker_fini(w);
+    front_udp_stop(w); /* before the HTTP/2 connections its flows use */
     http_pool_fini(w);
     outbound_h2_worker_fini(w);
     if (w->auth) {
@@ -109,6 +112,8 @@ static void relay_config_changed(struct worker *w)
     h2rev_close_all(); /* reverse listeners go: the client registers again */
     outbound_h2_config_changed(w);
     outbound_h2rev_config_changed(w); /* worker 0 registers the reverse remotes */
+    udp_tunnel_start(); /* udp/'s hook for datagrams through a tunnel */
+    front_udp_apply(w); /* [udp] forward = ... (worker 0) */
     const struct config *cfg = w->cur->cfg;
     struct auth *a = atomic_load(&w->sh->auth);
     if (w->auth || !a || !config_auth_enabled(cfg))

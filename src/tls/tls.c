@@ -522,6 +522,11 @@ const char *tls_error(const struct tls *t)
     return t->err;
 }
 
+void tls_keep_buffers(struct tls *t)
+{
+    SSL_clear_mode(t->ssl, SSL_MODE_RELEASE_BUFFERS);
+}
+
 void tls_alpn(const struct tls *t, char *out, size_t outlen)
 {
     const unsigned char *p = NULL;

@@ -123,6 +123,11 @@ bool tls_pending(const struct tls *t);
  * sha256//..., expected sha256//...", "certificate verify failed: ..."),
  * "" when none. Valid until the session is freed. */
 const char *tls_error(const struct tls *t);
+/* Keep the session's record buffers between reads and writes, instead of
+ * giving them back each time (the contexts' default, for many mostly idle
+ * connections): for a long-lived busy one, such as an HTTP/2 connection
+ * carrying many streams, where it saves two allocations per record. */
+void tls_keep_buffers(struct tls *t);
 /* The protocol ALPN settled on ("" when none), after the handshake. */
 void tls_alpn(const struct tls *t, char *out, size_t outlen);
 /* "sha256//BASE64" of the peer certificate's SubjectPublicKeyInfo, after

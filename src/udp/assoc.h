@@ -17,6 +17,7 @@
 
 #include "core/loop.h"
 #include "udp/dest_table.h"
+#include "udp/tunnel.h"
 #include "udp/udp.h"
 #include "util/addr.h"
 #include "util/list.h"
@@ -62,6 +63,12 @@ struct udp_assoc {
     struct udp_names pnames;
     uint32_t npnames; /* of pnames, those that are destinations (via a parent) */
     struct udp_parent *parents;
+    /* tunnel.c: the flows through a tunnel outbound ("PORT HOST"), their
+     * queue, and whether udp.max_datagram counts payloads (a tunnel may
+     * carry datagrams) and a lost tunnel ended us already. */
+    struct udp_names tflows;
+    struct udp_tq tq;
+    bool tunnel_possible, tun_lost;
 };
 
 /* What a batch may still move under the bandwidth limits, and what it did. */

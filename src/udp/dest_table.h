@@ -85,6 +85,7 @@ struct udp_name {
     struct addr addr;  /* port 0 */
     struct udp_pkt *head, *tail;
     struct udp_parent *via; /* parent.c's names: the parent it goes through */
+    struct udp_flow *flow;  /* tunnel.c's flows */
     char name[];
 };
 

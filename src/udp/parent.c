@@ -78,6 +78,7 @@ struct udp_parent {
     struct up_pkt *head, *tail;
     uint32_t held;
     struct parent_hs hs;
+    bool tunnel; /* a tunnel outbound: datagrams go on flows (tunnel.h) */
 };
 
 /* ---- which way ---------------------------------------------------------- */
@@ -259,6 +260,10 @@ void udp_parent_send(struct udp_parent *p, const char *name, const struct addr *
     struct udp_assoc *a = p->a;
     if (p->phase == UP_DEAD) {
         stat_add(&a->w->stats.udp_drop_parent, 1);
+        return;
+    }
+    if (p->tunnel) {
+        udp_tunnel_send(a, p->ob, name, d, port, data, len);
         return;
     }
     uint8_t hdr[UP_HDR_MAX];
@@ -634,7 +639,9 @@ struct udp_parent *udp_parent_get(struct udp_assoc *a, uint16_t ob)
     }
     uint64_t now = loop_now(&a->w->loop);
     const char *why = NULL;
-    const struct config_outbound *o = parent_of(a, ob, now, &why);
+    bool tunnel = udp_tunnel_carries(a->conf, ob);
+    const struct config_outbound *o =
+        tunnel ? &a->conf->outbounds[ob] : parent_of(a, ob, now, &why);
     if (!o) {
         stat_add(&st->udp_drop_parent, 1);
         if (warn_now(now))
@@ -658,7 +665,11 @@ struct udp_parent *udp_parent_get(struct udp_assoc *a, uint16_t ob)
     task_init(&p->end, on_end_task);
     p->next = a->parents;
     a->parents = p;
-    parent_open(p);
+    p->tunnel = tunnel;
+    if (tunnel)
+        p->phase = UP_READY; /* its flows open on their own */
+    else
+        parent_open(p);
     return p;
 }
 
@@ -689,7 +700,7 @@ static struct udp_parent *pname_judge(struct udp_assoc *a, const char *name, uin
         return NULL;
     }
     struct udp_parent *p = udp_parent_get(a, ob);
-    if (p && !p->o->remote_dns) {
+    if (p && !p->tunnel && !p->o->remote_dns) {
         *handled = false; /* socks5: resolved here, the address judged and sent */
         return NULL;
     }

@@ -47,6 +47,7 @@
 #include "udp/assoc.h"
 #include "udp/dest_table.h"
 #include "udp/parent.h"
+#include "udp/tunnel.h"
 #include "util/compiler.h"
 #include "util/list.h"
 
@@ -657,7 +658,9 @@ static bool up_datagram(struct udp_assoc *a, struct up_batch *b, const struct ad
                         uint8_t *p, size_t len, uint64_t now)
 {
     struct worker_stats *st = &a->w->stats;
-    if (len > a->cfg->max_datagram) {
+    /* Through a tunnel the cap is the payload's (tunnel.c checks it), as
+     * at the tunnel's far end; the header adds at most 262 bytes. */
+    if (len > a->cfg->max_datagram + (a->tunnel_possible ? 262u : 0u)) {
         stat_add(&st->udp_drop_size, 1);
         return false;
     }
@@ -912,6 +915,7 @@ static void on_sweep(struct timer *t)
     udp_dests_sweep(&a->dests, now, a->cfg->idle_ms);
     udp_names_expire(&a->names, now, name_drop);
     udp_parent_sweep(a, now);
+    udp_tunnel_sweep(a, now);
     loop_timer_arm(&a->w->loop, &a->sweep, MAX(250u, a->cfg->idle_ms / 4));
 }
 
@@ -983,6 +987,8 @@ int udp_assoc_open(struct worker *w, const struct config *conf, unsigned listen_
     a->own = *owner;
     a->parents_possible = udp_parent_possible(conf);
     udp_names_init(&a->pnames, seed ^ 0x5bd1e995u);
+    udp_names_init(&a->tflows, seed ^ 0x27d4eb2fu);
+    a->tunnel_possible = udp_tunnel_possible(conf);
     io_init(&a->cio, on_client);
     io_init(&a->out4, on_out4);
     io_init(&a->out6, on_out6);
@@ -1037,6 +1043,7 @@ void udp_assoc_close(struct udp_assoc *a, uint64_t *bytes_up, uint64_t *bytes_do
     close_io(l, &a->cio);
     close_io(l, &a->out4);
     close_io(l, &a->out6);
+    udp_tunnel_close_all(a);
     udp_parent_close_all(a);
     udp_names_fini(&a->names, name_drop);
     udp_dests_fini(&a->dests);

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """`ferry bench --tunnel h2` (and wss): the bench starts a tunnel pair itself (a ferry
 with a SOCKS5 port and an https:// outbound over h2, pinned, in front of a
-ferry with a tls:// listener) and runs the TCP scenarios through the
-client's SOCKS5 port, every byte checked; the CPU is that of both.
+ferry with a tls:// listener) and runs the TCP scenarios and udp through
+the client's SOCKS5 port, every byte checked; the CPU is that of both.
 
 And bench/compare.sh's tunnel group (planned with --dry-run: nothing is
 installed or started) and its section of the report, from a synthetic
@@ -92,6 +92,16 @@ def test_tunnel_handshakes_without_failures():
     assert metric(r, "failed_data") == 0
 
 
+def test_tunnel_udp_echoes_through_connect_udp_streams():
+    """udp --tunnel h2: every client's datagrams are CONNECT-UDP streams on
+    the pair's connection; nothing is lost or corrupted (a short window)."""
+    r = bench_json("udp", "--tunnel", "h2", "--connections", "2")
+    check_pair(r)
+    assert metric(r, "echoes") > 0
+    assert metric(r, "corrupt") == 0 and metric(r, "loss") == 0
+    assert metric(r, "proxy_cpu_per_echo") > 0
+
+
 def test_tunnel_human_header_names_it():
     p = bench("handshakes", "--tunnel", "h2", "--concurrency", "2", "--runs", "1",
               "--duration", "0.3", "--warmup", "0")
@@ -104,8 +114,7 @@ def test_tunnel_human_header_names_it():
 def test_tunnel_bad_combinations_refused():
     cases = [
         (["throughput", "--tunnel", "h3"], "--tunnel"),
-        (["udp", "--tunnel", "h2"], "--tunnel is for the TCP scenarios"),
-        (["rules", "--tunnel", "h2"], "--tunnel is for the TCP scenarios"),
+        (["rules", "--tunnel", "h2"], "--tunnel is for the scenarios through a proxy"),
         (["throughput", "--tunnel", "h2", "--direct"], "--tunnel starts its own client and server"),
         (["throughput", "--tunnel", "h2", "--proxy", "127.0.0.1:9"],
          "--tunnel starts its own client and server"),

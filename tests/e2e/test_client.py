@@ -9,7 +9,7 @@ on EOF; the target unreachable: exit 1 and one line on stderr), ssh with
 ProxyCommand to a local sshd (skipped without openssh-server), a wrong
 pin, a wrong password and a server that is not running (the SOCKS/HTTP
 error, the log names the reason), the command line's refusals (http://,
-/udp, duplicates), --print-config read back by --check, and forward=
+R:.../udp, stdio with /udp, duplicates), --print-config read back by --check, and forward=
 config errors naming FILE:LINE."""
 
 import hashlib
@@ -362,8 +362,8 @@ def test_password_prompt(server, echo_server):
 
 @pytest.mark.parametrize("args,says", [
     (["http://h", "socks"], "not an https:// or wss:// URL"),
-    (["https://h", "R:5353:127.0.0.1:53/udp"], "UDP (/udp) remotes are not supported yet"),
-    (["https://h", "5353:1.1.1.1:53/udp"], "UDP (/udp) remotes are not supported yet"),
+    (["https://h", "R:5353:127.0.0.1:53/udp"], "reverse UDP (R:.../udp) remotes are not supported yet"),
+    (["https://h", "stdio:h:53/udp"], "remote 'stdio:h:53/udp': stdio carries no /udp"),
     (["https://h", "8080:h:80", "8080:h:81"], "same local port 8080"),
     (["https://h", "8080:h:0"], "bad destination port '0'"),
     (["https://h", "[::1:8080:h:80"], "unbalanced brackets"),

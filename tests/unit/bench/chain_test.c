@@ -268,8 +268,8 @@ static void test_chain_option(void **state)
     assert_string_equal(msg, "--chain must be 1..8 ferries (got 9)");
 }
 
-/* --tunnel: h2 or wss, self-hosted TCP scenarios
- * only, and neither --chain nor --https-proxy beside it. */
+/* --tunnel: h2 or wss, self-hosted scenarios through a proxy only (TCP,
+ * and udp over h2), and neither --chain nor --https-proxy beside it. */
 static void test_tunnel_option(void **state)
 {
     (void)state;
@@ -287,7 +287,7 @@ static void test_tunnel_option(void **state)
     assert_int_equal(o.tunnel, TUNNEL_WSS);
     assert_int_equal(bench_hops(&o), 2);
     assert_int_equal(PARSE("bench", "throughput", "--tunnel", "h3"), 2);
-    assert_int_equal(PARSE("bench", "udp", "--tunnel", "h2"), 2);
+    assert_int_equal(PARSE("bench", "udp", "--tunnel", "h2"), BENCH_RUN);
     assert_int_equal(PARSE("bench", "rules", "--tunnel", "h2"), 2);
     assert_int_equal(PARSE("bench", "throughput", "--tunnel", "h2", "--direct"), 2);
     assert_int_equal(PARSE("bench", "throughput", "--tunnel", "h2", "--proxy", "127.0.0.1:1080"),

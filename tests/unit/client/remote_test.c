@@ -142,6 +142,7 @@ static void test_missing_parts(void **state)
     parse_bad("a:b:1:socks", "expected [ADDR:]PORT:socks");
     parse_bad("8080:h:80/sctp", "unknown suffix");
     parse_bad("socks/udp", "no /udp");
+    parse_bad("stdio:h:53/udp", "stdio carries no /udp");
 }
 
 static void test_bad_addresses(void **state)
@@ -179,6 +180,11 @@ static void test_list(void **state)
     assert_non_null(strstr(err, "at most one stdio"));
     v[3] = parse_ok("R:8080:h:80"); /* a port on the server: no clash */
     assert_int_equal(remote_check_list(v, 4, err, sizeof(err)), 0);
+    v[3] = parse_ok("8080:h:53/udp"); /* a UDP port beside the TCP one: no clash */
+    assert_int_equal(remote_check_list(v, 4, err, sizeof(err)), 0);
+    v[2] = parse_ok("127.0.0.1:8080:h2:53/udp");
+    assert_int_equal(remote_check_list(v, 4, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "same local port 8080"));
 }
 
 static void test_format(void **state)

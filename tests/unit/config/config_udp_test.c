@@ -52,6 +52,8 @@ static void expect_udp_defaults(const struct config_udp *u)
     assert_int_equal(u->idle_ms, 60000);
     assert_int_equal(u->max_datagram, 9012);
     assert_int_equal(u->queue, 64);
+    assert_int_equal(u->tunnel_queue, 16);
+    assert_int_equal(u->tunnel_bytes, 262144);
     assert_int_equal(u->advertise.family, 0);
     assert_int_equal(u->port_lo, 0);
     assert_int_equal(u->port_hi, 0);
@@ -75,9 +77,12 @@ struct limit {
 static const struct limit limits[] = {
     {"associations", "100", "1..100000", "100000", UOFF(associations), 100, 100000},
     {"destinations", "100", "1..65536", "65536", UOFF(destinations), 100, 65536},
-    {"idle", "60s", "a duration from 1s to 24h", "86400s", UOFF(idle_ms), 60000, 86400000},
+    {"idle", "60s", "a duration from 500ms to 24h", "86400s", UOFF(idle_ms), 60000, 86400000},
     {"max_datagram", "9012", "11..65507 bytes", "65507", UOFF(max_datagram), 9012, 65507},
     {"queue", "64", "1..4096", "4096", UOFF(queue), 64, 4096},
+    {"tunnel_queue", "16", "1..1024", "1024", UOFF(tunnel_queue), 16, 1024},
+    {"tunnel_queue_bytes", "262144", "1k..16m bytes", "16777216", UOFF(tunnel_bytes), 262144,
+     16777216},
 };
 
 static uint32_t field(const struct config *c, const struct limit *l)
@@ -163,8 +168,9 @@ static void test_value_forms(void **state)
     static const struct {
         const char *v;
         uint32_t ms;
-    } idle[] = {{"500", 500000}, {"1", 1000},     {"30s", 30000},      {"1500ms", 1500},
-                {"2m", 120000},  {"1h", 3600000}, {"86400", 86400000}, {"\"45s\"", 45000}};
+    } idle[] = {{"500", 500000},     {"1", 1000},        {"30s", 30000},
+                {"1500ms", 1500},    {"2m", 120000},     {"1h", 3600000},
+                {"86400", 86400000}, {"\"45s\"", 45000}, {"500ms", 500}};
     for (size_t i = 0; i < sizeof(idle) / sizeof(idle[0]); i++) {
         char text[128];
         snprintf(text, sizeof(text), "[udp]\nidle = %s\n", idle[i].v);
@@ -211,9 +217,9 @@ static void test_below_minimum_keeps_default(void **state)
                 "using the default 9012",
                 x->path);
     assert_int_equal(x->c->udp.max_datagram, 9012);
-    load_warns(x, "[udp]\nidle = 999ms\n", 1);
+    load_warns(x, "[udp]\nidle = 499ms\n", 1);
     expect_warn(x, 0,
-                "%s:2: udp.idle: '999ms' is not valid (expected a duration from 1s to 24h); "
+                "%s:2: udp.idle: '499ms' is not valid (expected a duration from 500ms to 24h); "
                 "using the default 60s",
                 x->path);
     assert_int_equal(x->c->udp.idle_ms, 60000);
@@ -235,6 +241,8 @@ static void test_oversized_values_clamp(void **state)
         {"max_datagram", "65508"},
         {"max_datagram", "64k"},
         {"queue", "5000"},
+        {"tunnel_queue", "1025"},
+        {"tunnel_queue_bytes", "17m"},
     };
     for (size_t i = 0; i < sizeof(big) / sizeof(big[0]); i++) {
         const struct limit *l = NULL;
@@ -308,7 +316,7 @@ static void test_warnings_accumulate(void **state)
                 "using the default 100",
                 x->path);
     expect_warn(x, 1,
-                "%s:5: udp.idle: 'soon' is not valid (expected a duration from 1s to 24h); "
+                "%s:5: udp.idle: 'soon' is not valid (expected a duration from 500ms to 24h); "
                 "using the default 60s",
                 x->path);
     expect_warn(x, 2, "%s:6: udp.max_datagram: '100000' is above the maximum; using 65507",
@@ -415,6 +423,51 @@ static void test_ports(void **state)
     }
 }
 
+/* forward = [ADDR:]PORT HOST:PORT repeats; ADDR defaults to 127.0.0.1. */
+static void test_forwards(void **state)
+{
+    struct ctx *x = *state;
+    load_ok(x, "[udp]\nforward = 5353 1.1.1.1:53\nforward = [::1]:5354 dns.example:53\n"
+               "forward = 0.0.0.0:7000 [2001:db8::1]:7\n");
+    const struct config_udp *u = &x->c->udp;
+    assert_int_equal(u->nforwards, 3);
+    char b[ADDR_STRLEN];
+    assert_string_equal(addr_format(&u->forwards[0].listen, b, sizeof(b)), "127.0.0.1:5353");
+    assert_string_equal(u->forwards[0].host, "1.1.1.1");
+    assert_int_equal(u->forwards[0].port, 53);
+    assert_string_equal(addr_format(&u->forwards[1].listen, b, sizeof(b)), "[::1]:5354");
+    assert_string_equal(u->forwards[1].host, "dns.example");
+    assert_string_equal(addr_format(&u->forwards[2].listen, b, sizeof(b)), "0.0.0.0:7000");
+    assert_string_equal(u->forwards[2].host, "2001:db8::1");
+    assert_int_equal(u->forwards[2].port, 7);
+
+    static const struct {
+        const char *v, *why;
+    } bad[] = {
+        {"5353", "is not two words"},
+        {"x:5353 h:53", "names no listen address and port"},
+        {"0 h:53", "names no listen address and port"},
+        {"5353 h", "names no destination HOST:PORT"},
+        {"5353 h:0", "names no destination HOST:PORT"},
+        {"5353 2001:db8::1:53", "names no destination HOST:PORT"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char text[128];
+        snprintf(text, sizeof(text), "[udp]\nforward = %s\n", bad[i].v);
+        load_fails(x, text, 1);
+        expect_err(x, 0, "%s:2: udp.forward: '%s' %s (expected [ADDR:]PORT HOST:PORT)", x->path,
+                   bad[i].v, bad[i].why);
+    }
+    char text[2048] = "[udp]\n";
+    for (int i = 0; i < CONFIG_UDP_FORWARDS_MAX + 1; i++)
+        snprintf(text + strlen(text), sizeof(text) - strlen(text), "forward = %d h:53\n", 6000 + i);
+    load_fails(x, text, 1);
+    expect_err(x, 0,
+               "%s:%d: udp.forward: '%d h:53' is one forward too many (at most 32) "
+               "(expected [ADDR:]PORT HOST:PORT)",
+               x->path, CONFIG_UDP_FORWARDS_MAX + 2, 6000 + CONFIG_UDP_FORWARDS_MAX);
+}
+
 /* ---- keys ---------------------------------------------------------------- */
 
 static void test_unknown_key_in_udp(void **state)
@@ -483,6 +536,7 @@ int main(void)
         T(test_limit_set_twice),
         T(test_advertise),
         T(test_ports),
+        T(test_forwards),
         T(test_unknown_key_in_udp),
         T(test_offload_switches),
         T(test_udp_key_outside_section),
