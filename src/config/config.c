@@ -56,6 +56,7 @@ struct loader {
     bool workers_auto;
     bool max_conn_auto;
     bool in_rules; /* inside [rules]: lines are rules, not keys */
+    bool in_quota; /* inside [quota]: lines go whole to quota.c */
     struct acl_rule *rules;
     uint32_t nrules, caprules;
     struct outbound_list obs;       /* [outbound NAME] sections */
@@ -848,7 +849,7 @@ _Static_assert(ARRAY_LEN(keys) <= 96, "loader.seen is too small");
 
 /* Sections a file may contain; keys in them are named "section.key". */
 static const char *const sections[] = {"auth",    "udp", "http", "rules", "limits",
-                                       "metrics", "dns", "tls",  "http2"};
+                                       "metrics", "dns", "tls",  "http2", "quota"};
 
 /* Edit distance, for "did you mean" on unknown keys. */
 static size_t edit_distance(const char *a, const char *b)
@@ -1103,7 +1104,7 @@ static int parse_text(struct loader *ld, const char *path, char *text)
     const char *o_file = ld->file;
     int o_line = ld->line;
     char *o_text = ld->text, *o_next = ld->next;
-    bool o_rules = ld->in_rules;
+    bool o_rules = ld->in_rules, o_quota = ld->in_quota;
     struct config_outbound *o_ob = ld->cur_ob;
     char o_seen[sizeof(ld->ob_seen)];
     memcpy(o_seen, ld->ob_seen, sizeof(o_seen));
@@ -1112,7 +1113,7 @@ static int parse_text(struct loader *ld, const char *path, char *text)
     ld->file = file;
     ld->line = 0;
     ld->text = ld->next = text;
-    ld->in_rules = false;
+    ld->in_rules = ld->in_quota = false;
     ld->cur_ob = NULL;
     /* Runtime knobs of Debian's libinih: '#' and ';' start comments
      * anywhere, continuation lines are errors, lines up to 4000; with the
@@ -1134,6 +1135,7 @@ static int parse_text(struct loader *ld, const char *path, char *text)
     ld->text = o_text;
     ld->next = o_next;
     ld->in_rules = o_rules;
+    ld->in_quota = o_quota;
     ld->cur_ob = o_ob;
     memcpy(ld->ob_seen, o_seen, sizeof(o_seen));
     return 0;
@@ -1234,9 +1236,14 @@ static bool check_line(struct loader *ld, const char *line)
         add_rule(ld, ld->file, ld->line, p);
         return true;
     }
+    if (*p != '[' && ld->in_quota) {
+        config_quota_line(&ld->c->quota, ld->file, ld->line, p, ld->errs);
+        return true;
+    }
     if (*p == '[') {
         const char *end0 = strchr(p, ']');
         ld->in_rules = end0 && (size_t)(end0 - p - 1) == 5 && strncmp(p + 1, "rules", 5) == 0;
+        ld->in_quota = end0 && (size_t)(end0 - p - 1) == 5 && strncmp(p + 1, "quota", 5) == 0;
         ld->cur_ob = NULL;
         ld->c->cur_edge = -1;
         if (end0 && !strncmp(p + 1, "edge ", 5)) {
@@ -1264,7 +1271,8 @@ static bool check_line(struct loader *ld, const char *line)
         }
         bad(ld, NULL,
             "unknown section [%.*s] (known: [auth], [udp], [http], [rules], [limits], [metrics], "
-            "[dns], [tls], [http2], [outbound NAME], [edge NAME]; other keys go at the top)",
+            "[dns], [tls], [http2], [quota], [outbound NAME], [edge NAME]; other keys go at the "
+            "top)",
             (int)(end - p - 1), p + 1);
         return false;
     }
@@ -1332,6 +1340,7 @@ static void set_defaults(struct config *c)
     c->tls.per_ip_handshakes = 16;
     c->tls.ticket_rotation_ms = 12u * 3600 * 1000;
     config_http2_defaults(&c->http2);
+    config_quota_defaults(&c->quota);
     c->connect_timeout_ms = 10000;
     c->iotimeout_ms = 0;
     c->shutdown_timeout_ms = 30000;
@@ -1899,6 +1908,7 @@ int config_load(const struct config_cli *cli, struct config **out, struct msglis
     if (errs->n == nerr0)
         config_tls_load(c, errs);
     config_http2_check(c);
+    config_quota_check(c, cli->path, errs);
     if (c->acl && errs->n == nerr0 && config_alloc_rule_hits(c) < 0)
         msglist_push(errs, "%s: out of memory for the rule counters", cli->path);
     if (c->noutbounds && errs->n == nerr0 && config_alloc_ob_stats(c) < 0)
@@ -1974,6 +1984,7 @@ static void config_destroy(struct config *c)
     dns_hosts_unref(c->dns.hosts_table);
     config_tls_fini(c);
     config_edge_free(c);
+    config_quota_fini(&c->quota);
     for (uint32_t i = 0; i < c->noutbounds; i++)
         outbound_fini(&c->outbounds[i]);
     free(c->outbounds);
