@@ -810,6 +810,16 @@ static void conn_on_task(struct task *t)
 
 static struct conn *conn_alloc(struct worker *w);
 
+/* With accounting on, the session counts in its listen address's row. */
+static void conn_acct_listener(struct conn *c)
+{
+    struct acct *a = c->w->sh->acct;
+    if (!acct_enabled(a))
+        return;
+    c->acct_l = acct_listener(a, c->w->id, c->listen_index);
+    stat_add(&c->acct_l->sessions, 1);
+}
+
 int conn_open_stream(struct worker *w, struct conn *carrier, struct h2stream *s)
 {
     const struct config *cfg = carrier->wc->cfg;
@@ -837,6 +847,7 @@ int conn_open_stream(struct worker *w, struct conn *carrier, struct h2stream *s)
     c->t_start = loop_now(&w->loop);
     c->t_start_us = clock_us();
     c->h2s = s;
+    conn_acct_listener(c);
     h2stream_attach(s, c);
     stat_add(&w->stats.active_proto[front_h2.sp], 1);
     io_init(&c->cli, conn_on_cli_io);
@@ -893,6 +904,7 @@ int conn_open(struct worker *w, uint8_t listen_index, int fd, const struct addr 
     list_init(&c->link);
     list_add_tail(&w->sessions, &c->link);
     c->state = (uint8_t)state;
+    conn_acct_listener(c);
 
     /* TCP_NODELAY is inherited from the listening socket (server.c). */
     int rc = loop_io_add(&w->loop, &c->cli, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET);

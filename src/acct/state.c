@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * state.c: the quota state file, which carries each user's usage of the
+ * running period across a restart. A text file:
+ *
+ *     ferry-quota-state 1
+ *     user NAME PERIOD_START USED
+ *
+ * (PERIOD_START in Unix seconds, USED in bytes; '#' lines are comments).
+ * Written whole to a temporary file beside it, fsync'd and renamed over it
+ * (then the directory fsync'd), so a reader sees the old file or the new
+ * one, never half of one. Read at start: a line that is not valid is a
+ * warning and is skipped, a file that is not a state file at all is a
+ * warning and is ignored; neither stops ferry. The parser is pure (no
+ * allocation, no I/O) so it can be tested and fuzzed alone.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "acct/acct_int.h"
+#include "auth/userlist.h"
+#include "log/log.h"
+#include "util/parse.h"
+
+#define STATE_MAGIC    "ferry-quota-state 1"
+#define STATE_LINE_MAX 512
+#define STATE_FILE_MAX (16u << 20)
+#define STATE_TIME_MAX ((int64_t)1 << 40) /* far beyond any clock ferry meets */
+
+/* Split line (NUL-terminated, trimmed) into at most 5 words; returns how
+ * many (6: too many). */
+static int split(char *line, char *w[5])
+{
+    int n = 0;
+    for (char *p = line; *p;) {
+        while (*p == ' ' || *p == '\t')
+            *p++ = '\0';
+        if (!*p)
+            break;
+        if (n == 5)
+            return 6;
+        w[n++] = p;
+        while (*p && *p != ' ' && *p != '\t')
+            p++;
+    }
+    return n;
+}
+
+/* One entry line; NULL when valid (e filled), else the reason. */
+static const char *parse_entry(char *line, struct acct_state_entry *e)
+{
+    char *w[5];
+    int n = split(line, w);
+    uint64_t start, used;
+    if (n != 4 || strcmp(w[0], "user") != 0)
+        return "expected 'user NAME PERIOD_START USED'";
+    size_t len = strlen(w[1]);
+    if (!userlist_name_ok(w[1], len) || len >= sizeof(e->name))
+        return "not a user name";
+    if (parse_u64(w[2], 0, (uint64_t)STATE_TIME_MAX, &start))
+        return "PERIOD_START is not a time";
+    if (parse_u64(w[3], 0, UINT64_MAX, &used))
+        return "USED is not a number of bytes";
+    memcpy(e->name, w[1], len + 1);
+    e->period_start = (int64_t)start;
+    e->used = used;
+    return NULL;
+}
+
+int acct_state_parse(const char *text, size_t len,
+                     void (*fn)(void *arg, const struct acct_state_entry *e),
+                     void (*bad)(void *arg, int line, const char *reason), void *arg)
+{
+    char line[STATE_LINE_MAX + 1];
+    struct acct_state_entry e;
+    bool magic = false;
+    int entries = 0;
+    size_t pos = 0;
+    for (int no = 1; pos < len; no++) {
+        const char *nl = memchr(text + pos, '\n', len - pos);
+        size_t n = nl ? (size_t)(nl - (text + pos)) : len - pos;
+        const char *p = text + pos;
+        pos += n + (nl != NULL);
+        if (n && p[n - 1] == '\r')
+            n--;
+        bool fits = n <= STATE_LINE_MAX && !memchr(p, '\0', n);
+        if (fits) {
+            memcpy(line, p, n);
+            line[n] = '\0';
+        }
+        if (!magic) {
+            if (!fits || strcmp(line, STATE_MAGIC) != 0)
+                return -EINVAL;
+            magic = true;
+            continue;
+        }
+        const char *s = fits ? line + strspn(line, " \t") : NULL;
+        if (s && (*s == '\0' || *s == '#'))
+            continue;
+        const char *why = fits ? parse_entry(line, &e) : "line too long or not text";
+        if (why) {
+            if (bad)
+                bad(arg, no, why);
+            continue;
+        }
+        fn(arg, &e);
+        entries++;
+    }
+    return magic ? entries : -EINVAL;
+}
+
+/* ---- load ------------------------------------------------------------------ */
+
+struct load_ctx {
+    struct acct *a;
+    int64_t now_s;
+    struct msglist *warns;
+    uint32_t used, skipped;
+};
+
+static void load_entry(void *arg, const struct acct_state_entry *e)
+{
+    struct load_ctx *x = arg;
+    struct acct *a = x->a;
+    uint32_t s = acct_find(a, e->name);
+    if (s == UINT32_MAX || !atomic_load(&a->users[s].listed) || !atomic_load(&a->users[s].limit)) {
+        x->skipped++; /* no byte quota now: its usage is forgotten */
+        return;
+    }
+    struct acct_user *u = &a->users[s];
+    atomic_store(&u->base, e->used);
+    atomic_store(&u->offset, acct_sum_bytes(a, s));
+    atomic_store(&u->period_start, e->period_start > x->now_s ? x->now_s : e->period_start);
+    x->used++;
+}
+
+static void load_bad(void *arg, int line, const char *reason)
+{
+    struct load_ctx *x = arg;
+    msglist_push(x->warns, "%s:%d: quota state: %s; line skipped", x->a->state_file, line, reason);
+}
+
+/* Read path whole (at most STATE_FILE_MAX bytes). 0 or -errno. */
+static int read_all(const char *path, char **text, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    int rc = 0;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > STATE_FILE_MAX)
+        rc = -EINVAL;
+    char *p = rc ? NULL : malloc((size_t)st.st_size + 1);
+    if (!rc && !p)
+        rc = -ENOMEM;
+    size_t got = 0;
+    while (!rc && got < (size_t)st.st_size) {
+        ssize_t n = read(fd, p + got, (size_t)st.st_size - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    if (rc) {
+        free(p);
+        return rc;
+    }
+    *text = p;
+    *len = got;
+    return 0;
+}
+
+void acct_state_load(struct acct *a, int64_t now_s, struct msglist *warns)
+{
+    if (!a->state_file)
+        return;
+    char *text = NULL;
+    size_t len = 0;
+    int rc = read_all(a->state_file, &text, &len);
+    if (rc == -ENOENT)
+        return; /* the first start: nothing saved yet */
+    if (rc) {
+        msglist_push(warns, "%s: quota state: cannot read it: %s; usage starts from zero",
+                     a->state_file,
+                     rc == -EINVAL ? "not a regular file of at most 16 MiB" : strerror(-rc));
+        return;
+    }
+    struct load_ctx x = {a, now_s, warns, 0, 0};
+    if (acct_state_parse(text, len, load_entry, load_bad, &x) < 0)
+        msglist_push(warns,
+                     "%s:1: quota state: not a ferry quota state file (expected '%s'); "
+                     "usage starts from zero",
+                     a->state_file, STATE_MAGIC);
+    free(text);
+    uint32_t n = atomic_load(&a->nslots);
+    for (uint32_t s = 0; s < n; s++)
+        if (atomic_load(&a->users[s].limit))
+            acct_tick_user(a, s, now_s);
+    log_info("quota: usage of %u users loaded from %s", x.used, a->state_file);
+}
+
+/* ---- save ------------------------------------------------------------------ */
+
+/* The file's text in a growing buffer; NULL when out of memory. */
+static char *state_text(struct acct *a, int64_t now_s, size_t *len)
+{
+    size_t cap = 128, n = 0;
+    char *p = malloc(cap);
+    if (!p)
+        return NULL;
+    n = (size_t)snprintf(p, cap, "%s\n# written at %lld: user NAME PERIOD_START USED\n",
+                         STATE_MAGIC, (long long)now_s);
+    uint32_t ns = atomic_load(&a->nslots);
+    for (uint32_t s = 0; s < ns; s++) {
+        const struct acct_user *u = &a->users[s];
+        if (!atomic_load(&u->listed) || !atomic_load(&u->limit))
+            continue;
+        if (cap - n < STATE_LINE_MAX) {
+            char *q = realloc(p, cap * 2 + STATE_LINE_MAX);
+            if (!q) {
+                free(p);
+                return NULL;
+            }
+            p = q;
+            cap = cap * 2 + STATE_LINE_MAX;
+        }
+        n += (size_t)snprintf(p + n, cap - n, "user %s %lld %llu\n", u->name,
+                              (long long)atomic_load(&u->period_start),
+                              (unsigned long long)acct_used(a, s));
+    }
+    *len = n;
+    return p;
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+    while (len) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* fsync the directory holding path, so the rename is durable. */
+static void sync_dir(const char *path)
+{
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash == path ? 1 : slash - path) : 1,
+             slash ? path : ".");
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+int acct_state_save(struct acct *a, int64_t now_s)
+{
+    if (!a->state_file)
+        return 0;
+    char tmp[4200];
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp", a->state_file) >= (int)sizeof(tmp))
+        return -ENAMETOOLONG;
+    size_t len;
+    char *text = state_text(a, now_s, &len);
+    if (!text)
+        return -ENOMEM;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int rc = fd < 0 ? -errno : write_all(fd, text, len);
+    free(text);
+    if (!rc && fsync(fd) < 0)
+        rc = -errno;
+    if (fd >= 0 && close(fd) < 0 && !rc)
+        rc = -errno;
+    if (!rc && rename(tmp, a->state_file) < 0)
+        rc = -errno;
+    if (rc) {
+        if (fd >= 0)
+            unlink(tmp);
+        return rc;
+    }
+    sync_dir(a->state_file);
+    return 0;
+}
