@@ -193,12 +193,15 @@ void acct_state_load(struct acct *a, int64_t now_s, struct msglist *warns)
         return;
     }
     struct load_ctx x = {a, now_s, warns, 0, 0};
-    if (acct_state_parse(text, len, load_entry, load_bad, &x) < 0)
+    int rc2 = acct_state_parse(text, len, load_entry, load_bad, &x);
+    free(text);
+    if (rc2 < 0) {
         msglist_push(warns,
                      "%s:1: quota state: not a ferry quota state file (expected '%s'); "
                      "usage starts from zero",
                      a->state_file, STATE_MAGIC);
-    free(text);
+        return;
+    }
     uint32_t n = atomic_load(&a->nslots);
     for (uint32_t s = 0; s < n; s++)
         if (atomic_load(&a->users[s].limit))
