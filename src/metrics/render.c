@@ -647,7 +647,12 @@ static void render_users(struct mtext *t, const struct acct_user_total *u, size_
         {"ferry_user_quota_bytes", "gauge", "The user's byte quota per period ([quota])."},
         {"ferry_user_quota_used_bytes", "gauge", "Bytes the user used in the running period."},
     };
+    bool quotas = false; /* a family without samples is left out */
+    for (size_t i = 0; i < n; i++)
+        quotas |= u[i].quota_bytes != 0;
     for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
+        if (f >= 5 && !quotas)
+            break;
         family(t, fam[f][0], fam[f][1], fam[f][2]);
         for (size_t i = 0; i < n; i++) {
             switch (f) {
@@ -677,18 +682,19 @@ static void render_users(struct mtext *t, const struct acct_user_total *u, size_
 static void render_listeners(struct mtext *t, const struct metrics_source *src,
                              const struct config *cfg)
 {
-    family(t, "ferry_listener_bytes_total", "counter",
+    static const char *const fam[] = {"ferry_listener_bytes_total",
+                                      "ferry_listener_sessions_total"};
+    family(t, fam[0], "counter",
            "Payload relayed for sessions accepted on the listen address, bytes.");
-    family(t, "ferry_listener_sessions_total", "counter",
-           "Sessions accepted on the listen address (HTTP/2 streams included).");
-    for (size_t i = 0; i < cfg->nlisten; i++) {
-        struct acct_user_total l;
-        char a[ADDR_STRLEN];
-        acct_listener_sum(src->sh->acct, (unsigned)i, &l);
-        for (int d = 0; d < 3; d++) {
-            mtext_printf(t, "%s{listener=\"",
-                         d < 2 ? "ferry_listener_bytes_total" : "ferry_listener_sessions_total");
-            mtext_printf(t, "%s%s", cfg->listen[i].tls ? "tls://" : "",
+    for (int d = 0; d < 3; d++) {
+        if (d == 2)
+            family(t, fam[1], "counter",
+                   "Sessions accepted on the listen address (HTTP/2 streams included).");
+        for (size_t i = 0; i < cfg->nlisten; i++) {
+            struct acct_user_total l;
+            char a[ADDR_STRLEN];
+            acct_listener_sum(src->sh->acct, (unsigned)i, &l);
+            mtext_printf(t, "%s{listener=\"%s%s", fam[d / 2], cfg->listen[i].tls ? "tls://" : "",
                          addr_format(&cfg->listen[i].addr, a, sizeof(a)));
             if (d < 2)
                 mtext_printf(t, "\",direction=\"%s", d ? "down" : "up");

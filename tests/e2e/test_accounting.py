@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from acctlib import USERS, move_bytes, start, user_value, wait_user_value
 from ferrylib import METHOD_USERPASS, greeting, open_client, recv_exact, run_ferry, userpass
-from opslib import scrape
+from opslib import scrape, validate_exposition
 
 UNKNOWN = 10_000
 
@@ -46,6 +46,7 @@ def test_user_bytes_match_what_clients_sent(ferry, tmp_path, echo_server):
     e = scrape(maddr)
     assert e.get("ferry_user_bytes_total", user="carol", direction="up") == 0
     assert e.get("ferry_user_sessions_active", user="alice") == 0
+    assert not validate_exposition(e.text)
     listener = "127.0.0.1:0"  # the listen address as configured
     assert e.get("ferry_listener_bytes_total", listener=listener, direction="up") == 150_000
     assert e.get("ferry_listener_bytes_total", listener=listener, direction="down") == 150_000

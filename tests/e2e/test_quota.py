@@ -26,7 +26,7 @@ from ferrylib import (
     run_ferry,
     socks_connect_auth,
 )
-from opslib import scrape, wait_until
+from opslib import scrape, validate_exposition, wait_until
 from udplib import UdpAssoc, UdpEcho
 
 REP_OK, REP_NOT_ALLOWED = 0x00, 0x02
@@ -74,6 +74,7 @@ def test_bytes_quota_refuses_socks5_and_http(ferry, tmp_path, echo_server):
     assert socks_request_rep(f.addr, "bob", host, port) == REP_OK
     assert http_connect(f.addr, "bob", host, port)[0] == 200
     e = scrape(maddr)
+    assert not validate_exposition(e.text)
     assert e.get("ferry_user_quota_bytes", user="alice") == QUOTA
     assert e.get("ferry_user_quota_used_bytes", user="alice") >= 80 * 1024
     assert e.get("ferry_user_quota_refused_total", user="alice") >= 2
