@@ -970,6 +970,13 @@ static int ini_handler_cb(void *user, const char *section, const char *name, con
                         ld->line, ld->errs);
         return 1;
     }
+    if (!section[0] && strncmp(name, "quota.", 6) == 0) {
+        /* "quota.accounting = no" at the top, as other sections' keys may
+         * be written (ferry bench --proxy-set). */
+        snprintf(qbuf, sizeof(qbuf), "%s = %s", name + 6, value);
+        config_quota_line(&ld->c->quota, ld->file, ld->line, qbuf, ld->errs);
+        return 1;
+    }
     if (strcmp(section, "http2") == 0) {
         if (!config_http2_key(ld->c, name, unquote(value, qbuf, sizeof(qbuf)), ld->file, ld->line))
             bad(ld, "http2", "unknown key '%s'", name);
