@@ -287,6 +287,17 @@ enum acct_verdict acct_admit(struct acct *a, unsigned wid, const char *user, str
     return ACCT_OK;
 }
 
+enum acct_verdict acct_recheck(struct acct *a, const struct acct_hold *h)
+{
+    const struct acct_user *u = &a->users[h->slot];
+    uint64_t limit = atomic_load_explicit(&u->limit, memory_order_relaxed);
+    if (!limit ||
+        (!atomic_load_explicit(&u->over, memory_order_relaxed) && acct_used(a, h->slot) < limit))
+        return ACCT_OK;
+    stat_add(&h->ctr->refused, 1);
+    return ACCT_OVER_BYTES;
+}
+
 void acct_release(struct acct *a, struct acct_hold *h)
 {
     if (!h->ctr)

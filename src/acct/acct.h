@@ -98,6 +98,10 @@ bool acct_enabled(const struct acct *a);
  * until acct_release(); otherwise *h is zeroed and the refusal counted.
  * A name that has no slot counts as ":other", which has no quota. */
 enum acct_verdict acct_admit(struct acct *a, unsigned wid, const char *user, struct acct_hold *h);
+/* May the holder of h start another exchange on the session it has (an
+ * HTTP keep-alive connection's next request)? ACCT_OK, or ACCT_OVER_BYTES
+ * (counted as a refusal) once the user used up their bytes. */
+enum acct_verdict acct_recheck(struct acct *a, const struct acct_hold *h);
 /* The session ended (or passed to another user): the slot is given back.
  * A zeroed hold is a no-op. */
 void acct_release(struct acct *a, struct acct_hold *h);

@@ -189,7 +189,14 @@ static enum outcome policy_admit_quota(struct conn *c)
     struct acct *a = c->w->sh->acct;
     if (c->acct.ctr && !acct_hold_is(a, &c->acct, c->user))
         acct_release(a, &c->acct); /* HTTP keep-alive: another user's request now */
-    if (c->acct.ctr || !acct_enabled(a))
+    if (c->acct.ctr && acct_recheck(a, &c->acct) == ACCT_OK)
+        return OUT_NONE; /* the same user's next request: only bytes may have run out */
+    if (c->acct.ctr) {
+        acct_release(a, &c->acct);
+        c->why = "quota-bytes";
+        return OUT_QUOTA;
+    }
+    if (!acct_enabled(a))
         return OUT_NONE;
     enum acct_verdict v = acct_admit(a, c->w->id, c->user, &c->acct);
     if (v == ACCT_OK)

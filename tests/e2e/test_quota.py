@@ -27,6 +27,7 @@ from ferrylib import (
     socks_connect_auth,
 )
 from opslib import scrape, validate_exposition, wait_until
+from httplib import Conn, read_response, request_bytes
 from udplib import UdpAssoc, UdpEcho
 
 REP_OK, REP_NOT_ALLOWED = 0x00, 0x02
@@ -80,6 +81,21 @@ def test_bytes_quota_refuses_socks5_and_http(ferry, tmp_path, echo_server):
     assert e.get("ferry_user_quota_refused_total", user="alice") >= 2
     assert e.total("ferry_sessions_total", outcome="quota") >= 2
     f.wait_log(r"quota: user alice used \d+ of 65536 bytes")
+
+
+def test_bytes_quota_next_keepalive_request(ferry, tmp_path, http_server):
+    """An HTTP keep-alive connection's next request is a new session: once
+    the user used up their bytes, it gets 403 too."""
+    f, _ = start(ferry, tmp_path, "user alice = 64k/1d")
+    cred = base64.b64encode(b"alice:" + USERS["alice"].encode()).decode()
+    hdrs = [("Host", http_server.url("big.bin").split("/")[2]), ("Proxy-Authorization", f"Basic {cred}")]
+    with Conn.open(f.addr) as c:
+        c.send(request_bytes("GET", http_server.url("big.bin"), hdrs))
+        r = read_response(c)
+        assert r.status == 200 and len(r.body) == 10 * 1024 * 1024
+        c.send(request_bytes("GET", http_server.url("small.txt"), hdrs))
+        r = read_response(c)
+        assert r.status == 403 and b"quota" in r.body, r.raw[:300]
 
 
 def test_udp_quota(ferry, tmp_path):
