@@ -98,6 +98,37 @@ def test_bytes_quota_next_keepalive_request(ferry, tmp_path, http_server):
         assert r.status == 403 and b"quota" in r.body, r.raw[:300]
 
 
+def test_bytes_quota_refuses_http2_streams(ferry, tmp_path, echo_server):
+    """Tunnel streams of the HTTP/2 server are sessions like any other."""
+    from certlib import make_cert
+    from test_h2 import H2Client
+
+    c, k = make_cert(tmp_path, "h2")
+    write_users(tmp_path)
+    f = ferry(listens=("tls://127.0.0.1:0",), auth={"userlist": "users.txt"},
+              extra=f"[tls]\ncert = {c}\nkey = {k}\n\n[quota]\nuser alice = 64k/1d\n")
+    good = [("proxy-authorization",
+             "Basic " + base64.b64encode(b"alice:" + USERS["alice"].encode()).decode())]
+    cl = H2Client(f.addr, c)
+    try:
+        first = cl.connect(f"127.0.0.1:{echo_server.port}", good)
+        cl.wait(lambda: cl.streams[first]["status"], what="200")
+        assert cl.streams[first]["status"] == 200
+        cl.send(first, b"2" * 40 * 1024, end=True)
+        cl.wait(lambda: cl.streams[first]["ended"], what="the echo")
+        assert len(cl.streams[first]["data"]) == 40 * 1024
+
+        def refused():
+            sid = cl.connect(f"127.0.0.1:{echo_server.port}", good)
+            cl.wait(lambda: cl.streams[sid]["status"], what="an answer")
+            return cl.streams[sid]["status"] == 403
+
+        wait_refused(refused, "a new stream refused with 403")
+    finally:
+        cl.close()
+    f.wait_log(r"access .*user=alice cmd=CONNECT .*reply=403 .*quota-bytes")
+
+
 def test_udp_quota(ferry, tmp_path):
     f, maddr = start(ferry, tmp_path, "user alice = 4k/1d")
     echo = UdpEcho()
