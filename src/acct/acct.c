@@ -172,11 +172,14 @@ static void apply_limits(struct acct *a, uint32_t slot, const struct quota_limit
                          int64_t now_s)
 {
     struct acct_user *u = &a->users[slot];
-    uint64_t bytes = lim ? lim->bytes : 0;
+    static const struct quota_limit none = {0, 0, 0};
+    if (!lim)
+        lim = &none;
+    uint64_t bytes = lim->bytes;
     if (bytes && !atomic_load(&u->limit))
         period_begin(a, slot, now_s); /* a byte quota that is new starts a period now */
     atomic_store(&u->period_s, bytes ? lim->period_s : 0);
-    atomic_store(&u->max_sessions, lim ? lim->sessions : 0);
+    atomic_store(&u->max_sessions, lim->sessions);
     atomic_store(&u->limit, bytes);
     if (bytes)
         period_roll(a, slot, now_s);
