@@ -1278,8 +1278,8 @@ static bool check_line(struct loader *ld, const char *line)
         }
         bad(ld, NULL,
             "unknown section [%.*s] (known: [auth], [udp], [http], [rules], [limits], [metrics], "
-            "[dns], [tls], [http2], [quota], [outbound NAME], [edge NAME]; other keys go at the "
-            "top)",
+            "[dns], [tls], [http2], [quota], [outbound NAME], [edge NAME]; "
+            "other keys go at the top)",
             (int)(end - p - 1), p + 1);
         return false;
     }
