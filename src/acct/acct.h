@@ -44,6 +44,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "acct/statefile.h"
 #include "config/config.h"
 #include "core/stats.h"
 #include "util/msglist.h"
@@ -155,21 +156,6 @@ void acct_listener_sum(const struct acct *a, unsigned li, struct acct_user_total
 
 /* ---- the state file (state.c) -------------------------------------------- */
 
-/* One user's usage as the state file holds it. */
-struct acct_state_entry {
-    char name[256];
-    int64_t period_start;
-    uint64_t used;
-};
-
-/* Parse a state file's text (pure: no allocation, no I/O). Calls
- * fn(arg, entry) for each valid entry; a line that is not valid is
- * reported through bad(arg, line, reason) and skipped. Returns the
- * number of entries, or -EINVAL when the text is not a state file at all
- * (a missing or wrong first line; nothing is reported through fn). */
-int acct_state_parse(const char *text, size_t len,
-                     void (*fn)(void *arg, const struct acct_state_entry *e),
-                     void (*bad)(void *arg, int line, const char *reason), void *arg);
 /* Load the state file (if one is configured and exists) into the users'
  * usage, at start after acct_configure: entries for users with a byte
  * quota set their period's start and usage (periods that ended since are

@@ -11,8 +11,8 @@
  * (then the directory fsync'd), so a reader sees the old file or the new
  * one, never half of one. Read at start: a line that is not valid is a
  * warning and is skipped, a file that is not a state file at all is a
- * warning and is ignored; neither stops ferry. The parser is pure (no
- * allocation, no I/O) so it can be tested and fuzzed alone.
+ * warning and is ignored; neither stops ferry. The text's reader is
+ * statefile.c's (pure, fuzzed alone).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,96 +23,11 @@
 #include <unistd.h>
 
 #include "acct/acct_int.h"
-#include "auth/userlist.h"
+#include "acct/statefile.h"
 #include "log/log.h"
 #include "util/parse.h"
 
-#define STATE_MAGIC    "ferry-quota-state 1"
-#define STATE_LINE_MAX 512
 #define STATE_FILE_MAX (16u << 20)
-#define STATE_TIME_MAX ((int64_t)1 << 40) /* far beyond any clock ferry meets */
-
-/* Split line (NUL-terminated, trimmed) into at most 5 words; returns how
- * many (6: too many). */
-static int split(char *line, char *w[5])
-{
-    int n = 0;
-    for (char *p = line; *p;) {
-        while (*p == ' ' || *p == '\t')
-            *p++ = '\0';
-        if (!*p)
-            break;
-        if (n == 5)
-            return 6;
-        w[n++] = p;
-        while (*p && *p != ' ' && *p != '\t')
-            p++;
-    }
-    return n;
-}
-
-/* One entry line; NULL when valid (e filled), else the reason. */
-static const char *parse_entry(char *line, struct acct_state_entry *e)
-{
-    char *w[5];
-    int n = split(line, w);
-    uint64_t start, used;
-    if (n != 4 || strcmp(w[0], "user") != 0)
-        return "expected 'user NAME PERIOD_START USED'";
-    size_t len = strlen(w[1]);
-    if (!userlist_name_ok(w[1], len) || len >= sizeof(e->name))
-        return "not a user name";
-    if (parse_u64(w[2], 0, (uint64_t)STATE_TIME_MAX, &start))
-        return "PERIOD_START is not a time";
-    if (parse_u64(w[3], 0, UINT64_MAX, &used))
-        return "USED is not a number of bytes";
-    memcpy(e->name, w[1], len + 1);
-    e->period_start = (int64_t)start;
-    e->used = used;
-    return NULL;
-}
-
-int acct_state_parse(const char *text, size_t len,
-                     void (*fn)(void *arg, const struct acct_state_entry *e),
-                     void (*bad)(void *arg, int line, const char *reason), void *arg)
-{
-    char line[STATE_LINE_MAX + 1];
-    struct acct_state_entry e;
-    bool magic = false;
-    int entries = 0;
-    size_t pos = 0;
-    for (int no = 1; pos < len; no++) {
-        const char *nl = memchr(text + pos, '\n', len - pos);
-        size_t n = nl ? (size_t)(nl - (text + pos)) : len - pos;
-        const char *p = text + pos;
-        pos += n + (nl != NULL);
-        if (n && p[n - 1] == '\r')
-            n--;
-        bool fits = n <= STATE_LINE_MAX && !memchr(p, '\0', n);
-        if (fits) {
-            memcpy(line, p, n);
-            line[n] = '\0';
-        }
-        if (!magic) {
-            if (!fits || strcmp(line, STATE_MAGIC) != 0)
-                return -EINVAL;
-            magic = true;
-            continue;
-        }
-        const char *s = fits ? line + strspn(line, " \t") : NULL;
-        if (s && (*s == '\0' || *s == '#'))
-            continue;
-        const char *why = fits ? parse_entry(line, &e) : "line too long or not text";
-        if (why) {
-            if (bad)
-                bad(arg, no, why);
-            continue;
-        }
-        fn(arg, &e);
-        entries++;
-    }
-    return magic ? entries : -EINVAL;
-}
 
 /* ---- load ------------------------------------------------------------------ */
 
@@ -199,7 +114,7 @@ void acct_state_load(struct acct *a, int64_t now_s, struct msglist *warns)
         msglist_push(warns,
                      "%s:1: quota state: not a ferry quota state file (expected '%s'); "
                      "usage starts from zero",
-                     a->state_file, STATE_MAGIC);
+                     a->state_file, STATEFILE_MAGIC);
         return;
     }
     uint32_t n = atomic_load(&a->nslots);
@@ -219,20 +134,20 @@ static char *state_text(struct acct *a, int64_t now_s, size_t *len)
     if (!p)
         return NULL;
     n = (size_t)snprintf(p, cap, "%s\n# written at %lld: user NAME PERIOD_START USED\n",
-                         STATE_MAGIC, (long long)now_s);
+                         STATEFILE_MAGIC, (long long)now_s);
     uint32_t ns = atomic_load(&a->nslots);
     for (uint32_t s = 0; s < ns; s++) {
         const struct acct_user *u = &a->users[s];
         if (!atomic_load(&u->listed) || !atomic_load(&u->limit))
             continue;
-        if (cap - n < STATE_LINE_MAX) {
-            char *q = realloc(p, cap * 2 + STATE_LINE_MAX);
+        if (cap - n < STATEFILE_LINE_MAX) {
+            char *q = realloc(p, cap * 2 + STATEFILE_LINE_MAX);
             if (!q) {
                 free(p);
                 return NULL;
             }
             p = q;
-            cap = cap * 2 + STATE_LINE_MAX;
+            cap = cap * 2 + STATEFILE_LINE_MAX;
         }
         n += (size_t)snprintf(p + n, cap - n, "user %s %lld %llu\n", u->name,
                               (long long)atomic_load(&u->period_start),
