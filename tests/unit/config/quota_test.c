@@ -5,11 +5,18 @@
  * periods 1m..366d); everything else is refused with a reason. Lines: the
  * keys, "user NAME = SPEC", "user * = SPEC" as the default, a name given
  * twice, comments, and every error naming FILE:LINE. Random lines never
- * crash the parser.
+ * crash the parser. Through config_load(): the section ends at the next
+ * header, quota.KEY works at the top, a relative state_file is the config
+ * file's neighbour, quotas need a userlist, and a user the userlist lacks
+ * is a warning.
  */
 #include "harness.h"
 
+#include <errno.h>
+
+#include "config/config.h"
 #include "config/quota.h"
+#include "fixture.h"
 #include "util/msglist.h"
 
 static void spec_ok(const char *spec, uint64_t bytes, uint32_t period_s, uint32_t sessions)
@@ -178,12 +185,48 @@ static void test_random_lines(void **state)
     msglist_fini(&errs);
 }
 
+static void test_config_load(void **state)
+{
+    struct ctx *x = *state;
+    char users[HARNESS_PATH_MAX + 16], text[512];
+    harness_path(users, sizeof(users), x->dir, "users.txt");
+    harness_write_file(users, "alice:plain:a\nbob:plain:b\n");
+    expect_load_ok(x,
+                   "quota.end_sessions = yes\n[auth]\nuserlist = users.txt\n[quota]\n"
+                   "state_file = q.state\nuser alice = 1g/1d\n[limits]\nper_ip = 3\n",
+                   NULL);
+    assert_true(x->c->quota.end_sessions);
+    assert_int_equal(x->c->limits.per_ip, 3); /* [limits] read as keys again */
+    assert_int_equal(x->c->quota.nrules, 1);
+    snprintf(text, sizeof(text), "%s/q.state", x->dir);
+    assert_string_equal(x->c->quota.state_file, text);
+    assert_int_equal(x->c->warnings.n, 0);
+
+    expect_load_ok(x, "[auth]\nuserlist = users.txt\n[quota]\nuser zed = 1 sessions\n", NULL);
+    assert_int_equal(x->c->warnings.n, 1);
+    expect_line(&x->c->warnings, 0, "%s:4: quota: user zed is not in the userlist", x->path);
+
+    expect_load_fails(x, "[quota]\nuser alice = 1g/1d\n", NULL, 1);
+    expect_msg(x, 0, "%s:2: quota: quotas apply to authenticated users: set [auth] userlist",
+               x->path);
+    expect_load_fails(x, "[auth]\nuserlist = users.txt\n[quota]\nuser alice = 1g\n", NULL, 1);
+    expect_msg(x, 0,
+               "%s:4: quota: user alice: '1g': expected SIZE/PERIOD (like 50g/30d) "
+               "or N sessions",
+               x->path);
+    unlink(users);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_specs),       cmocka_unit_test(test_bad_specs),
-        cmocka_unit_test(test_lines),       cmocka_unit_test(test_no_default),
-        cmocka_unit_test(test_line_errors), cmocka_unit_test(test_random_lines),
+        cmocka_unit_test(test_specs),
+        cmocka_unit_test(test_bad_specs),
+        cmocka_unit_test(test_lines),
+        cmocka_unit_test(test_no_default),
+        cmocka_unit_test(test_line_errors),
+        cmocka_unit_test(test_random_lines),
+        cmocka_unit_test_setup_teardown(test_config_load, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
