@@ -56,6 +56,7 @@ struct loader {
     bool workers_auto;
     bool max_conn_auto;
     bool in_rules; /* inside [rules]: lines are rules, not keys */
+    bool in_quota; /* inside [quota]: lines go whole to quota.c */
     struct acl_rule *rules;
     uint32_t nrules, caprules;
     struct outbound_list obs;       /* [outbound NAME] sections */
@@ -879,7 +880,7 @@ _Static_assert(ARRAY_LEN(keys) <= 96, "loader.seen is too small");
 
 /* Sections a file may contain; keys in them are named "section.key". */
 static const char *const sections[] = {"auth",    "udp", "http", "rules", "limits",
-                                       "metrics", "dns", "tls",  "http2"};
+                                       "metrics", "dns", "tls",  "http2", "quota"};
 
 /* Edit distance, for "did you mean" on unknown keys. */
 static size_t edit_distance(const char *a, const char *b)
@@ -998,6 +999,13 @@ static int ini_handler_cb(void *user, const char *section, const char *name, con
     if (!strncmp(section, "edge ", 5)) {
         config_edge_key(ld->c, name, unquote(value, qbuf, sizeof(qbuf)), ld->file ? ld->file : "?",
                         ld->line, ld->errs);
+        return 1;
+    }
+    if (!section[0] && strncmp(name, "quota.", 6) == 0) {
+        /* "quota.accounting = no" at the top, as other sections' keys may
+         * be written (ferry bench --proxy-set). */
+        snprintf(qbuf, sizeof(qbuf), "%s = %s", name + 6, value);
+        config_quota_line(&ld->c->quota, ld->file, ld->line, qbuf, ld->errs);
         return 1;
     }
     if (strcmp(section, "http2") == 0) {
@@ -1134,7 +1142,7 @@ static int parse_text(struct loader *ld, const char *path, char *text)
     const char *o_file = ld->file;
     int o_line = ld->line;
     char *o_text = ld->text, *o_next = ld->next;
-    bool o_rules = ld->in_rules;
+    bool o_rules = ld->in_rules, o_quota = ld->in_quota;
     struct config_outbound *o_ob = ld->cur_ob;
     char o_seen[sizeof(ld->ob_seen)];
     memcpy(o_seen, ld->ob_seen, sizeof(o_seen));
@@ -1143,7 +1151,7 @@ static int parse_text(struct loader *ld, const char *path, char *text)
     ld->file = file;
     ld->line = 0;
     ld->text = ld->next = text;
-    ld->in_rules = false;
+    ld->in_rules = ld->in_quota = false;
     ld->cur_ob = NULL;
     /* Runtime knobs of Debian's libinih: '#' and ';' start comments
      * anywhere, continuation lines are errors, lines up to 4000; with the
@@ -1165,6 +1173,7 @@ static int parse_text(struct loader *ld, const char *path, char *text)
     ld->text = o_text;
     ld->next = o_next;
     ld->in_rules = o_rules;
+    ld->in_quota = o_quota;
     ld->cur_ob = o_ob;
     memcpy(ld->ob_seen, o_seen, sizeof(o_seen));
     return 0;
@@ -1265,9 +1274,14 @@ static bool check_line(struct loader *ld, const char *line)
         add_rule(ld, ld->file, ld->line, p);
         return true;
     }
+    if (*p != '[' && ld->in_quota) {
+        config_quota_line(&ld->c->quota, ld->file, ld->line, p, ld->errs);
+        return true;
+    }
     if (*p == '[') {
         const char *end0 = strchr(p, ']');
         ld->in_rules = end0 && (size_t)(end0 - p - 1) == 5 && strncmp(p + 1, "rules", 5) == 0;
+        ld->in_quota = end0 && (size_t)(end0 - p - 1) == 5 && strncmp(p + 1, "quota", 5) == 0;
         ld->cur_ob = NULL;
         ld->c->cur_edge = -1;
         if (end0 && !strncmp(p + 1, "edge ", 5)) {
@@ -1295,7 +1309,8 @@ static bool check_line(struct loader *ld, const char *line)
         }
         bad(ld, NULL,
             "unknown section [%.*s] (known: [auth], [udp], [http], [rules], [limits], [metrics], "
-            "[dns], [tls], [http2], [outbound NAME], [edge NAME]; other keys go at the top)",
+            "[dns], [tls], [http2], [quota], [outbound NAME], [edge NAME]; "
+            "other keys go at the top)",
             (int)(end - p - 1), p + 1);
         return false;
     }
@@ -1363,6 +1378,7 @@ static void set_defaults(struct config *c)
     c->tls.per_ip_handshakes = 16;
     c->tls.ticket_rotation_ms = 12u * 3600 * 1000;
     config_http2_defaults(&c->http2);
+    config_quota_defaults(&c->quota);
     c->connect_timeout_ms = 10000;
     c->iotimeout_ms = 0;
     c->shutdown_timeout_ms = 30000;
@@ -1949,6 +1965,7 @@ int config_load(const struct config_cli *cli, struct config **out, struct msglis
         config_admin_load(c, cli->path, key_origin(&ld, key, where, sizeof(where)), errs);
     }
     config_http2_check(c);
+    config_quota_check(c, cli->path, errs);
     if (c->acl && errs->n == nerr0 && config_alloc_rule_hits(c) < 0)
         msglist_push(errs, "%s: out of memory for the rule counters", cli->path);
     if (c->noutbounds && errs->n == nerr0 && config_alloc_ob_stats(c) < 0)
@@ -2026,6 +2043,7 @@ static void config_destroy(struct config *c)
     config_tls_fini(c);
     config_admin_fini(c);
     config_edge_free(c);
+    config_quota_fini(&c->quota);
     for (uint32_t i = 0; i < c->noutbounds; i++)
         outbound_fini(&c->outbounds[i]);
     free(c->outbounds);

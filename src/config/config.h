@@ -17,6 +17,7 @@
 
 #include "config/edge.h"
 #include "config/outbound.h"
+#include "config/quota.h"
 #include "core/stats.h"
 #include "log/log.h"
 #include "util/addr.h"
@@ -231,6 +232,7 @@ struct config {
     struct config_dns dns;
     struct config_tls tls;
     struct config_http2 http2;
+    struct config_quota quota; /* [quota] (quota.h) */
     /* [edge NAME] sections (edge.h); their listeners are in listen[] with .edge set. */
     struct config_edge *edges;
     uint32_t nedges;

@@ -123,6 +123,8 @@ enum {
     OB_STAT_H2_CONNS,
     OB_STAT_H2_STREAMS,
     OB_STAT_H2_RECONNECTS,
+    OB_STAT_BYTES_UP,   /* payload client -> destination through it (with accounting on) */
+    OB_STAT_BYTES_DOWN, /* ... and back */
     OB_STATS
 };
 

@@ -30,7 +30,7 @@ const char *stats_outcome_name(enum stats_outcome o)
 {
     static const char *const names[OC_COUNT] = {
         "abandoned", "ok",      "denied",      "auth_failed", "limited",     "unreachable",
-        "refused",   "timeout", "unsupported", "error",       "bad_request",
+        "refused",   "timeout", "unsupported", "error",       "bad_request", "quota",
     };
     return (unsigned)o < OC_COUNT ? names[o] : "error";
 }

@@ -38,6 +38,7 @@ enum stats_outcome {
     OC_UNSUPPORTED, /* command or address type not supported */
     OC_ERROR,       /* any other failure on the way to the destination */
     OC_BAD_REQUEST, /* malformed, unknown protocol, or too slow a handshake */
+    OC_QUOTA,       /* a user's [quota]: bytes this period, or sessions at once */
     OC_COUNT
 };
 

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "acct/acct.h"
 #include "acl/rules.h"
 #include "auth/auth.h"
 #include "config/config.h"
@@ -722,6 +723,125 @@ static void render_edges(struct mtext *t, const struct config *cfg)
     }
 }
 
+/* ---- accounting (acct/) ------------------------------------------------ */
+
+/* name{user="U"(,direction="D")} v */
+static void user_sample(struct mtext *t, const char *name, const struct acct_user_total *u,
+                        const char *dir, uint64_t v)
+{
+    mtext_printf(t, "%s{user=\"", name);
+    mt_label_value(t, u->name);
+    if (dir)
+        mtext_printf(t, "\",direction=\"%s", dir);
+    mtext_printf(t, "\"} %llu\n", (unsigned long long)v);
+}
+
+/* Per user: only the userlist's users (at most quota.max_users) and
+ * ":other", a name no userlist can hold: what the wire says never makes
+ * a series. */
+static void render_users(struct mtext *t, const struct acct_user_total *u, size_t n)
+{
+    static const char *const fam[][3] = {
+        {"ferry_user_bytes_total", "counter", "Payload relayed for the user (TCP and UDP), bytes."},
+        {"ferry_user_sessions_total", "counter", "Sessions the user opened."},
+        {"ferry_user_sessions_active", "gauge", "Sessions the user has open now."},
+        {"ferry_user_udp_datagrams_total", "counter", "UDP datagrams relayed for the user."},
+        {"ferry_user_quota_refused_total", "counter",
+         "Sessions refused because the user reached a quota."},
+        {"ferry_user_quota_bytes", "gauge", "The user's byte quota per period ([quota])."},
+        {"ferry_user_quota_used_bytes", "gauge", "Bytes the user used in the running period."},
+    };
+    bool quotas = false; /* a family without samples is left out */
+    for (size_t i = 0; i < n; i++)
+        quotas |= u[i].quota_bytes != 0;
+    for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
+        if (f >= 5 && !quotas)
+            break;
+        family(t, fam[f][0], fam[f][1], fam[f][2]);
+        for (size_t i = 0; i < n; i++) {
+            switch (f) {
+            case 0:
+            case 3:
+                user_sample(t, fam[f][0], &u[i], "up", f ? u[i].dgram_up : u[i].up);
+                user_sample(t, fam[f][0], &u[i], "down", f ? u[i].dgram_down : u[i].down);
+                break;
+            case 1:
+            case 2:
+            case 4:
+                user_sample(t, fam[f][0], &u[i], NULL,
+                            f == 1   ? u[i].sessions
+                            : f == 2 ? u[i].active
+                                     : u[i].refused);
+                break;
+            default:
+                if (u[i].quota_bytes)
+                    user_sample(t, fam[f][0], &u[i], NULL, f == 5 ? u[i].quota_bytes : u[i].used);
+                break;
+            }
+        }
+    }
+}
+
+/* Per listen address and per outbound: bounded by the configuration. */
+static void render_listeners(struct mtext *t, const struct metrics_source *src,
+                             const struct config *cfg)
+{
+    static const char *const fam[] = {"ferry_listener_bytes_total",
+                                      "ferry_listener_sessions_total"};
+    family(t, fam[0], "counter",
+           "Payload relayed for sessions accepted on the listen address, bytes.");
+    for (int d = 0; d < 3; d++) {
+        if (d == 2)
+            family(t, fam[1], "counter",
+                   "Sessions accepted on the listen address (HTTP/2 streams included).");
+        for (size_t i = 0; i < cfg->nlisten; i++) {
+            struct acct_user_total l;
+            char a[ADDR_STRLEN];
+            acct_listener_sum(src->sh->acct, (unsigned)i, &l);
+            mtext_printf(t, "%s{listener=\"%s%s", fam[d / 2], cfg->listen[i].tls ? "tls://" : "",
+                         addr_format(&cfg->listen[i].addr, a, sizeof(a)));
+            if (d < 2)
+                mtext_printf(t, "\",direction=\"%s", d ? "down" : "up");
+            mtext_printf(t, "\"} %llu\n",
+                         (unsigned long long)(d == 0   ? l.up
+                                              : d == 1 ? l.down
+                                                       : l.sessions));
+        }
+    }
+    if (!cfg->ob_stats)
+        return;
+    unsigned nw = src->nworkers < cfg->workers ? src->nworkers : cfg->workers;
+    family(t, "ferry_outbound_bytes_total", "counter",
+           "Payload relayed through the outbound, bytes; counts start again at a reload.");
+    for (uint32_t i = 0; i < cfg->noutbounds; i++) {
+        if (cfg->outbounds[i].kind == OUTBOUND_KIND_REJECT)
+            continue;
+        for (int d = 0; d < 2; d++) {
+            mtext_printf(t, "ferry_outbound_bytes_total{outbound=\"");
+            mt_label_value(t, cfg->outbounds[i].name);
+            mtext_printf(
+                t, "\",direction=\"%s\"} %llu\n", d ? "down" : "up",
+                (unsigned long long)ob_sum(cfg, nw, i, d ? OB_STAT_BYTES_DOWN : OB_STAT_BYTES_UP));
+        }
+    }
+}
+
+static void render_acct(struct mtext *t, const struct metrics_source *src, const struct config *cfg)
+{
+    const struct acct *a = src->sh ? src->sh->acct : NULL;
+    if (!cfg || !acct_enabled(a))
+        return;
+    size_t cap = acct_snapshot_cap(a);
+    struct acct_user_total *u = malloc(cap * sizeof(*u));
+    if (!u) {
+        t->oom = true;
+        return;
+    }
+    render_users(t, u, acct_snapshot(a, u, cap));
+    free(u);
+    render_listeners(t, src, cfg);
+}
+
 void metrics_render(struct mtext *t, const struct metrics_source *src, const struct config *cfg,
                     const struct metrics_state *st)
 {
@@ -737,6 +857,7 @@ void metrics_render(struct mtext *t, const struct metrics_source *src, const str
     render_rules(t, src, cfg);
     render_outbounds(t, src, cfg);
     render_edges(t, cfg);
+    render_acct(t, src, cfg);
     render_state(t, st);
     render_workers(t, src);
     render_process(t, st);

@@ -821,6 +821,17 @@ static void conn_on_task(struct task *t)
 
 static struct conn *conn_alloc(struct worker *w);
 
+/* With accounting on, the session counts in its listen address's row (a
+ * reverse session, which no listener accepted, in none). */
+static void conn_acct_listener(struct conn *c)
+{
+    struct acct *a = c->w->sh->acct;
+    if (!acct_enabled(a) || c->listen_index >= conn_cfg(c)->nlisten)
+        return;
+    c->acct_l = acct_listener(a, c->w->id, c->listen_index);
+    stat_add(&c->acct_l->sessions, 1);
+}
+
 /* A session without a client socket (its client side is a stream) under
  * configuration wc (held here), front f in state st; NULL (counted) when
  * max_connections is reached or memory is out. */
@@ -873,6 +884,7 @@ int conn_open_stream(struct worker *w, struct conn *carrier, struct h2stream *s)
         return err;
     c->client = carrier->client;
     c->listen_index = carrier->listen_index;
+    conn_acct_listener(c);
     c->h2s = s;
     h2stream_attach(s, c);
     front_h2.start(c);
@@ -938,6 +950,7 @@ int conn_open(struct worker *w, uint8_t listen_index, int fd, const struct addr 
     list_init(&c->link);
     list_add_tail(&w->sessions, &c->link);
     c->state = (uint8_t)state;
+    conn_acct_listener(c);
 
     /* TCP_NODELAY is inherited from the listening socket (server.c). */
     int rc = loop_io_add(&w->loop, &c->cli, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET);

@@ -31,6 +31,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "acct/acct.h"
 #include "core/loop.h"
 #include "util/addr.h"
 #include "worker/worker.h"
@@ -175,6 +176,11 @@ struct conn {
     struct http_state *http; /* HTTP sessions only */
     struct edge_sess *edge;  /* an [edge] listener's session (front_edge.c) */
     struct limits_user *lu;  /* the user's session slot, with limits on */
+    struct acct_hold acct;   /* the user's accounting slot and counters (acct/), or none */
+    struct acct_ctr *acct_l; /* its listen address's counters, with accounting on */
+    bool acct_udp;           /* a UDP association counts its datagrams' bytes itself */
+    uint8_t refuse;          /* enum outcome: SOCKS5 authenticated but over a quota; the
+                              * request is answered with it */
     struct conn_bw *bw;      /* bandwidth limiter, with limits on */
     const char *rule;        /* the rule that decided, for the access log */
     bool authed;             /* user was verified (not SOCKS4's USERID) */
@@ -209,7 +215,8 @@ int relay_pump(struct conn *c);
 bool relay_done(const struct conn *c);
 /* Give back buffers and pipes. */
 void relay_release(struct conn *c);
-/* Add the payload moved since the last call to the worker's counters. */
+/* Add the payload moved since the last call to the worker's counters
+ * (and, with accounting, the user's and the listen address's). */
 void relay_count_bytes(struct conn *c);
 
 /* view.c: what the admin API (admin/) shows of a session, read on the

@@ -51,6 +51,10 @@ static const struct errmap_row rows[OUT_COUNT] = {
     [OUT_BAD_REQUEST] = {SOCKS5_REP_GENERAL_FAILURE, SOCKS4_REJECTED, 400, OC_BAD_REQUEST,
                          "ferry: malformed request"},
     [OUT_FAILED] = {SOCKS5_REP_GENERAL_FAILURE, SOCKS4_REJECTED, 502, OC_ERROR, FAILED_TEXT},
+    /* "Not allowed by ruleset" and 403, not 429: trying again soon does
+     * not help, the quota's period must end (or the operator raise it). */
+    [OUT_QUOTA] = {SOCKS5_REP_NOT_ALLOWED, SOCKS4_REJECTED, 403, OC_QUOTA,
+                   "ferry: this user's quota is used up"},
 };
 
 static const struct errmap_row *row(enum outcome o)

@@ -29,6 +29,7 @@ enum outcome {
     OUT_ADDR_UNSUPPORTED, /* an address type that cannot be used (EAFNOSUPPORT, SOCKS4 and IPv6) */
     OUT_BAD_REQUEST,      /* malformed, unknown protocol, or too slow a handshake */
     OUT_FAILED,           /* any other failure on the way (general failure) */
+    OUT_QUOTA,            /* the user reached a [quota] (bytes this period, sessions at once) */
     OUT_COUNT
 };
 

@@ -74,8 +74,9 @@ static int front_h2_auth(struct conn *c)
 static void front_h2_go(struct conn *c)
 {
     const struct h2stream_req *r = h2stream_req(c);
-    if (c->authed && !policy_admit_user(c)) {
-        front_h2_refuse(c, OUT_LIMIT, "user-limit");
+    enum outcome o = c->authed ? policy_admit_user(c) : OUT_NONE;
+    if (o != OUT_NONE) {
+        front_h2_refuse(c, o, o == OUT_LIMIT ? "user-limit" : c->why);
         return;
     }
     if (c->h2u) {

@@ -160,6 +160,8 @@ static int h2udp_capsule(struct conn *c, const struct capsule *cp)
     stat_add(&st->udp_bytes_in, d.len);
     u->dg_up++;
     c->c2u.bytes += d.len;
+    if (c->acct.ctr)
+        stat_add(&c->acct.ctr->dgram_up, 1);
     return 0;
 }
 
@@ -283,6 +285,8 @@ static void h2udp_down(struct conn *c)
         stat_add(&st->udp_bytes_out, (uint64_t)n);
         u->dg_down++;
         c->u2c.bytes += (uint64_t)n;
+        if (c->acct.ctr)
+            stat_add(&c->acct.ctr->dgram_down, 1);
     }
 }
 
@@ -293,6 +297,7 @@ void h2udp_drive(struct conn *c)
     if (h2udp_up(c) < 0)
         return;
     h2udp_down(c);
+    relay_count_bytes(c); /* the payload as it moves, as the pump does: quotas see it live */
 }
 
 static void h2udp_on_idle(struct timer *t)

@@ -352,9 +352,9 @@ static void http_auth_refused(struct conn *c, int result)
  * (limits.per_user) and is charged its bytes (limits.bandwidth_user). On a
  * keep-alive connection a request may be another user's than the one
  * before: the slot passes to that user, who must be admitted like a new
- * session. The same user again changes nothing. False: over the limit
- * (the former user's slot is given back all the same). */
-static bool http_admit_user(struct conn *c)
+ * session. The same user again changes nothing. OUT_NONE, or the outcome
+ * to refuse with (the former user's slot is given back all the same). */
+static enum outcome http_admit_user(struct conn *c)
 {
     if (c->lu && c->user && strcmp(c->lu->name, c->user) != 0)
         policy_release_user(c);
@@ -460,8 +460,18 @@ static int http_head_auth(struct conn *c, const struct http1_msg *m)
     }
     if (h->authed) {
         c->authed = true;
-        if (!http_admit_user(c)) {
+        enum outcome o = http_admit_user(c);
+        if (o == OUT_LIMIT) {
             http_error(c, OUT_LIMIT, 429, "ferry: too many sessions for this user", "user-limit");
+            return -1;
+        }
+        if (o != OUT_NONE) {
+            /* A quota: 403 with the reason, as the body and the log say. */
+            bool bytes = c->why && strcmp(c->why, "quota-bytes") == 0;
+            http_error(c, o, 403,
+                       bytes ? "ferry: this user's quota is used up (bytes for this period)"
+                             : "ferry: this user's quota is used up (sessions open at once)",
+                       c->why);
             return -1;
         }
     }

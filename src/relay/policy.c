@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "acct/acct.h"
 #include "acl/limits.h"
 #include "acl/rules.h"
 #include "log/log.h"
@@ -196,21 +197,48 @@ void policy_release_client(struct conn *c)
 
 /* ---- users --------------------------------------------------------------------- */
 
-bool policy_admit_user(struct conn *c)
+/* The user's quotas (acct/): a slot in their accounting, or a refusal. */
+static enum outcome policy_admit_quota(struct conn *c)
+{
+    struct acct *a = c->w->sh->acct;
+    if (c->acct.ctr && !acct_hold_is(a, &c->acct, c->user))
+        acct_release(a, &c->acct); /* HTTP keep-alive: another user's request now */
+    if (c->acct.ctr && acct_recheck(a, &c->acct) == ACCT_OK)
+        return OUT_NONE; /* the same user's next request: only bytes may have run out */
+    if (c->acct.ctr) {
+        acct_release(a, &c->acct);
+        c->why = "quota-bytes";
+        return OUT_QUOTA;
+    }
+    if (!acct_enabled(a))
+        return OUT_NONE;
+    enum acct_verdict v = acct_admit(a, c->w->id, c->user, &c->acct);
+    if (v == ACCT_OK)
+        return OUT_NONE;
+    c->why = v == ACCT_OVER_BYTES ? "quota-bytes" : "quota-sessions";
+    return OUT_QUOTA;
+}
+
+enum outcome policy_admit_user(struct conn *c)
 {
     const struct config_limits *lim = &conn_cfg(c)->limits;
     struct limits *l = c->w->sh->limits;
-    if (c->lu || !c->user || !l || (!lim->per_user && !lim->bw_user))
-        return true;
-    bool over;
-    uint64_t burst = lim->bw_user / 4 > 65536 ? lim->bw_user / 4 : 65536;
-    c->lu =
-        limits_user_admit(l, c->user, lim->per_user, burst, loop_now(&c->w->loop) * 1000u, &over);
-    if (over) {
-        stat_add(&c->w->stats.limit_per_user, 1);
-        return false;
+    if (!c->user)
+        return OUT_NONE;
+    if (!c->lu && l && (lim->per_user || lim->bw_user)) {
+        bool over;
+        uint64_t burst = lim->bw_user / 4 > 65536 ? lim->bw_user / 4 : 65536;
+        c->lu = limits_user_admit(l, c->user, lim->per_user, burst, loop_now(&c->w->loop) * 1000u,
+                                  &over);
+        if (over) {
+            stat_add(&c->w->stats.limit_per_user, 1);
+            return OUT_LIMIT;
+        }
     }
-    return true;
+    enum outcome o = policy_admit_quota(c);
+    if (o != OUT_NONE)
+        policy_release_user(c); /* refused: the per-user slot goes back too */
+    return o;
 }
 
 void policy_release_user(struct conn *c)
@@ -218,6 +246,7 @@ void policy_release_user(struct conn *c)
     if (c->lu && c->w->sh->limits)
         limits_user_release(c->w->sh->limits, c->lu);
     c->lu = NULL;
+    acct_release(c->w->sh->acct, &c->acct);
 }
 
 /* ---- bandwidth ------------------------------------------------------------------ */

@@ -483,14 +483,31 @@ void relay_count_bytes(struct conn *c)
     /* bytes dips below counted while a queued reply is pre-subtracted
      * (conn_send_client): count only growth, never a wrapped difference. */
     struct worker_stats *st = &c->w->stats;
+    uint64_t up = 0, down = 0;
     if (c->c2u.bytes > c->c2u.counted) {
-        stat_add(&st->bytes_up, c->c2u.bytes - c->c2u.counted);
+        up = c->c2u.bytes - c->c2u.counted;
+        stat_add(&st->bytes_up, up);
         c->c2u.counted = c->c2u.bytes;
     }
     if (c->u2c.bytes > c->u2c.counted) {
-        stat_add(&st->bytes_down, c->u2c.bytes - c->u2c.counted);
+        down = c->u2c.bytes - c->u2c.counted;
+        stat_add(&st->bytes_down, down);
         c->u2c.counted = c->u2c.bytes;
     }
+    /* The same add, once more, where accounting is on: no work of its own
+     * per read. A UDP association counted its bytes as they moved. */
+    if (c->acct_l && (up || down)) {
+        acct_count(c->acct_l, up, down);
+        const struct config *cfg = conn_cfg(c);
+        if (c->dialed && cfg->ob_stats && c->ob < cfg->noutbounds && c->w->id < cfg->workers) {
+            stat_t *o =
+                &cfg->ob_stats[(size_t)c->w->id * cfg->ob_stride + (size_t)c->ob * OB_STATS];
+            stat_add(&o[OB_STAT_BYTES_UP], up);
+            stat_add(&o[OB_STAT_BYTES_DOWN], down);
+        }
+    }
+    if (c->acct.ctr && !c->acct_udp)
+        acct_count(c->acct.ctr, up, down);
 }
 
 bool relay_done(const struct conn *c)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "acct/acct.h"
 #include "acl/limits.h"
 #include "auth/auth.h"
 #include "config/config.h"
@@ -138,7 +139,24 @@ static void relay_drain(struct worker *w)
     outbound_h2rev_fini(w); /* a client's reverse remotes take no new connection */
 }
 
+/* Once a second: with quota.end_sessions, the sessions of users over
+ * their byte quota end (a stream session alone, not its connection). */
+static void relay_tick(struct worker *w)
+{
+    struct acct *a = w->sh->acct;
+    if (!acct_must_end(a))
+        return;
+    struct list *it = w->sessions.next;
+    while (it != &w->sessions) {
+        struct conn *c = container_of(it, struct conn, link);
+        it = it->next; /* closing c unlinks it; a user's session closes nothing else */
+        if (c->acct.ctr && acct_over(a, c->acct.slot) && c->state != CONN_ST_LINGER)
+            conn_close(c, "quota-bytes");
+    }
+}
+
 const struct worker_ops relay_worker_ops = {
+    .tick = relay_tick,
     .drain = relay_drain,
     .accept = relay_accept,
     .abort_all = relay_abort_all,

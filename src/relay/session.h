@@ -149,8 +149,11 @@ bool policy_protected(const struct config *cfg, const struct addr *a);
 /* At accept: false to close the connection at once. */
 bool policy_admit_client(struct worker *w, const struct addr *peer, bool *tracked);
 void policy_release_client(struct conn *c);
-/* After authentication: false when the user has too many sessions. */
-bool policy_admit_user(struct conn *c);
+/* After authentication (c->user set): OUT_NONE when the user may open
+ * this session, OUT_LIMIT over limits.per_user, OUT_QUOTA over a [quota]
+ * (c->why says which). Admitted, the session holds the user's slots until
+ * policy_release_user(); refused, it holds none. */
+enum outcome policy_admit_user(struct conn *c);
 void policy_release_user(struct conn *c);
 /* Bandwidth: how many of want bytes may be read now (0: a timer will
  * resume the session), and bytes that were. */

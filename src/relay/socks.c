@@ -170,6 +170,10 @@ static void socks_udp(struct conn *c)
     policy_bw_start(c);
     if (c->bw)
         udp_assoc_set_bw(c->udp, socks_udp_bw_allow, socks_udp_bw_spend);
+    if (c->acct.ctr) {
+        udp_assoc_set_acct(c->udp, c->acct.ctr);
+        c->acct_udp = true; /* its bytes are the user's as they move, not again at the end */
+    }
     c->bnd = bnd;
     c->target = bnd;
     if (socks_reply_ok(c, &bnd))
@@ -601,9 +605,17 @@ static int socks_auth_result(struct conn *c, int result)
     if (result != AUTH_OK)
         return result;
     c->authed = true;
-    if (!policy_admit_user(c)) {
+    enum outcome o = policy_admit_user(c);
+    if (o == OUT_QUOTA) {
+        /* RFC 1929 has one failure status, which says "wrong password":
+         * the credentials were right, so the request is answered instead,
+         * with REP 0x02 (not allowed), as a denied destination is. */
+        c->refuse = OUT_QUOTA;
+        return AUTH_OK;
+    }
+    if (o != OUT_NONE) {
         c->authed = false;
-        conn_set_outcome(c, OUT_LIMIT);
+        conn_set_outcome(c, o);
         return AUTH_DENIED;
     }
     return AUTH_OK;
@@ -694,6 +706,10 @@ static int hs_request5(struct conn *c, struct buf *b)
     }
     buf_consume(b, (uint32_t)n);
     c->cmd = req.cmd;
+    if (c->refuse) {
+        conn_fail(c, (enum outcome)c->refuse, c->why);
+        return -1;
+    }
     struct addr ip;
     bool is_ip = socks5_addr_to_addr(&req.dst, &ip);
     switch (req.cmd) {

@@ -34,8 +34,10 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "acct/acct.h"
 #include "acl/limits.h"
 #include "acl/rules.h"
 #include "admin/admin.h"
@@ -364,6 +366,38 @@ static void reload_failed(struct server *s, struct config *nc)
     metrics_reloaded(s->metrics, NULL);
 }
 
+/* The accounting follows cfg (before any worker sees it): new users get
+ * their slots, quotas change, counts stay. Warnings are logged with
+ * prefix. */
+static void acct_apply(struct server *s, const struct config *cfg, const char *prefix)
+{
+    struct msglist warns = {0};
+    if (s->sh.acct && cfg->quota.max_users != s->cfg->quota.max_users)
+        log_warn("%squota.max_users changed; applies after a restart", prefix);
+    acct_configure(s->sh.acct, cfg, (int64_t)time(NULL), &warns);
+    for (size_t i = 0; i < warns.n; i++)
+        log_warn("%s%s", prefix, warns.msg[i]);
+    msglist_fini(&warns);
+}
+
+/* The accounting at start: made for the workers, configured, and the
+ * usage of the state file loaded. */
+static int acct_begin(struct server *s)
+{
+    s->sh.acct = acct_new(s->nworkers, s->cfg->quota.max_users);
+    if (!s->sh.acct) {
+        log_error("out of memory for the accounting tables");
+        return -1;
+    }
+    acct_apply(s, s->cfg, "");
+    struct msglist warns = {0};
+    acct_state_load(s->sh.acct, (int64_t)time(NULL), &warns);
+    for (size_t i = 0; i < warns.n; i++)
+        log_warn("%s", warns.msg[i]);
+    msglist_fini(&warns);
+    return 0;
+}
+
 static void reload(struct server *s)
 {
     struct config *nc = NULL;
@@ -416,6 +450,7 @@ static void reload(struct server *s)
                            nc->auth.block_ms);
     log_set_level(nc->log_level);
     log_set_format(nc->log_format);
+    acct_apply(s, nc, "reload: ");
     for (unsigned i = 0; i < s->nworkers; i++) {
         if (worker_post_config(&s->ws[i], nc, sets[i]) < 0) {
             log_error("reload: worker %u: out of memory; it keeps the previous configuration", i);
@@ -464,11 +499,18 @@ static void supervise(struct server *s, int sfd)
     bool draining = false, aborted = false;
     uint64_t deadline = 0;
     uint32_t shutdown_ms = 0;
+    uint64_t acct_due = 0; /* quotas' periods and state file: once a second */
 
     while (alive > 0) {
         struct pollfd pfd[2] = {{.fd = sfd, .events = POLLIN},
                                 {.fd = s->sh.exit_efd, .events = POLLIN}};
         int timeout = ticket_tick(s);
+        uint64_t t = clock_ms();
+        if (t >= acct_due) {
+            acct_tick(s->sh.acct, t, (int64_t)time(NULL));
+            acct_due = t + 1000;
+        }
+        timeout = timeout < 0 ? (int)(acct_due - t) : MIN(timeout, (int)(acct_due - t));
         if (draining && !aborted) {
             uint64_t now = clock_ms();
             int left = now >= deadline ? 0 : (int)MIN(deadline - now, 60000u);
@@ -678,6 +720,25 @@ static int drop_privileges(const struct config *cfg)
     return 0;
 }
 
+/* The admin room's per-user totals, from the accounting (metrics thread). */
+static bool admin_totals_of(void *arg, const char *user, struct admin_user_totals *out)
+{
+    const struct acct *a = arg;
+    struct acct_user_total t;
+    if (!a || !acct_enabled(a) || !acct_user_lookup(a, user, &t))
+        return false;
+    *out = (struct admin_user_totals){
+        .bytes_up = t.up,
+        .bytes_down = t.down,
+        .sessions = t.sessions,
+        .udp_datagrams = t.dgram_up + t.dgram_down,
+        .have_quota = t.quota_bytes != 0,
+        .quota_bytes = t.quota_bytes,
+        .quota_used = t.used,
+    };
+    return true;
+}
+
 static int metrics_begin(struct server *s)
 {
     const struct config *cfg = s->cfg;
@@ -703,6 +764,7 @@ static int metrics_begin(struct server *s)
         log_error("metrics: cannot start: out of memory");
         return -ENOMEM;
     }
+    admin_set_user_totals(s->admin, admin_totals_of, s->sh.acct);
     struct metrics_source src = {s->ws, s->nworkers, &s->sh, admin_hooks(s->admin)};
     int rc = metrics_start(&s->metrics, fd, &src, s->cfg);
     if (rc) {
@@ -811,6 +873,12 @@ static void workers_down(struct server *s, bool clean)
     s->admin = NULL;
     if (clean)
         log_summary(s);
+    if (s->sh.acct) {
+        /* Every count is in now: the last save has them all. */
+        int rc = acct_state_save(s->sh.acct, (int64_t)time(NULL));
+        if (rc)
+            log_error("quota: cannot save %s: %s", s->cfg->quota.state_file, strerror(-rc));
+    }
     /* The pool delivers what it still holds to the workers' ports, which
      * worker_fini() then frees: stop it first. */
     if (s->auth_started)
@@ -819,6 +887,8 @@ static void workers_down(struct server *s, bool clean)
         worker_fini(&s->ws[i]);
     if (s->sh.limits)
         limits_fini(&s->limits);
+    acct_free(s->sh.acct);
+    s->sh.acct = NULL;
 }
 
 /* The log's level, format and target from cfg, and its writer thread.
@@ -894,6 +964,8 @@ int server_run(struct config *cfg, const struct config_cli *cli)
         goto out_fds;
     }
     s.sh.limits = &s.limits;
+    if (acct_begin(&s))
+        goto out_fds;
 
     s.sh.exit_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -915,6 +987,8 @@ int server_run(struct config *cfg, const struct config_cli *cli)
 out_workers:
     workers_down(&s, status == 0);
 out_fds:
+    acct_free(s.sh.acct); /* when the workers never came up */
+    s.sh.acct = NULL;
     close_all(fds, nfds);
     if (sfd >= 0)
         close(sfd);

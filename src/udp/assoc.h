@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "acct/acct.h"
 #include "core/loop.h"
 #include "udp/dest_table.h"
 #include "udp/tunnel.h"
@@ -53,6 +54,7 @@ struct udp_assoc {
     struct timer sweep;
     struct release rel; /* freed after the batch that closed it */
     uint64_t up, down;
+    struct acct_ctr *acct; /* the user's counters on this worker (acct/), or NULL */
     struct udp_owner own;
     uint32_t (*bw_allow)(void *arg, uint32_t want);
     void (*bw_spend)(void *arg, uint32_t n);
@@ -88,5 +90,22 @@ bool udp_budget_fits(struct udp_assoc *a, const struct udp_budget *b, size_t len
 void udp_budget_take(struct udp_budget *b, size_t len);
 /* Tell the owner what the batch spent. */
 void udp_budget_end(struct udp_assoc *a, const struct udp_budget *b);
+
+/* n datagrams of bytes payload relayed (up: client -> destinations):
+ * the worker's counters, the association's, the user's. */
+static inline void udp_count(struct udp_assoc *a, bool up, uint64_t n, uint64_t bytes)
+{
+    struct worker_stats *st = &a->w->stats;
+    stat_add(up ? &st->udp_in : &st->udp_out, n);
+    stat_add(up ? &st->udp_bytes_in : &st->udp_bytes_out, bytes);
+    if (up)
+        a->up += bytes;
+    else
+        a->down += bytes;
+    if (a->acct) {
+        stat_add(up ? &a->acct->dgram_up : &a->acct->dgram_down, n);
+        stat_add(up ? &a->acct->up : &a->acct->down, bytes);
+    }
+}
 
 #endif

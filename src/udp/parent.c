@@ -249,9 +249,7 @@ static void send_now(struct udp_parent *p, const uint8_t *hdr, size_t h, const u
         stat_add(&a->w->stats.udp_drop_send, 1);
         return;
     }
-    stat_add(&a->w->stats.udp_in, 1);
-    stat_add(&a->w->stats.udp_bytes_in, len);
-    a->up += len;
+    udp_count(a, true, 1, len);
 }
 
 void udp_parent_send(struct udp_parent *p, const char *name, const struct addr *d, uint16_t port,
@@ -336,9 +334,7 @@ static bool from_parent(struct udp_parent *p, uint8_t *buf, size_t n)
         stat_add(&st->udp_drop_send, 1);
         return false;
     }
-    stat_add(&st->udp_out, 1);
-    stat_add(&st->udp_bytes_out, len);
-    a->down += len;
+    udp_count(a, false, 1, len);
     return true;
 }
 

@@ -453,15 +453,11 @@ static void up_flush(struct udp_assoc *a, struct up_batch *b, int f)
 
 static void up_send(struct udp_assoc *a, struct up_batch *b)
 {
-    struct worker_stats *st = &a->w->stats;
     udp_budget_end(a, &b->bw);
     up_flush(a, b, 0);
     up_flush(a, b, 1);
-    if (b->sent.n) {
-        stat_add(&st->udp_in, b->sent.n);
-        stat_add(&st->udp_bytes_in, b->sent.bytes);
-        a->up += b->sent.bytes;
-    }
+    if (b->sent.n)
+        udp_count(a, true, b->sent.n, b->sent.bytes);
     b->sent.n = b->sent.bytes = 0;
 }
 
@@ -755,14 +751,10 @@ static void down_flush(struct udp_assoc *a, struct down_batch *b)
     if (!b->k)
         return;
     struct udp_worker *uw = a->w->udp;
-    struct worker_stats *st = &a->w->stats;
     b->sent = (struct udp_sent){0, 0, uw->out_iov[0], uw->out_hdr};
     send_batch(a, a->cio.fd, UDP_SOCK_CLIENT, uw->out[0], b->k, &b->sent);
-    if (b->sent.n) {
-        stat_add(&st->udp_out, b->sent.n);
-        stat_add(&st->udp_bytes_out, b->sent.bytes);
-        a->down += b->sent.bytes;
-    }
+    if (b->sent.n)
+        udp_count(a, false, b->sent.n, b->sent.bytes);
     b->k = 0;
 }
 
@@ -1028,6 +1020,11 @@ static void close_io(struct loop *l, struct io *io)
         loop_io_del(l, io);
         close(fd);
     }
+}
+
+void udp_assoc_set_acct(struct udp_assoc *a, struct acct_ctr *ctr)
+{
+    a->acct = ctr;
 }
 
 void udp_assoc_close(struct udp_assoc *a, uint64_t *bytes_up, uint64_t *bytes_down)

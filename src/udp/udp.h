@@ -80,6 +80,10 @@ int udp_assoc_open(struct worker *w, const struct config *cfg, unsigned listen_i
  * not limited. */
 void udp_assoc_set_bw(struct udp_assoc *a, uint32_t (*allow)(void *arg, uint32_t want),
                       void (*spend)(void *arg, uint32_t n));
+struct acct_ctr;
+/* Count the association's datagrams and their payload in ctr too (a
+ * user's counters on this worker, acct/; NULL: not). */
+void udp_assoc_set_acct(struct udp_assoc *a, struct acct_ctr *ctr);
 /* End the association: close its sockets, cancel lookups, free. NULL is a
  * no-op. Byte counts are returned for the access log. */
 void udp_assoc_close(struct udp_assoc *a, uint64_t *bytes_up, uint64_t *bytes_down);

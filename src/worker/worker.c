@@ -48,6 +48,8 @@ static void on_heartbeat(struct timer *t)
     struct worker *w = container_of(t, struct worker, heartbeat);
     atomic_store_explicit(&w->stats.loop_lag_ms, w->loop.lag_ms, memory_order_relaxed);
     w->loop.lag_ms = 0;
+    if (w->ops->tick)
+        w->ops->tick(w);
     loop_timer_arm(&w->loop, &w->heartbeat, HEARTBEAT_MS);
 }
 

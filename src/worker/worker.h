@@ -112,14 +112,19 @@ struct worker_ops {
     /* The worker began to drain (SIGTERM): sessions are asked to finish
      * (an HTTP/2 connection sends GOAWAY). NULL: nothing to do. */
     void (*drain)(struct worker *w);
+    /* Once a second, from the worker's heartbeat (quotas that end open
+     * sessions). NULL: nothing to do. */
+    void (*tick)(struct worker *w);
 };
 
 /* State shared by all workers, owned by the main thread. */
 struct auth;
 struct limits;
+struct acct;
 
 struct shared {
     struct limits *limits;                          /* per-address and per-user limits */
+    struct acct *acct;                              /* acct/: per-user accounting, quotas */
     _Atomic(struct auth *) auth;                    /* the verifier pool, once started */
     _Atomic uint64_t next_id;                       /* session ids, unique across workers */
     _Atomic uint32_t sessions;                      /* open sessions, for max_connections */

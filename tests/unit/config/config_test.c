@@ -519,25 +519,25 @@ static void test_syntax_error_line(void **state)
 static void test_section_is_error(void **state)
 {
     struct ctx *x = *state;
-    const char *msg =
-        "unknown section [server] (known: [auth], [udp], [http], [rules], [limits], "
-        "[metrics], [dns], [tls], [http2], [outbound NAME], [edge NAME]; other keys go at the top)";
+    const char *msg = "unknown section [server] (known: [auth], [udp], [http], [rules], [limits], "
+                      "[metrics], [dns], [tls], [http2], [quota], [outbound NAME], [edge NAME]; "
+                      "other keys go at the top)";
     /* Reported at the header's own line, whether or not keys follow it. */
     expect_load_fails(x, "workers = 2\n[server]\nbacklog = 5\n", NULL, 1);
     expect_msg(x, 0, "%s:2: %s", x->path, msg);
     expect_load_fails(x, "workers = 2\n\n[server]\n", NULL, 1);
     expect_msg(x, 0, "%s:3: %s", x->path, msg);
     expect_load_fails(x, "[a]\n[b]\nworkers = 0\n", NULL, 2);
-    expect_msg(
-        x, 0,
-        "%s:1: unknown section [a] (known: [auth], [udp], [http], [rules], [limits], "
-        "[metrics], [dns], [tls], [http2], [outbound NAME], [edge NAME]; other keys go at the top)",
-        x->path);
-    expect_msg(
-        x, 1,
-        "%s:2: unknown section [b] (known: [auth], [udp], [http], [rules], [limits], "
-        "[metrics], [dns], [tls], [http2], [outbound NAME], [edge NAME]; other keys go at the top)",
-        x->path);
+    expect_msg(x, 0,
+               "%s:1: unknown section [a] (known: [auth], [udp], [http], [rules], [limits], "
+               "[metrics], [dns], [tls], [http2], [quota], [outbound NAME], [edge NAME]; other "
+               "keys go at the top)",
+               x->path);
+    expect_msg(x, 1,
+               "%s:2: unknown section [b] (known: [auth], [udp], [http], [rules], [limits], "
+               "[metrics], [dns], [tls], [http2], [quota], [outbound NAME], [edge NAME]; other "
+               "keys go at the top)",
+               x->path);
     expect_load_fails(x, "[server\n", NULL, 1);
     expect_msg(x, 0, "%s:1: syntax error: section header without ']'", x->path);
 }

@@ -50,6 +50,8 @@ static void test_table(void **state)
          "ferry: malformed request"},
         {OUT_FAILED, SOCKS5_REP_GENERAL_FAILURE, SOCKS4_REJECTED, 502, OC_ERROR,
          "ferry: the connection to the destination failed"},
+        {OUT_QUOTA, SOCKS5_REP_NOT_ALLOWED, SOCKS4_REJECTED, 403, OC_QUOTA,
+         "ferry: this user's quota is used up"},
     };
     bool covered[OUT_COUNT] = {false};
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
