@@ -1877,6 +1877,35 @@ static void parse_cli_text(struct loader *ld, const char *name, const char *text
         msglist_push(ld->errs, "%s: out of memory", name);
 }
 
+/* [auth]: the one password backend and its keys (config/auth.c), the
+ * userlist read now; or, with no backend, [auth] keys said to be idle. */
+static void finish_auth(struct loader *ld, struct msglist *errs)
+{
+    struct config *c = ld->c;
+    if (!c->auth.userlist && !c->auth.helper && !c->auth.pam_service) {
+        for (size_t i = 0; i < ARRAY_LEN(keys); i++) {
+            if (ld->seen[i] && strncmp(keys[i].name, "auth.", 5) == 0) {
+                msglist_push(errs,
+                             "%s:%d: %s: [auth] settings without auth.userlist, auth.helper "
+                             "or auth.pam_service (add one of them to [auth] to turn "
+                             "authentication on)",
+                             ld->seen_file[i], ld->seen[i], keys[i].name);
+                break;
+            }
+        }
+        return;
+    }
+    static const char *const bk[5] = {"auth.userlist", "auth.helper", "auth.pam_service",
+                                      "auth.helper_children", "auth.helper_timeout"};
+    struct config_origin at[5];
+    for (int i = 0; i < 5; i++)
+        at[i] = (struct config_origin){key_line(ld, bk[i]) ? key_file(ld, bk[i]) : NULL,
+                                       key_line(ld, bk[i])};
+    config_auth_finish(c, at, errs);
+    if (c->auth.userlist && !c->auth.helper && !c->auth.pam_service)
+        load_userlist(c, at[0].file, at[0].line, errs);
+}
+
 int config_load(const struct config_cli *cli, struct config **out, struct msglist *errs)
 {
     struct config *c = calloc(1, sizeof(*c));
@@ -1890,28 +1919,7 @@ int config_load(const struct config_cli *cli, struct config **out, struct msglis
         parse_cli_text(&ld, cli->text_name ? cli->text_name : "command line", cli->text);
     if (cli->path)
         parse_file(&ld, cli->path);
-    if (c->auth.userlist || c->auth.helper || c->auth.pam_service) {
-        static const char *const bk[5] = {"auth.userlist", "auth.helper", "auth.pam_service",
-                                          "auth.helper_children", "auth.helper_timeout"};
-        struct config_origin at[5];
-        for (int i = 0; i < 5; i++)
-            at[i] = (struct config_origin){key_line(&ld, bk[i]) ? key_file(&ld, bk[i]) : NULL,
-                                           key_line(&ld, bk[i])};
-        config_auth_finish(c, at, errs);
-        if (c->auth.userlist && !c->auth.helper && !c->auth.pam_service)
-            load_userlist(c, at[0].file, at[0].line, errs);
-    } else {
-        for (size_t i = 0; i < ARRAY_LEN(keys); i++) {
-            if (ld.seen[i] && strncmp(keys[i].name, "auth.", 5) == 0) {
-                msglist_push(errs,
-                             "%s:%d: %s: [auth] settings without auth.userlist, auth.helper "
-                             "or auth.pam_service (add one of them to [auth] to turn "
-                             "authentication on)",
-                             ld.seen_file[i], ld.seen[i], keys[i].name);
-                break;
-            }
-        }
-    }
+    finish_auth(&ld, errs);
     c->log_file_line = key_line(&ld, "log_file");
     c->log_file_src = key_file(&ld, "log_file");
     check_log_target(c, &ld, errs);
