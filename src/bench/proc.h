@@ -34,6 +34,7 @@ struct child_conf {
     const char *auth_extra;  /* more [auth] lines (with userlist), or NULL */
     bool tls;                /* a TLS listener with a throwaway certificate (--https-proxy) */
     const char *tls_dir;     /* child_conf_format: where cert.pem and key.pem are (with tls) */
+    const char *sections;    /* more sections, after all others (e.g. an [edge]), or NULL */
 };
 
 /* The name of the outbound a ferry of a chain sends its sessions through. */
@@ -46,7 +47,7 @@ struct child_conf {
  * along the chain); with a userlist, an [auth] section naming the file
  * "users" beside the config. Top-level keys come before every section.
  * With tls, the listener is tls://127.0.0.1:0 and a [tls] section names
- * cc->tls_dir's cert.pem and key.pem. With next_pin (a --tunnel's client,
+ * cc->tls_dir's cert.pem and key.pem; cc->sections come last. With next_pin (a --tunnel's client,
  * as `ferry client https://ADDR --pin PIN 127.0.0.1:0:socks` would write
  * it), the listener takes socks5+socks4+http and the next hop's url is
  * https://ADDR with `pin = next_pin` and `mux = h2`.

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/edge.h"
 #include "bench/options.h"
 #include "bench/proc.h"
 #include "bench/stats.h"
@@ -253,6 +254,8 @@ static void print_params(const struct bench_opts *o, unsigned shows)
         printf("%s%s", o->blast ? ", blast" : "", o->echo_gro ? "" : ", echo without GRO");
     if (shows & SCP_RULES)
         printf(", rules %u", o->nrules);
+    if ((shows & SCP_EDGE) && o->hold)
+        printf(", hold %u", o->hold);
 }
 
 void bench_report_header(const struct bench *b, const char *target)
@@ -344,6 +347,13 @@ static void json_params(const struct bench_opts *o, const struct bench_scenario 
            (unsigned)o->target_port, o->allow_failures ? "true" : "false");
     if (sc->shows & SCP_RULES)
         printf(",\"rules\":%u", o->nrules);
+    if (sc->shows & SCP_EDGE) {
+        printf(",\"hello\":\"%s\",\"hold\":%u", edge_hello_name(o->edge_hello), o->hold);
+        if (o->has_edge_target) {
+            printf(",\"edge_target\":");
+            print_json_string(addr_format(&o->edge_target, a, sizeof(a)));
+        }
+    }
     static const char *const dirs[] = {"both", "up", "down"};
     printf(",\"rate\":%g,\"direction\":\"%s\"", o->rate, dirs[o->direction % 3]);
     if (o->has_target) {
