@@ -64,6 +64,10 @@ static const char usage[] =
     "                flight (lost after 100 ms): echoes/s, RTT, loss; --blast: unpaced;\n"
     "                CPU per echo of the proxy and of this bench (with --direct: what\n"
     "                the same socket operations cost without a proxy)\n"
+    "  edge          new connections through an edge (SNI / Minecraft host routing):\n"
+    "                connect, a canned first message, 1 byte back from the backend\n"
+    "                the host routes to, close; conn/s, latency, misrouted, errors,\n"
+    "                CPU per 1,000; --hold N: proxy memory per 10,000 idle (below)\n"
     "\n"
     "What to measure:\n"
     "  (default)            a ferry child (this binary, or --ferry PATH), SOCKS5 or, with\n"
@@ -152,6 +156,25 @@ static const char usage_options_load[] =
     "                       drops and reports what it received) or down (a source\n"
     "                       sends; the client checks); counted where bytes arrive\n";
 
+static const char usage_edge[] =
+    "  --hello KIND         edge: the first message: tls (a 517-byte ClientHello, the\n"
+    "                       default), mc (a Minecraft handshake + Login Start),\n"
+    "                       tls-pq-segments (a 1812-byte post-quantum-sized\n"
+    "                       ClientHello in 2 writes) or tls-pq-records (the same in\n"
+    "                       2 TLS records, one write). Hosts alternate a.test and\n"
+    "                       b.test; each backend answers its own byte, so a byte of\n"
+    "                       the other is counted as misrouted and fails the run\n"
+    "  --edge-target ADDR:PORT  edge: measure an edge already running on loopback\n"
+    "                       (HAProxy, nginx, a ferry: bench/peers/) that routes\n"
+    "                       a.test and b.test to the bench's backends on 127.0.0.1:\n"
+    "                       --target-port and the next port (default 18501, 18502);\n"
+    "                       --proxy-pid adds its CPU and memory. Without it a ferry\n"
+    "                       with an [edge bench] section (sniff auto, a few routes,\n"
+    "                       no flood limits, no access log) is started for each run\n"
+    "  --hold N             edge: after the window, open N more connections and keep\n"
+    "                       them idle after their byte: held, and the proxy's memory\n"
+    "                       per 10,000 (0..250000; default 0: off)\n";
+
 static const char usage_options2[] =
     "  --ferry PATH         ferry binary to self-host (default: this one)\n"
     "  --chain N            self-host N ferries in a row (default 1; 1..8): the clients\n"
@@ -209,6 +232,7 @@ void bench_usage(FILE *f)
     fputs(usage, f);
     fputs(usage_options, f);
     fputs(usage_options_load, f);
+    fputs(usage_edge, f);
     fputs(usage_options2, f);
 }
 
