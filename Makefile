@@ -37,6 +37,10 @@ TEST_PKGS  := libcmocka-dev python3-pytest python3-socks openssh-server python3-
               universal-ctags stunnel4 openssl nghttp2-proxy chromium python3-yaml
 LINT_PKGS  := clang-format cppcheck groff-base universal-ctags
 DEB_PKGS   := debhelper dpkg-dev fakeroot lintian
+# The edge peers of `bench/compare.sh --only edge` (`make deps-bench`): Debian's
+# nginx-light builds the stream module (ssl_preread) as a dynamic module,
+# packaged apart as libnginx-mod-stream.
+BENCH_PKGS := haproxy nginx-light libnginx-mod-stream
 
 PKGS_LIBS  := libsodium libcares inih libssl libcrypto libnghttp2 pam
 
@@ -82,7 +86,7 @@ REPLAY_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/san/replay/%)
 FUZZ_BIN  := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 
 .PHONY: all run test unit e2e fuzz-smoke fuzz replay clang-check lint format clean \
-        deps-build deps-test deps-lint deps-deb deb bench bench-compare micro-bench install uninstall FORCE
+        deps-build deps-test deps-lint deps-deb deps-bench deb bench bench-compare micro-bench install uninstall FORCE
 .DEFAULT_GOAL := all
 
 all: ferry
@@ -114,6 +118,8 @@ deps-lint:
 	$(call need_pkgs,$(LINT_PKGS))
 deps-deb: deps-build
 	$(call need_pkgs,$(DEB_PKGS))
+deps-bench:
+	$(call need_pkgs,$(BENCH_PKGS))
 
 # ---- generated ---------------------------------------------------------------
 $(ADMIN_GEN): $(ADMIN_ASSETS) tools/embed.sh
