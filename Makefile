@@ -11,7 +11,8 @@
 #   make check-functions   no function in src/ over 100 lines (named exceptions)
 #   make bench      the standard `ferry bench` suite on ferry alone
 #   make bench-compare   ferry against peer proxies from Debian (build/bench/benchmarks.md)
-#   make micro-bench   ns per parse of the edge sniffers (proto/mcsniff, proto/tlshello)
+#   make micro-bench   ns per parse of the edge sniffers (proto/mcsniff, proto/tlshello),
+#                      per signed-host sign/verify and per-source check at accept
 #   make deb        a Debian package dist/ferry_VERSION_amd64.deb (debhelper), built
 #                   from a copy of the tree in a temporary directory, checked
 #                   with lintian (errors fail)
@@ -255,8 +256,17 @@ $(BUILD)/micro/sniff_micro: bench/micro/sniff_micro.c $(MICRO_SRC) | deps-build
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< $(MICRO_SRC)
 
-micro-bench: $(BUILD)/micro/sniff_micro
+# Signed host names (sign, verify: EDGE.md's 820/840 ns) and the per-source
+# check at accept (220 ns).
+MICRO_EDGE_SRC := src/edge/signkey.c src/proto/signhost.c src/crypto/fcrypto.c src/acl/limits.c \
+                  src/util/file.c src/util/addr.c
+$(BUILD)/micro/edge_micro: bench/micro/edge_micro.c $(MICRO_EDGE_SRC) | deps-build
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< $(MICRO_EDGE_SRC) $(LIBS)
+
+micro-bench: $(BUILD)/micro/sniff_micro $(BUILD)/micro/edge_micro
 	$(BUILD)/micro/sniff_micro
+	$(BUILD)/micro/edge_micro
 
 # ---- lint --------------------------------------------------------------------
 BANNED := strcpy|strcat|sprintf|vsprintf|gets|strtok|atoi|atol|atoll|alloca|rand|signal|select
