@@ -57,8 +57,9 @@ struct edge_backends {
     size_t nopen;  /* open[]'s size */
 };
 
-/* epoll data: a listener is its index, a connection its descriptor + 16. */
-#define CONN_TAG 16u
+/* epoll data: a listener is its index, a connection its descriptor +
+ * EDGE_BACKENDS. */
+#define CONN_TAG ((uint64_t)EDGE_BACKENDS)
 
 static void conn_close(struct edge_backends *e, int fd)
 {

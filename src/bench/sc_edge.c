@@ -41,7 +41,7 @@
 
 /* The port a --edge-target's backends listen on by default (A; B is the
  * next one), as the peers' configurations in bench/peers/ name them. */
-#define EDGE_PEER_BACKEND_PORT 18501
+#define EDGE_PEER_BACKEND_PORT 18501u
 
 /* What every slot of a run sends: per backend, the message for its host. */
 struct ed_run {
@@ -565,11 +565,10 @@ void scenario_edge_describe(const struct bench_opts *o, char *out, size_t cap)
         [EDGE_HELLO_PQ_RECORDS] = "a 1812-byte ClientHello in 2 TLS records",
     };
     char a[ADDR_STRLEN];
+    unsigned port = o->target_port ? o->target_port : EDGE_PEER_BACKEND_PORT;
     int n = o->has_edge_target
                 ? snprintf(out, cap, "edge at %s (backends on 127.0.0.1:%u and :%u)",
-                           addr_format(&o->edge_target, a, sizeof(a)),
-                           o->target_port ? o->target_port : EDGE_PEER_BACKEND_PORT,
-                           (o->target_port ? o->target_port : EDGE_PEER_BACKEND_PORT) + 1u)
+                           addr_format(&o->edge_target, a, sizeof(a)), port, port + 1)
                 : snprintf(out, cap, "ferry edge (self-hosted, a fresh one for each run)");
     if (n > 0 && (size_t)n < cap)
         snprintf(out + n, cap - (size_t)n, "; --hello %s: %s", edge_hello_name(o->edge_hello),
