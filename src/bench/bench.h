@@ -17,8 +17,10 @@
  * self-hosted, a ferry child process on an ephemeral loopback port (with
  * --chain N, N of them in a row, each the SOCKS5 parent of the one before).
  * With --target the targets are a `ferry bench sink` elsewhere, and none
- * run here. The load is a closed loop (the next when the last is done) or,
- * with --rate, an open one on a fixed timetable (struct pace).
+ * run here. The edge scenario (sc_edge.c, edge.h) sets up
+ * its own: two backends that answer one byte, and a ferry with an [edge]
+ * section (or --edge-target, an edge already running) in front of them. The load is a closed loop
+ * (the next when the last is done) or, with --rate, an open one on a fixed timetable (struct pace).
  */
 #ifndef FERRY_BENCH_BENCH_H
 #define FERRY_BENCH_BENCH_H

@@ -94,6 +94,28 @@ def test_an_edge_that_routes_nowhere_fails_the_run(ferry):
     assert "closed the connection before a backend's byte" in proc.stdout + proc.stderr
 
 
+def test_a_misrouting_edge_fails_the_run(ferry):
+    """An edge that sends a.test to b.test's backend and back: every byte
+    names the other backend, which is wrong data, never a figure."""
+    p = port_pair()
+    conf = (
+        "workers = 1\nshutdown_timeout = 2s\naccess_log = no\n\n[edge peer]\n"
+        "listen = 127.0.0.1:0\n"
+        f"route = a.test -> 127.0.0.1:{p + 1}\nroute = b.test -> 127.0.0.1:{p}\n"
+        "per_source_connections = 0\n"
+    )
+    f = ferry(raw_config=conf)
+    host, port = f.addrs[1][:2]
+    proc = bench("edge", "--edge-target", f"{host}:{port}", "--target-port", str(p),
+                 "--hello", "mc", "--runs", "1", "--duration", "0.3", "--warmup", "0",
+                 "--json", "--allow-failures", *QUICK)
+    assert proc.returncode == 1, proc.stderr
+    r = json_line(proc)
+    assert r["ok"] is False
+    assert "misrouted: a.test went to the backend answering 0x42" in r["error"], r["error"]
+    assert metric(r, "misrouted") > 0
+
+
 @pytest.mark.parametrize(
     "args, needle",
     [
