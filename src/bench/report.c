@@ -265,7 +265,7 @@ void bench_report_header(const struct bench *b, const char *target)
     if (o->json || !sc)
         return;
     bool in_process = sc->flags & SCF_NO_PROXY;
-    bool self = o->mode == BENCH_SELF && !in_process;
+    bool self = o->mode == BENCH_SELF && !in_process && !o->has_edge_target;
     printf("ferry bench %s: %s\n", o->scenario, target);
     printf("  runs %u", o->runs);
     print_params(o, sc->shows);
@@ -307,7 +307,10 @@ static void json_head(const struct bench *b, bool in_process, const char *target
 {
     const struct bench_opts *o = &b->o;
     printf("{\"scenario\":\"%s\",\"mode\":\"%s\",\"ok\":%s", o->scenario,
-           in_process ? "none" : mode_name(o->mode), error ? "false" : "true");
+           in_process           ? "none"
+           : o->has_edge_target ? "edge-target"
+                                : mode_name(o->mode),
+           error ? "false" : "true");
     if (error) {
         printf(",\"error\":");
         print_json_string(error);
@@ -442,8 +445,9 @@ static void report_json(const struct bench *b, const struct bench_scenario *sc, 
 {
     const struct bench_opts *o = &b->o;
     bool in_process = sc->flags & SCF_NO_PROXY;
-    bool self = o->mode == BENCH_SELF && !in_process; /* an in-process scenario runs no proxy */
-    static struct build_info bi, fi;                  /* PATH_MAX each: not on the stack */
+    /* an in-process scenario runs no proxy; --edge-target measures another's */
+    bool self = o->mode == BENCH_SELF && !in_process && !o->has_edge_target;
+    static struct build_info bi, fi; /* PATH_MAX each: not on the stack */
     build_info("/proc/self/exe", true, &bi);
     if (self && !strcmp(o->ferry, "/proc/self/exe"))
         fi = bi;
@@ -532,6 +536,6 @@ void bench_report(const struct bench *b, const char *target, const struct result
         return;
     }
     /* The table mode printed target before the runs (bench_report_header). */
-    bool self = o->mode == BENCH_SELF && !(sc->flags & SCF_NO_PROXY);
+    bool self = o->mode == BENCH_SELF && !(sc->flags & SCF_NO_PROXY) && !o->has_edge_target;
     report_table(b, self, runs, nruns, error, mem_src);
 }

@@ -24,6 +24,7 @@ def test_each_hello_self_hosted(hello):
     r = bench_json("edge", "--hello", hello, *QUICK)
     assert r["scenario"] == "edge"
     assert r["params"]["hello"] == hello
+    assert r["mode"] == "ferry" and "ferry_build" in r
     assert metric(r, "connections") > 0
     assert metric(r, "misrouted") == 0
     assert metric(r, "errors") == 0
@@ -73,7 +74,8 @@ def test_edge_target_is_a_ferry_edge(ferry):
         assert metric(r, "connections") > 0
         assert metric(r, "misrouted") == 0 and metric(r, "errors") == 0
         assert "proxy_cpu_per_1k" in r["metrics"]
-        assert "ferry_build" not in r or r["target"].startswith("edge at")
+        assert r["mode"] == "edge-target" and r["target"].startswith("edge at")
+        assert "ferry_build" not in r and "proxy_set" not in r["params"]
 
 
 def test_an_edge_that_routes_nowhere_fails_the_run(ferry):
