@@ -145,7 +145,8 @@ static void ed_on_io(struct io *io, uint32_t events)
 {
     struct ed_slot *s = container_of(io, struct ed_slot, io);
     if (s->phase == ED_SENDING) {
-        if ((events & (EPOLLERR | EPOLLHUP)) && sock_error(io->fd)) {
+        /* an error, or a hang-up that leaves nothing to write to */
+        if ((events & (EPOLLERR | EPOLLHUP)) && (sock_error(io->fd) || !(events & EPOLLOUT))) {
             ed_finish(s, false, "connect to the edge failed");
             return;
         }
