@@ -45,4 +45,14 @@ uint64_t edge_backend_accepted(const struct edge_backends *e, unsigned i);
 /* Stop the thread, close every connection and free. NULL is a no-op. */
 void edge_backends_stop(struct edge_backends *e);
 
+struct bench;
+struct child;
+/* Start the self-hosted ferry (b->o.ferry, --proxy-workers, --proxy-set)
+ * with an [edge bench] listener on a free 127.0.0.1 port routing a.test to
+ * backend A and b.test to B of be; wait until the edge accepts; its
+ * address into *edge, its pid into b->pids (b->npids 1). 0, or -errno
+ * after telling why on stderr (c stopped). */
+int edge_self_start(struct bench *b, struct child *c, const struct edge_backends *be,
+                    struct addr *edge);
+
 #endif

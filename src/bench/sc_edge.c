@@ -12,9 +12,8 @@
  * shortfall). Latency runs from connect() to the byte.
  *
  * What is measured: by default a ferry child started for each run with an
- * [edge bench] section (sniff auto, a few routes, no flood limits, no
- * access log: as the peers' configurations) in front of the bench's own
- * backends; with --edge-target ADDR:PORT any edge already running, routing
+ * [edge bench] section (edge_self.c) in front of the bench's own backends
+ * (edge_backend.c); with --edge-target ADDR:PORT any edge already running, routing
  * a.test and b.test (TLS SNI and Minecraft host) to the backends this
  * bench opens on 127.0.0.1:--target-port and the port after it
  * (18501/18502 by default: bench/peers/haproxy-edge.cfg, nginx-edge.conf).
@@ -354,10 +353,9 @@ static void sleep_ms(long ms)
 static uint64_t ed_hold_wait(struct bench *b, struct ed_thread *ths, unsigned n)
 {
     const struct bench_opts *o = &b->o;
-    uint64_t t0 = now_ns(), limit = (30 + o->hold / 500) * 1000000000ull, held = 0, err = 0;
+    uint64_t t0 = now_ns(), limit = (30 + o->hold / 500) * 1000000000ull;
     while (!bench_has_failed(b) && now_ns() - t0 < limit) {
-        held = ED_SUM(ths, n, nheld);
-        err = ED_SUM(ths, n, hold_errors);
+        uint64_t held = ED_SUM(ths, n, nheld), err = ED_SUM(ths, n, hold_errors);
         bench_progress_count(b, "holding", (unsigned)held, o->hold, (double)(now_ns() - t0) / 1e9);
         if (held + err >= o->hold)
             break;
@@ -425,108 +423,6 @@ static int ed_hold(struct ed_run *run, struct result *res)
     free(slots);
     free(held);
     return rc;
-}
-
-/* Any free TCP port on 127.0.0.1 (the edge's, in its configuration), or 0. */
-static uint16_t free_port(void)
-{
-    struct addr a, got;
-    addr_parse_ip("127.0.0.1", 0, &a);
-    int fd = sock_listen(&a, 1, false);
-    if (fd < 0)
-        return 0;
-    int rc = sock_local_addr(fd, &got);
-    close(fd);
-    return rc < 0 ? 0 : got.port;
-}
-
-/* The self-hosted ferry's [edge bench] section in front of be. */
-static void edge_section(char *out, size_t cap, uint16_t port, const struct edge_backends *be)
-{
-    char a[ADDR_STRLEN], bb[ADDR_STRLEN];
-    addr_format(edge_backend_addr(be, 0), a, sizeof(a));
-    addr_format(edge_backend_addr(be, 1), bb, sizeof(bb));
-    snprintf(out, cap,
-             "[edge bench]\n"
-             "listen = 127.0.0.1:%u\n"
-             "sniff = auto\n"
-             "route = a.test -> %s\n"
-             "route = b.test -> %s\n"
-             "route = *.a.test -> %s\n"
-             "route = *.b.test -> %s\n"
-             "route = c.test -> %s, %s\n"
-             "unknown = close\n"
-             "max_halfopen = 0\n"
-             "per_source_connections = 0\n",
-             port, a, bb, a, bb, a, bb);
-}
-
-/* The --proxy-set lines and no access log (the peers log none). */
-static void edge_top(const struct bench_opts *o, char *out, size_t cap)
-{
-    size_t len = (size_t)snprintf(out, cap, "access_log = no\n");
-    for (unsigned i = 0; i < o->nproxy_set && len < cap; i++) {
-        const char *eq = strchr(o->proxy_set[i], '=');
-        if (eq)
-            len += (size_t)snprintf(out + len, cap - len, "%.*s = %s\n",
-                                    (int)(eq - o->proxy_set[i]), o->proxy_set[i], eq + 1);
-    }
-}
-
-/* Wait (bounded) until the edge at a accepts a connection. */
-static bool edge_ready(const struct addr *a)
-{
-    for (int i = 0; i < 200; i++) {
-        int fd = sock_connect(a);
-        if (fd >= 0) {
-            int err = -EINPROGRESS;
-            for (int k = 0; k < 100 && err == -EINPROGRESS; k++) {
-                sleep_ms(10);
-                err = sock_error(fd);
-                if (err == 0) {
-                    close(fd);
-                    return true;
-                }
-                if (err != 0)
-                    break;
-            }
-            close(fd);
-        }
-        sleep_ms(10);
-    }
-    return false;
-}
-
-/* Start the self-hosted ferry with its edge in front of be. */
-static int edge_self_start(struct bench *b, struct child *c, const struct edge_backends *be,
-                           struct addr *edge)
-{
-    const struct bench_opts *o = &b->o;
-    static char sections[1024], top[2048];
-    uint16_t port = free_port();
-    if (!port)
-        return -EADDRNOTAVAIL;
-    edge_section(sections, sizeof(sections), port, be);
-    edge_top(o, top, sizeof(top));
-    struct child_conf cc = {.workers = o->proxy_workers, .extra = top, .sections = sections};
-    int rc = child_start(c, o->ferry, &cc);
-    if (rc) {
-        fprintf(stderr, "ferry bench: cannot start %s with an edge: %s\n", o->ferry, strerror(-rc));
-        child_stop(c);
-        return rc;
-    }
-    addr_parse_ip("127.0.0.1", port, edge);
-    if (!edge_ready(edge)) {
-        fprintf(stderr,
-                "ferry bench: the self-hosted ferry's edge on 127.0.0.1:%u does not "
-                "accept connections\n",
-                port);
-        child_stop(c);
-        return -ETIMEDOUT;
-    }
-    b->pids[0] = c->pid;
-    b->npids = 1;
-    return 0;
 }
 
 /* The messages of --hello, one per host. */
