@@ -1545,6 +1545,12 @@ size_t h2out_unsent(const struct ho_stream *s)
     return s->tx_len - s->tx_off;
 }
 
+void h2out_datagram(struct ho_stream *s)
+{
+    if (s->hc)
+        h2io_udp_note(&s->hc->udp, loop_now(&s->hc->w->loop));
+}
+
 int h2out_write(struct ho_stream *s, const void *a, size_t na, const void *b, size_t nb)
 {
     if (s->gone || (!s->hc && !s->waiting))
@@ -1564,7 +1570,6 @@ int h2out_write(struct ho_stream *s, const void *a, size_t na, const void *b, si
     s->tx_len += na + nb;
     if (!s->hc || s->id <= 0)
         return 0;
-    h2io_udp_note(&s->hc->udp, loop_now(&s->hc->w->loop)); /* a datagram (h2out_user.h) */
     if (s->deferred) {
         s->deferred = false;
         nghttp2_session_resume_data(s->hc->s, s->id);
