@@ -84,6 +84,7 @@ struct h2conn {
     struct h2flow_budget budget;
     struct h2flow_rtt rtt;
     struct h2io_sched sched; /* young/bulk weight changes due */
+    struct h2io_udp udp;     /* CONNECT-UDP on it: a shallower queue */
     struct h2flow_rate r_reset, r_ping, r_settings, r_empty;
     uint64_t ping_us; /* when our PING went out; 0: none outstanding */
     uint64_t ping_ms; /* when the last one did */
@@ -538,7 +539,8 @@ static int h2conn_flush(struct h2conn *hc)
     if (hc->ws && (c->cli_ev & SIDE_WR) && h2conn_send(hc, NULL, 0) < 0 && errno != EAGAIN)
         return -errno; /* what the link queued (a 101, PONG, CLOSE) first */
     for (;;) {
-        int rc = h2io_gather(hc->s, &hc->sched, &hc->out, &hc->out_len, H2_OUT_CAP / 2, H2_OUT_CAP);
+        uint32_t upto = h2io_udp_upto(&hc->udp, c->cli.fd, loop_now(&c->w->loop), H2_OUT_CAP / 2);
+        int rc = h2io_gather(hc->s, &hc->sched, &hc->out, &hc->out_len, upto, H2_OUT_CAP);
         if (rc)
             return rc;
         if (hc->out_off == hc->out_len)
@@ -956,6 +958,8 @@ ssize_t h2stream_tx_write(struct conn *c, const void *p, size_t len)
     size_t n = len < room ? len : room;
     memcpy(s->tx + s->tx_len, p, n);
     s->tx_len += n;
+    if (c->cmd == CONN_CMD_UDP)
+        h2io_udp_note(&s->hc->udp, loop_now(&c->w->loop));
     if (s->deferred) {
         s->deferred = false;
         nghttp2_session_resume_data(s->hc->s, s->id);

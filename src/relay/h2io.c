@@ -27,6 +27,22 @@ void h2io_carrier(int fd)
     (void)setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
 }
 
+void h2io_udp_note(struct h2io_udp *u, uint64_t now_ms)
+{
+    u->last_ms = now_ms;
+}
+
+uint32_t h2io_udp_upto(struct h2io_udp *u, int fd, uint64_t now_ms, uint32_t deep)
+{
+    bool shallow = u->last_ms && now_ms - u->last_ms < H2IO_UDP_HOLD_MS;
+    if (shallow != u->shallow) {
+        int lowat = (int)(shallow ? H2IO_UDP_LOWAT : H2IO_NOTSENT_LOWAT);
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
+        u->shallow = shallow;
+    }
+    return shallow && deep > H2IO_UDP_GATHER ? H2IO_UDP_GATHER : deep;
+}
+
 static void h2io_weigh(nghttp2_session *s, int32_t id, int32_t weight)
 {
     nghttp2_priority_spec pri;

@@ -55,6 +55,36 @@
  * order ours. */
 #define H2IO_NOTSENT_LOWAT (128u * 1024)
 
+/* A carrier that carries datagrams (CONNECT-UDP capsules) keeps a
+ * shallower queue, measured (docs/configuration.md, "UDP through a
+ * tunnel"): under a flood, a ping's capsule found up to 250 KiB ahead of
+ * it in the socket (128 KiB unsent plus what the peer had not read yet),
+ * 20 ms at the tunnel's rate; the unsent part is ours to bound. While a
+ * datagram was written within H2IO_UDP_HOLD_MS, TCP_NOTSENT_LOWAT is
+ * H2IO_UDP_LOWAT and one gather takes at most H2IO_UDP_GATHER: TCP
+ * streams on that connection pay for it in throughput (they share the
+ * carrier with UDP, which prefers loss to delay), others do not. */
+#define H2IO_UDP_LOWAT   (16u * 1024)
+#define H2IO_UDP_GATHER  (16u * 1024)
+#define H2IO_UDP_HOLD_MS 1000
+
+/* A carrier's datagram state: when one was last written, and whether its
+ * socket has the shallow setting now. */
+struct h2io_udp {
+    uint64_t last_ms;
+    bool shallow;
+};
+
+/* A datagram goes out on the carrier at loop time now_ms. */
+void h2io_udp_note(struct h2io_udp *u, uint64_t now_ms);
+
+/* Before gathering for carrier fd at loop time now_ms: the socket's
+ * TCP_NOTSENT_LOWAT follows u (H2IO_UDP_LOWAT while datagrams went within
+ * H2IO_UDP_HOLD_MS, else H2IO_NOTSENT_LOWAT; set only on a change), and
+ * the return value is how many bytes to gather: deep, or at most
+ * H2IO_UDP_GATHER while shallow. */
+uint32_t h2io_udp_upto(struct h2io_udp *u, int fd, uint64_t now_ms, uint32_t deep);
+
 /* RTT probes (PINGs at a window epoch's end) go at most this often, on
  * both sides: a peer's PING budget ([http2] pings_per_second, 100 by
  * default) counts them, and an epoch on loopback lasts well under 10 ms. */

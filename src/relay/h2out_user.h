@@ -49,6 +49,9 @@ size_t h2out_unsent(const struct ho_stream *s);
 /* Write a[0..na) then b[0..nb), all or nothing: 0, -EAGAIN (no room:
  * the stream holds 128 KiB), -EPIPE (not open) or -ENOMEM. */
 int h2out_write(struct ho_stream *s, const void *a, size_t na, const void *b, size_t nb);
+/* What s was just written is a datagram: its connection keeps a shallow
+ * socket queue while datagrams go (h2io.h, H2IO_UDP_LOWAT). */
+void h2out_datagram(struct ho_stream *s);
 /* Let go of the stream (reset if still open). NULL is a no-op. */
 void h2out_close(struct ho_stream *s);
 /* For outbound_h2.c: the extended CONNECT's headers past :method and

@@ -144,6 +144,7 @@ struct ho_conn {
     bool reconnect;    /* an attempt after a loss */
 
     struct h2io_sched sched; /* young/bulk weight changes due (h2io.h) */
+    struct h2io_udp udp;     /* datagrams on it: a shallower queue (h2io.h) */
     struct wslink *ws;       /* websocket = /PATH: the transport (wslink.h); NULL: TLS only */
 };
 
@@ -802,7 +803,8 @@ static int ho_flush(struct ho_conn *hc)
             return (int)n;
     }
     for (;;) {
-        int rc = h2io_gather(hc->s, &hc->sched, &hc->out, &hc->out_len, HO_OUT_CAP, HO_OUT_CAP);
+        uint32_t upto = h2io_udp_upto(&hc->udp, hc->io.fd, loop_now(&hc->w->loop), HO_OUT_CAP);
+        int rc = h2io_gather(hc->s, &hc->sched, &hc->out, &hc->out_len, upto, HO_OUT_CAP);
         if (rc)
             return rc;
         if (hc->out_off == hc->out_len)
@@ -1540,6 +1542,12 @@ void h2out_consume(struct ho_stream *s, size_t n)
 size_t h2out_unsent(const struct ho_stream *s)
 {
     return s->tx_len - s->tx_off;
+}
+
+void h2out_datagram(struct ho_stream *s)
+{
+    if (s->hc)
+        h2io_udp_note(&s->hc->udp, loop_now(&s->hc->w->loop));
 }
 
 int h2out_write(struct ho_stream *s, const void *a, size_t na, const void *b, size_t nb)

@@ -180,6 +180,7 @@ int ut_flow_send(struct ut_flow *fl, const uint8_t *data, size_t len)
         return (int)offsetof(struct worker_stats, udp_drop_queue);
     if (rc)
         return (int)offsetof(struct worker_stats, udp_drop_tunnel);
+    h2out_datagram(fl->s);
     fl->ring[(fl->rh + fl->rn) % fl->rcap] = (uint32_t)(h + len);
     fl->rn++;
     fl->written += h + len;

@@ -8,11 +8,17 @@
  * weight nghttp2's round-robin puts 8 bulk frames between its quanta), on
  * a server session (h2conn.c's responses) and on a client session
  * (outbound_h2.c's CONNECT uploads). Frames are read back from what
- * h2io_gather produces, in order.
+ * h2io_gather produces, in order. And a carrier that carries datagrams
+ * keeps a shallow queue (TCP_NOTSENT_LOWAT and the gather, read back from
+ * a real TCP socket) for a second after the last one, then the deep one.
  */
 #include "harness.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <nghttp2/nghttp2.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "relay/h2io.h"
 
@@ -273,12 +279,45 @@ static void test_client_young_goes_ahead_of_bulk(void **state)
     nghttp2_session_callbacks_del(scb);
 }
 
+static int lowat_of(int fd)
+{
+    int v = -1;
+    socklen_t l = sizeof(v);
+    assert_int_equal(getsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &v, &l), 0);
+    return v;
+}
+
+/* Datagrams on a carrier: a shallow socket queue and gather while they
+ * go, the deep ones H2IO_UDP_HOLD_MS after the last. */
+static void test_udp_shallow_queue(void **state)
+{
+    (void)state;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    h2io_carrier(fd);
+    assert_int_equal(lowat_of(fd), H2IO_NOTSENT_LOWAT);
+    struct h2io_udp u = {0};
+    /* No datagram yet: the deep settings. */
+    assert_int_equal(h2io_udp_upto(&u, fd, 5000, 64 * 1024), 64 * 1024);
+    assert_int_equal(lowat_of(fd), H2IO_NOTSENT_LOWAT);
+    h2io_udp_note(&u, 5000);
+    assert_int_equal(h2io_udp_upto(&u, fd, 5000, 64 * 1024), H2IO_UDP_GATHER);
+    assert_int_equal(lowat_of(fd), H2IO_UDP_LOWAT);
+    assert_int_equal(h2io_udp_upto(&u, fd, 5000 + H2IO_UDP_HOLD_MS - 1, 1024), 1024);
+    assert_int_equal(lowat_of(fd), H2IO_UDP_LOWAT);
+    /* A quiet second: deep again. */
+    assert_int_equal(h2io_udp_upto(&u, fd, 5000 + H2IO_UDP_HOLD_MS, 64 * 1024), 64 * 1024);
+    assert_int_equal(lowat_of(fd), H2IO_NOTSENT_LOWAT);
+    close(fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quantum),
         cmocka_unit_test(test_young_goes_ahead_of_bulk),
         cmocka_unit_test(test_client_young_goes_ahead_of_bulk),
+        cmocka_unit_test(test_udp_shallow_queue),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
