@@ -782,6 +782,25 @@ static void render_users(struct mtext *t, const struct acct_user_total *u, size_
     }
 }
 
+/* Listen address i as a label: "[tls://]ADDR:PORT", and "#i" after it
+ * when another listen line reads the same (two ports 0, a proxy listener
+ * and an edge's on the same address): labels must not repeat. */
+static const char *listener_label(const struct config *cfg, size_t i, char *buf, size_t len)
+{
+    char a[ADDR_STRLEN], b[ADDR_STRLEN];
+    addr_format(&cfg->listen[i].addr, a, sizeof(a));
+    bool twin = false;
+    for (size_t j = 0; j < cfg->nlisten && !twin; j++)
+        twin = j != i && cfg->listen[j].tls == cfg->listen[i].tls &&
+               !strcmp(addr_format(&cfg->listen[j].addr, b, sizeof(b)), a);
+    snprintf(buf, len, "%s%s", cfg->listen[i].tls ? "tls://" : "", a);
+    if (twin) {
+        size_t n = strlen(buf);
+        snprintf(buf + n, len - n, "#%zu", i);
+    }
+    return buf;
+}
+
 /* Per listen address and per outbound: bounded by the configuration. */
 static void render_listeners(struct mtext *t, const struct metrics_source *src,
                              const struct config *cfg)
@@ -796,10 +815,9 @@ static void render_listeners(struct mtext *t, const struct metrics_source *src,
                    "Sessions accepted on the listen address (HTTP/2 streams included).");
         for (size_t i = 0; i < cfg->nlisten; i++) {
             struct acct_user_total l;
-            char a[ADDR_STRLEN];
+            char a[ADDR_STRLEN + 16];
             acct_listener_sum(src->sh->acct, (unsigned)i, &l);
-            mtext_printf(t, "%s{listener=\"%s%s", fam[d / 2], cfg->listen[i].tls ? "tls://" : "",
-                         addr_format(&cfg->listen[i].addr, a, sizeof(a)));
+            mtext_printf(t, "%s{listener=\"%s", fam[d / 2], listener_label(cfg, i, a, sizeof(a)));
             if (d < 2)
                 mtext_printf(t, "\",direction=\"%s", d ? "down" : "up");
             mtext_printf(t, "\"} %llu\n",
