@@ -21,6 +21,7 @@ struct errmap_row {
     uint16_t http;    /* status */
     uint8_t stats;    /* enum stats_outcome */
     const char *text; /* HTTP error body */
+    uint8_t retry;    /* Retry-After seconds; 0: none */
 };
 
 #define FAILED_TEXT "ferry: the connection to the destination failed"
@@ -55,6 +56,11 @@ static const struct errmap_row rows[OUT_COUNT] = {
      * not help, the quota's period must end (or the operator raise it). */
     [OUT_QUOTA] = {SOCKS5_REP_NOT_ALLOWED, SOCKS4_REJECTED, 403, OC_QUOTA,
                    "ferry: this user's quota is used up"},
+    /* The destination is not at fault: the tunnel that carries sessions
+     * is down (a reconnect is on its way). 503 says so, with a hint when
+     * to try again; SOCKS5 has only "network unreachable". */
+    [OUT_TUNNEL_DOWN] = {SOCKS5_REP_NETWORK_UNREACHABLE, SOCKS4_REJECTED, 503, OC_UNREACHABLE,
+                         "ferry: the tunnel to the server is down; try again later", 5},
 };
 
 static const struct errmap_row *row(enum outcome o)
@@ -109,6 +115,11 @@ int errmap_http_status(enum outcome o)
 const char *errmap_http_text(enum outcome o)
 {
     return row(o)->text;
+}
+
+unsigned errmap_http_retry_after(enum outcome o)
+{
+    return row(o)->retry;
 }
 
 enum stats_outcome errmap_stats(enum outcome o)

@@ -6,8 +6,8 @@
  * on the data path), opened on first use and opened again when it dies,
  * with exponential back-off and full jitter (200 ms * 2^k, at most 30 s,
  * k forgotten after 60 s up). A session arriving while it is down waits up
- * to the outbound's tunnel_wait, then fails as net-unreachable (SOCKS
- * 0x03, HTTP 502). mux = auto offers "h2,http/1.1" and, when the parent
+ * to the outbound's tunnel_wait, then fails as tunnel-down (SOCKS
+ * 0x03, HTTP 503). mux = auto offers "h2,http/1.1" and, when the parent
  * picks http/1.1, hands its sessions to the per-session HTTP/1.1 CONNECT
  * (outbound_https) from then on.
  *
@@ -447,8 +447,7 @@ static void hs_submit(struct ho_conn *hc, struct ho_stream *s)
             (nghttp2_nv){(uint8_t *)kscheme, (uint8_t *)vscheme, 7, 5, NGHTTP2_NV_FLAG_NONE};
         nv[nnv++] = (nghttp2_nv){(uint8_t *)kpath, (uint8_t *)s->xpath, 5, strlen(s->xpath),
                                  NGHTTP2_NV_FLAG_NONE};
-    }
-    else if (!c)
+    } else if (!c)
         nnv += h2out_user_headers(nv + nnv, s->uproto, s->upath);
     if (o->user) {
         memcpy(cred, "Basic ", 6);
@@ -1267,15 +1266,14 @@ static void ob_h2_event(struct conn *c, uint32_t events)
         ob_h2_fail(c, (enum outcome)s->fail_o, s->fail_why); /* the log said why (warn) */
     else if (s->gone || (!s->hc && s->id == 0))
         /* The connection went (or never came) before an answer. */
-        ob_h2_fail(c, s->id ? OUT_FAILED : OUT_NET_UNREACHABLE,
-                   s->id ? "parent-reset" : "tunnel-down");
+        ob_h2_fail(c, s->id ? OUT_FAILED : OUT_TUNNEL_DOWN, s->id ? "parent-reset" : "tunnel-down");
 }
 
 static void ob_h2_timeout(struct conn *c)
 {
     struct ho_stream *s = c->ob_priv;
     if (s && s->waiting)
-        ob_h2_fail(c, OUT_NET_UNREACHABLE, "tunnel-down");
+        ob_h2_fail(c, OUT_TUNNEL_DOWN, "tunnel-down");
     else
         ob_h2_fail(c, OUT_TIMEOUT, "parent-timeout");
 }

@@ -303,10 +303,19 @@ def test_server_not_running(server, tmp_path, echo_server):
     try:
         c.wait_log("ready:")
         # The tunnel is down: a new session waits tunnel_wait (10 s) for it,
-        # then gets REP 0x03 (network unreachable).
+        # then gets REP 0x03 (network unreachable); the same port's HTTP
+        # face (curl, waiting at the same time) a 503 with Retry-After.
         t0 = time.monotonic()
+        curl = subprocess.Popen([CURL, "-sS", "-o", "/dev/null", "-D", "-", "-w",
+                                 "code=%{http_code}", "--max-time", "40", "-x",
+                                 f"http://127.0.0.1:{port}",
+                                 f"http://127.0.0.1:{echo_server.port}/"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert socks_reply(port, echo_server.addr) == 0x03
         assert time.monotonic() - t0 >= 9
+        out, err = curl.communicate(timeout=60)
+        assert out.decode().endswith("code=503"), (out, err)
+        assert re.search(rb"(?im)^retry-after: 5\r$", out), out
         c.wait_log(rf"warn .*outbound tunnel: parent 127\.0\.0\.1 port {dead}: .*ECONNREFUSED")
         c.wait_log(r"cmd=connect .*end=tunnel-down .*via=tunnel")
     finally:
