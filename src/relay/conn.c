@@ -149,14 +149,16 @@ static size_t access_fields(struct conn *c, const char *cmd, const char *reply, 
     f[n++] = (struct log_field)LOG_FSTR("via", via);
     /* a stream of a shared connection */
     f[n++] = (struct log_field)LOG_FSTR("mux", via && c->out == &outbound_h2 ? "h2" : NULL);
-    if (c->tun_id) { /* a stream of an HTTP/2 tunnel, on either end (conn.h) */
+    f[n++] = (struct log_field)LOG_FSTR("proto", c->front->log_proto);
+    if (c->front->log_fields)
+        n += c->front->log_fields(c, f + n, ACCESS_FIELDS_MAX - n - 3, extra, 2 * ADDR_STRLEN);
+    /* Last, so the line reads as before up to here: a stream of an HTTP/2
+     * tunnel, on either end (conn.h). */
+    if (c->tun_id) {
         f[n++] = (struct log_field)LOG_FU64("tunnel", c->tun_id);
         f[n++] = (struct log_field)LOG_FU64("stream", c->tun_stream);
         f[n++] = (struct log_field)LOG_FSTR("peer", addr_format(&c->tun_peer, peer, ADDR_STRLEN));
     }
-    f[n++] = (struct log_field)LOG_FSTR("proto", c->front->log_proto);
-    if (c->front->log_fields)
-        n += c->front->log_fields(c, f + n, ACCESS_FIELDS_MAX - n, extra, 2 * ADDR_STRLEN);
     return n;
 }
 
