@@ -587,10 +587,8 @@ static void ho_conn_close(struct ho_conn *hc, const char *why, bool failure)
     struct loop *l = &hc->w->loop;
     if (hc->st == HO_DEAD)
         return;
-    if (hc->st == HO_UP) {
+    if (hc->st == HO_UP)
         ho_stat(sl, OB_STAT_H2_CONNS, -1);
-        ho_tunnel_log(hc, why);
-    }
     if (hc->st == HO_UP && hc->ws) { /* a CLOSE, as far as the socket takes it */
         wslink_close(hc->ws, WS_CLOSE_GOING_AWAY);
         wslink_send(hc->ws, NULL, 0, ho_write, hc);
@@ -599,6 +597,8 @@ static void ho_conn_close(struct ho_conn *hc, const char *why, bool failure)
         log_write(failure ? LOG_WARN : LOG_DEBUG,
                   "outbound %s: parent %s port %u: %s (HTTP/2 connection)", sl_ob(sl)->name,
                   sl_ob(sl)->host, sl_ob(sl)->port, why);
+    if (hc->st == HO_UP) /* a word, as the server's end says it; the line above has the why */
+        ho_tunnel_log(hc, failure ? "error" : hc->goaway ? "goaway" : "closed");
     hc->st = HO_DEAD;
     resolver_cancel(hc->dns);
     hc->dns = NULL;
