@@ -527,4 +527,4 @@ def test_tunnel_and_stream_named_on_both_ends(ferry, tmp_path, echo_server):
         assert rec["streams"] >= 1 and rec["up"] > 64 * 1024 and rec["down"] > 64 * 1024, rec
         assert isinstance(rec["ms"], int) and rec["end"], rec
     assert sc["user"] == "alice" and sc["peer"] == co["local"], sc
-    assert cc["peer"] == f"127.0.0.1:{sport}", cc
+    assert cc["peer"] == f"127.0.0.1:{sport}" and cc["end"] == "closed", cc
