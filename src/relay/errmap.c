@@ -21,7 +21,6 @@ struct errmap_row {
     uint16_t http;    /* status */
     uint8_t stats;    /* enum stats_outcome */
     const char *text; /* HTTP error body */
-    uint8_t retry;    /* Retry-After seconds; 0: none */
 };
 
 #define FAILED_TEXT "ferry: the connection to the destination failed"
@@ -58,9 +57,14 @@ static const struct errmap_row rows[OUT_COUNT] = {
                    "ferry: this user's quota is used up"},
     /* The destination is not at fault: the tunnel that carries sessions
      * is down (a reconnect is on its way). 503 says so, with a hint when
-     * to try again; SOCKS5 has only "network unreachable". */
+     * to try again (below); SOCKS5 has only "network unreachable". */
     [OUT_TUNNEL_DOWN] = {SOCKS5_REP_NETWORK_UNREACHABLE, SOCKS4_REJECTED, 503, OC_UNREACHABLE,
-                         "ferry: the tunnel to the server is down; try again later", 5},
+                         "ferry: the tunnel to the server is down; try again later"},
+};
+
+/* Retry-After seconds of the HTTP error reply; 0: none. */
+static const uint8_t retry_after[OUT_COUNT] = {
+    [OUT_TUNNEL_DOWN] = 5,
 };
 
 static const struct errmap_row *row(enum outcome o)
@@ -119,7 +123,7 @@ const char *errmap_http_text(enum outcome o)
 
 unsigned errmap_http_retry_after(enum outcome o)
 {
-    return row(o)->retry;
+    return (unsigned)o < OUT_COUNT ? retry_after[o] : 0;
 }
 
 enum stats_outcome errmap_stats(enum outcome o)
