@@ -115,7 +115,8 @@ struct outbound_health {
  * reached the destination through it, sessions it carries now (a gauge:
  * least-connections sums it over workers), dials through it that failed. */
 /* An HTTP/2 parent: its connections up now (a gauge), the CONNECT streams
- * opened on them, and connections opened again after one was lost. */
+ * opened on them, connections opened again after one was lost, and
+ * connections that came up at all. */
 enum {
     OB_STAT_SESSIONS,
     OB_STAT_ACTIVE,
@@ -123,6 +124,7 @@ enum {
     OB_STAT_H2_CONNS,
     OB_STAT_H2_STREAMS,
     OB_STAT_H2_RECONNECTS,
+    OB_STAT_H2_OPENED,
     OB_STAT_BYTES_UP,   /* payload client -> destination through it (with accounting on) */
     OB_STAT_BYTES_DOWN, /* ... and back */
     OB_STATS

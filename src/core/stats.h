@@ -116,6 +116,7 @@ struct worker_stats {
     stat_t proxy_rejected;          /* PROXY protocol: untrusted peer, bad or missing header */
     stat_t loop_lag_ms;             /* the latest timer ran this late, over the last second */
     stat_t h2_conns;                /* HTTP/2 connections open now */
+    stat_t h2_conns_opened;         /* ... and ever opened */
     stat_t h2_streams;              /* HTTP/2 request streams opened */
     stat_t h2_udp_streams;          /* ... of which CONNECT-UDP streams relaying */
     stat_t h2_udp_aborted;          /* ... aborted for a capsule too long or malformed */

@@ -343,6 +343,8 @@ static void render_outbounds_h2(struct mtext *t, const struct config *cfg, unsig
     } fam[] = {
         {"ferry_outbound_h2_connections", "gauge",
          "HTTP/2 connections to the parent up now (one per worker at most).", OB_STAT_H2_CONNS},
+        {"ferry_outbound_h2_connections_total", "counter",
+         "HTTP/2 connections to the parent that came up (reconnects included).", OB_STAT_H2_OPENED},
         {"ferry_outbound_h2_streams_total", "counter",
          "CONNECT streams opened on the HTTP/2 connections to the parent.", OB_STAT_H2_STREAMS},
         {"ferry_outbound_h2_reconnects_total", "counter",
@@ -442,6 +444,8 @@ static void render_relay(struct mtext *t, const uint64_t *s)
             "Connections whose first byte was no protocol the listener speaks.",
             FIELD(s, unknown_protocol));
     gauge(t, "ferry_h2_connections", "HTTP/2 connections open now.", FIELD(s, h2_conns));
+    counter(t, "ferry_h2_connections_total", "HTTP/2 connections opened (tunnels included).",
+            FIELD(s, h2_conns_opened));
     counter(t, "ferry_h2_streams_total", "HTTP/2 request streams opened.", FIELD(s, h2_streams));
     counter(t, "ferry_h2_udp_streams_total", "CONNECT-UDP streams that began relaying.",
             FIELD(s, h2_udp_streams));

@@ -104,15 +104,16 @@ static void conn_free(struct release *r)
     }
 }
 
-#define ACCESS_FIELDS_MAX 24
+#define ACCESS_FIELDS_MAX 28
 
 /* The access line's fields, in the order the text line has always had:
  * one list, rendered as text or JSON by the logger (log/fields.h). start:
  * the access-start line, without what only the end knows. The strings
- * point into the caller's buffers (client and target: ADDR_STRLEN bytes,
- * extra: 2 * ADDR_STRLEN, dst: 300; f: ACCESS_FIELDS_MAX). Returns the field count. */
+ * point into the caller's buffers (client, target and peer: ADDR_STRLEN
+ * bytes, extra: 2 * ADDR_STRLEN, dst: 300; f: ACCESS_FIELDS_MAX). Returns the field count. */
 static size_t access_fields(struct conn *c, const char *cmd, const char *reply, bool start,
-                            char *client, char *target, char *dst, char *extra, struct log_field *f)
+                            char *client, char *target, char *dst, char *extra, char *peer,
+                            struct log_field *f)
 {
     addr_format(&c->client, client, ADDR_STRLEN);
     addr_format(&c->target, target, ADDR_STRLEN);
@@ -150,7 +151,14 @@ static size_t access_fields(struct conn *c, const char *cmd, const char *reply, 
     f[n++] = (struct log_field)LOG_FSTR("mux", via && c->out == &outbound_h2 ? "h2" : NULL);
     f[n++] = (struct log_field)LOG_FSTR("proto", c->front->log_proto);
     if (c->front->log_fields)
-        n += c->front->log_fields(c, f + n, ACCESS_FIELDS_MAX - n, extra, 2 * ADDR_STRLEN);
+        n += c->front->log_fields(c, f + n, ACCESS_FIELDS_MAX - n - 3, extra, 2 * ADDR_STRLEN);
+    /* Last, so the line reads as before up to here: a stream of an HTTP/2
+     * tunnel, on either end (conn.h). */
+    if (c->tun_id) {
+        f[n++] = (struct log_field)LOG_FU64("tunnel", c->tun_id);
+        f[n++] = (struct log_field)LOG_FU64("stream", c->tun_stream);
+        f[n++] = (struct log_field)LOG_FSTR("peer", addr_format(&c->tun_peer, peer, ADDR_STRLEN));
+    }
     return n;
 }
 
@@ -159,8 +167,9 @@ void conn_access_log(struct conn *c, const char *cmd, const char *reply)
     if (!conn_cfg(c)->access_log || !log_enabled(LOG_INFO))
         return;
     char client[ADDR_STRLEN], target[ADDR_STRLEN], dst[300], extra[2 * ADDR_STRLEN];
+    char peer[ADDR_STRLEN];
     struct log_field f[ACCESS_FIELDS_MAX];
-    size_t n = access_fields(c, cmd, reply, false, client, target, dst, extra, f);
+    size_t n = access_fields(c, cmd, reply, false, client, target, dst, extra, peer, f);
     log_fields(LOG_INFO, "access", "access", f, n);
 }
 
@@ -189,8 +198,10 @@ static void conn_access_start(struct conn *c)
     if (!conn_cfg(c)->access_log || !conn_cfg(c)->log_session_start || !log_enabled(LOG_INFO))
         return;
     char client[ADDR_STRLEN], target[ADDR_STRLEN], dst[300], extra[2 * ADDR_STRLEN];
+    char peer[ADDR_STRLEN];
     struct log_field f[ACCESS_FIELDS_MAX];
-    size_t n = access_fields(c, access_start_cmd(c), NULL, true, client, target, dst, extra, f);
+    size_t n =
+        access_fields(c, access_start_cmd(c), NULL, true, client, target, dst, extra, peer, f);
     log_fields(LOG_INFO, "access", "access-start", f, n);
 }
 

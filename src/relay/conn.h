@@ -201,6 +201,14 @@ struct conn {
     /* A reverse session's remote (outbound_h2rev.c): it leaves from this
      * host, to what the remote allows; NULL for others. */
     const struct config_reverse *rev;
+
+    /* The HTTP/2 tunnel connection that carries the session, for the
+     * access log (tun_id 0: none): its id (the carrier session's on the
+     * server, outbound_h2.c's own on the client), the stream's id on it,
+     * and the connection's far end. */
+    uint64_t tun_id;
+    uint32_t tun_stream;
+    struct addr tun_peer;
 };
 
 /* relay.c: how the worker hands accepted connections to the relay. */

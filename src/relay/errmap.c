@@ -55,6 +55,16 @@ static const struct errmap_row rows[OUT_COUNT] = {
      * not help, the quota's period must end (or the operator raise it). */
     [OUT_QUOTA] = {SOCKS5_REP_NOT_ALLOWED, SOCKS4_REJECTED, 403, OC_QUOTA,
                    "ferry: this user's quota is used up"},
+    /* The destination is not at fault: the tunnel that carries sessions
+     * is down (a reconnect is on its way). 503 says so, with a hint when
+     * to try again (below); SOCKS5 has only "network unreachable". */
+    [OUT_TUNNEL_DOWN] = {SOCKS5_REP_NETWORK_UNREACHABLE, SOCKS4_REJECTED, 503, OC_UNREACHABLE,
+                         "ferry: the tunnel to the server is down; try again later"},
+};
+
+/* Retry-After seconds of the HTTP error reply; 0: none. */
+static const uint8_t retry_after[OUT_COUNT] = {
+    [OUT_TUNNEL_DOWN] = 5,
 };
 
 static const struct errmap_row *row(enum outcome o)
@@ -109,6 +119,11 @@ int errmap_http_status(enum outcome o)
 const char *errmap_http_text(enum outcome o)
 {
     return row(o)->text;
+}
+
+unsigned errmap_http_retry_after(enum outcome o)
+{
+    return (unsigned)o < OUT_COUNT ? retry_after[o] : 0;
 }
 
 enum stats_outcome errmap_stats(enum outcome o)

@@ -30,6 +30,7 @@ enum outcome {
     OUT_BAD_REQUEST,      /* malformed, unknown protocol, or too slow a handshake */
     OUT_FAILED,           /* any other failure on the way (general failure) */
     OUT_QUOTA,            /* the user reached a [quota] (bytes this period, sessions at once) */
+    OUT_TUNNEL_DOWN,      /* the outbound's tunnel connection stayed down for tunnel_wait */
     OUT_COUNT
 };
 
@@ -44,6 +45,9 @@ uint8_t errmap_socks5(enum outcome o);        /* SOCKS5 REP */
 uint8_t errmap_socks4(enum outcome o);        /* SOCKS4 CD */
 int errmap_http_status(enum outcome o);       /* HTTP status code */
 const char *errmap_http_text(enum outcome o); /* the body of ferry's HTTP error reply */
+/* Seconds for the Retry-After field (RFC 9110 10.2.3) of the HTTP error
+ * reply to o; 0: the reply has none. */
+unsigned errmap_http_retry_after(enum outcome o);
 /* The metrics outcome a session that ended with o is counted under
  * (OUT_NONE: OC_UNSET, "abandoned"). */
 enum stats_outcome errmap_stats(enum outcome o);

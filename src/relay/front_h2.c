@@ -158,8 +158,12 @@ static void front_h2_fail_reply(struct conn *c, enum outcome o, const char *why)
 {
     int status = errmap_http_status(o);
     stat_add(&c->w->stats.http_errors, 1);
+    char after[12];
+    snprintf(after, sizeof(after), "%u", errmap_http_retry_after(o));
     if (status == 407)
         h2stream_respond(c, status, true, "proxy-authenticate", "Basic realm=\"ferry\"");
+    else if (errmap_http_retry_after(o))
+        h2stream_respond(c, status, true, "retry-after", after);
     else
         h2stream_respond(c, status, true, NULL, NULL);
     conn_close(c, why);

@@ -42,6 +42,7 @@
 #include "relay/front.h"
 #include "relay/h2io.h"
 #include "relay/session.h"
+#include "relay/tunnel_log.h"
 #include "relay/wslink.h"
 #include "tls/tls.h"
 
@@ -97,6 +98,11 @@ struct h2conn {
     uint32_t out_off, out_len;
     struct wslink *ws;  /* the WebSocket transport (wslink.h); NULL: plain h2 */
     struct release rel; /* freed after the batch of events that closed it */
+    /* For the tunnel-close line (tunnel_log.h): streams it carried, bytes
+     * read from and written to the client, the first authenticated user
+     * of its streams ("": none). */
+    uint64_t streams_total, rx_bytes, tx_bytes;
+    char user[256];
 };
 
 /* The worker's budget for granted stream windows (one loop per thread). */
@@ -296,6 +302,7 @@ static void h2stream_open(struct h2conn *hc, struct h2stream *s)
         return;
     }
     stat_add(&c->w->stats.h2_streams, 1);
+    hc->streams_total++;
     if (conn_open_stream(c->w, c, s) < 0)
         nghttp2_submit_rst_stream(hc->s, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_REFUSED_STREAM);
 }
@@ -503,6 +510,17 @@ static void h2conn_free(struct h2conn *hc)
         }
         h2stream_free(s);
     }
+    struct conn *c = hc->c;
+    tunnel_log(conn_cfg(c), &(struct tunnel_log){.side = "server",
+                                                 .id = c->id,
+                                                 .peer = &c->client,
+                                                 .user = hc->user[0] ? hc->user : NULL,
+                                                 .transport = hc->ws ? "ws" : "h2",
+                                                 .end = c->why ? c->why : "-",
+                                                 .ms = loop_now(&c->w->loop) - c->t_start,
+                                                 .streams = hc->streams_total,
+                                                 .up = hc->rx_bytes,
+                                                 .down = hc->tx_bytes});
     nghttp2_session_del(hc->s);
     free(hc->out);
     wslink_free(hc->ws);
@@ -551,6 +569,7 @@ static int h2conn_flush(struct h2conn *hc)
         if (n < 0)
             return errno == EAGAIN ? 0 : -errno;
         hc->out_off += (uint32_t)n;
+        hc->tx_bytes += (uint64_t)n;
         c->last_active = loop_now(&c->w->loop);
         if (hc->out_off == hc->out_len)
             hc->out_off = hc->out_len = 0;
@@ -575,6 +594,7 @@ static int h2conn_read(struct h2conn *hc)
             return errno == EINTR ? 0 : -errno;
         }
         budget = (uint32_t)n >= budget ? 0 : budget - (uint32_t)n;
+        hc->rx_bytes += (uint64_t)n;
         if (budget == 0)
             h2conn_kick(hc); /* fairness: go on after the others */
         c->last_active = loop_now(&c->w->loop);
@@ -767,8 +787,12 @@ void h2conn_begin_ws(struct conn *c, struct wslink *ws)
     if (!worker_budget.cap)
         worker_budget.cap = worker_budget.max = hc2->worker_budget;
     stat_add(&c->w->stats.h2_conns, 1);
+    stat_add(&c->w->stats.h2_conns_opened, 1);
     c->h2 = hc;
     hc->ws = ws; /* bytes that came behind the Upgrade go to nghttp2 now */
+    tunnel_log(
+        cfg, &(struct tunnel_log){
+                 .side = "server", .id = c->id, .peer = &c->client, .transport = ws ? "ws" : "h2"});
     if (ws && wslink_start(ws, hc->s) != WSLINK_OK)
         hc->failed = true;
     /* Ordering stays in user space: small frames go out at once, and the
@@ -813,6 +837,9 @@ void h2conn_goaway_all(struct worker *w)
 void h2stream_attach(struct h2stream *s, struct conn *c)
 {
     s->c = c;
+    c->tun_id = s->hc->c->id; /* the access line's tunnel= stream= peer= */
+    c->tun_stream = (uint32_t)s->id;
+    c->tun_peer = s->hc->c->client;
 }
 
 const void *h2stream_carrier(const struct conn *c)
@@ -1069,6 +1096,8 @@ void h2stream_detach(struct conn *c)
         return;
     c->h2s = NULL;
     s->c = NULL;
+    if (c->authed && c->user && !s->hc->user[0]) /* the tunnel's user, for its close line */
+        snprintf(s->hc->user, sizeof(s->hc->user), "%s", c->user);
     if (s->hc->dying)
         return; /* the carrier frees it */
     if (s->gone) {

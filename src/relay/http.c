@@ -220,10 +220,13 @@ static void http_error(struct conn *c, enum outcome o, int status, const char *t
         http_abort(c, why, c->err); /* e.g. the origin's 413, then its reset */
         return;
     }
-    char msg[1024];
+    char msg[1024], retry[40] = "";
+    unsigned after = errmap_http_retry_after(o);
+    if (after && status == errmap_http_status(o))
+        snprintf(retry, sizeof(retry), "Retry-After: %u\r\n", after);
     const char *extra = status == 407   ? "Proxy-Authenticate: Basic realm=\"ferry\"\r\n"
                         : status == 426 ? "Sec-WebSocket-Version: 13\r\n" /* RFC 6455 4.4 */
-                                        : "";
+                                        : retry;
     int body = (int)strlen(text) + 1;
     int n = snprintf(msg, sizeof(msg),
                      "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"

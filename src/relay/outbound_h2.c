@@ -6,8 +6,8 @@
  * on the data path), opened on first use and opened again when it dies,
  * with exponential back-off and full jitter (200 ms * 2^k, at most 30 s,
  * k forgotten after 60 s up). A session arriving while it is down waits up
- * to the outbound's tunnel_wait, then fails as net-unreachable (SOCKS
- * 0x03, HTTP 502). mux = auto offers "h2,http/1.1" and, when the parent
+ * to the outbound's tunnel_wait, then fails as tunnel-down (SOCKS
+ * 0x03, HTTP 503). mux = auto offers "h2,http/1.1" and, when the parent
  * picks http/1.1, hands its sessions to the per-session HTTP/1.1 CONNECT
  * (outbound_https) from then on.
  *
@@ -54,6 +54,7 @@
 #include "relay/outbound_h2.h"
 #include "relay/outbound_h2rev.h"
 #include "relay/session.h"
+#include "relay/tunnel_log.h"
 #include "relay/wslink.h"
 #include "tls/tls.h"
 
@@ -146,6 +147,11 @@ struct ho_conn {
     struct h2io_sched sched; /* young/bulk weight changes due (h2io.h) */
     struct h2io_udp udp;     /* datagrams on it: a shallower queue (h2io.h) */
     struct wslink *ws;       /* websocket = /PATH: the transport (wslink.h); NULL: TLS only */
+    /* The tunnel's name in the logs (tunnel_log.h, c->tun_id), given when
+     * it comes up, and what its close line counts. */
+    uint64_t id;
+    struct addr peer, local;
+    uint64_t streams_total, rx_bytes, tx_bytes;
 };
 
 /* An outbound of a configuration on this worker: its current connection,
@@ -413,6 +419,33 @@ static nghttp2_session *ho_session(struct ho_conn *hc)
 /* ---- streams on a connection ------------------------------------------ */
 
 /* Submit s's CONNECT on hc (up). */
+/* Session c goes on stream id of hc: its access line names them. */
+static void hs_tunnel_name(struct conn *c, const struct ho_conn *hc, int32_t id)
+{
+    c->tun_id = hc->id;
+    c->tun_stream = (uint32_t)id;
+    c->tun_peer = hc->peer;
+}
+
+/* hc's tunnel-open line (end NULL) or its tunnel-close line. */
+static void ho_tunnel_log(const struct ho_conn *hc, const char *end)
+{
+    const struct config_outbound *o = sl_ob(hc->sl);
+    uint64_t now = loop_now(&hc->w->loop);
+    tunnel_log(hc->sl->wc->cfg, &(struct tunnel_log){.side = "client",
+                                                     .id = hc->id,
+                                                     .peer = &hc->peer,
+                                                     .local = hc->local.family ? &hc->local : NULL,
+                                                     .user = o->user,
+                                                     .via = o->name,
+                                                     .transport = hc->ws ? "ws" : "h2",
+                                                     .end = end,
+                                                     .ms = now - hc->up_since,
+                                                     .streams = hc->streams_total,
+                                                     .up = hc->tx_bytes,
+                                                     .down = hc->rx_bytes});
+}
+
 static void hs_submit(struct ho_conn *hc, struct ho_stream *s)
 {
     const struct conn *c = s->c;
@@ -482,6 +515,9 @@ static void hs_submit(struct ho_conn *hc, struct ho_stream *s)
     if (s->win.window != h2->window)
         nghttp2_session_set_local_window_size(hc->s, NGHTTP2_FLAG_NONE, id, (int32_t)s->win.window);
     ho_stat(hc->sl, OB_STAT_H2_STREAMS, 1);
+    hc->streams_total++;
+    if (s->c)
+        hs_tunnel_name(s->c, hc, id);
     ho_kick(hc);
 }
 
@@ -562,6 +598,8 @@ static void ho_conn_close(struct ho_conn *hc, const char *why, bool failure)
         log_write(failure ? LOG_WARN : LOG_DEBUG,
                   "outbound %s: parent %s port %u: %s (HTTP/2 connection)", sl_ob(sl)->name,
                   sl_ob(sl)->host, sl_ob(sl)->port, why);
+    if (hc->st == HO_UP) /* a word, as the server's end says it; the line above has the why */
+        ho_tunnel_log(hc, failure ? "error" : hc->goaway ? "goaway" : "closed");
     hc->st = HO_DEAD;
     resolver_cancel(hc->dns);
     hc->dns = NULL;
@@ -687,6 +725,11 @@ static void ho_up(struct ho_conn *hc)
     if (hc->ws && wslink_start(hc->ws, hc->s) != WSLINK_OK)
         hc->failed = true; /* frames that came with the 101 */
     ho_stat(sl, OB_STAT_H2_CONNS, 1);
+    ho_stat(sl, OB_STAT_H2_OPENED, 1);
+    hc->id = atomic_fetch_add_explicit(&hc->w->sh->next_id, 1, memory_order_relaxed) + 1;
+    if (sock_local_addr(hc->io.fd, &hc->local) < 0)
+        hc->local.family = 0;
+    ho_tunnel_log(hc, NULL);
     if (hc->reconnect)
         ho_stat(sl, OB_STAT_H2_RECONNECTS, 1);
     outbound_mark_up(sl->wc->cfg, sl->ob, -1, (clock_ms() - hc->t_start) * 1000, "HTTP/2 connect");
@@ -731,6 +774,7 @@ static ssize_t ho_write(void *ctx, const uint8_t *p, size_t n)
         hc->wr_bit = want;
     } else if (k > 0) {
         hc->wr_bit = SIDE_WR;
+        hc->tx_bytes += (uint64_t)k;
     }
     return k;
 }
@@ -844,6 +888,7 @@ static int ho_read(struct ho_conn *hc)
         if (n < 0)
             return (int)n;
         hc->rd_bit = SIDE_RD;
+        hc->rx_bytes += (uint64_t)n;
         budget = (uint32_t)n >= budget ? 0 : budget - (uint32_t)n;
         if (!budget)
             ho_kick(hc); /* fairness: go on after the others */
@@ -975,6 +1020,7 @@ static void ho_connect_to(struct ho_conn *hc, const struct addr *a)
         return;
     }
     unsigned int uto = HO_PING_IDLE * HO_PING_MISSED;
+    hc->peer = *a;
     h2io_carrier(fd); /* the order stays ours: TCP_NODELAY, TCP_NOTSENT_LOWAT */
     (void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &uto, sizeof(uto));
     if (loop_io_add(&hc->w->loop, &hc->io, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)) {
@@ -1268,15 +1314,14 @@ static void ob_h2_event(struct conn *c, uint32_t events)
         ob_h2_fail(c, (enum outcome)s->fail_o, s->fail_why); /* the log said why (warn) */
     else if (s->gone || (!s->hc && s->id == 0))
         /* The connection went (or never came) before an answer. */
-        ob_h2_fail(c, s->id ? OUT_FAILED : OUT_NET_UNREACHABLE,
-                   s->id ? "parent-reset" : "tunnel-down");
+        ob_h2_fail(c, s->id ? OUT_FAILED : OUT_TUNNEL_DOWN, s->id ? "parent-reset" : "tunnel-down");
 }
 
 static void ob_h2_timeout(struct conn *c)
 {
     struct ho_stream *s = c->ob_priv;
     if (s && s->waiting)
-        ob_h2_fail(c, OUT_NET_UNREACHABLE, "tunnel-down");
+        ob_h2_fail(c, OUT_TUNNEL_DOWN, "tunnel-down");
     else
         ob_h2_fail(c, OUT_TIMEOUT, "parent-timeout");
 }
@@ -1443,6 +1488,8 @@ void outbound_h2_stream_adopt(struct ho_stream *s, struct conn *c)
     s->rv = NULL;
     s->c = c;
     s->cli = true;
+    if (s->hc)
+        hs_tunnel_name(c, s->hc, s->id);
 }
 
 const struct outbound_ops outbound_h2 = {

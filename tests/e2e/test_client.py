@@ -13,6 +13,7 @@ R:.../udp, stdio with /udp, duplicates), --print-config read back by --check, an
 config errors naming FILE:LINE."""
 
 import hashlib
+import json
 import os
 import random
 import re
@@ -38,7 +39,7 @@ from ferrylib import (
     run_ferry,
     _pdeathsig_prefix,
 )
-from opslib import free_port
+from opslib import free_port, http_get
 
 MiB = 1024 * 1024
 CURL = shutil.which("curl")
@@ -303,10 +304,19 @@ def test_server_not_running(server, tmp_path, echo_server):
     try:
         c.wait_log("ready:")
         # The tunnel is down: a new session waits tunnel_wait (10 s) for it,
-        # then gets REP 0x03 (network unreachable).
+        # then gets REP 0x03 (network unreachable); the same port's HTTP
+        # face (curl, waiting at the same time) a 503 with Retry-After.
         t0 = time.monotonic()
+        curl = subprocess.Popen([CURL, "-sS", "-o", "/dev/null", "-D", "-", "-w",
+                                 "code=%{http_code}", "--max-time", "40", "-x",
+                                 f"http://127.0.0.1:{port}",
+                                 f"http://127.0.0.1:{echo_server.port}/"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert socks_reply(port, echo_server.addr) == 0x03
         assert time.monotonic() - t0 >= 9
+        out, err = curl.communicate(timeout=60)
+        assert out.decode().endswith("code=503"), (out, err)
+        assert re.search(rb"(?im)^retry-after: 5\r$", out), out
         c.wait_log(rf"warn .*outbound tunnel: parent 127\.0\.0\.1 port {dead}: .*ECONNREFUSED")
         c.wait_log(r"cmd=connect .*end=tunnel-down .*via=tunnel")
     finally:
@@ -418,3 +428,103 @@ def test_forward_config_errors_name_file_line(tmp_path, listen, says):
     r = run_ferry(["serve", "--check", "-c", str(conf)])
     assert r.rc == 1
     assert f"f.conf:2: listen: " in r.err and says in r.err, r.err
+
+
+# ---- the tunnel named on both ends ----------------------------------------------------
+
+
+def _json_lines(text: str) -> list[dict]:
+    out = []
+    for line in text.splitlines():
+        if line.startswith("{"):
+            out.append(json.loads(line))
+    return out
+
+
+def _metric(addr, name: str, labels: str = "") -> float:
+    body = http_get(addr, "/metrics").body.decode()
+    m = re.search(rf"^{re.escape(name)}{re.escape(labels)} (\S+)$", body, re.M)
+    assert m, f"no {name}{labels} in:\n{body}"
+    return float(m.group(1))
+
+
+def _wait_json(get_text, pred, what: str, timeout: float = 20.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        for rec in _json_lines(get_text()):
+            if pred(rec):
+                return rec
+        assert time.monotonic() < deadline, f"no {what} in:\n{get_text()[-3000:]}"
+        time.sleep(0.05)
+
+
+@pytest.mark.skipif(socks is None, reason="PySocks (python3-socks) is needed")
+def test_tunnel_and_stream_named_on_both_ends(ferry, tmp_path, echo_server):
+    """A session through `ferry client` -> `ferry serve` (JSON logs on both):
+    each end's access line names the tunnel and the same stream id; the
+    client's peer is the server, the server's peer is the client's local
+    address; tunnel-open and tunnel-close lines on both ends (peer, user,
+    streams, bytes); the connection and stream counters move."""
+    cert, key = make_cert(tmp_path, "server")
+    (tmp_path / "users.txt").write_text(passwd_line("alice", PASSWORD) + "\n")
+    (tmp_path / "alice.auth").write_text(f"alice:{PASSWORD}\n")
+    sport, smetrics, cmetrics, port = free_port(), free_port(), free_port(), free_port()
+    srv = ferry(listens=(f"tls://127.0.0.1:{sport}",), auth={"userlist": "users.txt"},
+                config={"log_format": "json", "access_log": "yes"}, wait_ready=False,
+                extra=f"[tls]\ncert = {cert}\nkey = {key}\n[metrics]\nlisten = 127.0.0.1:{smetrics}\n")
+    srv.wait_log("ready:", timeout=30)
+    conf = tmp_path / "client.conf"
+    conf.write_text(f"log_format = json\n[metrics]\nlisten = 127.0.0.1:{cmetrics}\n")
+    c = Client(tmp_path, [f"https://127.0.0.1:{sport}", "--pin", pin_of(cert), "--auth-file",
+                          str(tmp_path / "alice.auth"), "-c", str(conf), f"{port}:socks"])
+    try:
+        c.wait_log("ready:")
+        sm, cm = ("127.0.0.1", smetrics), ("127.0.0.1", cmetrics)
+        lab = '{outbound="tunnel"}'
+        before = (_metric(sm, "ferry_h2_connections_total"),
+                  _metric(cm, "ferry_outbound_h2_connections_total", lab),
+                  _metric(cm, "ferry_outbound_h2_streams_total", lab))
+        s = socks_sock(port)
+        s.connect(echo_server.addr)
+        with s:
+            sent, got, n, how = exchange(s, 64 * 1024, seed=3)
+        assert n == 64 * 1024 and sent == got and how == "eof"
+        dst = f"127.0.0.1:{echo_server.port}"
+        ca = _wait_json(c.text, lambda r: r["msg"] == "access" and r.get("dst") == dst,
+                        "client access line")
+        sa = _wait_json(srv.log_text, lambda r: r["msg"] == "access" and r.get("dst") == dst,
+                        "server access line")
+        assert isinstance(ca["tunnel"], int) and ca["tunnel"] > 0, ca
+        assert isinstance(sa["tunnel"], int) and sa["tunnel"] > 0, sa
+        assert ca["stream"] == sa["stream"] and ca["stream"] % 2 == 1, (ca, sa)
+        assert ca["peer"] == f"127.0.0.1:{sport}" and ca["via"] == "tunnel", ca
+        assert sa["user"] == "alice" and sa["peer"] == sa["client"], sa
+        co = _wait_json(c.text, lambda r: r["msg"] == "tunnel-open" and r["tunnel"] == ca["tunnel"],
+                        "client tunnel-open")
+        so = _wait_json(srv.log_text,
+                        lambda r: r["msg"] == "tunnel-open" and r["tunnel"] == sa["tunnel"],
+                        "server tunnel-open")
+        # The two ends of one connection: the client's local address is
+        # the server's peer.
+        assert co["local"] == sa["peer"] == so["peer"], (co, sa, so)
+        assert co["side"] == "client" and co["user"] == "alice" and co["transport"] == "h2", co
+        assert so["side"] == "server" and so["transport"] == "h2", so
+        after = (_metric(sm, "ferry_h2_connections_total"),
+                 _metric(cm, "ferry_outbound_h2_connections_total", lab),
+                 _metric(cm, "ferry_outbound_h2_streams_total", lab))
+        assert after[0] >= before[0] + 1 and after[1] >= before[1] + 1, (before, after)
+        assert after[2] >= before[2] + 1, (before, after)
+        assert _metric(sm, "ferry_h2_connections") >= 1
+    finally:
+        c.stop()
+    # The client ends: both ends close the tunnel and say what it carried.
+    cc = _wait_json(c.text, lambda r: r["msg"] == "tunnel-close" and r["tunnel"] == ca["tunnel"],
+                    "client tunnel-close")
+    sc = _wait_json(srv.log_text,
+                    lambda r: r["msg"] == "tunnel-close" and r["tunnel"] == sa["tunnel"],
+                    "server tunnel-close")
+    for rec in (cc, sc):
+        assert rec["streams"] >= 1 and rec["up"] > 64 * 1024 and rec["down"] > 64 * 1024, rec
+        assert isinstance(rec["ms"], int) and rec["end"], rec
+    assert sc["user"] == "alice" and sc["peer"] == co["local"], sc
+    assert cc["peer"] == f"127.0.0.1:{sport}" and cc["end"] == "closed", cc

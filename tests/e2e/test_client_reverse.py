@@ -107,8 +107,10 @@ def test_reverse_forward_integrity_and_half_close(env, client, echo_server, tcp_
     assert how == "eof"
     assert reply == SinkThenReplyServer.reply_for(len(payload), hashlib.sha256(payload).hexdigest(),
                                                   256 * 1024)
-    c.wait_log(rf"cmd=reverse dst=127\.0\.0\.1:{sink.port} .*reply=succeeded end=done")
-    env["srv"].wait_log(r"user=alice cmd=reverse ")
+    m = c.wait_log(rf"cmd=reverse dst=127\.0\.0\.1:{sink.port} .*reply=succeeded end=done"
+                   rf".* tunnel=\d+ stream=(\d+) peer=127\.0\.0\.1:\d+$")
+    # Its stream is named the same on the server's end of the tunnel.
+    env["srv"].wait_log(rf"user=alice cmd=reverse .* tunnel=\d+ stream={m.group(1)} peer=")
     # The other way: the target half-closes first; its greeting and FIN
     # reach the server's side, which goes on sending.
     c.stop()

@@ -137,10 +137,13 @@ def test_wss_through_nginx(server, nginx, echo_server, http_server):
     try:
         check_tunnel(port, echo_server, http_server, 6 * MiB)
         c.wait_log(rf"cmd=connect dst=127.0.0.1:{echo_server.port} .*reply=succeeded.* via=tunnel")
+        # The tunnel inside the WebSocket is named on both ends as such.
+        c.wait_log(r"tunnel-open tunnel=\d+ side=client .*transport=ws")
     finally:
         c.stop()
     server["srv"].wait_log(rf"user=alice cmd=CONNECT dst=127.0.0.1:{echo_server.port} ")
     server["srv"].wait_log(r"cmd=GET .*reply=101")
+    server["srv"].wait_log(r"tunnel-open tunnel=\d+ side=server .*transport=ws")
     assert '"GET /tunnel HTTP/1.1" 101' in (nginx["dir"] / "access.log").read_text()
 
 

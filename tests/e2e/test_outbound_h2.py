@@ -254,7 +254,7 @@ def test_h2_outbound_parent_down_up_killed_back(ferry, cert):
         a = child_a(ferry, cert, port, workers=1,
                     keys="tunnel_wait = 1s\n[metrics]\nlisten = 127.0.0.1:0\n")
         # A SOCKS5 and an HTTP CONNECT client while it is down: both wait
-        # tunnel_wait, then net-unreachable (0x03; HTTP 502).
+        # tunnel_wait, then tunnel-down (0x03; HTTP 503 with Retry-After).
         t0 = time.monotonic()
         s = open_client(a.addr)
         h = socket.create_connection(a.addr, timeout=10)
@@ -263,7 +263,9 @@ def test_h2_outbound_parent_down_up_killed_back(ferry, cert):
             s.sendall(request("127.0.0.1", echo.port))
             h.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: x\r\n\r\n" % echo.port)
             expect_failure(s, 0x03, timeout=10)
-            assert h.recv(12) == b"HTTP/1.1 502"
+            head, _ = read_until_close(h, timeout=10)
+            assert head.startswith(b"HTTP/1.1 503 "), head
+            assert b"\r\nRetry-After: 5\r\n" in head, head
         assert time.monotonic() - t0 < 8
         a.wait_log(r"access .*end=tunnel-down via=up")
         b = parent_b(ferry, cert, port=port)

@@ -52,6 +52,8 @@ static void test_table(void **state)
          "ferry: the connection to the destination failed"},
         {OUT_QUOTA, SOCKS5_REP_NOT_ALLOWED, SOCKS4_REJECTED, 403, OC_QUOTA,
          "ferry: this user's quota is used up"},
+        {OUT_TUNNEL_DOWN, SOCKS5_REP_NETWORK_UNREACHABLE, SOCKS4_REJECTED, 503, OC_UNREACHABLE,
+         "ferry: the tunnel to the server is down; try again later"},
     };
     bool covered[OUT_COUNT] = {false};
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
@@ -63,6 +65,9 @@ static void test_table(void **state)
                      errmap_socks5(o), errmap_socks4(o), errmap_http_status(o), errmap_stats(o));
         assert_string_equal(errmap_http_text(o), rows[i].text);
     }
+    /* Only a tunnel that is down says when to try again (Retry-After). */
+    for (int o = OUT_NONE; o < OUT_COUNT; o++)
+        assert_int_equal(errmap_http_retry_after((enum outcome)o), o == OUT_TUNNEL_DOWN ? 5 : 0);
     /* Every outcome but "not settled" has its row here. */
     for (int o = OUT_OK; o < OUT_COUNT; o++)
         if (!covered[o])
