@@ -68,12 +68,6 @@ struct h2rev_out_set {
     struct task sync; /* match the remotes to w->cur (on the worker's thread) */
 };
 
-void outbound_h2rev_wake(void *rv)
-{
-    struct rv_obj *o = rv;
-    loop_defer(&o->r->w->loop, &o->r->task);
-}
-
 void outbound_h2rev_header(void *rv, const uint8_t *name, size_t namelen, const uint8_t *value,
                            size_t valuelen)
 {
@@ -106,7 +100,7 @@ static void rv_register(struct rv_remote *r)
     snprintf(path, sizeof(path), "/ferry/listen/tcp/%s/%u",
              addr_format_ip(&r->cr->bind, a, sizeof(a)), (unsigned)r->cr->bind.port);
     r->token[0] = r->bound[0] = '\0';
-    r->lst.s = outbound_h2_stream_new(r->sl, &r->lst, "ferry-listen", path);
+    r->lst.s = outbound_h2_stream_new(r->sl, &r->task, &r->lst, "ferry-listen", path);
     if (!r->lst.s) {
         loop_timer_arm(&r->w->loop, &r->timer, RV_RETRY_MS);
         return;
@@ -130,7 +124,7 @@ static void rv_fill(struct rv_remote *r)
         struct rv_obj *o = &r->acc[i];
         if (o->s)
             continue;
-        o->s = outbound_h2_stream_new(r->sl, o, "ferry-accept", path);
+        o->s = outbound_h2_stream_new(r->sl, &r->task, o, "ferry-accept", path);
         if (o->s && outbound_h2_stream_beside(o->s, r->lst.s) < 0)
             rv_drop(o); /* the connection takes no more: the listener ends soon */
         if (!o->s)
