@@ -6,7 +6,9 @@ kind udp), each new source of datagrams becomes one ferry-accept stream
 carrying DATAGRAM capsules, and the client sends them to HOST:PORT from a
 UDP socket of its own per source. Covers echo with integrity for sizes 0,
 1, 1200 and 9012 and 9013 dropped and counted at the server; two sources
-getting two associations (two sockets at the target); the idle expiry
+getting two associations (two sockets at the target); a reply over
+udp.max_datagram dropped and counted at the client; udp.associations
+bounding the sources of one port; the idle expiry
 per source (udp.idle at the server: the stream ends, the next datagram
 opens a new one); a bind refused without a rule; and the server killed
 and started again (the client registers again, the port comes back)."""
@@ -19,21 +21,22 @@ import pytest
 
 from certlib import OPENSSL, make_cert, pin_of
 from clientlib import PASSWORD, Client
-from ferrylib import FerryFactory, passwd_line, run_ferry
+from ferrylib import HAVE_IPV6, FerryFactory, passwd_line, run_ferry
 from opslib import free_port, metrics_addr, scrape
 from udplib import UdpEcho, payload
 
 pytestmark = pytest.mark.skipif(not OPENSSL, reason="openssl is needed (make deps-test)")
 
-RULES = "[rules]\nallow user alice cmd reverse to 127.0.0.1 port 1024-65535\n"
+RULES = ("[rules]\nallow user alice cmd reverse to 127.0.0.1 port 1024-65535\n"
+         "allow user alice cmd reverse to ::1 port 1024-65535\n")
 IDLE = "[udp]\nidle = 1s\n"
 METRICS = "[metrics]\nlisten = 127.0.0.1:0\n"
 
 
-def make_server(factory: FerryFactory, d: Path, port: int = 0):
+def make_server(factory: FerryFactory, d: Path, port: int = 0, udp: str = ""):
     return factory(listens=(f"tls://127.0.0.1:{port}",), auth={"userlist": "users.txt"},
                    extra=f"[tls]\ncert = {d / 'server.pem'}\nkey = {d / 'server.key'}\n"
-                         f"{METRICS}{IDLE}{RULES}")
+                         f"{METRICS}{IDLE}{udp}{RULES}")
 
 
 @pytest.fixture(scope="module")
@@ -84,19 +87,20 @@ def udp_sock() -> socket.socket:
     return s
 
 
-def echo_once(s: socket.socket, port: int, data: bytes, tries: int = 3) -> bytes:
+def echo_once(s: socket.socket, port: int, data: bytes, tries: int = 3,
+              host: str = "127.0.0.1") -> bytes:
     """Send data to the server's port and return the reply; the first
     datagram of a source may race the listener's registration, so it is
     sent again (bounded) when nothing comes."""
     for i in range(tries):
-        s.sendto(data, ("127.0.0.1", port))
+        s.sendto(data, (host, port))
         try:
             got, src = s.recvfrom(65535)
         except socket.timeout:
             continue
-        assert src == ("127.0.0.1", port)
+        assert src[:2] == (host, port)
         return got
-    raise AssertionError(f"no echo of {len(data)} bytes through 127.0.0.1:{port}")
+    raise AssertionError(f"no echo of {len(data)} bytes through {host}:{port}")
 
 
 def test_reverse_udp_echo_sizes_and_oversized_dropped(env, client, echo):
@@ -124,6 +128,51 @@ def test_reverse_udp_echo_sizes_and_oversized_dropped(env, client, echo):
             s.sendto(payload(f"n{i}", i * 100), ("127.0.0.1", port))
         assert sorted(len(s.recvfrom(65535)[0]) for _ in range(8)) == [i * 100 for i in range(8)]
     assert not any(len(d) == 9013 for _, d in echo.seen)
+
+
+@pytest.mark.skipif(not HAVE_IPV6, reason="no IPv6 loopback")
+def test_reverse_udp_ipv6(env, client):
+    e = UdpEcho("::1")
+    port = free_port("::1")
+    try:
+        client(f"R:[::1]:{port}:[::1]:{e.port}/udp")
+        with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as s:
+            s.bind(("::1", 0))
+            s.settimeout(10)
+            for size in (0, 1200):
+                data = payload(f"v6-{size}", size)
+                assert echo_once(s, port, data, host="::1") == data
+    finally:
+        e.stop()
+
+
+def test_reverse_udp_oversized_reply_dropped_at_the_client(env, tmp_path):
+    """The target answers 9013 bytes to 9012: the client drops it and
+    counts it; a smaller reply still comes back."""
+    e = UdpEcho("127.0.0.1", extra=1)
+    port = free_port()
+    conf = tmp_path / "client.conf"
+    conf.write_text(METRICS)
+    c = Client(env["dir"], [env["url"], "--pin", env["pin"], "--auth-file",
+                            str(env["dir"] / "alice.auth"), "-c", str(conf),
+                            f"R:{port}:127.0.0.1:{e.port}/udp"], name="client-big")
+    try:
+        c.wait_log(r"the server listens on", timeout=30)
+        m = c.wait_log(r"metrics on http://([0-9.]+):(\d+)/metrics")
+        maddr = (m.group(1), int(m.group(2)))
+        with udp_sock() as s:
+            assert echo_once(s, port, b"x" * 100) == b"x" * 100 + b"E"
+            before = scrape(maddr).get("ferry_udp_dropped_total", reason="size")
+            s.sendto(payload("big", 9012), ("127.0.0.1", port))
+            deadline = time.monotonic() + 10
+            while (scrape(maddr).get("ferry_udp_dropped_total", reason="size") < before + 1
+                   and time.monotonic() < deadline):
+                time.sleep(0.05)
+            assert scrape(maddr).get("ferry_udp_dropped_total", reason="size") == before + 1
+            assert 9012 in [len(d) for d in e.payloads()]  # it reached the target
+    finally:
+        c.stop()
+        e.stop()
 
 
 def test_reverse_udp_two_sources_two_associations(env, client, echo):
@@ -155,6 +204,52 @@ def test_reverse_udp_idle_expiry_per_source(env, client, echo):
         # ... and its next datagram opens a new one (a new socket here).
         assert echo_once(s, port, b"second") == b"second"
         assert len({src for src, _ in echo.seen}) == 2
+
+
+def test_reverse_udp_sources_limited_by_udp_associations(env, echo, tmp_path):
+    """udp.associations = 2 at the server: a third source is dropped and
+    counted while two are carried; once they expire it gets through."""
+    tport, port = free_port(), free_port()
+    factory = FerryFactory(tmp_path)
+    try:
+        make_cert(tmp_path, "server")
+        (tmp_path / "users.txt").write_text((env["dir"] / "users.txt").read_text())
+        srv = make_server(factory, tmp_path, port=tport, udp="associations = 2\n")
+        maddr = metrics_addr(srv)
+        c = Client(env["dir"], [f"https://127.0.0.1:{tport}", "--pin", pin_of(tmp_path / "server.pem"),
+                                "--auth-file", str(env["dir"] / "alice.auth"),
+                                f"R:{port}:127.0.0.1:{echo.port}/udp"], name="client-limit")
+        socks_ = [udp_sock() for _ in range(3)]
+        try:
+            c.wait_log(r"the server listens on", timeout=30)
+            for i, s in enumerate(socks_[:2]):
+                assert echo_once(s, port, b"s%d" % i) == b"s%d" % i
+            before = scrape(maddr).get("ferry_udp_associations_rejected_total")
+            third = socks_[2]
+            third.settimeout(0.3)
+            third.sendto(b"third", ("127.0.0.1", port))
+            with pytest.raises(socket.timeout):
+                third.recvfrom(65535)
+            assert scrape(maddr).get("ferry_udp_associations_rejected_total") >= before + 1
+            # The first two expire (udp.idle = 1s): the third gets through.
+            srv.wait_log(r"cmd=reverse .*end=udp-idle", timeout=20)
+            third.settimeout(10)
+            deadline = time.monotonic() + 20
+            got = None
+            while got is None and time.monotonic() < deadline:
+                third.sendto(b"third", ("127.0.0.1", port))
+                try:
+                    got = third.recvfrom(65535)[0]
+                except socket.timeout:
+                    pass
+            assert got == b"third"
+        finally:
+            for s in socks_:
+                s.close()
+            c.stop()
+    finally:
+        problems = factory.finalize()
+        assert not problems, problems
 
 
 def test_reverse_udp_refused_without_rule(env, client):
