@@ -77,6 +77,7 @@ struct h2rev_held {
     struct addr a;
     char user[256]; /* empty: no authenticated user */
     uint64_t until_ms;
+    bool udp; /* a UDP port (TCP and UDP ports are apart) */
 };
 static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct h2rev_held held[H2REV_HELD_MAX];
@@ -190,7 +191,7 @@ static bool h2rev_clash(const struct addr *a, const struct addr *b)
 
 /* Is a held for a user other than user ("" none)? Expired entries go, and
  * so does the user's own hold of it (the bind takes it back). */
-static bool h2rev_held_by_other(const struct addr *a, const char *user)
+static bool h2rev_held_by_other(const struct addr *a, bool udp, const char *user)
 {
     bool other = false;
     uint64_t now = clock_ms();
@@ -198,6 +199,10 @@ static bool h2rev_held_by_other(const struct addr *a, const char *user)
     for (size_t i = 0; i < nheld;) {
         struct h2rev_held *h = &held[i];
         bool mine = !strcmp(h->user, user);
+        if (h->udp != udp && h->until_ms > now) {
+            i++;
+            continue;
+        }
         if (h->until_ms <= now || (mine && a->port && h2rev_clash(&h->a, a))) {
             held[i] = held[--nheld];
             continue;
@@ -209,8 +214,8 @@ static bool h2rev_held_by_other(const struct addr *a, const char *user)
     return other;
 }
 
-/* Listener c ends: hold its port for its user for the grace period. */
-static void h2rev_hold(const struct conn *c)
+/* Listener c (a UDP one: udp) ends: hold its port for its user for the grace period. */
+static void h2rev_hold(const struct conn *c, bool udp)
 {
     uint32_t grace = conn_cfg(c)->http2.reverse_grace_ms;
     const char *user = c->authed && c->user ? c->user : "";
@@ -221,6 +226,7 @@ static void h2rev_hold(const struct conn *c)
     held[i].a = c->bnd;
     snprintf(held[i].user, sizeof(held[i].user), "%s", user);
     held[i].until_ms = clock_ms() + grace;
+    held[i].udp = udp;
     pthread_mutex_unlock(&held_lock);
 }
 
@@ -251,7 +257,7 @@ static void h2rev_listen(struct conn *c, struct h2rev *x)
         conn_fail(c, OUT_DENIED, "denied");
         return;
     }
-    if (h2rev_held_by_other(&x->bind, c->authed && c->user ? c->user : "")) {
+    if (h2rev_held_by_other(&x->bind, x->udp, c->authed && c->user ? c->user : "")) {
         char a[ADDR_STRLEN];
         log_info("conn %llu: reverse bind of %s refused: held for another user after its "
                  "listener ended (http2.reverse_grace)",
@@ -503,7 +509,7 @@ void h2rev_end(struct conn *c)
     if (x->src_of)
         x->src_of->nsources--;
     if (x->listener && x->token)
-        h2rev_hold(c);
+        h2rev_hold(c, x->udp);
     if (x->listener) {
         while (!list_empty(&x->waiting)) {
             struct h2rev *a = list_entry(x->waiting.next, struct h2rev, link);

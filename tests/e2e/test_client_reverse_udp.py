@@ -28,7 +28,8 @@ from udplib import UdpEcho, payload
 pytestmark = pytest.mark.skipif(not OPENSSL, reason="openssl is needed (make deps-test)")
 
 RULES = ("[rules]\nallow user alice cmd reverse to 127.0.0.1 port 1024-65535\n"
-         "allow user alice cmd reverse to ::1 port 1024-65535\n")
+         "allow user alice cmd reverse to ::1 port 1024-65535\n"
+         "allow user bob cmd reverse to 127.0.0.1 port 1024-65535\n")
 IDLE = "[udp]\nidle = 1s\n"
 METRICS = "[metrics]\nlisten = 127.0.0.1:0\n"
 
@@ -43,7 +44,7 @@ def make_server(factory: FerryFactory, d: Path, port: int = 0, udp: str = ""):
 def env(tmp_path_factory):
     d = tmp_path_factory.mktemp("reverse_udp")
     cert, _ = make_cert(d, "server")
-    users = ["alice", "carol"]
+    users = ["alice", "bob", "carol"]
     (d / "users.txt").write_text("".join(passwd_line(u, PASSWORD) + "\n" for u in users))
     for u in users:
         (d / f"{u}.auth").write_text(f"{u}:{PASSWORD}\n")
@@ -257,6 +258,23 @@ def test_reverse_udp_refused_without_rule(env, client):
     c = client(f"R:{port}:127.0.0.1:9/udp", user="carol", ready=r"refused the bind")
     assert "HTTP 403" in c.text() and "cmd reverse" in c.text(), c.text()
     env["srv"].wait_log(r"user=carol cmd=reverse-listen .*reply=403")
+
+
+def test_reverse_udp_port_held_apart_from_tcp(env, client, echo):
+    """A released UDP port stays alice's (http2.reverse_grace): bob's UDP
+    bind of it is refused, his TCP bind of the same number is not."""
+    port = free_port()
+    a = client(f"R:{port}:127.0.0.1:{echo.port}/udp")
+    with udp_sock() as s:
+        assert echo_once(s, port, b"held") == b"held"
+    mark = len(env["srv"].log_text())
+    a.stop()
+    env["srv"].wait_log(r"user=alice cmd=reverse-listen ", timeout=20, start=mark)
+    b = client(f"R:{port}:127.0.0.1:{echo.port}/udp", user="bob", ready=r"refused the bind")
+    assert "HTTP 403" in b.text(), b.text()
+    env["srv"].wait_log(rf"reverse bind of 127\.0\.0\.1:{port} refused: held for another user")
+    b.stop()
+    client(f"R:{port}:127.0.0.1:9", user="bob")  # TCP: listens
 
 
 def test_reverse_udp_port_back_after_server_restart(env, client, echo, tmp_path):
