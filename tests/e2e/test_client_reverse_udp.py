@@ -10,7 +10,8 @@ getting two associations (two sockets at the target); a reply over
 udp.max_datagram dropped and counted at the client; udp.associations
 bounding the sources of one port; the idle expiry
 per source (udp.idle at the server: the stream ends, the next datagram
-opens a new one); a bind refused without a rule; and the server killed
+opens a new one); a bind refused without a rule; a released UDP port held
+for its user apart from the TCP port of that number; and the server killed
 and started again (the client registers again, the port comes back)."""
 
 import socket
