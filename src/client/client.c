@@ -74,8 +74,12 @@ static const char usage_client[] =
     "                                    reverse line says allow=CIDR,...)\n"
     "         [ADDR:]PORT:HOST:PORT/udp  a UDP port forward (one association per\n"
     "                                    source address; [udp] limits)\n"
-    "         ADDR defaults to 127.0.0.1. UDP ASSOCIATE works at socks remotes;\n"
-    "         R:.../udp is not supported yet. A reverse bind needs a server rule\n"
+    "         R:[ADDR:]PORT:HOST:PORT/udp\n"
+    "                                    a reverse UDP forward: datagrams to the\n"
+    "                                    server's ADDR:PORT go to HOST:PORT from\n"
+    "                                    here (one stream per source address)\n"
+    "         ADDR defaults to 127.0.0.1. UDP ASSOCIATE works at socks remotes\n"
+    "         (not at R:socks ones). A reverse bind needs a server rule\n"
     "         (allow user NAME cmd reverse ...).\n"
     "\n"
     "Options:\n"
@@ -342,9 +346,9 @@ static void client_reverse_text(const struct client_opts *o, struct text *t)
             text_add(t, "reverse = %s socks\n", hp);
         else
             text_add(t,
-                     strchr(r->host, ':') ? "reverse = %s forward=[%s]:%u\n"
-                                          : "reverse = %s forward=%s:%u\n",
-                     hp, r->host, r->port);
+                     strchr(r->host, ':') ? "reverse = %s forward=[%s]:%u%s\n"
+                                          : "reverse = %s forward=%s:%u%s\n",
+                     hp, r->host, r->port, r->udp ? " udp" : "");
     }
 }
 
@@ -401,7 +405,7 @@ static char *client_text(const struct client_opts *o, const struct client_url *u
     client_reverse_text(o, &t);
     for (size_t i = 0, n = 0; i < o->n; i++) {
         const struct remote *r = &o->remotes[i];
-        if (!r->udp)
+        if (!r->udp || r->reverse)
             continue;
         snprintf(dest, sizeof(dest), strchr(r->host, ':') ? "[%s]:%u" : "%s:%u", r->host, r->port);
         text_add(&t, "%sforward = %s %s\n", n++ ? "" : "\n[udp]\n",
@@ -594,13 +598,6 @@ static int parse_remotes(struct client_opts *o, long *stdio)
         struct remote *r = &o->remotes[i];
         if (remote_parse(o->words[i], r, err, sizeof(err))) {
             log_print(true, "ferry client: %s\n", err);
-            return 2;
-        }
-        if (r->udp && r->reverse) {
-            log_print(true,
-                      "ferry client: remote '%s': reverse UDP (R:.../udp) remotes are not "
-                      "supported yet\n",
-                      o->words[i]);
             return 2;
         }
         if (r->kind == REMOTE_STDIO)

@@ -86,6 +86,7 @@ enum ip_preference {
 struct config_reverse {
     struct addr bind; /* the address and port on the server (port 0: its pick) */
     bool socks;       /* SOCKS5, SOCKS4 and HTTP served here; else a forward */
+    bool udp;         /* forward: UDP datagrams, one stream per source */
     char host[254];   /* forward: the one target (IPv6 without brackets) */
     uint16_t port;
     uint8_t nallow;                           /* socks: ranges let through that ... */
@@ -247,7 +248,7 @@ int outbound_reverse_add(struct config_outbound *o, const char *v, char *err, si
  * link-local, private (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7),
  * unspecified, multicast or broadcast, unless an allow= range holds it. */
 bool outbound_reverse_egress_ok(const struct config_reverse *r, const struct addr *a);
-/* "R:ADDR:PORT:HOST:PORT" or "R:ADDR:PORT:socks", for messages. */
+/* "R:ADDR:PORT:HOST:PORT[/udp]" or "R:ADDR:PORT:socks", for messages. */
 const char *outbound_reverse_format(const struct config_reverse *r, char *buf, size_t len);
 
 /* Give back what o holds (user, pass, ca_file). */

@@ -9,6 +9,7 @@
  *
  *   reverse = 127.0.0.1:2222 forward=127.0.0.1:22     # R:2222:127.0.0.1:22
  *   reverse = 0.0.0.0:1080 socks allow=10.1.0.0/16    # R:0.0.0.0:1080:socks
+ *   reverse = 127.0.0.1:5353 forward=127.0.0.1:53 udp # R:5353:127.0.0.1:53/udp
  */
 #include <errno.h>
 #include <stdio.h>
@@ -49,13 +50,17 @@ static int parse_option(struct config_reverse *r, const char *w, char *err, size
         r->socks = true;
         return 0;
     }
+    if (!strcmp(w, "udp")) {
+        r->udp = true;
+        return 0;
+    }
     if (!strncmp(w, "forward=", 8)) {
         int rc = parse_host_port(w + 8, r->host, sizeof(r->host), &r->port);
         return rc ? ERR("forward: '%s' is not HOST:PORT", w + 8) : 0;
     }
     if (!strncmp(w, "allow=", 6))
         return parse_allow(r, w + 6, err, errlen);
-    return ERR("unknown option '%s' (known: forward=HOST:PORT, socks, allow=CIDR,...)", w);
+    return ERR("unknown option '%s' (known: forward=HOST:PORT, socks, udp, allow=CIDR,...)", w);
 }
 
 int outbound_reverse_add(struct config_outbound *o, const char *v, char *err, size_t errlen)
@@ -86,6 +91,10 @@ int outbound_reverse_add(struct config_outbound *o, const char *v, char *err, si
     }
     if (first || r.socks == (r.port != 0))
         return ERR("'%s': expected ADDR:PORT forward=HOST:PORT, or ADDR:PORT socks", v);
+    if (r.udp && r.socks)
+        return ERR("'%s': udp applies to a forward only (UDP ASSOCIATE on a reverse socks "
+                   "port is not supported)",
+                   v);
     if (r.nallow && !r.socks)
         return ERR("'%s': allow= applies to a socks remote only (a forward reaches its one "
                    "target)",
@@ -128,7 +137,7 @@ const char *outbound_reverse_format(const struct config_reverse *r, char *buf, s
     if (r->socks)
         snprintf(buf, len, "R:%s:socks", b);
     else
-        snprintf(buf, len, strchr(r->host, ':') ? "R:%s:[%s]:%u" : "R:%s:%s:%u", b, r->host,
-                 (unsigned)r->port);
+        snprintf(buf, len, strchr(r->host, ':') ? "R:%s:[%s]:%u%s" : "R:%s:%s:%u%s", b, r->host,
+                 (unsigned)r->port, r->udp ? "/udp" : "");
     return buf;
 }

@@ -15,7 +15,6 @@
 #ifndef FERRY_RELAY_H2OUT_USER_H
 #define FERRY_RELAY_H2OUT_USER_H
 
-#include <nghttp2/nghttp2.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,7 +26,8 @@ struct ho_stream;
 
 /* Open a stream to outbound ob of cfg (an HTTPS parent spoken HTTP/2) with
  * :protocol proto (a string that outlives the stream) and :path path
- * (copied), and capsule-protocol: ?1. News defers wake. NULL when cfg is no
+ * (copied), and for connect-udp capsule-protocol: ?1 (outbound_h2.c's one
+ * header builder, shared with the reverse streams). News defers wake. NULL when cfg is no
  * configuration of w's, the parent speaks only http/1.1, or memory is
  * short. */
 struct ho_stream *h2out_open(struct worker *w, const struct config *cfg, uint16_t ob,
@@ -54,9 +54,5 @@ int h2out_write(struct ho_stream *s, const void *a, size_t na, const void *b, si
 void h2out_datagram(struct ho_stream *s);
 /* Let go of the stream (reset if still open). NULL is a no-op. */
 void h2out_close(struct ho_stream *s);
-/* For outbound_h2.c: the extended CONNECT's headers past :method and
- * :authority into nv[0..4): :protocol, :scheme, :path, capsule-protocol.
- * Returns 4. */
-size_t h2out_user_headers(nghttp2_nv *nv, const char *proto, const char *path);
 
 #endif

@@ -26,18 +26,22 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "acl/rules.h"
 #include "core/sock.h"
 #include "log/log.h"
+#include "proto/capsule.h"
 #include "proto/h2h1.h"
 #include "relay/h2conn.h"
+#include "relay/h2udp.h"
 #include "relay/session.h"
 #include "util/list.h"
 #include "util/parse.h"
@@ -46,18 +50,25 @@
 #define H2REV_WAITING_MAX   64u
 /* Connections taken off a listening socket per drive. */
 #define H2REV_ACCEPT_BUDGET 32
+/* Datagrams taken off a UDP listener's socket per drive. */
+#define H2REV_UDP_BUDGET    64
 
 struct h2rev {
     struct conn *c;
     bool listener;
-    uint64_t token;      /* listener: its name in ferry-accept paths */
-    struct list link;    /* listener: in the worker's list; accept: in its queue */
-    struct list waiting; /* listener: accept streams waiting, oldest first */
-    unsigned nwaiting;   /* ... how many */
-    struct h2rev *l;     /* accept: the listener it waits on, NULL once handed */
-    bool linked;         /* link is in a list */
-    bool paused;         /* listener: not polling its socket (nobody waits) */
-    struct addr bind;    /* listener: the address asked for */
+    uint64_t token;       /* listener: its name in ferry-accept paths */
+    struct list link;     /* listener: in the worker's list; accept: in its queue */
+    struct list waiting;  /* listener: accept streams waiting, oldest first */
+    unsigned nwaiting;    /* ... how many */
+    struct h2rev *l;      /* accept: the listener it waits on, NULL once handed */
+    bool linked;          /* link is in a list */
+    bool paused;          /* listener: not polling its socket (nobody waits) */
+    struct addr bind;     /* listener: the address asked for */
+    bool udp;             /* listener: a UDP socket; accept: a source of one */
+    struct list sources;  /* udp listener: the accept streams of its sources */
+    unsigned nsources;    /* ... how many (udp.associations at most) */
+    struct h2rev *src_of; /* udp accept: the listener whose source it carries */
+    struct addr peer;     /* ... that source */
 };
 
 /* Ports released, held for their user until a time (clock_ms). */
@@ -66,6 +77,7 @@ struct h2rev_held {
     struct addr a;
     char user[256]; /* empty: no authenticated user */
     uint64_t until_ms;
+    bool udp; /* a UDP port (TCP and UDP ports are apart) */
 };
 static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct h2rev_held held[H2REV_HELD_MAX];
@@ -89,13 +101,17 @@ bool h2rev_protocol(const char *p)
     return !strcmp(p, "ferry-listen") || !strcmp(p, "ferry-accept");
 }
 
-/* "/ferry/listen/tcp/{addr}/{port}": 0 with *a set, or -1. */
-static int parse_listen(const char *path, struct addr *a)
+/* "/ferry/listen/{tcp,udp}/{addr}/{port}": 0 with *a and *udp set, or -1. */
+static int parse_listen(const char *path, struct addr *a, bool *udp)
 {
-    static const char pre[] = "/ferry/listen/tcp/";
+    static const char pre[] = "/ferry/listen/";
     if (strncmp(path, pre, sizeof(pre) - 1) != 0)
         return -1;
     const char *h = path + sizeof(pre) - 1;
+    if (strncmp(h, "tcp/", 4) != 0 && strncmp(h, "udp/", 4) != 0)
+        return -1;
+    *udp = h[0] == 'u';
+    h += 4;
     const char *slash = strrchr(h, '/');
     if (!slash || slash == h || (size_t)(slash - h) >= 64)
         return -1;
@@ -136,8 +152,10 @@ int h2rev_check(struct conn *c)
     x->c = c;
     x->listener = !strcmp(r->protocol, "ferry-listen");
     list_init(&x->waiting);
+    list_init(&x->sources);
     c->h2r = x;
-    int rc = x->listener ? parse_listen(r->path, &x->bind) : parse_accept(r->path, &x->token);
+    int rc =
+        x->listener ? parse_listen(r->path, &x->bind, &x->udp) : parse_accept(r->path, &x->token);
     if (r->bad || rc < 0) {
         conn_fail(c, OUT_BAD_REQUEST, "bad-request");
         return -1;
@@ -173,7 +191,7 @@ static bool h2rev_clash(const struct addr *a, const struct addr *b)
 
 /* Is a held for a user other than user ("" none)? Expired entries go, and
  * so does the user's own hold of it (the bind takes it back). */
-static bool h2rev_held_by_other(const struct addr *a, const char *user)
+static bool h2rev_held_by_other(const struct addr *a, bool udp, const char *user)
 {
     bool other = false;
     uint64_t now = clock_ms();
@@ -181,6 +199,10 @@ static bool h2rev_held_by_other(const struct addr *a, const char *user)
     for (size_t i = 0; i < nheld;) {
         struct h2rev_held *h = &held[i];
         bool mine = !strcmp(h->user, user);
+        if (h->udp != udp && h->until_ms > now) {
+            i++;
+            continue;
+        }
         if (h->until_ms <= now || (mine && a->port && h2rev_clash(&h->a, a))) {
             held[i] = held[--nheld];
             continue;
@@ -192,8 +214,8 @@ static bool h2rev_held_by_other(const struct addr *a, const char *user)
     return other;
 }
 
-/* Listener c ends: hold its port for its user for the grace period. */
-static void h2rev_hold(const struct conn *c)
+/* Listener c (a UDP one: udp) ends: hold its port for its user for the grace period. */
+static void h2rev_hold(const struct conn *c, bool udp)
 {
     uint32_t grace = conn_cfg(c)->http2.reverse_grace_ms;
     const char *user = c->authed && c->user ? c->user : "";
@@ -204,7 +226,27 @@ static void h2rev_hold(const struct conn *c)
     held[i].a = c->bnd;
     snprintf(held[i].user, sizeof(held[i].user), "%s", user);
     held[i].until_ms = clock_ms() + grace;
+    held[i].udp = udp;
     pthread_mutex_unlock(&held_lock);
+}
+
+/* A UDP socket bound at a: the fd or -errno. */
+static int h2rev_udp_socket(const struct addr *a)
+{
+    int fd = socket(a->family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int one = 1;
+    struct sockaddr_storage ss;
+    socklen_t sl = addr_to_sockaddr(a, &ss);
+    if (a->family == AF_INET6)
+        (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    if (bind(fd, (struct sockaddr *)&ss, sl) < 0) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+    return fd;
 }
 
 static void h2rev_listen(struct conn *c, struct h2rev *x)
@@ -215,7 +257,7 @@ static void h2rev_listen(struct conn *c, struct h2rev *x)
         conn_fail(c, OUT_DENIED, "denied");
         return;
     }
-    if (h2rev_held_by_other(&x->bind, c->authed && c->user ? c->user : "")) {
+    if (h2rev_held_by_other(&x->bind, x->udp, c->authed && c->user ? c->user : "")) {
         char a[ADDR_STRLEN];
         log_info("conn %llu: reverse bind of %s refused: held for another user after its "
                  "listener ended (http2.reverse_grace)",
@@ -224,7 +266,7 @@ static void h2rev_listen(struct conn *c, struct h2rev *x)
         conn_fail(c, OUT_DENIED, "port-held");
         return;
     }
-    int fd = sock_listen(&x->bind, 128, false);
+    int fd = x->udp ? h2rev_udp_socket(&x->bind) : sock_listen(&x->bind, 128, false);
     if (fd < 0 || sock_local_addr(fd, &c->bnd) < 0 ||
         loop_io_add(&c->w->loop, &c->up, fd, EPOLLIN) < 0) {
         if (fd >= 0)
@@ -248,8 +290,8 @@ static void h2rev_listen(struct conn *c, struct h2rev *x)
         {(const uint8_t *)"ferry-bound", (const uint8_t *)bound, 11, strlen(bound)},
     };
     h2stream_respond_fields(c, 200, f, 2, false);
-    log_info("conn %llu: reverse listener %s for %s (token %s)", (unsigned long long)c->id, bound,
-             c->user ? c->user : "-", tok);
+    log_info("conn %llu: reverse%s listener %s for %s (token %s)", (unsigned long long)c->id,
+             x->udp ? " UDP" : "", bound, c->user ? c->user : "-", tok);
 }
 
 static struct h2rev *find_listener(const struct conn *c, uint64_t token)
@@ -283,6 +325,7 @@ static void h2rev_wait(struct conn *c, struct h2rev *x)
     l->nwaiting++;
     conn_set_state(c, CONN_ST_BIND);
     loop_timer_stop(&c->w->loop, &c->timer);
+    x->udp = l->udp;
     if (l->paused && loop_io_mod(&c->w->loop, &l->c->up, EPOLLIN) == 0) {
         l->paused = false;
         loop_defer(&c->w->loop, &l->c->task); /* connections may be queued already */
@@ -344,6 +387,79 @@ static void h2rev_accept(struct conn *c, struct h2rev *l)
     loop_defer(&c->w->loop, &c->task); /* more may wait: go on after the others */
 }
 
+/* A UDP listener's first datagram from peer: the oldest waiting accept
+ * stream answers 200 and carries peer's datagrams from now on (h2udp.c).
+ * The accept stream or NULL (the datagram is dropped, and counted). */
+static struct h2rev *h2rev_udp_hand(struct h2rev *l, const struct addr *peer)
+{
+    struct conn *lc = l->c;
+    if (list_empty(&l->waiting) || l->nsources >= conn_cfg(lc)->udp.associations) {
+        stat_add(&lc->w->stats.udp_rejected, 1);
+        return NULL;
+    }
+    struct h2rev *a = list_entry(l->waiting.next, struct h2rev, link);
+    struct conn *c = a->c;
+    list_del(&a->link);
+    l->nwaiting--;
+    a->l = NULL;
+    if (h2udp_reverse_start(c, lc->up.fd, peer) < 0) {
+        a->linked = false;
+        conn_fail(c, OUT_FAILED, "no-memory");
+        return NULL;
+    }
+    list_add_tail(&l->sources, &a->link);
+    l->nsources++;
+    a->src_of = l;
+    a->peer = *peer;
+    c->target = *peer;
+    c->dst_port = peer->port;
+    conn_succeeded(c);
+    c->reply = OUT_OK;
+    char p[ADDR_STRLEN];
+    addr_format(peer, p, sizeof(p));
+    struct h1h2_field f[2] = {
+        {(const uint8_t *)"ferry-peer", (const uint8_t *)p, 10, strlen(p)},
+        {(const uint8_t *)"capsule-protocol", (const uint8_t *)"?1", 16, 2},
+    };
+    h2stream_respond_fields(c, 200, f, 2, false);
+    return a;
+}
+
+/* Datagrams on a UDP listener: each to its source's stream. */
+static void h2rev_udp_read(struct conn *c, struct h2rev *l)
+{
+    static _Thread_local uint8_t buf[CAPSULE_DATAGRAM_HDR_MAX + 65535];
+    uint8_t *p = buf + CAPSULE_DATAGRAM_HDR_MAX;
+    for (int i = 0; i < H2REV_UDP_BUDGET; i++) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        ssize_t n = recvfrom(c->up.fd, p, 65535, 0, (struct sockaddr *)&ss, &sl);
+        if (n < 0) {
+            if (errno == EAGAIN)
+                return;
+            continue; /* an ICMP error from an earlier send: read on */
+        }
+        struct addr peer;
+        addr_from_sockaddr(&peer, (struct sockaddr *)&ss);
+        addr_unmap(&peer);
+        struct h2rev *a = NULL;
+        struct list *pos, *tmp;
+        list_for_each_safe(pos, tmp, &l->sources)
+        {
+            struct h2rev *s = list_entry(pos, struct h2rev, link);
+            if (addr_equal(&s->peer, &peer) && s->peer.port == peer.port) {
+                a = s;
+                break;
+            }
+        }
+        if (!a)
+            a = h2rev_udp_hand(l, &peer);
+        if (a && a->c->h2u)
+            h2udp_deliver(a->c, p, (size_t)n);
+    }
+    loop_defer(&c->w->loop, &c->task); /* more may wait: go on after the others */
+}
+
 void h2rev_drive(struct conn *c)
 {
     /* Nothing is expected on a listening or waiting stream: its end (or a
@@ -356,7 +472,9 @@ void h2rev_drive(struct conn *c)
         conn_close(c, n == 0 ? "client-closed" : n > 0 ? "bad-request" : "client-reset");
         return;
     }
-    if (c->h2r->listener)
+    if (c->h2r->listener && c->h2r->udp)
+        h2rev_udp_read(c, c->h2r);
+    else if (c->h2r->listener)
         h2rev_accept(c, c->h2r);
 }
 
@@ -388,14 +506,23 @@ void h2rev_end(struct conn *c)
         list_del(&x->link);
     if (x->l)
         x->l->nwaiting--;
+    if (x->src_of)
+        x->src_of->nsources--;
     if (x->listener && x->token)
-        h2rev_hold(c);
+        h2rev_hold(c, x->udp);
     if (x->listener) {
         while (!list_empty(&x->waiting)) {
             struct h2rev *a = list_entry(x->waiting.next, struct h2rev, link);
             list_del(&a->link);
             a->linked = false;
             a->l = NULL;
+            conn_close(a->c, "listener-closed");
+        }
+        while (!list_empty(&x->sources)) { /* they send from its socket */
+            struct h2rev *a = list_entry(x->sources.next, struct h2rev, link);
+            list_del(&a->link);
+            a->linked = false;
+            a->src_of = NULL;
             conn_close(a->c, "listener-closed");
         }
     }

@@ -19,6 +19,20 @@
  *     bytes as a CONNECT stream does (END_STREAM = FIN, RST_STREAM =
  *     reset). While no accept stream waits, connections stay in the
  *     kernel's accept queue (backlog 128) rather than being reset.
+ *   :protocol ferry-listen, :path /ferry/listen/udp/{addr}/{port}
+ *     Bind a UDP socket at addr:port instead (the same rule check, answer
+ *     and reverse_grace hold). Each new source address and port of
+ *     datagrams to it takes the oldest ferry-accept stream waiting on the
+ *     listener, answered 200 with ferry-peer: ADDR:PORT (the source) and
+ *     capsule-protocol: ?1; from then on that stream carries the source's
+ *     datagrams both ways as DATAGRAM capsules (RFC 9297 section 3.5,
+ *     context id 0, as CONNECT-UDP does: one capsule per datagram, empty
+ *     ones included), and what the client sends goes to the source from
+ *     the listener's port. A source whose datagram finds no accept stream
+ *     waiting, or comes beyond udp.associations sources, is dropped and
+ *     counted; udp.idle without a datagram either way ends its stream
+ *     (END_STREAM), and its next datagram takes a new one. The client
+ *     ends a source with END_STREAM or RST_STREAM.
  *
  * Only front_h2.c calls it; it touches the h2 connection only through
  * h2conn.h's stream calls.

@@ -62,6 +62,10 @@ struct h2udp {
     uint64_t dg_up, dg_down;
     bool slot; /* counted in the listener's udp.associations */
     struct masque_target t;
+    /* A reverse UDP source (h2udp_reverse_start): datagrams go out of its
+     * listener's socket rfd to peer, and come in through h2udp_deliver. */
+    int rfd;
+    struct addr peer;
 };
 
 /* Datagrams from the target land behind room for the capsule's header. */
@@ -123,6 +127,16 @@ static void h2udp_abort(struct conn *c, const char *why)
     conn_close(c, why);
 }
 
+/* Send a payload to the target (or the reverse source): 0 or -1. */
+static int h2udp_out(const struct h2udp *u, const uint8_t *p, size_t n)
+{
+    if (!u->peer.family)
+        return send(u->c->up.fd, p, n, MSG_NOSIGNAL) < 0 ? -1 : 0;
+    struct sockaddr_storage ss;
+    socklen_t sl = addr_to_sockaddr(&u->peer, &ss);
+    return sendto(u->rfd, p, n, MSG_NOSIGNAL, (struct sockaddr *)&ss, sl) < 0 ? -1 : 0;
+}
+
 /* One whole capsule from the client: 0, or -1 after aborting the stream. */
 static int h2udp_capsule(struct conn *c, const struct capsule *cp)
 {
@@ -150,7 +164,7 @@ static int h2udp_capsule(struct conn *c, const struct capsule *cp)
         stat_add(&st->udp_drop_bandwidth, 1); /* dropped, never delayed */
         return 0;
     }
-    if (send(c->up.fd, d.payload, d.len, MSG_NOSIGNAL) < 0) {
+    if (h2udp_out(u, d.payload, d.len) < 0) {
         stat_add(&st->udp_drop_send, 1); /* a full buffer, an ICMP error */
         return 0;
     }
@@ -246,47 +260,52 @@ static int h2udp_up(struct conn *c)
     return 0;
 }
 
-/* Datagrams from the target, each one DATAGRAM capsule, or dropped. */
-static void h2udp_down(struct conn *c)
+void h2udp_deliver(struct conn *c, uint8_t *p, size_t n)
 {
     struct h2udp *u = c->h2u;
     struct worker_stats *st = &c->w->stats;
+    h2udp_touch(u);
+    if (n > conn_cfg(c)->udp.max_datagram) {
+        stat_add(&st->udp_drop_size, 1);
+        return;
+    }
+    uint8_t hdr[CAPSULE_DATAGRAM_HDR_MAX];
+    size_t h = capsule_write_datagram_header(hdr, sizeof(hdr), n);
+    if (c->bw && policy_bw_avail(c, (uint32_t)n) < (uint32_t)n) {
+        stat_add(&st->udp_drop_bandwidth, 1);
+        return;
+    }
+    if (h2stream_room(c) < h + n) {
+        stat_add(&st->udp_drop_queue, 1); /* the client reads too slowly */
+        return;
+    }
+    memcpy(p - h, hdr, h);
+    if (h2stream_send(c, p - h, h + n) < 0) {
+        stat_add(&st->udp_drop_queue, 1);
+        return;
+    }
+    if (c->bw)
+        policy_bw_spend(c, (uint32_t)n);
+    stat_add(&st->udp_out, 1);
+    stat_add(&st->udp_bytes_out, (uint64_t)n);
+    u->dg_down++;
+    c->u2c.bytes += (uint64_t)n;
+    if (c->acct.ctr)
+        stat_add(&c->acct.ctr->dgram_down, 1);
+}
+
+/* Datagrams from the target, each one DATAGRAM capsule, or dropped. */
+static void h2udp_down(struct conn *c)
+{
     uint8_t *p = down_buf + CAPSULE_DATAGRAM_HDR_MAX;
-    for (unsigned i = 0; i < H2UDP_DOWN_BUDGET; i++) {
+    for (unsigned i = 0; i < H2UDP_DOWN_BUDGET && !c->h2u->peer.family; i++) {
         ssize_t n = recv(c->up.fd, p, H2UDP_PAYLOAD_MAX, 0);
         if (n < 0) {
             if (errno == EAGAIN)
                 break;
             continue; /* an ICMP error from an earlier send: read on */
         }
-        h2udp_touch(u);
-        if ((size_t)n > conn_cfg(c)->udp.max_datagram) {
-            stat_add(&st->udp_drop_size, 1);
-            continue;
-        }
-        uint8_t hdr[CAPSULE_DATAGRAM_HDR_MAX];
-        size_t h = capsule_write_datagram_header(hdr, sizeof(hdr), (size_t)n);
-        if (c->bw && policy_bw_avail(c, (uint32_t)n) < (uint32_t)n) {
-            stat_add(&st->udp_drop_bandwidth, 1);
-            continue;
-        }
-        if (h2stream_room(c) < h + (size_t)n) {
-            stat_add(&st->udp_drop_queue, 1); /* the client reads too slowly */
-            continue;
-        }
-        memcpy(p - h, hdr, h);
-        if (h2stream_send(c, p - h, h + (size_t)n) < 0) {
-            stat_add(&st->udp_drop_queue, 1);
-            continue;
-        }
-        if (c->bw)
-            policy_bw_spend(c, (uint32_t)n);
-        stat_add(&st->udp_out, 1);
-        stat_add(&st->udp_bytes_out, (uint64_t)n);
-        u->dg_down++;
-        c->u2c.bytes += (uint64_t)n;
-        if (c->acct.ctr)
-            stat_add(&c->acct.ctr->dgram_down, 1);
+        h2udp_deliver(c, p, (size_t)n);
     }
 }
 
@@ -316,6 +335,30 @@ static void h2udp_on_idle(struct timer *t)
 }
 
 /* ---- opening ------------------------------------------------------------ */
+
+int h2udp_reverse_start(struct conn *c, int fd, const struct addr *peer)
+{
+    const struct config *cfg = conn_cfg(c);
+    struct h2udp *u = calloc(1, sizeof(*u));
+    if (u)
+        u->in = malloc(cfg->udp.max_datagram + CAPSULE_VARINT_LEN_MAX + H2UDP_HDR_MAX);
+    if (!u || !u->in) {
+        free(u);
+        return -ENOMEM;
+    }
+    u->c = c;
+    u->rfd = fd;
+    u->peer = *peer;
+    u->cap = cfg->udp.max_datagram + CAPSULE_VARINT_LEN_MAX;
+    u->in_cap = u->cap + H2UDP_HDR_MAX;
+    timer_init(&u->idle, h2udp_on_idle);
+    c->h2u = u;
+    stat_add(&c->w->stats.udp_assocs, 1);
+    conn_set_state(c, CONN_ST_UDP);
+    h2udp_touch(u);
+    loop_timer_arm(&c->w->loop, &u->idle, cfg->udp.idle_ms);
+    return 0;
+}
 
 /* A connected UDP socket to a, on c->up. 0 or -errno. */
 static int h2udp_socket(struct conn *c, const struct addr *a)

@@ -13,7 +13,10 @@
 #ifndef FERRY_RELAY_H2UDP_H
 #define FERRY_RELAY_H2UDP_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+struct addr;
 
 struct conn;
 
@@ -33,6 +36,17 @@ void h2udp_drive(struct conn *c);
 /* The session ends (its front's end hook, before the access log): close
  * the socket and give back the association slot. NULL c->h2u: nothing. */
 void h2udp_end(struct conn *c);
+/* A reverse UDP source (h2rev.c): accept stream c, answered already,
+ * carries the datagrams of peer to and from listener socket fd (which
+ * outlives c): capsules from the client go out with sendto(fd, peer), the
+ * listener hands peer's datagrams to h2udp_deliver; udp.idle without one
+ * ends the stream as for CONNECT-UDP. 0 or -ENOMEM. */
+int h2udp_reverse_start(struct conn *c, int fd, const struct addr *peer);
+/* One datagram p[0..n) for the client of c (state CONN_ST_UDP) as one
+ * DATAGRAM capsule; p has CAPSULE_DATAGRAM_HDR_MAX bytes of room before
+ * it. Over udp.max_datagram, the bandwidth limit or the stream's room:
+ * dropped and counted. */
+void h2udp_deliver(struct conn *c, uint8_t *p, size_t n);
 /* Datagrams relayed up (client to target) and down, for the access log. */
 void h2udp_counts(const struct conn *c, uint64_t *up, uint64_t *down);
 

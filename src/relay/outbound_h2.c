@@ -73,14 +73,18 @@ struct ho_slot;
 
 /* A session's stream: c->ob_priv from dial to close. */
 struct ho_stream {
-    struct list link;     /* in its connection's streams, or its slot's waiters */
-    struct ho_slot *sl;   /* the slot it waits in or came through */
-    struct ho_conn *hc;   /* NULL: waiting, or its connection is gone */
-    struct conn *c;       /* NULL once its session let go */
-    void *rv;             /* a reverse stream no session holds yet (outbound_h2rev.c) */
-    bool cli;             /* c reads it as its client side (a reverse session) */
-    const char *xproto;   /* extended CONNECT (RFC 8441): :protocol, and ... */
-    char *xpath;          /* ... :path (owned); NULL: a plain CONNECT */
+    struct list link;   /* in its connection's streams, or its slot's waiters */
+    struct ho_slot *sl; /* the slot it waits in or came through */
+    struct ho_conn *hc; /* NULL: waiting, or its connection is gone */
+    struct conn *c;     /* NULL once its session let go */
+    bool cli;           /* c reads it as its client side (a reverse session) */
+    /* A stream no session holds (outbound_h2.h, h2out_user.h): an extended
+     * CONNECT (RFC 8441) whose news defers wake; rv, a reverse owner, also
+     * sees the response's fields. */
+    struct task *wake;
+    void *rv;
+    const char *xproto;   /* :protocol (NULL: a plain CONNECT), and ... */
+    char *xpath;          /* ... :path (owned) */
     int32_t id;           /* 0: not submitted */
     int status;           /* the response's :status; 0 while none */
     bool waiting;         /* in sl->waiters */
@@ -101,11 +105,6 @@ struct ho_stream {
     struct addr ip; /* the destination as dialled, for a second dial */
     uint16_t port;
     bool has_name;
-    /* A stream of another user than a session (h2out_user.h): c is NULL,
-     * news defer utask, and the request is an extended CONNECT. */
-    struct task *utask;
-    char *upath;
-    const char *uproto;
 };
 
 /* One TLS connection to the parent. */
@@ -206,10 +205,8 @@ static void ho_kick(struct ho_conn *hc)
 /* News for a stream's session: readiness bits ev, and a look from its task. */
 static void hs_wake(struct ho_stream *s, uint8_t ev)
 {
-    if (s->rv)
-        outbound_h2rev_wake(s->rv);
-    if (!s->c && s->utask && s->sl)
-        loop_defer(&s->sl->w->loop, s->utask);
+    if (!s->c && s->wake && s->sl)
+        loop_defer(&s->sl->w->loop, s->wake);
     if (!s->c)
         return;
     if (s->cli)
@@ -228,7 +225,6 @@ static void hs_destroy(struct ho_stream *s)
     free(s->rx);
     free(s->tx);
     free(s->xpath);
-    free(s->upath);
     free(s);
     if (sl)
         slot_unref(sl);
@@ -318,7 +314,7 @@ static int on_data_chunk(nghttp2_session *ss, uint8_t flags, int32_t id, const u
     /* Connection credit on receipt: a stalled stream never starves others. */
     nghttp2_session_consume_connection(ss, len);
     struct ho_stream *s = nghttp2_session_get_stream_user_data(ss, id);
-    if (!s || (!s->c && !s->rv && !s->utask)) {
+    if (!s || (!s->c && !s->wake)) {
         nghttp2_session_consume_stream(ss, id, len);
         return 0;
     }
@@ -359,7 +355,7 @@ static int on_stream_close(nghttp2_session *ss, int32_t id, uint32_t err, void *
         s->reset = true;
     if (err == NGHTTP2_REFUSED_STREAM && !s->status && hc->goaway)
         s->retry = true; /* past the GOAWAY's last stream: never processed, sent again */
-    if (!s->c && !s->rv && !s->utask) {
+    if (!s->c && !s->wake) {
         hs_free(s);
         return 0;
     }
@@ -418,6 +414,24 @@ static nghttp2_session *ho_session(struct ho_conn *hc)
 
 /* ---- streams on a connection ------------------------------------------ */
 
+/* An extended CONNECT's headers past :method and :authority into
+ * nv[0..4): :protocol proto, :scheme, :path path, and for CONNECT-UDP
+ * capsule-protocol: ?1 (RFC 9297 section 3.4). Returns how many. */
+static size_t hs_xheaders(nghttp2_nv *nv, const char *proto, const char *path)
+{
+    static char kproto[] = ":protocol", kscheme[] = ":scheme", vscheme[] = "https",
+                kpath[] = ":path", kcap[] = "capsule-protocol", vcap[] = "?1";
+    nv[0] = (nghttp2_nv){(uint8_t *)kproto, (uint8_t *)(uintptr_t)proto, 9, strlen(proto),
+                         NGHTTP2_NV_FLAG_NONE};
+    nv[1] = (nghttp2_nv){(uint8_t *)kscheme, (uint8_t *)vscheme, 7, 5, NGHTTP2_NV_FLAG_NONE};
+    nv[2] = (nghttp2_nv){(uint8_t *)kpath, (uint8_t *)(uintptr_t)path, 5, strlen(path),
+                         NGHTTP2_NV_FLAG_NONE};
+    if (strcmp(proto, "connect-udp") != 0)
+        return 3;
+    nv[3] = (nghttp2_nv){(uint8_t *)kcap, (uint8_t *)vcap, 16, 2, NGHTTP2_NV_FLAG_NONE};
+    return 4;
+}
+
 /* Submit s's CONNECT on hc (up). */
 /* Session c goes on stream id of hc: its access line names them. */
 static void hs_tunnel_name(struct conn *c, const struct ho_conn *hc, int32_t id)
@@ -454,35 +468,25 @@ static void hs_submit(struct ho_conn *hc, struct ho_stream *s)
     struct h2out_set *set = hc->w->h2out;
     /* nghttp2_nv takes non-const pointers it only reads: copies. */
     char kmethod[] = ":method", vmethod[] = "CONNECT", kauth[] = ":authority",
-         kcred[] = "proxy-authorization", kproto[] = ":protocol", kscheme[] = ":scheme",
-         vscheme[] = "https", kpath[] = ":path";
-    char auth[300], cred[1100] = "", xproto[32] = "";
+         kcred[] = "proxy-authorization";
+    char auth[300], cred[1100] = "";
     struct addr t = s->ip;
-    if (s->xproto || !c) { /* a stream of no session names the server (RFC 8441 4) */
+    if (s->xproto) { /* an extended CONNECT names the server (RFC 8441 section 4) */
         snprintf(auth, sizeof(auth), strchr(o->host, ':') ? "[%s]:%u" : "%s:%u", o->host,
                  (unsigned)o->port);
-        if (s->xproto)
-            snprintf(xproto, sizeof(xproto), "%s", s->xproto);
     } else if (c->dst_name && addr_parse_ip(c->dst_name, c->dst_port, &t) != 0) {
         snprintf(auth, sizeof(auth), "%s:%u", c->dst_name, (unsigned)c->dst_port);
     } else { /* an address, or a name that is an address literal */
         t.port = c->dst_port;
         addr_format(&t, auth, sizeof(auth)); /* [v6]:port, RFC 9113 8.5 */
     }
-    nghttp2_nv nv[8] = {
+    nghttp2_nv nv[9] = {
         {(uint8_t *)kmethod, (uint8_t *)vmethod, 7, 7, NGHTTP2_NV_FLAG_NONE},
         {(uint8_t *)kauth, (uint8_t *)auth, 10, strlen(auth), NGHTTP2_NV_FLAG_NONE},
     };
     size_t nnv = 2;
-    if (s->xproto) {
-        nv[nnv++] = (nghttp2_nv){(uint8_t *)kproto, (uint8_t *)xproto, 9, strlen(xproto),
-                                 NGHTTP2_NV_FLAG_NONE};
-        nv[nnv++] =
-            (nghttp2_nv){(uint8_t *)kscheme, (uint8_t *)vscheme, 7, 5, NGHTTP2_NV_FLAG_NONE};
-        nv[nnv++] = (nghttp2_nv){(uint8_t *)kpath, (uint8_t *)s->xpath, 5, strlen(s->xpath),
-                                 NGHTTP2_NV_FLAG_NONE};
-    } else if (!c)
-        nnv += h2out_user_headers(nv + nnv, s->uproto, s->upath);
+    if (s->xproto)
+        nnv += hs_xheaders(nv + nnv, s->xproto, s->xpath);
     if (o->user) {
         memcpy(cred, "Basic ", 6);
         size_t n = parent_basic_credentials(o->user, o->pass, cred + 6, sizeof(cred) - 6);
@@ -609,7 +613,7 @@ static void ho_conn_close(struct ho_conn *hc, const char *why, bool failure)
         s->hc = NULL;
         s->reset = s->reset || !s->gone; /* a stream that had ended stays clean */
         s->gone = true;
-        if (!s->c && !s->rv && !s->utask) {
+        if (!s->c && !s->wake) {
             hs_destroy(s);
             continue;
         }
@@ -1144,6 +1148,7 @@ void outbound_h2_stream_release(struct ho_stream *s)
 {
     s->c = NULL;
     s->rv = NULL;
+    s->wake = NULL;
     if (!s->hc) {
         if (s->waiting)
             list_del(&s->link);
@@ -1453,8 +1458,8 @@ static void ob_h2_credit(struct conn *c)
 
 /* ---- streams of the reverse remotes (outbound_h2rev.c) -------------------- */
 
-struct ho_stream *outbound_h2_stream_new(struct ho_slot *sl, void *rv, const char *protocol,
-                                         const char *path)
+struct ho_stream *outbound_h2_stream_new(struct ho_slot *sl, struct task *wake, void *rv,
+                                         const char *protocol, const char *path)
 {
     struct ho_stream *s = calloc(1, sizeof(*s));
     if (!s || !(s->xpath = strdup(path))) {
@@ -1463,9 +1468,16 @@ struct ho_stream *outbound_h2_stream_new(struct ho_slot *sl, void *rv, const cha
     }
     s->sl = sl;
     sl->refs++;
+    s->wake = wake;
     s->rv = rv;
     s->xproto = protocol;
     return s;
+}
+
+void outbound_h2_stream_rewake(struct ho_stream *s, struct task *wake)
+{
+    s->rv = NULL;
+    s->wake = wake;
 }
 
 int outbound_h2_stream_status(const struct ho_stream *s)
@@ -1486,6 +1498,7 @@ bool outbound_h2_stream_http1(const struct ho_stream *s)
 void outbound_h2_stream_adopt(struct ho_stream *s, struct conn *c)
 {
     s->rv = NULL;
+    s->wake = NULL;
     s->c = c;
     s->cli = true;
     if (s->hc)
@@ -1509,19 +1522,6 @@ const struct outbound_ops outbound_h2 = {
 
 /* ---- streams of other users (h2out_user.h) -------------------------------- */
 
-size_t h2out_user_headers(nghttp2_nv *nv, const char *proto, const char *path)
-{
-    static char kproto[] = ":protocol", kscheme[] = ":scheme", vscheme[] = "https",
-                kpath[] = ":path", kcap[] = "capsule-protocol", vcap[] = "?1";
-    nv[0] = (nghttp2_nv){(uint8_t *)kproto, (uint8_t *)(uintptr_t)proto, 9, strlen(proto),
-                         NGHTTP2_NV_FLAG_NONE};
-    nv[1] = (nghttp2_nv){(uint8_t *)kscheme, (uint8_t *)vscheme, 7, 5, NGHTTP2_NV_FLAG_NONE};
-    nv[2] = (nghttp2_nv){(uint8_t *)kpath, (uint8_t *)(uintptr_t)path, 5, strlen(path),
-                         NGHTTP2_NV_FLAG_NONE};
-    nv[3] = (nghttp2_nv){(uint8_t *)kcap, (uint8_t *)vcap, 16, 2, NGHTTP2_NV_FLAG_NONE};
-    return 4;
-}
-
 struct ho_stream *h2out_open(struct worker *w, const struct config *cfg, uint16_t ob,
                              const char *proto, const char *path, struct task *wake)
 {
@@ -1530,17 +1530,10 @@ struct ho_stream *h2out_open(struct worker *w, const struct config *cfg, uint16_
         if (container_of(pos, struct wcfg, link)->cfg == cfg)
             wc = container_of(pos, struct wcfg, link);
     struct ho_slot *sl = wc ? outbound_h2_slot(w, wc, ob) : NULL;
-    struct ho_stream *s = sl && !sl->http1 ? calloc(1, sizeof(*s)) : NULL;
-    if (s && !(s->upath = strdup(path))) {
-        free(s);
-        s = NULL;
-    }
+    struct ho_stream *s =
+        sl && !sl->http1 ? outbound_h2_stream_new(sl, wake, NULL, proto, path) : NULL;
     if (!s)
         return NULL;
-    s->sl = sl;
-    sl->refs++;
-    s->utask = wake;
-    s->uproto = proto;
     struct loop *l = &w->loop;
     if (sl->cur && sl->cur->st == HO_UP && !sl->cur->goaway) {
         hs_submit(sl->cur, s);
@@ -1628,7 +1621,7 @@ void h2out_close(struct ho_stream *s)
 {
     if (!s)
         return;
-    s->utask = NULL;
+    s->wake = NULL;
     if (!s->hc) {
         if (s->waiting)
             list_del(&s->link);

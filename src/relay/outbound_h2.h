@@ -6,10 +6,11 @@
  * reverse object until one becomes the client side of a session. Only
  * relay/ includes it. Everything runs on the worker's thread.
  *
- * A stream with an owner (rv) is news-driven like a session's: anything
- * that happens to it (a response, data, room, its end) calls
- * outbound_h2rev_wake(rv), from inside nghttp2's callbacks, so the owner
- * only defers work there.
+ * A stream no session holds is news-driven like a session's: anything
+ * that happens to it (a response, data, room, its end) defers its owner's
+ * wake task, the one mechanism h2out_user.h's streams use too; its
+ * response's fields are shown to a reverse owner (rv) from inside
+ * nghttp2's callbacks, so the owner only copies them there.
  */
 #ifndef FERRY_RELAY_OUTBOUND_H2_H
 #define FERRY_RELAY_OUTBOUND_H2_H
@@ -23,6 +24,7 @@ struct conn;
 struct ho_slot;
 struct ho_stream;
 struct h2rev_out_set;
+struct task;
 struct wcfg;
 struct worker;
 
@@ -33,11 +35,16 @@ struct ho_slot *outbound_h2_slot(struct worker *w, struct wcfg *wc, uint16_t ob)
  * memory). */
 struct h2rev_out_set **outbound_h2_rev_set(struct worker *w);
 
-/* A new stream of slot sl for owner rv: an extended CONNECT with
- * :protocol protocol (a string that outlives it) and :path path (copied),
- * not submitted yet. NULL when out of memory. */
-struct ho_stream *outbound_h2_stream_new(struct ho_slot *sl, void *rv, const char *protocol,
-                                         const char *path);
+/* A new stream of slot sl: an extended CONNECT with :protocol protocol (a
+ * string that outlives it) and :path path (copied), not submitted yet; its
+ * news defers wake, and its response's fields go to
+ * outbound_h2rev_header(rv) (rv NULL: nowhere). capsule-protocol: ?1 is
+ * sent for connect-udp only. NULL when out of memory. */
+struct ho_stream *outbound_h2_stream_new(struct ho_slot *sl, struct task *wake, void *rv,
+                                         const char *protocol, const char *path);
+/* s's news defers wake from now on, and no reverse owner sees its fields
+ * (a reverse stream handed to a datagram flow, h2out_user.h's calls). */
+void outbound_h2_stream_rewake(struct ho_stream *s, struct task *wake);
 /* Submit s on the slot's connection, or wait for one (opening it, after
  * the slot's back-off). */
 void outbound_h2_stream_queue(struct ho_stream *s);
@@ -68,8 +75,6 @@ void outbound_h2_stream_release(struct ho_stream *s);
 
 /* ---- outbound_h2rev.c, called by outbound_h2.c -------------------------- */
 
-/* News for a stream owned by rv (see above). */
-void outbound_h2rev_wake(void *rv);
 /* A response field of a stream owned by rv (inside nghttp2's callback). */
 void outbound_h2rev_header(void *rv, const uint8_t *name, size_t namelen, const uint8_t *value,
                            size_t valuelen);

@@ -12,7 +12,8 @@
  * new one at once, which waits for the next connection. A refusal (403:
  * no reverse rule; 502: the bind failed) is logged as an error and tried
  * again after a back-off (1 s doubling to 60 s), in case the server's
- * rules change.
+ * rules change. A udp remote's accept streams become datagram flows
+ * (outbound_h2rev_udp.c) instead of sessions.
  *
  * It must not touch a session or free a stream from inside nghttp2's
  * callbacks: a stream's news only defers the remote's task.
@@ -27,6 +28,7 @@
 #include "config/config.h"
 #include "log/log.h"
 #include "relay/outbound_h2.h"
+#include "relay/outbound_h2rev_udp.h"
 #include "relay/session.h"
 #include "util/list.h"
 
@@ -60,6 +62,7 @@ struct rv_remote {
     uint32_t retry_ms;        /* the next back-off after a refusal; 0: none yet */
     struct timer timer;       /* register again after a refusal */
     struct task task;
+    struct list flows; /* a udp remote's flows (outbound_h2rev_udp.c) */
 };
 
 struct h2rev_out_set {
@@ -67,12 +70,6 @@ struct h2rev_out_set {
     struct list remotes;
     struct task sync; /* match the remotes to w->cur (on the worker's thread) */
 };
-
-void outbound_h2rev_wake(void *rv)
-{
-    struct rv_obj *o = rv;
-    loop_defer(&o->r->w->loop, &o->r->task);
-}
 
 void outbound_h2rev_header(void *rv, const uint8_t *name, size_t namelen, const uint8_t *value,
                            size_t valuelen)
@@ -103,10 +100,10 @@ static void rv_drop(struct rv_obj *o)
 static void rv_register(struct rv_remote *r)
 {
     char path[128], a[ADDR_STRLEN];
-    snprintf(path, sizeof(path), "/ferry/listen/tcp/%s/%u",
+    snprintf(path, sizeof(path), "/ferry/listen/%s/%s/%u", r->cr->udp ? "udp" : "tcp",
              addr_format_ip(&r->cr->bind, a, sizeof(a)), (unsigned)r->cr->bind.port);
     r->token[0] = r->bound[0] = '\0';
-    r->lst.s = outbound_h2_stream_new(r->sl, &r->lst, "ferry-listen", path);
+    r->lst.s = outbound_h2_stream_new(r->sl, &r->task, &r->lst, "ferry-listen", path);
     if (!r->lst.s) {
         loop_timer_arm(&r->w->loop, &r->timer, RV_RETRY_MS);
         return;
@@ -130,7 +127,7 @@ static void rv_fill(struct rv_remote *r)
         struct rv_obj *o = &r->acc[i];
         if (o->s)
             continue;
-        o->s = outbound_h2_stream_new(r->sl, o, "ferry-accept", path);
+        o->s = outbound_h2_stream_new(r->sl, &r->task, o, "ferry-accept", path);
         if (o->s && outbound_h2_stream_beside(o->s, r->lst.s) < 0)
             rv_drop(o); /* the connection takes no more: the listener ends soon */
         if (!o->s)
@@ -147,7 +144,8 @@ static void rv_hand(struct rv_remote *r, struct rv_obj *o)
     struct ho_stream *s = o->s;
     o->s = NULL;
     o->peer[0] = '\0';
-    int rc = conn_open_reverse(r->w, r->wc, s, r->cr, &peer);
+    int rc = r->cr->udp ? outbound_h2rev_udp_open(r->w, r->wc->cfg, s, r->cr, &peer, &r->flows)
+                        : conn_open_reverse(r->w, r->wc, s, r->cr, &peer);
     if (rc) {
         log_warn("reverse %s: cannot take a connection (%s)", r->name,
                  rc == -EBUSY ? "max_connections reached" : "out of memory");
@@ -221,6 +219,7 @@ static void rv_on_task(struct task *t)
 
 static void rv_free(struct rv_remote *r)
 {
+    outbound_h2rev_udp_close_all(&r->flows);
     rv_drop(&r->lst);
     for (int i = 0; i < RV_ACCEPTS; i++)
         rv_drop(&r->acc[i]);
@@ -246,6 +245,7 @@ static void rv_add(struct h2rev_out_set *set, uint16_t ob, const struct config_r
     r->ob = ob;
     r->cr = cr;
     r->sl = sl;
+    list_init(&r->flows);
     r->lst.r = r;
     for (int i = 0; i < RV_ACCEPTS; i++)
         r->acc[i].r = r;

@@ -372,7 +372,6 @@ def test_password_prompt(server, echo_server):
 
 @pytest.mark.parametrize("args,says", [
     (["http://h", "socks"], "not an https:// or wss:// URL"),
-    (["https://h", "R:5353:127.0.0.1:53/udp"], "reverse UDP (R:.../udp) remotes are not supported yet"),
     (["https://h", "stdio:h:53/udp"], "remote 'stdio:h:53/udp': stdio carries no /udp"),
     (["https://h", "8080:h:80", "8080:h:81"], "same local port 8080"),
     (["https://h", "8080:h:0"], "bad destination port '0'"),
