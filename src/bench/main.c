@@ -23,6 +23,7 @@
 #include "bench/options.h"
 #include "bench/proc.h"
 #include "bench/report.h"
+#include "bench/wan.h"
 #include "config/outbound.h"
 #include "crypto/fcrypto.h"
 #include "tls/tls.h"
@@ -368,6 +369,8 @@ int bench_main(int argc, char **argv)
 {
     static struct bench_cli cli; /* large: not on the stack */
     static struct self_host sh;
+    if (argc > 1 && strcmp(argv[1], "wan") == 0)
+        return wan_main(argc - 1, argv + 1);
     struct bench b;
     memset(&b, 0, sizeof(b));
     int st = bench_opts_parse(argc, argv, &b.o, &cli);

@@ -61,6 +61,8 @@ static const char usage[] =
     "                flight (lost after 100 ms): echoes/s, RTT, loss; --blast: unpaced;\n"
     "                CPU per echo of the proxy and of this bench (with --direct: what\n"
     "                the same socket operations cost without a proxy)\n"
+    "  wan           not a scenario: an emulated wide-area path (delay, loss, rate)\n"
+    "                between two network namespaces: ferry bench wan --help\n"
     "\n"
     "What to measure:\n"
     "  (default)            a ferry child (this binary, or --ferry PATH), SOCKS5 or, with\n"
