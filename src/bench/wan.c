@@ -35,10 +35,10 @@
 
 /* The exit status of "cannot run here" (not root, no TUN): automake's skip. */
 #define WAN_EXIT_SKIP 77
-#define NETNS_DIR "/run/netns"
+#define NETNS_DIR     "/run/netns"
 /* The TCP buffer maxima set in both namespaces: 64 MiB lets one
  * connection keep 5 Gbit/s x 100 ms in flight. */
-#define WAN_TCP_MEM "4096 131072 67108864"
+#define WAN_TCP_MEM   "4096 131072 67108864"
 
 static const char usage[] =
     "usage: ferry bench wan [options] [--in-b CMD] [--in-a CMD]\n"
@@ -46,8 +46,7 @@ static const char usage[] =
     "An emulated wide-area path (tc netem without the kernel module): two network\n"
     "namespaces, A (" WAN_ADDR_A ", " WAN_ADDR6_A ") and B (" WAN_ADDR_B ", " WAN_ADDR6_B
     "), each\n"
-    "with a TUN device " WAN_IFNAME
-    ", and a forwarder in this process between them that delays,\n"
+    "with a TUN device " WAN_IFNAME ", and a forwarder in this process between them that delays,\n"
     "drops and rate-limits packets, both directions alike. TCP buffer maxima are\n"
     "raised in both namespaces (64 MiB) so one connection can fill the path.\n"
     "Needs root and /dev/net/tun (exit 77 without them). Everything is removed when\n"
@@ -319,14 +318,19 @@ static int wait_end(struct wan_run *r, const sigset_t *set)
 /* The command line into c and r. Returns -1 to go on, else an exit status. */
 static int wan_opts(int argc, char **argv, struct wan_conf *c, struct wan_run *r)
 {
-    static const struct option opts[] = {
-        {"delay", required_argument, NULL, 0},   {"jitter", required_argument, NULL, 0},
-        {"loss", required_argument, NULL, 0},    {"rate", required_argument, NULL, 0},
-        {"queue", required_argument, NULL, 0},   {"seed", required_argument, NULL, 0},
-        {"mtu", required_argument, NULL, 0},     {"threads", required_argument, NULL, 0},
-        {"path", required_argument, NULL, 'p'},  {"in-a", required_argument, NULL, 'a'},
-        {"in-b", required_argument, NULL, 'b'},  {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"delay", required_argument, NULL, 0},
+                                         {"jitter", required_argument, NULL, 0},
+                                         {"loss", required_argument, NULL, 0},
+                                         {"rate", required_argument, NULL, 0},
+                                         {"queue", required_argument, NULL, 0},
+                                         {"seed", required_argument, NULL, 0},
+                                         {"mtu", required_argument, NULL, 0},
+                                         {"threads", required_argument, NULL, 0},
+                                         {"path", required_argument, NULL, 'p'},
+                                         {"in-a", required_argument, NULL, 'a'},
+                                         {"in-b", required_argument, NULL, 'b'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     int ch, idx;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
@@ -369,8 +373,7 @@ static int wan_opts(int argc, char **argv, struct wan_conf *c, struct wan_run *r
 static int can_run(void)
 {
     if (geteuid() != 0) {
-        fputs("ferry bench wan: needs root (network namespaces, TUN devices): skipped\n",
-              stderr);
+        fputs("ferry bench wan: needs root (network namespaces, TUN devices): skipped\n", stderr);
         return WAN_EXIT_SKIP;
     }
     if (access("/dev/net/tun", R_OK | W_OK) < 0) {

@@ -19,26 +19,26 @@
 #include <stdint.h>
 
 /* The addresses the two ends get (the TUN device is WAN_IFNAME in both). */
-#define WAN_ADDR_A "10.77.0.1"
-#define WAN_ADDR_B "10.77.0.2"
-#define WAN_ADDR6_A "fd77::1"
-#define WAN_ADDR6_B "fd77::2"
-#define WAN_IFNAME "wan0"
+#define WAN_ADDR_A    "10.77.0.1"
+#define WAN_ADDR_B    "10.77.0.2"
+#define WAN_ADDR6_A   "fd77::1"
+#define WAN_ADDR6_B   "fd77::2"
+#define WAN_IFNAME    "wan0"
 /* Namespaces are named PREFIX<pid>-a and PREFIX<pid>-b; names under the
  * prefix whose pid is gone are a crashed run's and removed at start. */
 #define WAN_NS_PREFIX "ferrywan-"
 
 /* The path, the same in both directions. */
 struct wan_conf {
-    uint64_t delay_ns;     /* one way */
-    uint64_t jitter_ns;    /* uniform in [-jitter, +jitter] around delay */
-    double loss;           /* 0..1: probability that a packet is dropped */
-    uint64_t rate_bps;     /* bits per second of IP packets; 0: no cap */
-    uint64_t queue_ns;     /* with a rate: the queue before the link, in time at the rate */
-    uint64_t seed;         /* of the PRNG (each direction derives its own) */
-    unsigned mtu;          /* of both TUN devices */
-    unsigned threads;      /* 2: one per direction; 1: one loop for both */
-    uint64_t loss_cut;     /* derived: a draw below it is a loss (loss * 2^64) */
+    uint64_t delay_ns;  /* one way */
+    uint64_t jitter_ns; /* uniform in [-jitter, +jitter] around delay */
+    double loss;        /* 0..1: probability that a packet is dropped */
+    uint64_t rate_bps;  /* bits per second of IP packets; 0: no cap */
+    uint64_t queue_ns;  /* with a rate: the queue before the link, in time at the rate */
+    uint64_t seed;      /* of the PRNG (each direction derives its own) */
+    unsigned mtu;       /* of both TUN devices */
+    unsigned threads;   /* 2: one per direction; 1: one loop for both */
+    uint64_t loss_cut;  /* derived: a draw below it is a loss (loss * 2^64) */
 };
 
 /* The defaults: no delay, no loss, no cap, a 50 ms queue, seed 1, MTU

@@ -29,7 +29,7 @@
 /* Slots of a direction's ring: 1 Gbit/s for 25 ms plus a 50 ms queue is
  * 6,250 packets of 1,500 bytes; 2^15 leaves room. Untouched slots cost
  * no memory. */
-#define WAN_RING 32768u
+#define WAN_RING       32768u
 /* Packets read in a row before the due ones are written. */
 #define WAN_READ_BATCH 64
 
@@ -151,8 +151,7 @@ static void *loop_run(void *arg)
                 continue;
             int rc = dir_read(l->dir[i]);
             if (rc) {
-                fprintf(stderr, "ferry bench wan: %s: read: %s\n", l->dir[i]->name,
-                        strerror(-rc));
+                fprintf(stderr, "ferry bench wan: %s: read: %s\n", l->dir[i]->name, strerror(-rc));
                 return NULL;
             }
         }
@@ -223,15 +222,15 @@ void wan_fwd_stop(struct wan_fwd *f, bool quiet)
         pthread_join(f->thread[t], NULL);
     for (unsigned k = 0; !quiet && k < 2; k++) {
         const struct wan_shaper *s = &f->dir[k].sh;
-        fprintf(stderr,
-                "ferry bench wan: %s: %llu packets (%llu bytes) in, %llu out, %llu lost "
-                "(random), %llu tail-dropped (queue), %llu dropped (ring full), %llu refused "
-                "by the TUN device\n",
-                f->dir[k].name, (unsigned long long)s->in, (unsigned long long)s->bytes_in,
-                (unsigned long long)(s->passed - (f->dir[k].tail - f->dir[k].head) -
-                                     s->write_failed),
-                (unsigned long long)s->lost, (unsigned long long)s->tail_dropped,
-                (unsigned long long)s->full_dropped, (unsigned long long)s->write_failed);
+        fprintf(
+            stderr,
+            "ferry bench wan: %s: %llu packets (%llu bytes) in, %llu out, %llu lost "
+            "(random), %llu tail-dropped (queue), %llu dropped (ring full), %llu refused "
+            "by the TUN device\n",
+            f->dir[k].name, (unsigned long long)s->in, (unsigned long long)s->bytes_in,
+            (unsigned long long)(s->passed - (f->dir[k].tail - f->dir[k].head) - s->write_failed),
+            (unsigned long long)s->lost, (unsigned long long)s->tail_dropped,
+            (unsigned long long)s->full_dropped, (unsigned long long)s->write_failed);
     }
     fwd_free(f);
 }

@@ -95,12 +95,12 @@ def _connect(port: int, deadline: float) -> socket.socket:
             time.sleep(0.1)
 
 
-def rtt(port: int, count: int, interval: float, timeout: float) -> dict:
+def rtt(port: int, count: int, interval: float, timeout: float, contact: bool) -> dict:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.connect(_target(port))
     # First contact: the server may still be starting (bounded).
     s.settimeout(0.3)
-    for _ in range(30):
+    for _ in range(30 if contact else 0):
         s.send(struct.pack("!Id", 0xFFFFFFFF, 0.0))
         try:
             s.recv(64)
@@ -108,8 +108,9 @@ def rtt(port: int, count: int, interval: float, timeout: float) -> dict:
         except OSError:
             continue
     else:
-        return {"error": "no echo"}
-    time.sleep(0.2)
+        if contact:
+            return {"error": "no echo"}
+    time.sleep(0.2 if contact else 0)
     while True:  # drain late first-contact echoes
         s.setblocking(False)
         try:
@@ -190,10 +191,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--timeout", type=float, default=1.0)
     ap.add_argument("--bytes", type=int, default=1 << 20)
     ap.add_argument("--down", action="store_true")
+    ap.add_argument("--no-contact", action="store_true", help="rtt: send without a first echo")
     a = ap.parse_args(argv)
     if a.what == "serve":
         return serve(a.port)
-    res = rtt(a.port, a.count, a.interval, a.timeout) if a.what == "rtt" else tcp(a.port, a.bytes, a.down)
+    res = rtt(a.port, a.count, a.interval, a.timeout, not a.no_contact) if a.what == "rtt" else tcp(a.port, a.bytes, a.down)
     print(json.dumps(res), flush=True)
     return 0
 
