@@ -1440,6 +1440,16 @@ class Report:
                      f"{STALL_TARGET}× each: {'met' if met else '**not met**'}).")
             L.append("")
 
+    def section_wan(self, L):
+        """The emulated wide-area path (`ferry bench wan`): measured with its
+        own commands, not by this harness; bench/wan-path.md is kept verbatim
+        so that a new report does not lose it."""
+        frag = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wan-path.md")
+        if os.path.exists(frag):
+            with open(frag, encoding="utf-8") as f:
+                L.extend(f.read().rstrip("\n").split("\n"))
+            L.append("")
+
     def section_tunnel(self, L):
         vs = [v for v in TUNNEL_VARIANTS if self.has(v)]
         if not vs:
@@ -1781,6 +1791,7 @@ class Report:
         self.section_https(L)
         self.section_stall(L)
         self.section_tunnel(L)
+        self.section_wan(L)
 
         L.append("## Reproduce")
         L.append("")
