@@ -33,6 +33,9 @@ struct child_conf {
     const char *userlist;    /* the users file's line, or NULL: no [auth] section */
     const char *auth_extra;  /* more [auth] lines (with userlist), or NULL */
     bool tls;                /* a TLS listener with a throwaway certificate (--https-proxy) */
+    const char *listen_ip;   /* the listener's address, with open_proxy = yes (a --wan
+                                namespace's) and a rule allowing it as a destination
+                                (the targets listen there too); NULL: 127.0.0.1 */
     const char *tls_dir;     /* child_conf_format: where cert.pem and key.pem are (with tls) */
 };
 

@@ -38,6 +38,7 @@ struct listener_io {
 struct targets {
     struct gen g;
     _Atomic int ready; /* 1 ok, -errno failed */
+    const char *ip;    /* where they listen: 127.0.0.1, or B's address of a --wan path */
     uint16_t want_port;
     unsigned nports;
     size_t download_size;
@@ -335,7 +336,7 @@ static int listen_on(struct targets *t, struct listener_io *ls, uint16_t port, s
                      bool http)
 {
     struct addr a;
-    addr_parse_ip("127.0.0.1", port, &a);
+    addr_parse_ip(t->ip, port, &a);
     int fd = sock_listen(&a, 4096, false);
     if (fd < 0)
         return fd;
@@ -353,7 +354,7 @@ static int udp_open(struct targets *t)
 {
     struct addr a;
     struct sockaddr_storage ss;
-    addr_parse_ip("127.0.0.1", 0, &a);
+    addr_parse_ip(t->ip, 0, &a);
     socklen_t len = addr_to_sockaddr(&a, &ss);
     int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -392,12 +393,14 @@ static void targets_on_start(struct gen *g)
     atomic_store(&t->ready, rc ? rc : 1);
 }
 
-struct targets *targets_start(uint16_t port, unsigned nports, size_t download_size, bool udp_gro)
+struct targets *targets_start(const char *ip, uint16_t port, unsigned nports, size_t download_size,
+                              bool udp_gro)
 {
     struct targets *t = calloc(1, sizeof(*t));
     if (!t)
         return NULL;
     pattern_init();
+    t->ip = ip;
     t->want_port = port;
     t->nports = nports < 1 ? 1 : MIN(nports, ECHO_MAX_PORTS);
     t->download_size = download_size;

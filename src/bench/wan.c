@@ -71,11 +71,9 @@ static const char usage[] =
     "When ready, one line on stderr names the namespaces; at the end, the counts\n"
     "of each direction (packets in, out, lost, tail-dropped).\n";
 
-/* The run: the namespaces, the TUN descriptors, the commands. */
+/* The run: the path and the commands. */
 struct wan_run {
-    char ns[2][48]; /* A, B */
-    bool made[2];
-    int tun[2];
+    struct wan_path p;
     pid_t pid[2]; /* A's and B's commands (their process groups), or 0 */
     const char *cmd[2];
 };
@@ -178,9 +176,9 @@ static int tun_open_in(int nsfd, int selffd)
 }
 
 /* Addresses and links of side k (0 A, 1 B). */
-static int side_configure(const struct wan_run *r, unsigned k, unsigned mtu)
+static int side_configure(const struct wan_path *p, unsigned k, unsigned mtu)
 {
-    const char *ns = r->ns[k];
+    const char *ns = p->ns[k];
     char mtus[16], a4[32], a6[48];
     snprintf(mtus, sizeof(mtus), "%u", mtu);
     snprintf(a4, sizeof(a4), "%s/24", k ? WAN_ADDR_B : WAN_ADDR_A);
@@ -196,65 +194,93 @@ static int side_configure(const struct wan_run *r, unsigned k, unsigned mtu)
 }
 
 /* Both namespaces, their TUN devices and addresses. Returns 0, or 1 (told). */
-static int path_make(struct wan_run *r, const struct wan_conf *c)
+static int path_make(struct wan_path *p, const struct wan_conf *c)
 {
-    int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-    if (self < 0) {
-        perror("ferry bench wan: /proc/self/ns/net");
-        return 1;
-    }
     int rc = 0;
     for (unsigned k = 0; !rc && k < 2; k++) {
-        const char *argv[] = {"ip", "netns", "add", r->ns[k], NULL};
+        const char *argv[] = {"ip", "netns", "add", p->ns[k], NULL};
         if ((rc = run_argv(argv)) != 0) {
-            fprintf(stderr, "ferry bench wan: ip netns add %s failed\n", r->ns[k]);
+            fprintf(stderr, "ferry bench wan: ip netns add %s failed\n", p->ns[k]);
             break;
         }
-        r->made[k] = true;
+        p->made[k] = true;
         char path[96];
-        snprintf(path, sizeof(path), NETNS_DIR "/%s", r->ns[k]);
-        int nsfd = open(path, O_RDONLY | O_CLOEXEC);
-        rc = nsfd < 0 ? -errno : tun_open_in(nsfd, self);
-        if (nsfd >= 0)
-            close(nsfd);
+        snprintf(path, sizeof(path), NETNS_DIR "/%s", p->ns[k]);
+        p->nsfd[k] = open(path, O_RDONLY | O_CLOEXEC);
+        rc = p->nsfd[k] < 0 ? -errno : tun_open_in(p->nsfd[k], p->selffd);
         if (rc < 0) {
-            fprintf(stderr, "ferry bench wan: a TUN device in %s: %s\n", r->ns[k], strerror(-rc));
+            fprintf(stderr, "ferry bench wan: a TUN device in %s: %s\n", p->ns[k], strerror(-rc));
             break;
         }
-        r->tun[k] = rc;
-        rc = side_configure(r, k, c->mtu);
+        p->tun[k] = rc;
+        rc = side_configure(p, k, c->mtu);
         if (rc)
-            fprintf(stderr, "ferry bench wan: cannot configure %s\n", r->ns[k]);
+            fprintf(stderr, "ferry bench wan: cannot configure %s\n", p->ns[k]);
     }
-    close(self);
     return rc ? 1 : 0;
 }
 
-static void path_remove(struct wan_run *r)
+int wan_path_up(struct wan_path *p, const struct wan_conf *c)
 {
-    for (unsigned k = 0; k < 2; k++) {
-        if (r->tun[k] >= 0)
-            close(r->tun[k]);
-        r->tun[k] = -1;
-        if (r->made[k] && netns_del(r->ns[k]))
-            fprintf(stderr, "ferry bench wan: cannot remove namespace %s\n", r->ns[k]);
-        r->made[k] = false;
+    memset(p, 0, sizeof(*p));
+    p->tun[0] = p->tun[1] = p->nsfd[0] = p->nsfd[1] = -1;
+    p->selffd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (p->selffd < 0) {
+        perror("ferry bench wan: /proc/self/ns/net");
+        return 1;
     }
+    clean_stale();
+    for (unsigned k = 0; k < 2; k++)
+        snprintf(p->ns[k], sizeof(p->ns[k]), WAN_NS_PREFIX "%ld-%c", (long)getpid(), "ab"[k]);
+    int st = path_make(p, c);
+    if (!st && !(p->fwd = wan_fwd_start(c, p->tun[0], p->tun[1]))) {
+        perror("ferry bench wan: the forwarder");
+        st = 1;
+    }
+    if (st)
+        wan_path_down(p, true);
+    return st;
+}
+
+int wan_path_enter(struct wan_path *p, enum wan_side side)
+{
+    int fd = side == WAN_SIDE_OWN ? p->selffd : p->nsfd[side];
+    return setns(fd, CLONE_NEWNET) < 0 ? -errno : 0;
+}
+
+void wan_path_down(struct wan_path *p, bool quiet)
+{
+    if (!p->made[0] && p->selffd <= 0)
+        return; /* never made */
+    wan_fwd_stop(p->fwd, quiet);
+    p->fwd = NULL;
+    if (p->selffd > 0)
+        (void)wan_path_enter(p, WAN_SIDE_OWN);
+    for (unsigned k = 0; k < 2; k++) {
+        if (p->tun[k] >= 0)
+            close(p->tun[k]);
+        if (p->nsfd[k] >= 0)
+            close(p->nsfd[k]);
+        p->tun[k] = p->nsfd[k] = -1;
+        if (p->made[k] && netns_del(p->ns[k]))
+            fprintf(stderr, "ferry bench wan: cannot remove namespace %s\n", p->ns[k]);
+        p->made[k] = false;
+    }
+    if (p->selffd > 0)
+        close(p->selffd);
+    p->selffd = 0;
 }
 
 /* /bin/sh -c cmd in side k's namespace, in a process group of its own.
  * Returns its pid, or -errno. */
-static pid_t cmd_start(const struct wan_run *r, unsigned k)
+static pid_t cmd_start(struct wan_run *r, unsigned k)
 {
-    char path[96];
-    snprintf(path, sizeof(path), NETNS_DIR "/%s", r->ns[k]);
     pid_t pid = fork();
     if (pid < 0)
         return -errno;
     if (pid == 0) {
         setpgid(0, 0);
-        int nsfd = open(path, O_RDONLY | O_CLOEXEC);
-        if (nsfd < 0 || setns(nsfd, CLONE_NEWNET) < 0) {
+        if (wan_path_enter(&r->p, k ? WAN_SIDE_B : WAN_SIDE_A)) {
             perror("ferry bench wan: setns");
             _exit(127);
         }
@@ -388,12 +414,12 @@ static int run_on_path(struct wan_run *r, const struct wan_conf *c, const sigset
 {
     char words[160];
     wan_conf_describe(c, words, sizeof(words));
-    fprintf(stderr, "ferry bench wan: ready: A %s (%s %s) <-> B %s (%s %s): %s\n", r->ns[0],
-            WAN_ADDR_A, WAN_ADDR6_A, r->ns[1], WAN_ADDR_B, WAN_ADDR6_B, words);
+    fprintf(stderr, "ferry bench wan: ready: A %s (%s %s) <-> B %s (%s %s): %s\n", r->p.ns[0],
+            WAN_ADDR_A, WAN_ADDR6_A, r->p.ns[1], WAN_ADDR_B, WAN_ADDR6_B, words);
     setenv("FERRY_WAN_A", WAN_ADDR_A, 1);
     setenv("FERRY_WAN_B", WAN_ADDR_B, 1);
-    setenv("FERRY_WAN_NS_A", r->ns[0], 1);
-    setenv("FERRY_WAN_NS_B", r->ns[1], 1);
+    setenv("FERRY_WAN_NS_A", r->p.ns[0], 1);
+    setenv("FERRY_WAN_NS_B", r->p.ns[1], 1);
     for (unsigned k = 2; k-- > 0;) { /* B first */
         if (!r->cmd[k])
             continue;
@@ -410,7 +436,8 @@ static int run_on_path(struct wan_run *r, const struct wan_conf *c, const sigset
 int wan_main(int argc, char **argv)
 {
     struct wan_conf c;
-    struct wan_run r = {.tun = {-1, -1}};
+    struct wan_run r;
+    memset(&r, 0, sizeof(r));
     wan_conf_init(&c);
     int st = wan_opts(argc, argv, &c, &r);
     if (st >= 0)
@@ -426,20 +453,12 @@ int wan_main(int argc, char **argv)
     sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGCHLD);
     sigprocmask(SIG_BLOCK, &set, NULL);
-    clean_stale();
-    for (unsigned k = 0; k < 2; k++)
-        snprintf(r.ns[k], sizeof(r.ns[k]), WAN_NS_PREFIX "%ld-%c", (long)getpid(), "ab"[k]);
-    struct wan_fwd *f = NULL;
-    st = path_make(&r, &c);
-    if (!st && !(f = wan_fwd_start(&c, r.tun[0], r.tun[1]))) {
-        perror("ferry bench wan: the forwarder");
-        st = 1;
-    }
-    if (!st)
-        st = run_on_path(&r, &c, &set);
+    st = wan_path_up(&r.p, &c);
+    if (st)
+        return st;
+    st = run_on_path(&r, &c, &set);
     cmd_stop(r.pid[0]);
     cmd_stop(r.pid[1]);
-    wan_fwd_stop(f, false);
-    path_remove(&r);
+    wan_path_down(&r.p, false);
     return st;
 }

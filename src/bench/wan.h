@@ -107,6 +107,34 @@ struct wan_fwd *wan_fwd_start(const struct wan_conf *c, int fd_a, int fd_b);
  * (unless quiet), and free it (not the descriptors). NULL is a no-op. */
 void wan_fwd_stop(struct wan_fwd *f, bool quiet);
 
+/* A path up: its namespaces (A, B), their TUN descriptors, the forwarder.
+ * Caller storage; zero it before wan_path_up(). */
+struct wan_path {
+    char ns[2][48]; /* WAN_NS_PREFIX<pid>-a, -b */
+    bool made[2];
+    int tun[2];
+    int nsfd[2]; /* the namespaces, for wan_path_enter() */
+    int selffd;  /* this process's own namespace */
+    struct wan_fwd *fwd;
+};
+enum wan_side { WAN_SIDE_A, WAN_SIDE_B, WAN_SIDE_OWN };
+
+/* Make the path c says: remove a crashed run's namespaces, make A and B
+ * with their TUN devices, addresses and TCP buffer maxima, start the
+ * forwarder. Needs root and /dev/net/tun. Returns 0, or 1 after telling
+ * why on stderr (what was made is removed again). */
+int wan_path_up(struct wan_path *p, const struct wan_conf *c);
+
+/* Move the calling thread into a side's namespace: sockets it opens, the
+ * threads and the processes it starts from then on are there. Returns 0
+ * or -errno. */
+int wan_path_enter(struct wan_path *p, enum wan_side side);
+
+/* Stop the forwarder (its counts on stderr unless quiet), close the TUN
+ * devices, remove both namespaces; the calling thread goes back to its
+ * own namespace. A path never made (zeroed) is a no-op. */
+void wan_path_down(struct wan_path *p, bool quiet);
+
 /* `ferry bench wan [options]`: argv[0] is "wan". Returns the exit status. */
 int wan_main(int argc, char **argv);
 
