@@ -441,6 +441,6 @@ int bench_main(int argc, char **argv)
         st = run_all(&b, &sh, sc, restart, target);
     targets_stop(b.t);
     tls_ctx_free(b.route.tls);
-    wan_path_down(&wan, o->json);
+    wan_path_down(&wan, false);
     return st;
 }

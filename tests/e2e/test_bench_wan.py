@@ -164,3 +164,42 @@ def test_usage_errors():
         assert "ferry bench wan" in r.stderr
     r = wan("--help")
     assert r.returncode == 0 and "--in-a" in r.stdout and "--rate" in r.stdout
+
+
+def bench_json(*args, timeout=120):
+    r = subprocess.run(
+        [ferrylib.ferry_bin(), "bench", *args, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=ferrylib.ferry_env(),
+    )
+    assert "Sanitizer" not in r.stderr, r.stderr
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1]), r.stderr
+
+
+@needs_root
+def test_bench_tunnel_and_direct_over_the_path():
+    """--wan: a tunnel's client in A, its server and the echo in B; and
+    --direct: plain TCP from A to the echo in B. Bytes intact, the path's
+    packets counted, nothing left behind."""
+    before = netns_now()
+    for mode in (["--tunnel", "h2"], ["--direct"]):
+        res, err = bench_json(
+            "throughput", *mode, "--wan", "delay=2ms,rate=200mbit", "--connections", "1",
+            "--runs", "1", "--warmup", "0.2", "--duration", "0.5",
+        )
+        text = json.dumps(res)
+        assert "over an emulated path (delay=2ms,rate=200mbit)" in text, text
+        m = counts(err, "A->B")
+        assert m["in"] > 100 and m["out"] > 0, err
+    assert netns_now() <= before
+
+
+def test_bench_wan_usage_errors():
+    for args in (["--wan", "delay=25"], ["--wan", "rate=1gbit", "--proxy", "127.0.0.1:1080"]):
+        r = subprocess.run([ferrylib.ferry_bin(), "bench", "throughput", *args],
+                           capture_output=True, text=True, timeout=30, env=ferrylib.ferry_env())
+        assert r.returncode == 2, (args, r.stderr)
+        assert "--wan" in r.stderr
