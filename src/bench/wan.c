@@ -311,7 +311,7 @@ static void cmd_stop(pid_t pid)
     waitpid(pid, NULL, 0);
 }
 
-/* Wait for the end: A's command exits (its status), or a signal (1), or,
+/* Wait for the end: A's command exits (its status), or SIGINT/SIGTERM/SIGHUP (128 + it), or,
  * without an A command, B's command exits (its status). */
 static int wait_end(struct wan_run *r, const sigset_t *set)
 {
