@@ -220,6 +220,40 @@ static int path_make(struct wan_path *p, const struct wan_conf *c)
     return rc ? 1 : 0;
 }
 
+/* The janitor: waits until the pipe's write end is gone (this process
+ * ended), then removes the namespaces still there. */
+static void janitor_start(struct wan_path *p)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) < 0)
+        return;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[1]);
+        setpgid(0, 0); /* a ^C to the bench's group does not reach it */
+        struct sigaction sa = {.sa_handler = SIG_IGN};
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+        char byte;
+        while (read(fds[0], &byte, 1) < 0 && errno == EINTR)
+            ;
+        for (unsigned k = 0; k < 2; k++) {
+            char path[96];
+            snprintf(path, sizeof(path), NETNS_DIR "/%s", p->ns[k]);
+            if (access(path, F_OK) == 0)
+                (void)netns_del(p->ns[k]);
+        }
+        _exit(0);
+    }
+    close(fds[0]);
+    if (pid < 0) {
+        close(fds[1]);
+        return;
+    }
+    p->janitor = pid;
+    p->janitor_fd = fds[1];
+}
+
 int wan_path_up(struct wan_path *p, const struct wan_conf *c)
 {
     memset(p, 0, sizeof(*p));
@@ -232,6 +266,7 @@ int wan_path_up(struct wan_path *p, const struct wan_conf *c)
     clean_stale();
     for (unsigned k = 0; k < 2; k++)
         snprintf(p->ns[k], sizeof(p->ns[k]), WAN_NS_PREFIX "%ld-%c", (long)getpid(), "ab"[k]);
+    janitor_start(p);
     int st = path_make(p, c);
     if (!st && !(p->fwd = wan_fwd_start(c, p->tun[0], p->tun[1]))) {
         perror("ferry bench wan: the forwarder");
@@ -269,6 +304,12 @@ void wan_path_down(struct wan_path *p, bool quiet)
     if (p->selffd > 0)
         close(p->selffd);
     p->selffd = 0;
+    if (p->janitor_fd > 0) { /* nothing left for it: it ends */
+        close(p->janitor_fd);
+        while (waitpid(p->janitor, NULL, 0) < 0 && errno == EINTR)
+            ;
+    }
+    p->janitor_fd = 0;
 }
 
 /* /bin/sh -c cmd in side k's namespace, in a process group of its own.

@@ -116,13 +116,17 @@ struct wan_path {
     int nsfd[2]; /* the namespaces, for wan_path_enter() */
     int selffd;  /* this process's own namespace */
     struct wan_fwd *fwd;
+    int janitor_fd; /* the write end of the janitor's pipe (0: none) */
+    pid_t janitor;  /* removes the namespaces once this process is gone */
 };
 enum wan_side { WAN_SIDE_A, WAN_SIDE_B, WAN_SIDE_OWN };
 
 /* Make the path c says: remove a crashed run's namespaces, make A and B
  * with their TUN devices, addresses and TCP buffer maxima, start the
- * forwarder. Needs root and /dev/net/tun. Returns 0, or 1 after telling
- * why on stderr (what was made is removed again). */
+ * forwarder. A janitor process (out of the terminal's process group)
+ * removes the namespaces when this process ends however it ends (a signal,
+ * a crash): it waits for the end of a pipe only this process holds. Needs root and /dev/net/tun.
+ * Returns 0, or 1 after telling why on stderr (what was made is removed again). */
 int wan_path_up(struct wan_path *p, const struct wan_conf *c);
 
 /* Move the calling thread into a side's namespace: sockets it opens, the

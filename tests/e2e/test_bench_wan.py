@@ -2,8 +2,9 @@
 """`ferry bench wan`: the emulated wide-area path between two namespaces.
 
 Each test runs the real binary with probes (wan_probe.py) on both sides:
-the namespaces exist while it runs and are gone after (and after SIGTERM;
-a crashed run's are removed at the next start), a ping-like UDP RTT is
+the namespaces exist while it runs and are gone after (after SIGTERM, and
+after SIGKILL by its janitor; a crashed run's are removed at the next
+start), a ping-like UDP RTT is
 near twice the configured delay, loss of 100 % drops everything and 0 %
 nothing, and a TCP transfer each way through a rate-capped path is intact
 and no faster than the cap. Needs root and /dev/net/tun (skipped
@@ -19,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -154,6 +156,29 @@ def test_sigterm_removes_everything_and_stale_ones_go():
     finally:
         if stale in netns_now():
             subprocess.run(["ip", "netns", "del", stale])
+
+
+@needs_root
+def test_sigkill_leaves_nothing():
+    """Even a run killed outright leaves no namespace: its janitor removes them."""
+    p = subprocess.Popen(
+        [ferrylib.ferry_bin(), "bench", "wan"], stderr=subprocess.PIPE, text=True,
+        env=ferrylib.ferry_env(),
+    )
+    line = ""
+    for _ in range(50):
+        line = p.stderr.readline()
+        if "ready:" in line or not line:
+            break
+    mine = ours(line)
+    assert len(mine) == 2 and mine <= netns_now(), line
+    p.kill()
+    p.communicate(timeout=20)
+    for _ in range(100):
+        if not mine & netns_now():
+            break
+        time.sleep(0.05)
+    assert not mine & netns_now()
 
 
 def test_usage_errors():
