@@ -79,6 +79,8 @@ struct wan_shaper {
     uint64_t last_release_ns;
     uint64_t in, passed, lost, tail_dropped, full_dropped, write_failed;
     uint64_t bytes_in;
+    uint64_t queued_ns;            /* the sum over passed packets of their wait for the link */
+    uint64_t late_ns, late_max_ns; /* the forwarder's: written after the release time */
 };
 
 /* Start a direction (dir 0 or 1 gives two different PRNG streams of one

@@ -83,6 +83,9 @@ static uint64_t dir_release(struct wan_dir *d, uint64_t now)
          * that packet, as on a real link */
         if (write(d->out_fd, d->buf + (size_t)i * d->slot_size, d->slot[i].len) < 0)
             d->sh.write_failed++;
+        uint64_t late = now - d->slot[i].release_ns;
+        d->sh.late_ns += late;
+        d->sh.late_max_ns = MAX(d->sh.late_max_ns, late);
         d->head++;
     }
     return UINT64_MAX;
@@ -231,6 +234,13 @@ void wan_fwd_stop(struct wan_fwd *f, bool quiet)
             (unsigned long long)(s->passed - (f->dir[k].tail - f->dir[k].head) - s->write_failed),
             (unsigned long long)s->lost, (unsigned long long)s->tail_dropped,
             (unsigned long long)s->full_dropped, (unsigned long long)s->write_failed);
+        uint64_t n = s->passed ? s->passed : 1;
+        fprintf(stderr,
+                "ferry bench wan: %s: waited for the link %.3f ms on average; written %.3f ms "
+                "after the release time on average (%.3f ms at most: the forwarder's own "
+                "delay)\n",
+                f->dir[k].name, (double)s->queued_ns / 1e6 / (double)n,
+                (double)s->late_ns / 1e6 / (double)n, (double)s->late_max_ns / 1e6);
     }
     fwd_free(f);
 }

@@ -206,6 +206,7 @@ enum wan_verdict wan_shaper_admit(struct wan_shaper *s, uint64_t now_ns, size_t 
         /* the time the packet's bits take on the link (len < 2^16: no overflow) */
         uint64_t bits_ns = (uint64_t)len * 8 * 1000000000u;
         depart = s->link_free_ns = start + bits_ns / c->rate_bps;
+        s->queued_ns += start - now_ns;
     }
     uint64_t delay = c->delay_ns;
     if (c->jitter_ns) {
