@@ -128,6 +128,7 @@ static void test_rate_and_queue(void **state)
     }
     assert_int_equal(passed, 6); /* starts at 0..5 ms: waits of 0..5 ms */
     assert_true(s.tail_dropped == 14);
+    assert_true(s.queued_ns == 15 * MS); /* waits of 0 + 1 + ... + 5 ms */
     /* once the link has drained, packets pass again at once */
     assert_int_equal(wan_shaper_admit(&s, 100 * MS, 1500, &rel), WAN_PASS);
     assert_true(rel == 111 * MS);
