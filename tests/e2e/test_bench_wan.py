@@ -228,3 +228,16 @@ def test_bench_wan_usage_errors():
                            capture_output=True, text=True, timeout=30, env=ferrylib.ferry_env())
         assert r.returncode == 2, (args, r.stderr)
         assert "--wan" in r.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
+                    reason="needs root to drop to an unprivileged user with setpriv")
+def test_without_root_it_says_so():
+    drop = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"]
+    r = subprocess.run(drop + [ferrylib.ferry_bin(), "bench", "wan", "--delay", "1ms"],
+                       capture_output=True, text=True, timeout=30, env=ferrylib.ferry_env())
+    assert r.returncode == 77 and "needs root" in r.stderr, r.stderr
+    r = subprocess.run(drop + [ferrylib.ferry_bin(), "bench", "throughput", "--direct", "--wan",
+                               "delay=1ms"],
+                       capture_output=True, text=True, timeout=30, env=ferrylib.ferry_env())
+    assert r.returncode == 1 and "--wan needs root" in r.stderr, r.stderr
