@@ -96,6 +96,14 @@ Options:
                                  517-byte ClientHello, a Minecraft handshake,
                                  a 1812-byte ClientHello in 2 segments and in
                                  2 TLS records; held connections' memory
+  --wan SPEC          the tunnel group over an emulated wide-area path
+                     (`ferry bench --wan SPEC`, root; e.g.
+                     delay=25ms,rate=1gbit): ferry-tunnel and direct (plain
+                     TCP, added as the reference) put the clients in
+                     namespace A and the tunnel's server and the echo in B;
+                     what this script starts itself (ferry, ssh-d,
+                     ss-libev-aes) is not placed on the path yet and is
+                     reported as not run
   --targets LIST     targets, comma separated: direct, ferry, dante,
                      microsocks, ss-libev, haproxy, tinyproxy, squid, for
                      the hop group ferry-ferry, ferry-dante, dante-dante,
@@ -152,6 +160,7 @@ TARGETS_ARG=""
 OUT=""
 RESULTS=""
 KEEP=0
+WAN=""
 TREEMON=0
 BUILD_HEAD=0
 DRY_RUN=0
@@ -171,6 +180,8 @@ while [ $# -gt 0 ]; do
     --out=*) OUT=${1#*=} ;;
     --results) RESULTS=${2:?--results needs a file}; shift ;;
     --results=*) RESULTS=${1#*=} ;;
+    --wan) WAN=${2:?--wan needs a path, e.g. delay=25ms,rate=1gbit}; shift ;;
+    --wan=*) WAN=${1#*=} ;;
     --keep) KEEP=1 ;;
     --treemon) TREEMON=1 ;;
     --build-head) BUILD_HEAD=1 ;;
@@ -820,6 +831,8 @@ HOP_TARGETS=direct,ferry,ferry-ferry,dante,ferry-dante,dante-dante
 HTTPS_TARGETS=ferry,ferry-tls-h1,ferry-tls-h2,stunnel,squid-https,nghttpx
 TUNNEL_TARGETS=ferry,ferry-tunnel,ferry-tunnel-wss,ssh-d,ss-libev-aes
 EDGE_TARGETS=ferry-edge,haproxy-edge,nginx-edge
+# Over --wan, plain TCP across the same path is the reference.
+if [ -n "$WAN" ]; then TUNNEL_TARGETS=direct,$TUNNEL_TARGETS; fi
 # What the bench speaks to each TLS target of the https group.
 declare -A HTTPS_PROTO=([ferry-tls-h1]=h1 [ferry-tls-h2]=h2 [stunnel]=h1 [squid-https]=h1 [nghttpx]=h2)
 VARIANTS=()
@@ -952,6 +965,12 @@ if [ "$DRY_RUN" = 1 ]; then
             [ "$vhow" = tunnel ] && [ -n "${TUNNEL[$t]:-}" ] && chain=" --tunnel ${TUNNEL[$t]}"
             [ "$vhow" = edge ] && chain=" --proxy-workers $EDGE_WORKERS"
             [ "$vhow" = edge ] && [ "$t" != ferry-edge ] && chain=" --edge-target ADDR --target-port PORT --proxy-pid PID"
+            if [ -n "$WAN" ] && [ "$vhow" = tunnel ]; then
+                case $t in
+                direct | ferry-tunnel) chain="$chain --wan $WAN" ;;
+                *) chain="$chain (not run over --wan)" ;;
+                esac
+            fi
             echo "run: $vname $t: ferry bench $scen --runs 1 --json --allow-failures --duration $DURATION --warmup $WARMUP${vopts:+ $vopts}$chain ($vhow)"
         done
     done
@@ -1188,6 +1207,12 @@ for ((round = 1; round <= ROUNDS; round++)); do
             proxy | http) args+=(--proxy "${ADDR[$t]}" --proxy-pid "${PIDS[$t]}") ;;
             relay) args+=(--relay "${ADDR[$t]}" --target-port "$ECHO_PORT" --proxy-pid "${PIDS[$t]}") ;;
             esac
+            if [ -n "$WAN" ] && [ "$vhow" = tunnel ]; then
+                case $mode in
+                direct | self) args+=(--wan "$WAN") ;;
+                *) err="${err:-not run over --wan: only the self-hosted tunnel and direct are placed across the emulated path yet}" ;;
+                esac
+            fi
             # shellcheck disable=SC2206
             if [ -n "$vopts" ]; then args+=($vopts); fi
             # shellcheck disable=SC2206

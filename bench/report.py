@@ -1526,6 +1526,15 @@ class Report:
             L.append("")
         self.bench_notes(L, [(v, t) for v in vs for t in EDGE_TARGETS],
                          label=lambda v, t: f"{V[v]['title']}, {LABELS[t]}")
+    def section_wan(self, L):
+        """The emulated wide-area path (`ferry bench wan`): measured with its
+        own commands, not by this harness; bench/wan-path.md is kept verbatim
+        so that a new report does not lose it."""
+        frag = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wan-path.md")
+        if os.path.exists(frag):
+            with open(frag, encoding="utf-8") as f:
+                L.extend(f.read().rstrip("\n").split("\n"))
+            L.append("")
 
     def section_tunnel(self, L):
         vs = [v for v in TUNNEL_VARIANTS if self.has(v)]
@@ -1869,6 +1878,7 @@ class Report:
         self.section_stall(L)
         self.section_tunnel(L)
         self.section_edge(L)
+        self.section_wan(L)
 
         L.append("## Reproduce")
         L.append("")

@@ -32,6 +32,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "bench/wan.h"
 #include "core/loop.h"
 #include "proto/socks5.h"
 #include "util/addr.h"
@@ -75,6 +76,8 @@ struct bench_opts {
     uint8_t https_proxy;      /* --https-proxy: enum https_proxy_mode (TLS to the proxy) */
     unsigned stalled;         /* throughput, h2: streams that send a burst and never read */
     uint8_t tunnel;           /* --tunnel: enum tunnel_mode (a self-hosted client + server) */
+    const char *wan;          /* --wan SPEC: an emulated path (bench/wan.h), or NULL */
+    struct wan_conf wan_conf; /* with wan: what SPEC says */
     const char *proxy_cacert; /* --proxy-cacert FILE: an external TLS proxy's CA */
     const char *proxy_pin;    /* --proxy-pin sha256//...: an external TLS proxy's pin */
     unsigned nrules;          /* rules: how many synthetic rules */
@@ -183,12 +186,15 @@ int bench_params_check(const struct bench_opts *o, char *msg, size_t cap);
 /* ---- targets (target.c, target_stream.c) ---- */
 struct targets;
 /* Start echo listeners (nports of them; the first on port if non-zero),
- * the HTTP server and the UDP echo on 127.0.0.1, in their own thread.
+ * the HTTP server and the UDP echo on ip (127.0.0.1, or with --wan the
+ * path's B address, started in B), in their own thread.
  * With udp_gro the UDP echo takes a run of datagrams its sender segmented
  * (UDP_SEGMENT) in one read and answers it with the same run. Every echo
  * port is also a sink, a source and the HTTP server, chosen by the
- * client's first bytes (SINK_MAGIC_*, "GET "). */
-struct targets *targets_start(uint16_t port, unsigned nports, size_t download_size, bool udp_gro);
+ * client's first bytes (SINK_MAGIC_*, "GET "). They listen on ip (127.0.0.1,
+ * or B's address of a --wan path). */
+struct targets *targets_start(const char *ip, uint16_t port, unsigned nports, size_t download_size,
+                              bool udp_gro);
 /* `ferry bench sink`: the same servers on one address: TCP (echo, sink,
  * source, HTTP by the first bytes) and the UDP echo on at's port (0: any
  * free one; the TCP port is then also the UDP port). NULL after telling
@@ -434,6 +440,7 @@ bool proc_sample(pid_t pid, struct proc_sample *out);
 struct bench {
     struct bench_opts o;
     struct targets *t;
+    struct wan_path *wan;        /* --wan: the path up (clients in A, the rest in B), or NULL */
     struct route route;          /* dst = echo 0 */
     pid_t pids[BENCH_MAX_CHAIN]; /* the proxy's processes (ss-local + ss-server, a chain) */
     unsigned npids;              /* 0: CPU and memory unknown */

@@ -23,6 +23,7 @@
 #include "bench/options.h"
 #include "bench/proc.h"
 #include "bench/report.h"
+#include "bench/wan.h"
 #include "config/outbound.h"
 #include "crypto/fcrypto.h"
 #include "tls/tls.h"
@@ -96,8 +97,14 @@ static int self_start(struct bench *b, struct self_host *sh)
             .auth_extra = sh->auth_extra,
             .tls = (i == 0 && o->https_proxy) || (o->tunnel && i == n - 1),
             .ws_path = o->tunnel == TUNNEL_WSS ? BENCH_WS_PATH : NULL,
+            /* --wan: the last ferry in B, on the path's address */
+            .listen_ip = b->wan && i == n - 1 ? WAN_ADDR_B : NULL,
         };
-        int rc = child_start(&sh->hop[i], o->ferry, &cc);
+        int rc = b->wan ? wan_path_enter(b->wan, i == n - 1 ? WAN_SIDE_B : WAN_SIDE_A) : 0;
+        if (!rc)
+            rc = child_start(&sh->hop[i], o->ferry, &cc);
+        if (b->wan)
+            (void)wan_path_enter(b->wan, WAN_SIDE_A); /* the clients' side */
         if (rc) {
             if (o->tunnel)
                 fprintf(stderr, "ferry bench: cannot start %s (the tunnel's %s): %s\n", o->ferry,
@@ -371,12 +378,34 @@ static int run_all(struct bench *b, struct self_host *sh, const struct bench_sce
     return rc ? 1 : 0;
 }
 
+/* --wan: the path up, this thread in B (where the targets start). Returns
+ * 0, or 1 (told). */
+static int wan_setup(struct bench *b, struct wan_path *p)
+{
+    if (geteuid() != 0 || access("/dev/net/tun", R_OK | W_OK) < 0) {
+        fputs("ferry bench: --wan needs root and /dev/net/tun\n", stderr);
+        return 1;
+    }
+    if (wan_path_up(p, &b->o.wan_conf))
+        return 1;
+    b->wan = p;
+    if (wan_path_enter(p, WAN_SIDE_B)) {
+        perror("ferry bench: setns");
+        wan_path_down(p, true);
+        b->wan = NULL;
+        return 1;
+    }
+    return 0;
+}
+
 int bench_main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "sink"))
         return bench_sink_main(argc - 1, argv + 1);
     static struct bench_cli cli; /* large: not on the stack */
     static struct self_host sh;
+    if (argc > 1 && strcmp(argv[1], "wan") == 0)
+        return wan_main(argc - 1, argv + 1);
     struct bench b;
     memset(&b, 0, sizeof(b));
     int st = bench_opts_parse(argc, argv, &b.o, &cli);
@@ -396,10 +425,18 @@ int bench_main(int argc, char **argv)
     /* Enough echo ports that the proxy's outgoing connections (one source
      * address) do not run out of ephemeral ports. */
     unsigned ports = (sc->flags & SCF_HOLDS) ? MIN(16u, 1 + o->connections / 20000) : 1;
-    b.t = o->has_target ? targets_remote(&o->target)
-                        : targets_start(o->target_port, ports, o->download_size, o->echo_gro);
-    if (!b.t)
+    static struct wan_path wan;
+    if (o->wan && wan_setup(&b, &wan))
         return 1;
+    b.t = o->has_target ? targets_remote(&o->target)
+                        : targets_start(b.wan ? WAN_ADDR_B : "127.0.0.1", o->target_port, ports,
+                                        o->download_size, o->echo_gro);
+    if (b.wan)
+        (void)wan_path_enter(b.wan, WAN_SIDE_A); /* the clients' side */
+    if (!b.t) {
+        wan_path_down(&wan, true);
+        return 1;
+    }
     memset(&sh, 0, sizeof(sh));
     sh.extra = cli.proxy_conf;
     /* A connections run measures what holding connections costs a proxy
@@ -408,9 +445,14 @@ int bench_main(int argc, char **argv)
     bool restart = o->mode == BENCH_SELF && (sc->flags & SCF_COLD);
     char target[512];
     st = route_setup(&b, &sh, restart, target, sizeof(target));
+    if (!st && b.wan) {
+        size_t len = strlen(target);
+        snprintf(target + len, sizeof(target) - len, ", over an emulated path (%s)", o->wan);
+    }
     if (!st)
         st = run_all(&b, &sh, sc, restart, target);
     targets_stop(b.t);
     tls_ctx_free(b.route.tls);
+    wan_path_down(&wan, false);
     return st;
 }

@@ -20,8 +20,7 @@
  */
 #include "bench/options.h"
 
-#include "bench/edge.h"
-
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
@@ -31,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/edge.h"
+#include "bench/wan.h"
 #include "config/outbound.h"
 #include "util/addr.h"
 #include "util/compiler.h"
@@ -68,6 +69,8 @@ static const char usage[] =
     "                connect, a canned first message, 1 byte back from the backend\n"
     "                the host routes to, close; conn/s, latency, misrouted, errors,\n"
     "                CPU per 1,000; --hold N: proxy memory per 10,000 idle (below)\n"
+    "  wan           not a scenario: an emulated wide-area path (delay, loss, rate)\n"
+    "                between two network namespaces: ferry bench wan --help\n"
     "\n"
     "What to measure:\n"
     "  (default)            a ferry child (this binary, or --ferry PATH), SOCKS5 or, with\n"
@@ -192,6 +195,11 @@ static const char usage_options2[] =
     "                       are those of both.\n"
     "  --tunnel wss         the same, the HTTP/2 connection inside a WebSocket (RFC\n"
     "                       6455) on /tunnel: `ferry client wss://ADDR/tunnel socks`\n"
+    "  --wan SPEC           behind an emulated wide-area path (root; see ferry bench wan\n"
+    "                       --help), e.g. delay=25ms,loss=1%,rate=1gbit: the clients\n"
+    "                       (and a --tunnel's client, a chain's first ferries) in\n"
+    "                       namespace A, the last self-hosted ferry and the targets in\n"
+    "                       B; with --direct, plain TCP from A to the targets in B\n"
     "  --proxy-workers N    workers of the self-hosted ferry (default: its own; 1..256)\n"
     "  --proxy-set K=V      extra config line for each self-hosted ferry (repeatable)\n"
     "  --target-port P      fixed port for the echo target (default: any free port)\n"
@@ -515,6 +523,25 @@ static int set_https_proxy(const struct optdef *d, const char *arg, struct bench
     return 0;
 }
 
+/* --wan SPEC: the path's parameters (bench/wan.h), read now so a typo is a
+ * usage error before anything starts. */
+static int set_wan(const struct optdef *d, const char *arg, struct bench_opts *o,
+                   struct bench_cli *c)
+{
+    (void)c;
+    const char *bad;
+    wan_conf_init(&o->wan_conf);
+    int rc = wan_conf_parse(&o->wan_conf, arg, &bad);
+    if (rc) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "%s: bad item '%.40s'%s (see ferry bench wan --help)", d->name,
+                 bad, rc == -ERANGE ? " (out of range)" : "");
+        return usage_error(msg);
+    }
+    o->wan = arg;
+    return 0;
+}
+
 /* --tunnel h2 | wss. */
 static int set_tunnel(const struct optdef *d, const char *arg, struct bench_opts *o,
                       struct bench_cli *c)
@@ -744,6 +771,7 @@ static const struct optdef optdefs[] = {
     {.name = "--http-proxy", ARG, .set = set_http_proxy},
     {.name = "--https-proxy", ARG, .set = set_https_proxy},
     {.name = "--tunnel", ARG, .set = set_tunnel},
+    {.name = "--wan", ARG, .set = set_wan},
     {.name = "--stalled", ARG, .set = set_count, FIELD(F_UNSIGNED, stalled), RANGE(0, 10000, "")},
     {.name = "--proxy-cacert", ARG, .set = set_proxy_tls},
     {.name = "--proxy-pin", ARG, .set = set_proxy_tls},
@@ -1032,6 +1060,9 @@ static int check_combination(struct bench_opts *o, struct bench_cli *c)
         return 2;
     if (check_tunnel(o, sc) || check_open_loop(o, c) || check_off_host(o))
         return 2;
+    if (o->wan && (o->mode == BENCH_PROXY || o->mode == BENCH_RELAY || (sc->flags & SCF_NO_PROXY)))
+        return usage_error("--wan puts the self-hosted ferries (or, with --direct, the targets) "
+                           "behind an emulated path: not with --proxy, --relay or rules");
     if (o->http_proxy &&
         ((sc->flags & SCF_UDP) || o->mode == BENCH_DIRECT || o->mode == BENCH_RELAY))
         return usage_error("--http-proxy needs a proxy (self-hosted or --proxy) and a TCP "

@@ -208,9 +208,12 @@ int child_conf_format(char *buf, size_t cap, const struct child_conf *cc)
     if (cap == 0)
         return -1;
     buf[0] = '\0';
-    PUT("# written by ferry bench\nlisten = %s127.0.0.1:0%s%s%s\n", cc->tls ? "tls://" : "",
+    PUT("# written by ferry bench\nlisten = %s%s:0%s%s%s\n", cc->tls ? "tls://" : "",
+        cc->listen_ip ? cc->listen_ip : "127.0.0.1",
         cc->next && cc->next_pin ? " protocols=socks5+socks4+http" : "",
         cc->ws_path && !cc->next ? " websocket=" : "", cc->ws_path && !cc->next ? cc->ws_path : "");
+    if (cc->listen_ip) /* a namespace of the bench's own (--wan): nobody else reaches it */
+        PUT("open_proxy = yes\n");
     if (cc->workers)
         PUT("workers = %u\n", cc->workers);
     if (cc->next)
@@ -227,6 +230,8 @@ int child_conf_format(char *buf, size_t cap, const struct child_conf *cc)
     if (cc->userlist)
         PUT("[auth]\nuserlist = users\n%s%s", cc->auth_extra ? cc->auth_extra : "",
             cc->auth_extra && *cc->auth_extra ? "\n" : "");
+    if (cc->listen_ip) /* the targets listen beside it: its own address, protected otherwise */
+        PUT("[rules]\nallow to %s/32\n", cc->listen_ip);
     if (cc->tls)
         PUT("[tls]\ncert = %s/cert.pem\nkey = %s/key.pem\n", cc->tls_dir ? cc->tls_dir : ".",
             cc->tls_dir ? cc->tls_dir : ".");

@@ -35,6 +35,9 @@ struct child_conf {
     bool tls;                /* a TLS listener with a throwaway certificate (--https-proxy) */
     const char *ws_path;     /* --tunnel wss: the WebSocket's path on the server's listener
                                 (websocket=PATH) and the client's outbound; NULL: none */
+    const char *listen_ip;   /* the listener's address, with open_proxy = yes (a --wan
+                                namespace's) and a rule allowing it as a destination
+                                (the targets listen there too); NULL: 127.0.0.1 */
     const char *tls_dir;     /* child_conf_format: where cert.pem and key.pem are (with tls) */
     const char *sections;    /* more sections, after all others (e.g. an [edge]), or NULL */
 };

@@ -337,12 +337,16 @@ static struct targets *targets_run(struct targets *t)
     return t;
 }
 
-struct targets *targets_start(uint16_t port, unsigned nports, size_t download_size, bool udp_gro)
+struct targets *targets_start(const char *ip, uint16_t port, unsigned nports, size_t download_size,
+                              bool udp_gro)
 {
     struct targets *t = calloc(1, sizeof(*t));
     if (!t)
         return NULL;
-    addr_parse_ip("127.0.0.1", port, &t->bind);
+    if (addr_parse_ip(ip, port, &t->bind)) {
+        free(t);
+        return NULL;
+    }
     t->nports = nports < 1 ? 1 : MIN(nports, ECHO_MAX_PORTS);
     t->download_size = download_size;
     t->udp_gro = udp_gro;

@@ -831,8 +831,9 @@ def test_report_renders_the_cost_of_a_hop(tmp_path):
     md = out.read_text()
     lines = md.splitlines()
     start = lines.index("## The cost of a hop")
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
     rows = {l.split("|")[1].strip(): [c.strip() for c in l.split("|")[2:-1]]
-            for l in lines[start:] if l.startswith("| ") and not l.startswith("| path")}
+            for l in lines[start:end] if l.startswith("| ") and not l.startswith("| path")}
     assert list(rows) == ["direct (no proxy)", "ferry", "ferry → ferry", "Dante", "ferry → Dante",
                           "Dante → Dante"]
     assert rows["ferry → ferry"][0] == "2" and rows["ferry"][0] == "1"
