@@ -447,8 +447,7 @@ static void hs_submit(struct ho_conn *hc, struct ho_stream *s)
             (nghttp2_nv){(uint8_t *)kscheme, (uint8_t *)vscheme, 7, 5, NGHTTP2_NV_FLAG_NONE};
         nv[nnv++] = (nghttp2_nv){(uint8_t *)kpath, (uint8_t *)s->xpath, 5, strlen(s->xpath),
                                  NGHTTP2_NV_FLAG_NONE};
-    }
-    else if (!c)
+    } else if (!c)
         nnv += h2out_user_headers(nv + nnv, s->uproto, s->upath);
     if (o->user) {
         memcpy(cred, "Basic ", 6);

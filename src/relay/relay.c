@@ -113,8 +113,8 @@ static void relay_config_changed(struct worker *w)
     h2rev_close_all(); /* reverse listeners go: the client registers again */
     outbound_h2_config_changed(w);
     outbound_h2rev_config_changed(w); /* worker 0 registers the reverse remotes */
-    udp_tunnel_start(); /* udp/'s hook for datagrams through a tunnel */
-    front_udp_apply(w); /* [udp] forward = ... (worker 0) */
+    udp_tunnel_start();               /* udp/'s hook for datagrams through a tunnel */
+    front_udp_apply(w);               /* [udp] forward = ... (worker 0) */
     const struct config *cfg = w->cur->cfg;
     struct auth *a = atomic_load(&w->sh->auth);
     if (w->auth || !a || !config_auth_enabled(cfg))

@@ -203,11 +203,12 @@ static void test_names_and_sections(void **state)
     expect_msg(x, 1, "%s:2: outbound name 'a b': letters, digits, '-', '_' and '.' only", x->path);
     expect_msg(x, 2, "%s:3: [outbound] needs a name: [outbound NAME]", x->path);
     expect_msg(x, 3, "%s:6: outbound a.url: set twice in this section", x->path);
-    expect_msg(x, 4,
-               "%s:7: outbound a.secret: unknown key (known: url, members, strategy, "
-               "health_check, health_target, backoff, connect_timeout, pin, ca_file, "
-               "credentials_file, source, device, ip_preference, mux, tunnel_wait, reverse, websocket)",
-               x->path);
+    expect_msg(
+        x, 4,
+        "%s:7: outbound a.secret: unknown key (known: url, members, strategy, "
+        "health_check, health_target, backoff, connect_timeout, pin, ca_file, "
+        "credentials_file, source, device, ip_preference, mux, tunnel_wait, reverse, websocket)",
+        x->path);
     expect_msg(x, 5, "%s:8: [outbound a] is defined twice (at %s:4)", x->path, x->path);
 }
 
