@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "acl/rules.h"
 #include "config/config.h"
@@ -64,15 +65,19 @@ extern const struct key *const config_keys;
 extern const size_t config_nkeys;
 
 /* "FILE:LINE: KEY: message" (or "FILE:LINE: message" when key is NULL) into
- * ld->errs, at the line being read. */
-void reader_vbad(struct loader *ld, const char *key, const char *fmt, va_list ap);
-
+ * ld->errs, at the line being read. Here whole, so that every file of the
+ * loader says it the same way without calling into one of them. */
 static inline void PRINTF_LIKE(3, 4) bad(struct loader *ld, const char *key, const char *fmt, ...)
 {
+    char m[512];
     va_list ap;
     va_start(ap, fmt);
-    reader_vbad(ld, key, fmt, ap);
+    vsnprintf(m, sizeof(m), fmt, ap);
     va_end(ap);
+    if (key)
+        msglist_push(ld->errs, "%s:%d: %s: %s", ld->file, ld->line, key, m);
+    else
+        msglist_push(ld->errs, "%s:%d: %s", ld->file, ld->line, m);
 }
 
 /* Read path (at most CONFIG_FILE_MAX bytes of text) into ld->text; 0, or

@@ -14,7 +14,6 @@
 #include <errno.h>
 #include <glob.h>
 #include <ini.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,16 +21,6 @@
 #include "config/loader.h"
 #include "util/file.h"
 #include "util/parse.h"
-
-void reader_vbad(struct loader *ld, const char *key, const char *fmt, va_list ap)
-{
-    char m[512];
-    vsnprintf(m, sizeof(m), fmt, ap);
-    if (key)
-        msglist_push(ld->errs, "%s:%d: %s: %s", ld->file, ld->line, key, m);
-    else
-        msglist_push(ld->errs, "%s:%d: %s", ld->file, ld->line, m);
-}
 
 /* Sections a file may contain; keys in them are named "section.key". */
 static const char *const sections[] = {"auth",    "udp", "http", "rules", "limits",
