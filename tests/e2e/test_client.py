@@ -27,13 +27,12 @@ from pathlib import Path
 import pytest
 
 from certlib import OPENSSL, make_cert, pin_of
-from clientlib import PASSWORD, Client, exchange, socks, socks_sock
+from clientlib import PASSWORD, Client, exchange, server_files, socks, socks_sock
 from ferrylib import (
     FerryFactory,
     SinkThenReplyServer,
     ferry_bin,
     ferry_env,
-    passwd_line,
     read_until_close,
     run_ferry,
     _pdeathsig_prefix,
@@ -53,9 +52,7 @@ pytestmark = pytest.mark.skipif(not OPENSSL or not CURL,
 def server(tmp_path_factory):
     """The ferry server: tls:// on loopback, [auth] with user alice."""
     d = tmp_path_factory.mktemp("client")
-    cert, key = make_cert(d, "server")
-    (d / "users.txt").write_text(passwd_line("alice", PASSWORD) + "\n")
-    (d / "alice.auth").write_text(f"alice:{PASSWORD}\n")
+    cert, key = server_files(d)
     (d / "wrong.auth").write_text("alice:not-the-password\n")
     factory = FerryFactory(d)
     srv = factory(listens=("tls://127.0.0.1:0",), auth={"userlist": "users.txt"},

@@ -22,9 +22,9 @@ import time
 
 import pytest
 
-from certlib import OPENSSL, make_cert, pin_of
-from clientlib import PASSWORD, Client, exchange, socks, socks_sock
-from ferrylib import (FerryFactory, ServerHalfCloseServer, SinkThenReplyServer, passwd_line,
+from certlib import OPENSSL, pin_of
+from clientlib import Client, exchange, server_files, socks, socks_sock
+from ferrylib import (FerryFactory, ServerHalfCloseServer, SinkThenReplyServer,
                       read_until_close, run_ferry)
 from opslib import free_port
 
@@ -48,11 +48,7 @@ def make_server(factory, d, cert, key, port=0):
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
     d = tmp_path_factory.mktemp("reverse")
-    cert, key = make_cert(d, "server")
-    users = ["alice", "bob", "carol"]
-    (d / "users.txt").write_text("".join(passwd_line(u, PASSWORD) + "\n" for u in users))
-    for u in users:
-        (d / f"{u}.auth").write_text(f"{u}:{PASSWORD}\n")
+    cert, key = server_files(d, ["alice", "bob", "carol"])
     factory = FerryFactory(d)
     srv = make_server(factory, d, cert, key)
     yield {"dir": d, "factory": factory, "srv": srv, "cert": cert, "key": key,
