@@ -122,25 +122,6 @@ static void api_sessions(struct admin_rq *r)
     snap_put(q);
 }
 
-void admin_totals_json(struct admin_rq *r, const char *user)
-{
-    struct mtext *t = &r->rp->body;
-    struct admin_user_totals tot;
-    if (!r->a->user_totals || !r->a->user_totals(r->a->user_totals_arg, user, &tot)) {
-        mtext_printf(t, "null");
-        return;
-    }
-    mtext_printf(t,
-                 "{\"bytes_up\":%llu,\"bytes_down\":%llu,\"sessions\":%llu,"
-                 "\"udp_datagrams\":%llu",
-                 (unsigned long long)tot.bytes_up, (unsigned long long)tot.bytes_down,
-                 (unsigned long long)tot.sessions, (unsigned long long)tot.udp_datagrams);
-    if (tot.have_quota)
-        mtext_printf(t, ",\"quota_bytes\":%llu,\"quota_used\":%llu",
-                     (unsigned long long)tot.quota_bytes, (unsigned long long)tot.quota_used);
-    mtext_printf(t, "}");
-}
-
 /* Live sums of each user (sessions, bytes of open sessions) and the
  * accounting's totals when a room registered them. */
 static void user_json(struct admin_rq *r, const struct user *u, const uint64_t *live)

@@ -107,10 +107,11 @@ uint64_t admin_rule_hits(const struct admin_rq *r, uint32_t i);
 void admin_status_json(struct admin_rq *r);
 void admin_history_json(struct admin_rq *r);
 
-/* api.c: /api/... paths (authenticated already). */
 /* The per-user accounting's figures of user as JSON (an object, or null
  * while no room registered admin_set_user_totals or it knows nothing). */
 void admin_totals_json(struct admin_rq *r, const char *user);
+
+/* api.c: /api/... paths (authenticated already). */
 void admin_api(struct admin_rq *r);
 /* page.c: /status, and the login page. */
 void admin_page(struct admin_rq *r);
