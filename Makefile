@@ -11,7 +11,8 @@
 #   make check-functions   no function in src/ over 100 lines (named exceptions)
 #   make bench      the standard `ferry bench` suite on ferry alone
 #   make bench-compare   ferry against peer proxies from Debian (build/bench/benchmarks.md)
-#   make micro-bench   ns per parse of the edge sniffers (proto/mcsniff, proto/tlshello)
+#   make micro-bench   ns per parse of the edge sniffers (proto/mcsniff, proto/tlshello),
+#                      per signed-host sign/verify and per-source check at accept
 #   make deb        a Debian package dist/ferry_VERSION_amd64.deb (debhelper), built
 #                   from a copy of the tree in a temporary directory, checked
 #                   with lintian (errors fail)
@@ -37,6 +38,10 @@ TEST_PKGS  := libcmocka-dev python3-pytest python3-socks openssh-server python3-
               universal-ctags stunnel4 openssl nghttp2-proxy chromium python3-yaml nginx-light
 LINT_PKGS  := clang-format cppcheck groff-base universal-ctags
 DEB_PKGS   := debhelper dpkg-dev fakeroot lintian
+# The edge peers of `bench/compare.sh --only edge` (`make deps-bench`): Debian's
+# nginx-light builds the stream module (ssl_preread) as a dynamic module,
+# packaged apart as libnginx-mod-stream.
+BENCH_PKGS := haproxy nginx-light libnginx-mod-stream
 
 PKGS_LIBS  := libsodium libcares inih libssl libcrypto libnghttp2 pam
 
@@ -82,7 +87,7 @@ REPLAY_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/san/replay/%)
 FUZZ_BIN  := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 
 .PHONY: all run test unit e2e fuzz-smoke fuzz replay clang-check lint format clean \
-        deps-build deps-test deps-lint deps-deb deb bench bench-compare micro-bench install uninstall FORCE
+        deps-build deps-test deps-lint deps-deb deps-bench deb bench bench-compare micro-bench install uninstall FORCE
 .DEFAULT_GOAL := all
 
 all: ferry
@@ -114,6 +119,8 @@ deps-lint:
 	$(call need_pkgs,$(LINT_PKGS))
 deps-deb: deps-build
 	$(call need_pkgs,$(DEB_PKGS))
+deps-bench:
+	$(call need_pkgs,$(BENCH_PKGS))
 
 # ---- generated ---------------------------------------------------------------
 $(ADMIN_GEN): $(ADMIN_ASSETS) tools/embed.sh
@@ -254,8 +261,17 @@ $(BUILD)/micro/alloccount.so: bench/micro/alloccount.c | deps-build
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -O2 -fPIC -shared -Wno-missing-prototypes -o $@ $<
 
-micro-bench: $(BUILD)/micro/sniff_micro
+# Signed host names (sign, verify: EDGE.md's 820/840 ns) and the per-source
+# check at accept (220 ns).
+MICRO_EDGE_SRC := src/edge/signkey.c src/proto/signhost.c src/crypto/fcrypto.c src/acl/limits.c \
+                  src/util/file.c src/util/addr.c
+$(BUILD)/micro/edge_micro: bench/micro/edge_micro.c $(MICRO_EDGE_SRC) | deps-build
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< $(MICRO_EDGE_SRC) $(LIBS)
+
+micro-bench: $(BUILD)/micro/sniff_micro $(BUILD)/micro/edge_micro
 	$(BUILD)/micro/sniff_micro
+	$(BUILD)/micro/edge_micro
 
 # ---- lint --------------------------------------------------------------------
 BANNED := strcpy|strcat|sprintf|vsprintf|gets|strtok|atoi|atol|atoll|alloca|rand|signal|select

@@ -16,8 +16,10 @@
 # front of a plain ferry port, Squid's https_port) and encrypted tunnels
 # (tunnel: a ferry client -> server pair over HTTP/2 + TLS that `ferry
 # bench --tunnel h2` starts, OpenSSH's `ssh -D` to a local sshd,
-# shadowsocks-libev with aes-256-gcm). Everything it starts is stopped on
-# exit, by PID, failure included.
+# shadowsocks-libev with aes-256-gcm) and edges (edge: `ferry bench edge`
+# against ferry's [edge] routing, HAProxy req.ssl_sni + Lua and nginx
+# ssl_preread). Everything it starts is stopped on exit, by PID, failure
+# included.
 #
 #   bench/compare.sh [--quick] [--rounds N] [--only GROUP[,GROUP]]
 #                    [--targets T[,T]] [--out FILE] [--results FILE] [--keep]
@@ -85,13 +87,23 @@ Options:
                                  shadowsocks-libev (ss-local -> ss-server,
                                  aes-256-gcm) and plain ferry SOCKS5 as the
                                  no-tunnel reference; CPU of both ends
+                       edge      `ferry bench edge`: new connections/s,
+                                 latency, misrouted, CPU per 1,000 through an
+                                 edge routing by SNI / Minecraft host: ferry
+                                 (self-hosted by the bench), HAProxy 2.6
+                                 (req.ssl_sni; Lua for Minecraft) and nginx
+                                 (stream + ssl_preread), 1 worker each; a
+                                 517-byte ClientHello, a Minecraft handshake,
+                                 a 1812-byte ClientHello in 2 segments and in
+                                 2 TLS records; held connections' memory
   --targets LIST     targets, comma separated: direct, ferry, dante,
                      microsocks, ss-libev, haproxy, tinyproxy, squid, for
                      the hop group ferry-ferry, ferry-dante, dante-dante,
                      for the https group ferry-tls-h1, ferry-tls-h2,
                      stunnel, squid-https, nghttpx, and for the tunnel
                      group ferry-tunnel, ferry-tunnel-wss, ssh-d,
-                     ss-libev-aes (default all;
+                     ss-libev-aes, for the edge group ferry-edge,
+                     haproxy-edge, nginx-edge (default all;
                      each group runs those that apply)
   --out FILE         the report (default build/bench/benchmarks.md; the chart
                      and the raw .jsonl go next to it); --out docs/benchmarks.md
@@ -133,6 +145,7 @@ ROUNDS=""
 DURATION=""
 WARMUP=1
 CONNS=10000
+EDGE_HOLD=""
 QUICK=0
 ONLY=""
 TARGETS_ARG=""
@@ -171,7 +184,7 @@ while [ $# -gt 0 ]; do
 done
 HTTP_REQS=5000
 if [ "$QUICK" = 1 ]; then # short defaults; an explicit --rounds/--duration still wins
-    ROUNDS=${ROUNDS:-1} DURATION=${DURATION:-2} WARMUP=0.5 CONNS=2000 HTTP_REQS=2000 SETTLE=${SETTLE:-0}
+    ROUNDS=${ROUNDS:-1} DURATION=${DURATION:-2} WARMUP=0.5 CONNS=2000 HTTP_REQS=2000 SETTLE=${SETTLE:-0} EDGE_HOLD=2000
 fi
 ROUNDS=${ROUNDS:-3} DURATION=${DURATION:-5} SETTLE=${SETTLE:-5}
 # --out and --results are relative to where the script was started from.
@@ -181,9 +194,14 @@ if [ -n "$RESULTS" ] && [[ $RESULTS != /* ]]; then RESULTS=$ORIG_PWD/$RESULTS; f
 [[ "$DURATION" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "compare.sh: --duration: not a number: $DURATION" >&2; exit 2; }
 [[ "$SETTLE" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "compare.sh: --settle: not a number: $SETTLE" >&2; exit 2; }
 
-ALL_SCENARIOS=(throughput handshakes requests connections udp auth http hop https stall tunnel)
+ALL_SCENARIOS=(throughput handshakes requests connections udp auth http hop https stall tunnel edge)
 ALL_TARGETS=(direct ferry dante microsocks ss-libev haproxy tinyproxy squid ferry-ferry ferry-dante dante-dante
-    ferry-tls-h1 ferry-tls-h2 stunnel squid-https nghttpx ferry-tunnel ferry-tunnel-wss ssh-d ss-libev-aes)
+    ferry-tls-h1 ferry-tls-h2 stunnel squid-https nghttpx ferry-tunnel ferry-tunnel-wss ssh-d ss-libev-aes
+    ferry-edge haproxy-edge nginx-edge)
+# The edge group: the same worker count for every edge (ferry workers =
+# HAProxy nbthread = nginx worker_processes), and the idle connections held.
+EDGE_WORKERS=1
+EDGE_HOLD=${EDGE_HOLD:-10000}
 # The hop group: ferries in a row that `ferry bench --chain N` starts itself
 # (the one-hop row too, so both rows are measured the same way).
 declare -A CHAIN=([ferry]=1 [ferry-ferry]=2)
@@ -280,7 +298,7 @@ pkg_have() { pkg_ok "$1" || { [ "$1" = squid ] && pkg_ok squid-openssl; }; }
 
 # Processes of the peers' daemons that listen on TCP right now, as "pid".
 peer_listeners() {
-    ss -Hltnp 2>/dev/null | grep -oE '"(danted|haproxy|ss-server|ss-local|ss-manager|microsocks|tinyproxy|squid|stunnel4|nghttpx|sshd)",pid=[0-9]+' |
+    ss -Hltnp 2>/dev/null | grep -oE '"(danted|haproxy|ss-server|ss-local|ss-manager|microsocks|tinyproxy|squid|stunnel4|nghttpx|sshd|nginx)",pid=[0-9]+' |
         sed 's/.*pid=//' | sort -u || true
 }
 
@@ -387,7 +405,7 @@ why() {
 }
 
 # Peer bookkeeping, by target name.
-declare -A STATUS ADDR PIDS ROOTS MODE CPUSRC NOTE LOGF
+declare -A STATUS ADDR PIDS ROOTS MODE CPUSRC NOTE LOGF MCADDR
 
 fill() { # fill TEMPLATE OUT KEY=VALUE...
     local tpl=$1 out=$2 expr=() kv
@@ -603,6 +621,41 @@ start_haproxy() {
     NOTE[haproxy]="\`haproxy -db\` (bench/peers/haproxy.cfg): TCP mode, option splice-auto, nbthread $(nproc); a plain relay to the echo port, no SOCKS"
 }
 
+# The edge group's peers route a.test / b.test to the bench's backends on
+# EDGE_BACKEND and EDGE_BACKEND + 1 (`ferry bench edge --target-port`).
+start_haproxy_edge() {
+    local tport mport
+    command -v haproxy >/dev/null || { STATUS[haproxy-edge]="did not start: haproxy not installed"; return 0; }
+    tport=$(free_port) mport=$(free_port)
+    cp bench/peers/mc-edge.lua bench/peers/mc-edge.map "$TMPD/"
+    fill bench/peers/haproxy-edge.cfg "$TMPD/haproxy-edge.cfg" TLS_PORT="$tport" MC_PORT="$mport" \
+        BACKEND_A="$EDGE_BACKEND" BACKEND_B="$((EDGE_BACKEND + 1))" NBTHREAD="$EDGE_WORKERS" \
+        MAXCONN="$EDGE_MAXCONN" DIR="$TMPD"
+    start_bg "$TMPD/haproxy-edge.log" haproxy -db -f "$TMPD/haproxy-edge.cfg"
+    check_up haproxy-edge "$tport" "$LAST_PID" "$TMPD/haproxy-edge.log" || return 0
+    ADDR[haproxy-edge]=127.0.0.1:$tport MCADDR[haproxy-edge]=127.0.0.1:$mport
+    PIDS[haproxy-edge]=$LAST_PID ROOTS[haproxy-edge]=$LAST_PID
+    MODE[haproxy-edge]=edge CPUSRC[haproxy-edge]=bench LOGF[haproxy-edge]=$TMPD/haproxy-edge.log
+    NOTE[haproxy-edge]="\`haproxy -db\` (bench/peers/haproxy-edge.cfg, EDGE.md appendix B): req.ssl_sni after inspect-delay for TLS, the Lua action mc-edge.lua for Minecraft; nbthread $EDGE_WORKERS"
+}
+
+start_nginx_edge() {
+    local tport mods=/usr/lib/nginx/modules
+    command -v nginx >/dev/null || { STATUS[nginx-edge]="did not start: nginx not installed"; return 0; }
+    [ -e "$mods/ngx_stream_module.so" ] || { STATUS[nginx-edge]="did not start: no stream module (libnginx-mod-stream)"; return 0; }
+    tport=$(free_port)
+    mkdir -p "$TMPD/nginx"
+    fill bench/peers/nginx-edge.conf "$TMPD/nginx/nginx-edge.conf" TLS_PORT="$tport" \
+        BACKEND_A="$EDGE_BACKEND" BACKEND_B="$((EDGE_BACKEND + 1))" WORKERS="$EDGE_WORKERS" \
+        MAXCONN="$EDGE_MAXCONN" DIR="$TMPD/nginx" MODULES="$mods"
+    start_bg "$TMPD/nginx-edge.log" nginx -e "$TMPD/nginx/nginx-start.log" -p "$TMPD/nginx" \
+        -c "$TMPD/nginx/nginx-edge.conf" -g 'daemon off;'
+    check_up nginx-edge "$tport" "$LAST_PID" "$TMPD/nginx-edge.log" || return 0
+    ADDR[nginx-edge]=127.0.0.1:$tport PIDS[nginx-edge]=$LAST_PID ROOTS[nginx-edge]=$LAST_PID
+    MODE[nginx-edge]=edge CPUSRC[nginx-edge]=bench LOGF[nginx-edge]="$TMPD/nginx-edge.log $TMPD/nginx/nginx-error.log"
+    NOTE[nginx-edge]="\`nginx -g 'daemon off;'\` (bench/peers/nginx-edge.conf, EDGE.md appendix B): stream + ssl_preread, map \$ssl_preread_server_name; worker_processes $EDGE_WORKERS; no Minecraft routing"
+}
+
 start_tinyproxy() {
     local port
     command -v tinyproxy >/dev/null || { STATUS[tinyproxy]="did not start: tinyproxy not installed"; return 0; }
@@ -748,6 +801,13 @@ if [ "$NOFILE" != unlimited ] && [ $((2 * CONNS + 1000)) -gt "$NOFILE" ]; then
     [ "$CONNS" -ge 1000 ] || CONNS=$(((NOFILE - 200) / 2))
     log "open-files limit $NOFILE: held connections lowered from $CONNS_WANTED to $CONNS"
 fi
+# The edge group: the bench holds a client and a backend descriptor per held
+# connection, the edge two more; HAProxy wants 2 per maxconn at start.
+EDGE_MAXCONN=65536
+if [ "$NOFILE" != unlimited ]; then
+    [ $((2 * EDGE_HOLD + 1000)) -le "$NOFILE" ] || EDGE_HOLD=$CONNS
+    [ $((2 * EDGE_MAXCONN + 1000)) -le "$NOFILE" ] || EDGE_MAXCONN=$(((NOFILE - 1000) / 2))
+fi
 
 # Scenario variants: name|scenario|options|targets it applies to|how. "proxy":
 # through each target's own instance (or --direct / --relay); "self": a ferry
@@ -759,6 +819,7 @@ HTTP_TARGETS=ferry,tinyproxy,squid
 HOP_TARGETS=direct,ferry,ferry-ferry,dante,ferry-dante,dante-dante
 HTTPS_TARGETS=ferry,ferry-tls-h1,ferry-tls-h2,stunnel,squid-https,nghttpx
 TUNNEL_TARGETS=ferry,ferry-tunnel,ferry-tunnel-wss,ssh-d,ss-libev-aes
+EDGE_TARGETS=ferry-edge,haproxy-edge,nginx-edge
 # What the bench speaks to each TLS target of the https group.
 declare -A HTTPS_PROTO=([ferry-tls-h1]=h1 [ferry-tls-h2]=h2 [stunnel]=h1 [squid-https]=h1 [nghttpx]=h2)
 VARIANTS=()
@@ -813,6 +874,14 @@ for s in "${SCENARIOS[@]}"; do
         "tunnel-throughput-8|throughput|--connections 8 --payload 64k|$TUNNEL_TARGETS|tunnel"
         "tunnel-handshakes|handshakes|--concurrency 32|$TUNNEL_TARGETS|tunnel"
         "tunnel-requests|requests|--requests 1000 --downloads 8 --download-size 1m|$TUNNEL_TARGETS|tunnel") ;;
+    # "edge": ferry-edge self-hosted by `ferry bench edge`, the peers with
+    # --edge-target; nginx has no Minecraft routing. The hold variant opens
+    # EDGE_HOLD idle connections after a short window.
+    edge) VARIANTS+=("edge-tls|edge|--hello tls --concurrency 32|$EDGE_TARGETS|edge"
+        "edge-mc|edge|--hello mc --concurrency 32|ferry-edge,haproxy-edge|edge"
+        "edge-pq-segments|edge|--hello tls-pq-segments --concurrency 32|$EDGE_TARGETS|edge"
+        "edge-pq-records|edge|--hello tls-pq-records --concurrency 32|$EDGE_TARGETS|edge"
+        "edge-hold|edge|--hello tls --concurrency 256 --hold $EDGE_HOLD --duration 0.5 --warmup 0|$EDGE_TARGETS|edge") ;;
     esac
 done
 
@@ -823,7 +892,7 @@ for v in "${VARIANTS[@]}"; do
     for t in ${vt//,/ }; do
         [[ " ${TARGETS[*]} " == *" $t "* ]] || continue
         if [ "$vhow" = self ] || { [ "$vhow" = hop ] && [ -n "${CHAIN[$t]:-}" ]; } ||
-            { [ "$vhow" = tunnel ] && [ -n "${TUNNEL[$t]:-}" ]; }; then
+            { [ "$vhow" = tunnel ] && [ -n "${TUNNEL[$t]:-}" ]; } || [ "$t" = ferry-edge ]; then
             USED_SELF[$t]=1
         else
             USED_PROXY[$t]=1
@@ -852,6 +921,8 @@ for t in "${USED_TARGETS[@]}"; do
     squid-https) NEEDED_PKGS+=(squid-openssl) ;;
     stunnel) NEEDED_PKGS+=(stunnel4) ;;
     nghttpx) NEEDED_PKGS+=(nghttp2-proxy) ;;
+    haproxy-edge) NEEDED_PKGS+=(haproxy) ;;
+    nginx-edge) NEEDED_PKGS+=(nginx-light libnginx-mod-stream) ;;
     esac
 done
 NEEDED_PKGS+=(gnuplot-nox)
@@ -879,6 +950,8 @@ if [ "$DRY_RUN" = 1 ]; then
             [ "$vhow" = hop ] && [ -n "${CHAIN[$t]:-}" ] && chain=" --chain ${CHAIN[$t]}"
             [ "$vhow" = https ] && [ -n "${HTTPS_PROTO[$t]:-}" ] && chain=" --https-proxy ${HTTPS_PROTO[$t]} --proxy-pin PIN"
             [ "$vhow" = tunnel ] && [ -n "${TUNNEL[$t]:-}" ] && chain=" --tunnel ${TUNNEL[$t]}"
+            [ "$vhow" = edge ] && chain=" --proxy-workers $EDGE_WORKERS"
+            [ "$vhow" = edge ] && [ "$t" != ferry-edge ] && chain=" --edge-target ADDR --target-port PORT --proxy-pid PID"
             echo "run: $vname $t: ferry bench $scen --runs 1 --json --allow-failures --duration $DURATION --warmup $WARMUP${vopts:+ $vopts}$chain ($vhow)"
         done
     done
@@ -942,10 +1015,20 @@ start_target() {
     stunnel) start_stunnel ;;
     squid-https) start_squid_https ;;
     nghttpx) start_nghttpx ;;
+    haproxy-edge) start_haproxy_edge ;;
+    nginx-edge) start_nginx_edge ;;
     esac
 }
 
 ECHO_PORT=$(free_port)
+# The edge group's backends (`ferry bench edge` opens them): two neighbouring
+# free ports.
+EDGE_BACKEND=""
+for ((i = 0; i < 20; i++)); do
+    p=$(free_port)
+    if ! listening "$((p + 1))"; then EDGE_BACKEND=$p PICKED+=" $((p + 1))"; break; fi
+done
+[ -n "$EDGE_BACKEND" ] || { echo "compare.sh: no two free neighbouring ports for the edge backends" >&2; exit 1; }
 for t in "${USED_TARGETS[@]}"; do
     if [ "$t" = direct ]; then
         STATUS[direct]=ok MODE[direct]=direct CPUSRC[direct]=none NOTE[direct]="no proxy: the bench connects to its targets"
@@ -955,6 +1038,9 @@ for t in "${USED_TARGETS[@]}"; do
         STATUS[$t]=ok MODE[$t]=self CPUSRC[$t]=bench
         NOTE[$t]="self-hosted by \`ferry bench --tunnel ${TUNNEL[$t]}\`: a ferry with a SOCKS5 port and one \`https://\` outbound (\`mux = h2\`, pinned; what \`ferry client https://ADDR --pin PIN socks\` runs) -> a ferry with a \`tls://\` listener and a throwaway certificate (default configuration otherwise); CPU of both"
         [ "${TUNNEL[$t]}" = wss ] && NOTE[$t]+="; wss: the HTTP/2 connection inside a WebSocket on /tunnel (\`websocket = /tunnel\` on both ends, \`ferry client wss://ADDR/tunnel\`)"
+    elif [ "$t" = ferry-edge ]; then # the edge group's ferry: `ferry bench edge` starts it
+        STATUS[$t]=ok MODE[$t]=self CPUSRC[$t]=bench
+        NOTE[$t]="self-hosted by \`ferry bench edge --proxy-workers $EDGE_WORKERS\`: a ferry with an \`[edge bench]\` section (sniff auto, five routes, no flood limits, access_log = no), a fresh one each run"
     elif [ -n "${CHAIN[$t]:-}" ] && [ "${CHAIN[$t]}" -gt 1 ]; then # the hop group's chains
         STATUS[$t]=ok MODE[$t]=self CPUSRC[$t]=bench
         NOTE[$t]="self-hosted by \`ferry bench --chain ${CHAIN[$t]}\`: ${CHAIN[$t]} ferries in a row (default configuration, each but the last with \`outbound = next\` to the next as its SOCKS5 parent); CPU of all"
@@ -1079,7 +1165,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
             chain="" tunnel=""
             if [ "$vhow" = hop ] && [ -n "${CHAIN[$t]:-}" ]; then chain=${CHAIN[$t]}; fi
             if [ "$vhow" = tunnel ] && [ -n "${TUNNEL[$t]:-}" ]; then tunnel=${TUNNEL[$t]}; fi
-            if [ "$vhow" = self ] || [ -n "$chain$tunnel" ]; then mode=self; else mode=${MODE[$t]}; fi
+            if [ "$vhow" = self ] || [ -n "$chain$tunnel" ] || [ "$t" = ferry-edge ]; then mode=self; else mode=${MODE[$t]}; fi
             err=""
             if [ "$mode" != direct ] && [ "$mode" != self ] && ! alive "$t"; then
                 revive "$t" "before round $round, $vname" || err="the proxy is no longer running: ${STATUS[$t]}"
@@ -1093,7 +1179,12 @@ for ((round = 1; round <= ROUNDS; round++)); do
             args=(--runs 1 --json --allow-failures --duration "$DURATION" --warmup "$WARMUP")
             case $mode in
             direct) args+=(--direct) ;;
-            self) args+=(--ferry "$FERRY" ${chain:+--chain "$chain"} ${tunnel:+--tunnel "$tunnel"}) ;;
+            self) args+=(--ferry "$FERRY" ${chain:+--chain "$chain"} ${tunnel:+--tunnel "$tunnel"})
+                [ "$vhow" = edge ] && args+=(--proxy-workers "$EDGE_WORKERS") ;;
+            edge) # the Minecraft variant goes to HAProxy's Lua frontend
+                eaddr=${ADDR[$t]}
+                [[ " $vopts " == *" --hello mc "* ]] && eaddr=${MCADDR[$t]:-${ADDR[$t]}}
+                args+=(--edge-target "$eaddr" --target-port "$EDGE_BACKEND" --proxy-pid "${PIDS[$t]}") ;;
             proxy | http) args+=(--proxy "${ADDR[$t]}" --proxy-pid "${PIDS[$t]}") ;;
             relay) args+=(--relay "${ADDR[$t]}" --target-port "$ECHO_PORT" --proxy-pid "${PIDS[$t]}") ;;
             esac

@@ -41,8 +41,10 @@ HOP_TARGETS = ["ferry-ferry", "ferry-dante", "dante-dante"]
 HTTPS_TARGETS = ["ferry-tls-h1", "ferry-tls-h2", "stunnel", "squid-https", "nghttpx"]
 # The tunnel group's encrypted tunnels: in its section only, too.
 TUNNEL_TARGETS = ["ferry-tunnel", "ferry-tunnel-wss", "ssh-d", "ss-libev-aes"]
+# The edge group's edges (SNI / Minecraft host routing): in its section only.
+EDGE_TARGETS = ["ferry-edge", "haproxy-edge", "nginx-edge"]
 TARGETS = ["direct", "ferry", "dante", "microsocks", "ss-libev", "haproxy", "tinyproxy",
-           "squid"] + HOP_TARGETS + HTTPS_TARGETS + TUNNEL_TARGETS
+           "squid"] + HOP_TARGETS + HTTPS_TARGETS + TUNNEL_TARGETS + EDGE_TARGETS
 LABELS = {
     "direct": "direct (no proxy)",
     "ferry": "ferry",
@@ -64,6 +66,9 @@ LABELS = {
     "ferry-tunnel-wss": "ferry tunnel (wss)",
     "ssh-d": "OpenSSH ssh -D",
     "ss-libev-aes": "shadowsocks-libev (aes-256-gcm)",
+    "ferry-edge": "ferry edge",
+    "haproxy-edge": "HAProxy (req.ssl_sni, Lua)",
+    "nginx-edge": "nginx (ssl_preread)",
 }
 PACKAGES = {
     "dante": "dante-server",
@@ -78,6 +83,8 @@ PACKAGES = {
     "ssh-d": "openssh-server",
     "ssh-client": "openssh-client",
     "gnuplot": "gnuplot-nox",
+    "haproxy-edge": "haproxy",
+    "nginx-edge": "libnginx-mod-stream",
 }
 SHORT = {
     "direct": "direct",
@@ -188,6 +195,16 @@ V = {
                                title="Throughput, 8 streams", summary=None, chart=False),
     "https-requests": dict(kind="requests", metric="requests", unit="requests/s",
                            title="Small requests, CONNECT per request", summary=None, chart=False),
+    "edge-tls": dict(kind="edge", metric="connections", unit="conn/s",
+                     title="517-byte ClientHello", summary=None, chart=False),
+    "edge-mc": dict(kind="edge", metric="connections", unit="conn/s",
+                    title="Minecraft handshake + Login Start", summary=None, chart=False),
+    "edge-pq-segments": dict(kind="edge", metric="connections", unit="conn/s",
+                             title="1812-byte ClientHello, 2 segments", summary=None, chart=False),
+    "edge-pq-records": dict(kind="edge", metric="connections", unit="conn/s",
+                            title="1812-byte ClientHello, 2 TLS records", summary=None, chart=False),
+    "edge-hold": dict(kind="edge-hold", metric="held_mem_per_10k", unit="MiB per 10,000",
+                      title="Held idle connections (after a 517-byte ClientHello)", summary=None, chart=False),
     "stall-7": dict(kind="throughput", metric="total", unit="MiB/s",
                     title="7 streams", summary=None, chart=False),
     "stall-7-1": dict(kind="throughput", metric="total", unit="MiB/s",
@@ -211,6 +228,7 @@ HOP_VARIANTS = ["hop-throughput-8", "hop-handshakes"]
 HTTPS_VARIANTS = ["https-throughput-1", "https-throughput-8", "https-requests"]
 ROWS_HTTPS = ["ferry"] + HTTPS_TARGETS
 STALL_VARIANTS = ["stall-7", "stall-7-1"]
+EDGE_VARIANTS = ["edge-tls", "edge-mc", "edge-pq-segments", "edge-pq-records", "edge-hold"]
 TUNNEL_VARIANTS = ["tunnel-throughput-1", "tunnel-throughput-8", "tunnel-handshakes", "tunnel-requests"]
 # The tunnel section's rows: plain ferry (SOCKS5, no tunnel) as the reference.
 ROWS_TUNNEL = ["ferry", "ferry-tunnel", "ferry-tunnel-wss", "ssh-d", "ss-libev-aes"]
@@ -906,7 +924,8 @@ class Report:
 
     def summary(self):
         cols = [t for t in self.targets
-                if t not in HOP_TARGETS and t not in HTTPS_TARGETS and t not in TUNNEL_TARGETS]
+                if t not in HOP_TARGETS and t not in HTTPS_TARGETS and t not in TUNNEL_TARGETS
+                and t not in EDGE_TARGETS]
         header = ["scenario"] + [LABELS[t] for t in cols]
         rows = []
         for row in self.summary_rows():
@@ -1443,6 +1462,71 @@ class Report:
                      f"{STALL_TARGET}× each: {'met' if met else '**not met**'}).")
             L.append("")
 
+    def edge_row(self, v, t, f):
+        """One edge's row of a variant's table (f: ferry's conn/s)."""
+        why = self.status(v, t)
+        if why:
+            return [LABELS[t], "—", "", "", "", "", "", "", "", why]
+        c = self.cell(v, t)
+        h = c.m("connections")
+        cpu = c.m("proxy_cpu_per_1k")
+        return [LABELS[t], self.headline_cell(v, t),
+                f"{f / h:.2f}×" if f and h and t != "ferry-edge" else "",
+                fmt(c.m("latency_p50")), fmt(c.m("latency_p99")), fmt(c.m("latency_p99_9")),
+                fmt(cpu) if cpu is not None else "–", fint(c.m("misrouted") or 0),
+                fint(c.m("errors") or 0), self.issues(v, t)]
+
+    def section_edge(self, L):
+        vs = [v for v in EDGE_VARIANTS if self.has(v)]
+        if not vs:
+            return
+        L.append("## Edge mode (SNI and Minecraft host routing)")
+        L.append("")
+        L.append(
+            "`ferry bench edge`: each connection sends a canned first message, reads the one byte "
+            "of the backend its host routes to (a.test and b.test alternate; a byte of the other "
+            "backend is misrouted) and closes. ferry edge is a ferry with an `[edge bench]` "
+            "section started by the bench; HAProxy (`req.ssl_sni`, and the Lua Minecraft action "
+            "of EDGE.md appendix B) and nginx (`stream` + `ssl_preread`) run the configurations "
+            "of bench/peers/ with the same worker count, measured with `--edge-target`. nginx has "
+            "no Minecraft routing. ferry ÷ peer is ferry's conn/s over the peer's; latency from "
+            "connect() to the byte; CPU in s per 1,000 connections."
+        )
+        L.append("")
+        for v in vs:
+            L.append(f"- {V[v]['title']}: {self.params_line(v)}")
+        L.append("")
+        for v in vs:
+            if v == "edge-hold":
+                continue
+            f = self.headline(v, "ferry-edge")
+            L.append(f"### {V[v]['title']}")
+            L.append("")
+            header = ["edge", "conn/s", "ferry ÷ peer", "p50 (ms)", "p99 (ms)", "p99.9 (ms)",
+                      "CPU s/1000", "misrouted", "errors", "integrity and failures"]
+            L.append(md_table(header, [self.edge_row(v, t, f) for t in EDGE_TARGETS
+                                       if t in self.targets]))
+            L.append("")
+        if "edge-hold" in vs:
+            L.append(f"### {V['edge-hold']['title']}")
+            L.append("")
+            rows = []
+            for t in EDGE_TARGETS:
+                if t not in self.targets:
+                    continue
+                why = self.status("edge-hold", t)
+                c = self.cell("edge-hold", t)
+                if why:
+                    rows.append([LABELS[t], "—", "—", why])
+                    continue
+                rows.append([LABELS[t], fint(c.m("held") or 0),
+                             fmt(c.m("held_mem_per_10k")) if c.m("held_mem_per_10k") is not None
+                             else "–", self.issues("edge-hold", t)])
+            L.append(md_table(["edge", "held", "MiB per 10,000", "integrity and failures"], rows))
+            L.append("")
+        self.bench_notes(L, [(v, t) for v in vs for t in EDGE_TARGETS],
+                         label=lambda v, t: f"{V[v]['title']}, {LABELS[t]}")
+
     def section_tunnel(self, L):
         vs = [v for v in TUNNEL_VARIANTS if self.has(v)]
         if not vs:
@@ -1784,13 +1868,15 @@ class Report:
         self.section_https(L)
         self.section_stall(L)
         self.section_tunnel(L)
+        self.section_edge(L)
 
         L.append("## Reproduce")
         L.append("")
         L.append("```sh")
         L.append("bench/compare.sh --build-head    # 3 interleaved rounds of every group, committed HEAD: 22-27 min here")
         L.append("bench/compare.sh --quick         # 1 round, short windows, no --settle waits: about 3 min, a check only")
-        L.append("bench/compare.sh --only udp,auth,http            # groups: socks (= throughput,handshakes,requests,connections), udp, auth, http, hop, https, stall, tunnel")
+        L.append("bench/compare.sh --only udp,auth,http            # groups: socks (= throughput,handshakes,requests,connections), udp, auth, http, hop, https, stall, tunnel, edge")
+        L.append("bench/compare.sh --only edge    # edges: ferry, HAProxy req.ssl_sni + Lua, nginx ssl_preread (make deps-bench)")
         L.append("bench/compare.sh --only handshakes --targets ferry,dante --rounds 5")
         L.append("bench/compare.sh --only hop --build-head    # the cost of a hop: 3 interleaved rounds, about 5 min")
         L.append("make bench-compare BENCH_ARGS=--quick")

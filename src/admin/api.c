@@ -48,7 +48,7 @@ static long num_param(const char *query, const char *name, long def, long lo, lo
     return (long)n;
 }
 
-static void row_json(struct mtext *t, const struct snap_row *s)
+void admin_session_json(struct mtext *t, const struct snap_row *s)
 {
     char ip[ADDR_STRLEN];
     mtext_printf(t, "{\"id\":%llu,\"client\":", (unsigned long long)s->id);
@@ -91,7 +91,7 @@ static void sessions_json(struct mtext *t, const struct snap_query *q, unsigned 
     for (size_t i = 0; i < n; i++) {
         if (i)
             mtext_printf(t, ",");
-        row_json(t, &rows[i]);
+        admin_session_json(t, &rows[i]);
     }
     mtext_printf(t, "]");
     free(rows);

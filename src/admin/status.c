@@ -310,23 +310,9 @@ void admin_status_json(struct admin_rq *r)
                  (unsigned long long)v.sessions, v.q->nparts, v.answered);
     for (size_t i = 0; i < v.nrows; i++) {
         struct snap_row *s = &v.rows[i];
-        char ip[ADDR_STRLEN];
-        mtext_printf(t, "%s{\"id\":%llu,\"client\":", i ? "," : "", (unsigned long long)s->id);
-        admin_json_str(t, addr_format(&s->client, ip, sizeof(ip)));
-        mtext_printf(t, ",\"user\":");
-        if (s->user[0])
-            admin_json_str(t, s->user);
-        else
-            mtext_printf(t, "null");
-        mtext_printf(t, ",\"protocol\":");
-        admin_json_str(t, s->proto);
-        mtext_printf(t, ",\"destination\":");
-        admin_json_str(t, s->dest);
-        mtext_printf(t, ",\"outbound\":");
-        admin_json_str(t, s->outbound);
-        mtext_printf(t, ",\"bytes_up\":%llu,\"bytes_down\":%llu,\"age_s\":%.1f,\"idle_s\":%.1f}",
-                     (unsigned long long)s->up, (unsigned long long)s->down,
-                     (double)s->age_ms / 1000.0, (double)s->idle_ms / 1000.0);
+        if (i)
+            mtext_printf(t, ",");
+        admin_session_json(t, s);
     }
     mtext_printf(t, "]}\n");
     admin_view_fini(&v);

@@ -9,17 +9,7 @@
 
 #include "admin/internal.h"
 #include "log/fields.h"
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
+#include "util/parse.h"
 
 int admin_query_param(const char *query, const char *name, char *out, size_t cap)
 {
@@ -33,9 +23,9 @@ int admin_query_param(const char *query, const char *name, char *out, size_t cap
                 char ch = p[i];
                 if (ch == '+')
                     ch = ' ';
-                else if (ch == '%' && i + 2 < len + 1 && hexval(p[i + 1]) >= 0 &&
-                         hexval(p[i + 2]) >= 0) {
-                    ch = (char)(hexval(p[i + 1]) * 16 + hexval(p[i + 2]));
+                else if (ch == '%' && i + 2 < len + 1 && hex_digit(p[i + 1]) >= 0 &&
+                         hex_digit(p[i + 2]) >= 0) {
+                    ch = (char)(hex_digit(p[i + 1]) * 16 + hex_digit(p[i + 2]));
                     i += 2;
                 }
                 if (k + 1 >= cap)

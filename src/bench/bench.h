@@ -17,8 +17,10 @@
  * self-hosted, a ferry child process on an ephemeral loopback port (with
  * --chain N, N of them in a row, each the SOCKS5 parent of the one before).
  * With --target the targets are a `ferry bench sink` elsewhere, and none
- * run here. The load is a closed loop (the next when the last is done) or,
- * with --rate, an open one on a fixed timetable (struct pace).
+ * run here. The edge scenario (sc_edge.c, edge.h) sets up
+ * its own: two backends that answer one byte, and a ferry with an [edge]
+ * section (or --edge-target, an edge already running) in front of them. The load is a closed loop
+ * (the next when the last is done) or, with --rate, an open one on a fixed timetable (struct pace).
  */
 #ifndef FERRY_BENCH_BENCH_H
 #define FERRY_BENCH_BENCH_H
@@ -79,6 +81,10 @@ struct bench_opts {
     bool allow_failures;      /* --allow-failures: a shortfall is reported, not failed */
     double rate;              /* --rate N/s: open loop (handshakes, requests, udp); 0 closed */
     uint8_t direction;        /* throughput --direction: enum bench_direction */
+    uint8_t edge_hello;       /* edge --hello: enum edge_hello (bench/edge.h) */
+    bool has_edge_target;     /* edge --edge-target: an edge already running, not ferry's */
+    struct addr edge_target;  /* there (loopback) */
+    unsigned hold;            /* edge --hold N: idle connections held after the window */
     bool has_target;          /* --target: the echo/sink/source is a `ferry bench sink` */
     struct addr target;       /* there (any host: --target is the consent to aim off-host) */
     bool progress;            /* stderr is a TTY */
@@ -489,6 +495,9 @@ int scenario_requests(struct bench *b, struct result *r);
 int scenario_connections(struct bench *b, struct result *r);
 int scenario_udp(struct bench *b, struct result *r);
 int scenario_rules(struct bench *b, struct result *r);
+int scenario_edge(struct bench *b, struct result *r);
+/* What `ferry bench edge` measures, in words, for the report's header. */
+void scenario_edge_describe(const struct bench_opts *o, char *out, size_t cap);
 
 /* `ferry bench sink [--listen ADDR:PORT]` (argv[0] is "sink"): serve the
  * bench's targets on one address until SIGINT or SIGTERM; the exit status

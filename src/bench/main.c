@@ -171,15 +171,19 @@ static void raise_nofile(unsigned long want)
     (void)setrlimit(RLIMIT_NOFILE, &rl);
 }
 
-/* A scenario that runs in this process (rules): no proxy, no targets. */
+/* A scenario that runs in this process (rules: no proxy, no targets) or
+ * that starts what it measures itself (edge). */
 static int run_in_process(struct bench *b, const struct bench_scenario *sc)
 {
     const struct bench_opts *o = &b->o;
     struct result *rr = calloc(o->runs, sizeof(*rr));
     if (!rr)
         return 1;
-    char t[64], err[512] = "";
-    snprintf(t, sizeof(t), "%u access rules (no proxy)", o->nrules);
+    char t[256], err[512] = "";
+    if (sc->describe)
+        sc->describe(o, t, sizeof(t));
+    else
+        snprintf(t, sizeof(t), "%u access rules (no proxy)", o->nrules);
     bench_report_header(b, t);
     unsigned k = 0;
     int rc;
@@ -206,7 +210,7 @@ static int prepare_process(const struct bench_opts *o, const struct bench_scenar
     sigaction(SIGPIPE, &sa, NULL);
     /* Each held connection costs a client and an echo descriptor here, and
      * two in the proxy; leave room. */
-    raise_nofile(MAX(65536ul, 4ul * o->connections + 4096));
+    raise_nofile(MAX(65536ul, 4ul * MAX(o->connections, o->hold) + 4096));
     /* A connections run the open-files limit cannot hold would only end in
      * failed setups after a long wait: say so now (--allow-failures runs it
      * all the same and reports the shortfall). */
@@ -387,6 +391,8 @@ int bench_main(int argc, char **argv)
     o->progress = isatty(STDERR_FILENO) && !o->json;
     if (prepare_process(o, sc))
         return 1;
+    if (sc->flags & SCF_OWN_SETUP)
+        return run_in_process(&b, sc);
     /* Enough echo ports that the proxy's outgoing connections (one source
      * address) do not run out of ephemeral ports. */
     unsigned ports = (sc->flags & SCF_HOLDS) ? MIN(16u, 1 + o->connections / 20000) : 1;

@@ -20,6 +20,8 @@
  */
 #include "bench/options.h"
 
+#include "bench/edge.h"
+
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
@@ -62,6 +64,10 @@ static const char usage[] =
     "                flight (lost after 100 ms): echoes/s, RTT, loss; --blast: unpaced;\n"
     "                CPU per echo of the proxy and of this bench (with --direct: what\n"
     "                the same socket operations cost without a proxy)\n"
+    "  edge          new connections through an edge (SNI / Minecraft host routing):\n"
+    "                connect, a canned first message, 1 byte back from the backend\n"
+    "                the host routes to, close; conn/s, latency, misrouted, errors,\n"
+    "                CPU per 1,000; --hold N: proxy memory per 10,000 idle (below)\n"
     "\n"
     "What to measure:\n"
     "  (default)            a ferry child (this binary, or --ferry PATH), SOCKS5 or, with\n"
@@ -151,6 +157,25 @@ static const char usage_options_load[] =
     "                       drops and reports what it received) or down (a source\n"
     "                       sends; the client checks); counted where bytes arrive\n";
 
+static const char usage_edge[] =
+    "  --hello KIND         edge: the first message: tls (a 517-byte ClientHello, the\n"
+    "                       default), mc (a Minecraft handshake + Login Start),\n"
+    "                       tls-pq-segments (a 1812-byte post-quantum-sized\n"
+    "                       ClientHello in 2 writes) or tls-pq-records (the same in\n"
+    "                       2 TLS records, one write). Hosts alternate a.test and\n"
+    "                       b.test; each backend answers its own byte, so a byte of\n"
+    "                       the other is counted as misrouted and fails the run\n"
+    "  --edge-target ADDR:PORT  edge: measure an edge already running on loopback\n"
+    "                       (HAProxy, nginx, a ferry: bench/peers/) that routes\n"
+    "                       a.test and b.test to the bench's backends on 127.0.0.1:\n"
+    "                       --target-port and the next port (default 18501, 18502);\n"
+    "                       --proxy-pid adds its CPU and memory. Without it a ferry\n"
+    "                       with an [edge bench] section (sniff auto, a few routes,\n"
+    "                       no flood limits, no access log) is started for each run\n"
+    "  --hold N             edge: after the window, open N more connections and keep\n"
+    "                       them idle after their byte: held, and the proxy's memory\n"
+    "                       per 10,000 (0..250000; default 0: off)\n";
+
 static const char usage_options2[] =
     "  --ferry PATH         ferry binary to self-host (default: this one)\n"
     "  --chain N            self-host N ferries in a row (default 1; 1..8): the clients\n"
@@ -210,6 +235,7 @@ void bench_usage(FILE *f)
     fputs(usage, f);
     fputs(usage_options, f);
     fputs(usage_options_load, f);
+    fputs(usage_edge, f);
     fputs(usage_options2, f);
 }
 
@@ -257,6 +283,16 @@ const struct bench_scenario bench_scenarios[] = {
         .def = {[SV_CONNECTIONS] = 16, [SV_CONCURRENCY] = 8, [SV_PAYLOAD] = 1200},
         .range = {[SV_CONNECTIONS] = {.lo = 1, .hi = 10000},
                   [SV_PAYLOAD] = {.lo = 12, .hi = 65507 - 22}},
+    },
+    {
+        /* Owns its set-up: a ferry with an [edge] section and the
+         * backends (sc_edge.c), or --edge-target. */
+        .name = "edge",
+        .run = scenario_edge,
+        .flags = SCF_OWN_SETUP,
+        .shows = SCP_WARMUP | SCP_WINDOW | SCP_THREADS | SCP_CONCURRENCY | SCP_EDGE,
+        .def = {[SV_CONNECTIONS] = 8, [SV_CONCURRENCY] = 32, [SV_PAYLOAD] = 65536},
+        .describe = scenario_edge_describe,
     },
     {
         .name = "rules",
@@ -562,6 +598,42 @@ static int set_target(const struct optdef *d, const char *arg, struct bench_opts
     return 0;
 }
 
+/* edge --hello KIND. */
+static int set_hello(const struct optdef *d, const char *arg, struct bench_opts *o,
+                     struct bench_cli *c)
+{
+    int k = edge_hello_parse(arg);
+    if (k < 0)
+        return usage_error("--hello must be mc, tls, tls-pq-segments or tls-pq-records");
+    (void)d;
+    o->edge_hello = (uint8_t)k;
+    c->edge_given = true;
+    return 0;
+}
+
+/* edge --edge-target ADDR:PORT: an edge already running, on loopback (the
+ * backends it must route to listen on 127.0.0.1). */
+static int set_edge_target(const struct optdef *d, const char *arg, struct bench_opts *o,
+                           struct bench_cli *c)
+{
+    if (addr_parse(arg, -1, &o->edge_target) || o->edge_target.port == 0)
+        return bad_value(d->name, arg);
+    if (!addr_is_loopback(&o->edge_target))
+        return usage_error("--edge-target must be on loopback (the bench's backends listen "
+                           "on 127.0.0.1)");
+    o->has_edge_target = true;
+    c->edge_given = true;
+    return 0;
+}
+
+/* edge --hold N (a count; 0: off). */
+static int set_hold(const struct optdef *d, const char *arg, struct bench_opts *o,
+                    struct bench_cli *c)
+{
+    c->edge_given = true;
+    return set_count(d, arg, o, c);
+}
+
 static int set_help(const struct optdef *d, const char *arg, struct bench_opts *o,
                     struct bench_cli *c)
 {
@@ -695,6 +767,9 @@ static const struct optdef optdefs[] = {
      .rg = RG_ZERO_OFF},
     {.name = "--direction", ARG, .set = set_direction},
     {.name = "--target", ARG, .set = set_target},
+    {.name = "--hello", ARG, .set = set_hello},
+    {.name = "--edge-target", ARG, .set = set_edge_target},
+    {.name = "--hold", ARG, .set = set_hold, FIELD(F_UNSIGNED, hold), RANGE(0, 250000, "")},
     {.name = "--allow-failures", FLAG, .set = set_flag, FIELD(F_BOOL, allow_failures), .val = true},
     {.name = "--help", FLAG, .set = set_help},
 };
@@ -929,10 +1004,32 @@ static int check_off_host(const struct bench_opts *o)
     return 0;
 }
 
+/* edge: its own set-up and options, and no others'. */
+static int check_edge(const struct bench_opts *o, const struct bench_cli *c)
+{
+    bool edge = c->sc->flags & SCF_OWN_SETUP;
+    if (!edge)
+        return c->edge_given ? usage_error("--hello, --edge-target and --hold are for edge") : 0;
+    if (o->mode != BENCH_SELF || o->tunnel || o->chain > 1 || o->has_target)
+        return usage_error("edge starts its own ferry (or measures --edge-target): not with "
+                           "--proxy, --relay, --direct, --tunnel, --chain or --target");
+    if (o->http_proxy || o->https_proxy || strcmp(o->auth, "none") != 0 || o->rate > 0)
+        return usage_error("edge speaks no proxy protocol: not with --http-proxy, "
+                           "--https-proxy, --auth or --rate");
+    if (o->has_edge_target && (o->nproxy_set || o->proxy_workers))
+        return usage_error("--proxy-set and --proxy-workers are for the self-hosted ferry, "
+                           "not --edge-target");
+    if (!o->has_edge_target && c->target_port)
+        return usage_error("--target-port with edge: the port of --edge-target's backends");
+    return 0;
+}
+
 /* The options combined, once the scenario is known. */
 static int check_combination(struct bench_opts *o, struct bench_cli *c)
 {
     const struct bench_scenario *sc = c->sc;
+    if (check_edge(o, c))
+        return 2;
     if (check_tunnel(o, sc) || check_open_loop(o, c) || check_off_host(o))
         return 2;
     if (o->http_proxy &&

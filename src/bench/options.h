@@ -36,6 +36,9 @@ struct bench_range {
 #define SCF_HTTP_ABSOLUTE 0x04u /* --http-proxy absolute (GET http://...) applies */
 #define SCF_HOLDS         0x08u /* holds --connections open: descriptors checked first, more echo ports */
 #define SCF_COLD          0x10u /* a fresh self-hosted ferry for each run */
+#define SCF_OWN_SETUP                                                          \
+    0x20u /* starts what it measures itself (edge): no targets, no SOCKS ferry \
+           */
 
 /* The parameters a scenario uses: its report's header names these, in this
  * order, and no others. */
@@ -53,6 +56,7 @@ struct bench_range {
 #define SCP_PING        0x0800u
 #define SCP_UDP_MODES   0x1000u /* --blast, --no-echo-gro when given */
 #define SCP_RULES       0x2000u
+#define SCP_EDGE        0x4000u /* --hello, --hold */
 
 /* One row of the scenario table. */
 struct bench_scenario {
@@ -62,6 +66,8 @@ struct bench_scenario {
     unsigned shows;                     /* SCP_* */
     uint64_t def[SV_COUNT];             /* the defaults of the SV_* options */
     struct bench_range range[SV_COUNT]; /* narrower than the option's own ("for NAME"), or hi 0 */
+    /* What it measures in words for the header (SCF_NO_PROXY, SCF_OWN_SETUP), or NULL. */
+    void (*describe)(const struct bench_opts *o, char *out, size_t cap);
 };
 
 extern const struct bench_scenario bench_scenarios[];
@@ -77,6 +83,7 @@ struct bench_cli {
     char proxy_conf[4096];           /* --proxy-set K=V, as config lines "K = V\n" */
     unsigned given;                  /* 1u << SV_*: given, so the scenario's default yields */
     bool help;                       /* --help was given */
+    bool edge_given;                 /* --hello, --edge-target or --hold was given */
     const char *args[128];           /* o->argv points here: argv as given */
 };
 

@@ -230,6 +230,8 @@ int child_conf_format(char *buf, size_t cap, const struct child_conf *cc)
     if (cc->tls)
         PUT("[tls]\ncert = %s/cert.pem\nkey = %s/key.pem\n", cc->tls_dir ? cc->tls_dir : ".",
             cc->tls_dir ? cc->tls_dir : ".");
+    if (cc->sections && *cc->sections)
+        PUT("%s%s", cc->sections, cc->sections[strlen(cc->sections) - 1] == '\n' ? "" : "\n");
 #undef PUT
     return (int)len;
 }

@@ -36,6 +36,7 @@ struct child_conf {
     const char *ws_path;     /* --tunnel wss: the WebSocket's path on the server's listener
                                 (websocket=PATH) and the client's outbound; NULL: none */
     const char *tls_dir;     /* child_conf_format: where cert.pem and key.pem are (with tls) */
+    const char *sections;    /* more sections, after all others (e.g. an [edge]), or NULL */
 };
 
 /* The name of the outbound a ferry of a chain sends its sessions through. */
@@ -48,7 +49,7 @@ struct child_conf {
  * along the chain); with a userlist, an [auth] section naming the file
  * "users" beside the config. Top-level keys come before every section.
  * With tls, the listener is tls://127.0.0.1:0 and a [tls] section names
- * cc->tls_dir's cert.pem and key.pem. With next_pin (a --tunnel's client,
+ * cc->tls_dir's cert.pem and key.pem; cc->sections come last. With next_pin (a --tunnel's client,
  * as `ferry client https://ADDR --pin PIN 127.0.0.1:0:socks` would write
  * it), the listener takes socks5+socks4+http and the next hop's url is
  * https://ADDR with `pin = next_pin` and `mux = h2`. With ws_path, the

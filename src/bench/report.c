@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/edge.h"
 #include "bench/options.h"
 #include "bench/proc.h"
 #include "bench/stats.h"
@@ -253,6 +254,8 @@ static void print_params(const struct bench_opts *o, unsigned shows)
         printf("%s%s", o->blast ? ", blast" : "", o->echo_gro ? "" : ", echo without GRO");
     if (shows & SCP_RULES)
         printf(", rules %u", o->nrules);
+    if ((shows & SCP_EDGE) && o->hold)
+        printf(", hold %u", o->hold);
 }
 
 void bench_report_header(const struct bench *b, const char *target)
@@ -262,7 +265,7 @@ void bench_report_header(const struct bench *b, const char *target)
     if (o->json || !sc)
         return;
     bool in_process = sc->flags & SCF_NO_PROXY;
-    bool self = o->mode == BENCH_SELF && !in_process;
+    bool self = o->mode == BENCH_SELF && !in_process && !o->has_edge_target;
     printf("ferry bench %s: %s\n", o->scenario, target);
     printf("  runs %u", o->runs);
     print_params(o, sc->shows);
@@ -305,7 +308,10 @@ static void json_head(const struct bench *b, bool in_process, const char *target
 {
     const struct bench_opts *o = &b->o;
     printf("{\"scenario\":\"%s\",\"mode\":\"%s\",\"ok\":%s", o->scenario,
-           in_process ? "none" : mode_name(o->mode), error ? "false" : "true");
+           in_process           ? "none"
+           : o->has_edge_target ? "edge-target"
+                                : mode_name(o->mode),
+           error ? "false" : "true");
     if (error) {
         printf(",\"error\":");
         print_json_string(error);
@@ -345,6 +351,13 @@ static void json_params(const struct bench_opts *o, const struct bench_scenario 
            (unsigned)o->target_port, o->allow_failures ? "true" : "false");
     if (sc->shows & SCP_RULES)
         printf(",\"rules\":%u", o->nrules);
+    if (sc->shows & SCP_EDGE) {
+        printf(",\"hello\":\"%s\",\"hold\":%u", edge_hello_name(o->edge_hello), o->hold);
+        if (o->has_edge_target) {
+            printf(",\"edge_target\":");
+            print_json_string(addr_format(&o->edge_target, a, sizeof(a)));
+        }
+    }
     static const char *const dirs[] = {"both", "up", "down"};
     printf(",\"rate\":%g,\"direction\":\"%s\"", o->rate, dirs[o->direction % 3]);
     if (o->has_target) {
@@ -435,8 +448,9 @@ static void report_json(const struct bench *b, const struct bench_scenario *sc, 
 {
     const struct bench_opts *o = &b->o;
     bool in_process = sc->flags & SCF_NO_PROXY;
-    bool self = o->mode == BENCH_SELF && !in_process; /* an in-process scenario runs no proxy */
-    static struct build_info bi, fi;                  /* PATH_MAX each: not on the stack */
+    /* an in-process scenario runs no proxy; --edge-target measures another's */
+    bool self = o->mode == BENCH_SELF && !in_process && !o->has_edge_target;
+    static struct build_info bi, fi; /* PATH_MAX each: not on the stack */
     build_info("/proc/self/exe", true, &bi);
     if (self && !strcmp(o->ferry, "/proc/self/exe"))
         fi = bi;
@@ -525,6 +539,6 @@ void bench_report(const struct bench *b, const char *target, const struct result
         return;
     }
     /* The table mode printed target before the runs (bench_report_header). */
-    bool self = o->mode == BENCH_SELF && !(sc->flags & SCF_NO_PROXY);
+    bool self = o->mode == BENCH_SELF && !(sc->flags & SCF_NO_PROXY) && !o->has_edge_target;
     report_table(b, self, runs, nruns, error, mem_src);
 }

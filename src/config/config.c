@@ -543,22 +543,12 @@ static void parse_cli_text(struct loader *ld, const char *name, const char *text
         msglist_push(ld->errs, "%s: out of memory", name);
 }
 
-/* The [auth] keys once every file is read: the verifier's settings with
- * where they were set, and the userlist; [auth] keys without a verifier are
- * an error naming the first. */
-static void finish_auth(struct loader *ld, struct config *c, struct msglist *errs)
+/* [auth]: the one password backend and its keys (config/auth.c), the
+ * userlist read now; or, with no backend, [auth] keys said to be idle. */
+static void finish_auth(struct loader *ld, struct msglist *errs)
 {
-    if (c->auth.userlist || c->auth.helper || c->auth.pam_service) {
-        static const char *const bk[5] = {"auth.userlist", "auth.helper", "auth.pam_service",
-                                          "auth.helper_children", "auth.helper_timeout"};
-        struct config_origin at[5];
-        for (int i = 0; i < 5; i++)
-            at[i] = (struct config_origin){key_line(ld, bk[i]) ? key_file(ld, bk[i]) : NULL,
-                                           key_line(ld, bk[i])};
-        config_auth_finish(c, at, errs);
-        if (c->auth.userlist && !c->auth.helper && !c->auth.pam_service)
-            load_userlist(c, at[0].file, at[0].line, errs);
-    } else {
+    struct config *c = ld->c;
+    if (!c->auth.userlist && !c->auth.helper && !c->auth.pam_service) {
         for (size_t i = 0; i < config_nkeys; i++) {
             if (ld->seen[i] && strncmp(config_keys[i].name, "auth.", 5) == 0) {
                 msglist_push(errs,
@@ -569,7 +559,17 @@ static void finish_auth(struct loader *ld, struct config *c, struct msglist *err
                 break;
             }
         }
+        return;
     }
+    static const char *const bk[5] = {"auth.userlist", "auth.helper", "auth.pam_service",
+                                      "auth.helper_children", "auth.helper_timeout"};
+    struct config_origin at[5];
+    for (int i = 0; i < 5; i++)
+        at[i] = (struct config_origin){key_line(ld, bk[i]) ? key_file(ld, bk[i]) : NULL,
+                                       key_line(ld, bk[i])};
+    config_auth_finish(c, at, errs);
+    if (c->auth.userlist && !c->auth.helper && !c->auth.pam_service)
+        load_userlist(c, at[0].file, at[0].line, errs);
 }
 
 int config_load(const struct config_cli *cli, struct config **out, struct msglist *errs)
@@ -585,7 +585,7 @@ int config_load(const struct config_cli *cli, struct config **out, struct msglis
         parse_cli_text(&ld, cli->text_name ? cli->text_name : "command line", cli->text);
     if (cli->path)
         parse_file(&ld, cli->path);
-    finish_auth(&ld, c, errs);
+    finish_auth(&ld, errs);
     c->log_file_line = key_line(&ld, "log_file");
     c->log_file_src = key_file(&ld, "log_file");
     check_log_target(c, &ld, errs);

@@ -110,11 +110,12 @@ def test_users_show_live_figures(af, echo_server):
 
         b = wait_until(bob, 10, "bob's live session")
         assert b["bytes_up"] >= 1000 and b["bytes_down"] >= 1000
-        # The accounting's cumulative figures beside the live ones (the
-        # session counts from its start, its bytes as the relay moves them).
+        # The accounting's cumulative figures beside the live ones (since the
+        # server started: earlier tests' sessions of bob count too; the live
+        # one's bytes as the relay moves them).
         t = b["totals"]
-        assert t["sessions"] == 1 and t["udp_datagrams"] == 0
-        assert t["bytes_up"] <= b["bytes_up"] and t["bytes_down"] <= b["bytes_down"]
+        assert t["sessions"] >= 1 and t["udp_datagrams"] == 0
+        assert t["bytes_up"] >= 1000 and t["bytes_down"] >= 1000
         assert "quota_bytes" not in t  # no [quota] for bob
         r = api(af, "GET", "/api/users?limit=1&offset=1")
         assert r.status == 200 and [u["name"] for u in r.json()["users"]] == ["bob"]

@@ -53,8 +53,10 @@ static void test_defaults_per_scenario(void **state)
         unsigned connections, concurrency;
         size_t payload;
     } want[] = {
-        {"throughput", 8, 8, 65536},        {"handshakes", 8, 32, 65536}, {"requests", 8, 8, 65536},
-        {"connections", 10000, 256, 65536}, {"udp", 16, 8, 1200},         {"rules", 8, 8, 65536},
+        {"throughput", 8, 8, 65536}, {"handshakes", 8, 32, 65536},
+        {"requests", 8, 8, 65536},   {"connections", 10000, 256, 65536},
+        {"udp", 16, 8, 1200},        {"rules", 8, 8, 65536},
+        {"edge", 8, 32, 65536},
     };
     assert_int_equal(bench_nscenarios, sizeof(want) / sizeof(want[0]));
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
