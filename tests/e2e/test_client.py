@@ -107,13 +107,7 @@ def test_socks_remote_curl_pysocks_10mib_and_half_close(server, client, echo_ser
     s = socks_sock(port)
     s.connect(sink.addr)
     with s:
-        payload = random.Random(5).randbytes(2 * MiB)
-        s.sendall(payload)
-        s.shutdown(socket.SHUT_WR)
-        reply, how = read_until_close(s, timeout=60)
-    assert how == "eof"
-    assert reply == SinkThenReplyServer.reply_for(len(payload), hashlib.sha256(payload).hexdigest(),
-                                                  512 * 1024)
+        SinkThenReplyServer.check_half_close(s, random.Random(5).randbytes(2 * MiB), 512 * 1024)
     c.wait_log(rf"cmd=connect dst=127.0.0.1:{echo_server.port} .*reply=succeeded end=done.* via=tunnel")
     server["srv"].wait_log(rf"user=alice cmd=CONNECT dst=127.0.0.1:{echo_server.port} ")
 
@@ -134,12 +128,7 @@ def test_port_forward_integrity_and_early_bytes(server, client, echo_server, tcp
     payload = random.Random(8).randbytes(300_000)
     s = socket.create_connection(("127.0.0.1", port2), timeout=30)
     with s:
-        s.sendall(payload)
-        s.shutdown(socket.SHUT_WR)
-        reply, how = read_until_close(s, timeout=30)
-    assert how == "eof"
-    assert reply == SinkThenReplyServer.reply_for(len(payload), hashlib.sha256(payload).hexdigest(),
-                                                  1024)
+        SinkThenReplyServer.check_half_close(s, payload, 1024, timeout=30)
     c.wait_log(rf"cmd=forward dst=localhost:{sink.port} .*up={len(payload)} .*reply=succeeded "
                r"end=done.* via=tunnel")
 

@@ -96,13 +96,7 @@ def test_reverse_forward_integrity_and_half_close(env, client, echo_server, tcp_
     sink = tcp_server(SinkThenReplyServer, reply_size=256 * 1024)
     c = client(f"R:{port}:127.0.0.1:{sink.port}")
     with connect(port) as s:
-        payload = random.Random(3).randbytes(1 * MiB)
-        s.sendall(payload)
-        s.shutdown(socket.SHUT_WR)
-        reply, how = read_until_close(s, timeout=60)
-    assert how == "eof"
-    assert reply == SinkThenReplyServer.reply_for(len(payload), hashlib.sha256(payload).hexdigest(),
-                                                  256 * 1024)
+        SinkThenReplyServer.check_half_close(s, random.Random(3).randbytes(1 * MiB), 256 * 1024)
     c.wait_log(rf"cmd=reverse dst=127\.0\.0\.1:{sink.port} .*reply=succeeded end=done")
     env["srv"].wait_log(r"user=alice cmd=reverse ")
     # The other way: the target half-closes first; its greeting and FIN
@@ -111,16 +105,7 @@ def test_reverse_forward_integrity_and_half_close(env, client, echo_server, tcp_
     hc = tcp_server(ServerHalfCloseServer, first_bytes=4096)
     c = client(f"R:{port}:127.0.0.1:{hc.port}")
     with connect(port) as s:
-        s.sendall(b"x" * 4096)
-        got = b""
-        while len(got) < len(hc.GREETING):
-            d = s.recv(65536)
-            assert d, "EOF before the greeting"
-            got += d
-        assert got == hc.GREETING
-        assert s.recv(1) == b""  # its FIN crossed the tunnel (END_STREAM)
-        s.sendall(b"y" * 100000)
-        s.shutdown(socket.SHUT_WR)
+        hc.talk_past_its_fin(s)
         assert hc.done.wait(20)
         assert list(hc.results.values())[0][0] == 4096 + 100000
         assert read_until_close(s, timeout=20)[1] == "eof"

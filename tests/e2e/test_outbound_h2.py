@@ -107,16 +107,7 @@ def test_h2_outbound_bulk_half_close_and_sharing(ferry, cert, workers):
         # The destination half-closes first: its greeting arrives and we go on sending.
         s, _ = socks_connect(a.addr, "127.0.0.1", hc.port)
         with s:
-            s.sendall(b"x" * 4096)
-            got = b""
-            while len(got) < len(hc.GREETING):
-                d = s.recv(65536)
-                assert d, "EOF before the greeting"
-                got += d
-            assert got == hc.GREETING
-            assert s.recv(1) == b""  # its FIN crossed the stream (END_STREAM)
-            s.sendall(b"y" * 100000)
-            s.shutdown(socket.SHUT_WR)
+            hc.talk_past_its_fin(s)
         assert hc.done.wait(10)
         assert list(hc.results.values())[0][0] == 4096 + 100000
         # The client half-closes first: the destination reads to EOF and answers.
