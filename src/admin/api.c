@@ -48,31 +48,6 @@ static long num_param(const char *query, const char *name, long def, long lo, lo
     return (long)n;
 }
 
-void admin_session_json(struct mtext *t, const struct snap_row *s)
-{
-    char ip[ADDR_STRLEN];
-    mtext_printf(t, "{\"id\":%llu,\"client\":", (unsigned long long)s->id);
-    admin_json_str(t, addr_format(&s->client, ip, sizeof(ip)));
-    mtext_printf(t, ",\"user\":");
-    if (s->user[0])
-        admin_json_str(t, s->user);
-    else
-        mtext_printf(t, "null");
-    mtext_printf(t, ",\"protocol\":");
-    admin_json_str(t, s->proto);
-    mtext_printf(t, ",\"state\":");
-    admin_json_str(t, s->state);
-    mtext_printf(t, ",\"destination\":");
-    admin_json_str(t, s->dest);
-    mtext_printf(t, ",\"outbound\":");
-    admin_json_str(t, s->outbound);
-    mtext_printf(t,
-                 ",\"bytes_up\":%llu,\"bytes_down\":%llu,\"age_s\":%.3f,\"idle_s\":%.3f,"
-                 "\"worker\":%u}",
-                 (unsigned long long)s->up, (unsigned long long)s->down, (double)s->age_ms / 1000.0,
-                 (double)s->idle_ms / 1000.0, s->worker);
-}
-
 /* "sessions":[...], "total", "returned", "workers" of a look. */
 static void sessions_json(struct mtext *t, const struct snap_query *q, unsigned answered,
                           size_t limit)

@@ -69,7 +69,7 @@ size_t admin_rows(const struct snap_query *q, size_t limit, struct snap_row **ou
 int admin_query_param(const char *query, const char *name, char *out, size_t cap);
 /* JSON: s as a quoted string. */
 void admin_json_str(struct mtext *t, const char *s);
-/* One session of a look as the API's JSON object (api.c): id, client,
+/* One session of a look as the API's JSON object: id, client,
  * user, protocol, state, destination, outbound, bytes, age, idle, worker. */
 void admin_session_json(struct mtext *t, const struct snap_row *s);
 /* HTML: s escaped for text and attribute values. */
