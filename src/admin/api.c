@@ -48,31 +48,6 @@ static long num_param(const char *query, const char *name, long def, long lo, lo
     return (long)n;
 }
 
-void admin_session_json(struct mtext *t, const struct snap_row *s)
-{
-    char ip[ADDR_STRLEN];
-    mtext_printf(t, "{\"id\":%llu,\"client\":", (unsigned long long)s->id);
-    admin_json_str(t, addr_format(&s->client, ip, sizeof(ip)));
-    mtext_printf(t, ",\"user\":");
-    if (s->user[0])
-        admin_json_str(t, s->user);
-    else
-        mtext_printf(t, "null");
-    mtext_printf(t, ",\"protocol\":");
-    admin_json_str(t, s->proto);
-    mtext_printf(t, ",\"state\":");
-    admin_json_str(t, s->state);
-    mtext_printf(t, ",\"destination\":");
-    admin_json_str(t, s->dest);
-    mtext_printf(t, ",\"outbound\":");
-    admin_json_str(t, s->outbound);
-    mtext_printf(t,
-                 ",\"bytes_up\":%llu,\"bytes_down\":%llu,\"age_s\":%.3f,\"idle_s\":%.3f,"
-                 "\"worker\":%u}",
-                 (unsigned long long)s->up, (unsigned long long)s->down, (double)s->age_ms / 1000.0,
-                 (double)s->idle_ms / 1000.0, s->worker);
-}
-
 /* "sessions":[...], "total", "returned", "workers" of a look. */
 static void sessions_json(struct mtext *t, const struct snap_query *q, unsigned answered,
                           size_t limit)
@@ -120,25 +95,6 @@ static void api_sessions(struct admin_rq *r)
     sessions_json(&r->rp->body, q, answered, (size_t)limit);
     mtext_printf(&r->rp->body, "}\n");
     snap_put(q);
-}
-
-void admin_totals_json(struct admin_rq *r, const char *user)
-{
-    struct mtext *t = &r->rp->body;
-    struct admin_user_totals tot;
-    if (!r->a->user_totals || !r->a->user_totals(r->a->user_totals_arg, user, &tot)) {
-        mtext_printf(t, "null");
-        return;
-    }
-    mtext_printf(t,
-                 "{\"bytes_up\":%llu,\"bytes_down\":%llu,\"sessions\":%llu,"
-                 "\"udp_datagrams\":%llu",
-                 (unsigned long long)tot.bytes_up, (unsigned long long)tot.bytes_down,
-                 (unsigned long long)tot.sessions, (unsigned long long)tot.udp_datagrams);
-    if (tot.have_quota)
-        mtext_printf(t, ",\"quota_bytes\":%llu,\"quota_used\":%llu",
-                     (unsigned long long)tot.quota_bytes, (unsigned long long)tot.quota_used);
-    mtext_printf(t, "}");
 }
 
 /* Live sums of each user (sessions, bytes of open sessions) and the

@@ -69,7 +69,7 @@ size_t admin_rows(const struct snap_query *q, size_t limit, struct snap_row **ou
 int admin_query_param(const char *query, const char *name, char *out, size_t cap);
 /* JSON: s as a quoted string. */
 void admin_json_str(struct mtext *t, const char *s);
-/* One session of a look as the API's JSON object (api.c): id, client,
+/* One session of a look as the API's JSON object: id, client,
  * user, protocol, state, destination, outbound, bytes, age, idle, worker. */
 void admin_session_json(struct mtext *t, const struct snap_row *s);
 /* HTML: s escaped for text and attribute values. */
@@ -110,10 +110,11 @@ uint64_t admin_rule_hits(const struct admin_rq *r, uint32_t i);
 void admin_status_json(struct admin_rq *r);
 void admin_history_json(struct admin_rq *r);
 
-/* api.c: /api/... paths (authenticated already). */
 /* The per-user accounting's figures of user as JSON (an object, or null
  * while no room registered admin_set_user_totals or it knows nothing). */
 void admin_totals_json(struct admin_rq *r, const char *user);
+
+/* api.c: /api/... paths (authenticated already). */
 void admin_api(struct admin_rq *r);
 /* page.c: /status, and the login page. */
 void admin_page(struct admin_rq *r);

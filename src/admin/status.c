@@ -349,3 +349,22 @@ void admin_history_json(struct admin_rq *r)
                     "\"bytes_down_per_s\",\"auth_ok_per_s\",\"auth_failed_per_s\","
                     "\"udp_associations\",\"tunnel_connections\",\"edge_routed_per_s\"]}\n");
 }
+
+void admin_totals_json(struct admin_rq *r, const char *user)
+{
+    struct mtext *t = &r->rp->body;
+    struct admin_user_totals tot;
+    if (!r->a->user_totals || !r->a->user_totals(r->a->user_totals_arg, user, &tot)) {
+        mtext_printf(t, "null");
+        return;
+    }
+    mtext_printf(t,
+                 "{\"bytes_up\":%llu,\"bytes_down\":%llu,\"sessions\":%llu,"
+                 "\"udp_datagrams\":%llu",
+                 (unsigned long long)tot.bytes_up, (unsigned long long)tot.bytes_down,
+                 (unsigned long long)tot.sessions, (unsigned long long)tot.udp_datagrams);
+    if (tot.have_quota)
+        mtext_printf(t, ",\"quota_bytes\":%llu,\"quota_used\":%llu",
+                     (unsigned long long)tot.quota_bytes, (unsigned long long)tot.quota_used);
+    mtext_printf(t, "}");
+}

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * text.c: the text helpers api.c, status.c and page.c share: query
- * strings, JSON strings (log/'s escaper), HTML escaping, byte sizes for
- * people, and the JSON error answer.
+ * strings, JSON strings (log/'s escaper), a session as JSON (/api/sessions
+ * and /api/status write it alike), HTML escaping, byte sizes for people,
+ * and the JSON error answer.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "admin/internal.h"
 #include "log/fields.h"
+#include "util/addr.h"
 #include "util/parse.h"
 
 int admin_query_param(const char *query, const char *name, char *out, size_t cap)
@@ -100,4 +102,29 @@ void admin_error(struct admin_rq *r, int status, const char *msg)
     mtext_printf(&r->rp->body, "{\"error\":");
     admin_json_str(&r->rp->body, msg);
     mtext_printf(&r->rp->body, ",\"status\":%d}\n", status);
+}
+
+void admin_session_json(struct mtext *t, const struct snap_row *s)
+{
+    char ip[ADDR_STRLEN];
+    mtext_printf(t, "{\"id\":%llu,\"client\":", (unsigned long long)s->id);
+    admin_json_str(t, addr_format(&s->client, ip, sizeof(ip)));
+    mtext_printf(t, ",\"user\":");
+    if (s->user[0])
+        admin_json_str(t, s->user);
+    else
+        mtext_printf(t, "null");
+    mtext_printf(t, ",\"protocol\":");
+    admin_json_str(t, s->proto);
+    mtext_printf(t, ",\"state\":");
+    admin_json_str(t, s->state);
+    mtext_printf(t, ",\"destination\":");
+    admin_json_str(t, s->dest);
+    mtext_printf(t, ",\"outbound\":");
+    admin_json_str(t, s->outbound);
+    mtext_printf(t,
+                 ",\"bytes_up\":%llu,\"bytes_down\":%llu,\"age_s\":%.3f,\"idle_s\":%.3f,"
+                 "\"worker\":%u}",
+                 (unsigned long long)s->up, (unsigned long long)s->down, (double)s->age_ms / 1000.0,
+                 (double)s->idle_ms / 1000.0, s->worker);
 }

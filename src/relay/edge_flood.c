@@ -97,6 +97,14 @@ int edge_flood_admit(struct conn *c, struct edge_sess *s)
     return tables_ok ? (int)admit_counts(&a, s) : EDGE_REJ_COUNT;
 }
 
+void edge_halfopen_done(struct edge_sess *s)
+{
+    if (s->halfopen) {
+        atomic_fetch_sub_explicit(&s->e->live->halfopen, 1, memory_order_relaxed);
+        s->halfopen = false;
+    }
+}
+
 bool edge_flood_refusal(enum edge_reject r)
 {
     return r == EDGE_REJ_HALFOPEN || r == EDGE_REJ_PER_SOURCE || r == EDGE_REJ_RATE ||

@@ -43,13 +43,12 @@ struct edge_sess {
     char host[HOSTNAME_MAX + 1];
 };
 
-/* Take the halfopen count off (the first message is complete). */
-void edge_halfopen_done(struct edge_sess *s);
-
 /* edge_flood.c: the defences at accept, cheapest first (lists, bans, the
  * half-open cap, per-source and per-prefix caps and rates). EDGE_REJ_COUNT
  * to admit, else the reason to refuse; s->halfopen is set once counted. */
 int edge_flood_admit(struct conn *c, struct edge_sess *s);
+/* Take the halfopen count off (the first message is complete). */
+void edge_halfopen_done(struct edge_sess *s);
 /* Is r a refusal at accept (reset, no access line, flood log)? */
 bool edge_flood_refusal(enum edge_reject r);
 /* c is refused for r (why: its end reason): a failure that feeds the bans

@@ -55,14 +55,6 @@ static void edge_count_reject(struct conn *c, enum edge_reject r)
     atomic_fetch_add_explicit(&c->edge->e->live->rejects[r], 1, memory_order_relaxed);
 }
 
-void edge_halfopen_done(struct edge_sess *s)
-{
-    if (s->halfopen) {
-        atomic_fetch_sub_explicit(&s->e->live->halfopen, 1, memory_order_relaxed);
-        s->halfopen = false;
-    }
-}
-
 /* Refusals at accept come in floods: no access-log line each (the
  * counters have them), and one warning per second per worker says how
  * many. */

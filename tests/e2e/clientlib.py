@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Helpers shared by the `ferry client` tests (test_client.py,
-test_client_reverse.py): a client process with its log, an integrity
-exchange through a socket, a PySocks socket."""
+test_client_reverse.py, test_client_udp.py, test_client_wss.py): the
+server's certificate and users, a client process with its log, an
+integrity exchange through a socket, a PySocks socket."""
 
 import hashlib
 import random
@@ -13,7 +14,9 @@ import threading
 import time
 from pathlib import Path
 
-from ferrylib import ferry_bin, ferry_env, read_until_close, sanitizer_findings, _pdeathsig_prefix
+from certlib import make_cert
+from ferrylib import (ferry_bin, ferry_env, passwd_line, read_until_close, sanitizer_findings,
+                      _pdeathsig_prefix)
 
 try:
     import socks  # PySocks (python3-socks)
@@ -21,6 +24,17 @@ except ImportError:  # pragma: no cover - a Makefile dependency
     socks = None
 
 PASSWORD = "tunnel-pw"
+
+
+def server_files(d: Path, users=("alice",), password: str = PASSWORD) -> tuple[Path, Path]:
+    """A `ferry serve`'s files in d for the client tests: server.pem and
+    server.key (certlib.make_cert), users.txt with each user and password,
+    and USER.auth for `ferry client --auth-file`. Returns (cert, key)."""
+    cert, key = make_cert(d, "server")
+    (d / "users.txt").write_text("".join(passwd_line(u, password) + "\n" for u in users))
+    for u in users:
+        (d / f"{u}.auth").write_text(f"{u}:{password}\n")
+    return cert, key
 
 
 class Client:

@@ -18,7 +18,10 @@ import pytest
 
 from opslib import free_port
 
-__all__ = ["daemon", "free_port", "need", "shared_dir", "stop_proc", "wait_file", "wait_port"]
+__all__ = ["STUNNEL", "Stunnel", "daemon", "free_port", "need", "shared_dir", "stop_proc", "wait_file",
+           "wait_port"]
+
+STUNNEL = shutil.which("stunnel4") or shutil.which("stunnel")
 
 
 def need(binary: str) -> str:
@@ -86,3 +89,49 @@ def daemon(argv: list[str], d: Path, port: int, name: str, timeout: float = 15.0
         stop_proc(proc)
         out.close()
         shutil.rmtree(d, ignore_errors=True)
+
+
+class Stunnel:
+    """stunnel4 in server mode: TLS 1.3 on a loopback port, plain TCP to
+    connect_to."""
+
+    def __init__(self, d: Path, cert: Path, key: Path, connect_to: tuple[str, int]):
+        self.log = d / "stunnel.log"
+        for _ in range(5):
+            self.port = free_port()
+            conf = d / "stunnel.conf"
+            conf.write_text(
+                "foreground = yes\npid =\ndebug = 5\n"
+                f"output = {self.log}\n"
+                "[https]\n"
+                f"accept = 127.0.0.1:{self.port}\n"
+                f"connect = {connect_to[0]}:{connect_to[1]}\n"
+                f"cert = {cert}\nkey = {key}\n"
+                "sslVersionMin = TLSv1.3\n")
+            self.proc = subprocess.Popen([STUNNEL, str(conf)], stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            if self._wait_listening(10.0):
+                return
+            self.stop()
+        raise RuntimeError("stunnel did not start: " + self.log_text())
+
+    def _wait_listening(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return False
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return True
+            except OSError:
+                time.sleep(0.05)
+        return False
+
+    def log_text(self) -> str:
+        try:
+            return self.log.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self):
+        stop_proc(self.proc)

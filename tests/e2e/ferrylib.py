@@ -642,6 +642,16 @@ class SinkThenReplyServer(ThreadedServer):
         filler = hashlib.sha256(head).digest() * (size // 32 + 1)
         return head + filler[:size]
 
+    @classmethod
+    def check_half_close(cls, s, payload: bytes, reply_size: int, timeout: float = 60) -> None:
+        """Through s (connected to a SinkThenReplyServer of reply_size):
+        payload, then EOF; the reply to it must come back whole, then EOF."""
+        s.sendall(payload)
+        s.shutdown(socket.SHUT_WR)
+        reply, how = read_until_close(s, timeout=timeout)
+        assert how == "eof"
+        assert reply == cls.reply_for(len(payload), hashlib.sha256(payload).hexdigest(), reply_size)
+
     def handle(self, c, peer):
         h = hashlib.sha256()
         n = 0
@@ -668,6 +678,20 @@ class ServerHalfCloseServer(ThreadedServer):
         self.results: dict[tuple, tuple[int, str]] = {}
         self.done = threading.Event()
         super().__init__(*a, **kw)
+
+    def talk_past_its_fin(self, s, more: int = 100000) -> None:
+        """Through s (connected to this server): first_bytes, then its
+        greeting and its FIN must arrive; then more bytes and our EOF."""
+        s.sendall(b"x" * self.first_bytes)
+        got = b""
+        while len(got) < len(self.GREETING):
+            d = s.recv(65536)
+            assert d, "EOF before the greeting"
+            got += d
+        assert got == self.GREETING
+        assert s.recv(1) == b""  # its FIN crossed the tunnel (END_STREAM)
+        s.sendall(b"y" * more)
+        s.shutdown(socket.SHUT_WR)
 
     def handle(self, c, peer):
         h = hashlib.sha256()

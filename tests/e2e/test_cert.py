@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from ferrylib import run_ferry
+from daemonlib import stop_proc
 from opslib import free_port
 
 OPENSSL = shutil.which("openssl")
@@ -245,13 +246,7 @@ class SServer:
         return False
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        stop_proc(self.proc)
 
 
 def curl(*args: str) -> subprocess.CompletedProcess:

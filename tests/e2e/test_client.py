@@ -28,13 +28,12 @@ from pathlib import Path
 import pytest
 
 from certlib import OPENSSL, make_cert, pin_of
-from clientlib import PASSWORD, Client, exchange, socks, socks_sock
+from clientlib import PASSWORD, Client, exchange, server_files, socks, socks_sock
 from ferrylib import (
     FerryFactory,
     SinkThenReplyServer,
     ferry_bin,
     ferry_env,
-    passwd_line,
     read_until_close,
     run_ferry,
     _pdeathsig_prefix,
@@ -54,9 +53,7 @@ pytestmark = pytest.mark.skipif(not OPENSSL or not CURL,
 def server(tmp_path_factory):
     """The ferry server: tls:// on loopback, [auth] with user alice."""
     d = tmp_path_factory.mktemp("client")
-    cert, key = make_cert(d, "server")
-    (d / "users.txt").write_text(passwd_line("alice", PASSWORD) + "\n")
-    (d / "alice.auth").write_text(f"alice:{PASSWORD}\n")
+    cert, key = server_files(d)
     (d / "wrong.auth").write_text("alice:not-the-password\n")
     factory = FerryFactory(d)
     srv = factory(listens=("tls://127.0.0.1:0",), auth={"userlist": "users.txt"},
@@ -111,13 +108,7 @@ def test_socks_remote_curl_pysocks_10mib_and_half_close(server, client, echo_ser
     s = socks_sock(port)
     s.connect(sink.addr)
     with s:
-        payload = random.Random(5).randbytes(2 * MiB)
-        s.sendall(payload)
-        s.shutdown(socket.SHUT_WR)
-        reply, how = read_until_close(s, timeout=60)
-    assert how == "eof"
-    assert reply == SinkThenReplyServer.reply_for(len(payload), hashlib.sha256(payload).hexdigest(),
-                                                  512 * 1024)
+        SinkThenReplyServer.check_half_close(s, random.Random(5).randbytes(2 * MiB), 512 * 1024)
     c.wait_log(rf"cmd=connect dst=127.0.0.1:{echo_server.port} .*reply=succeeded end=done.* via=tunnel")
     server["srv"].wait_log(rf"user=alice cmd=CONNECT dst=127.0.0.1:{echo_server.port} ")
 
@@ -138,12 +129,7 @@ def test_port_forward_integrity_and_early_bytes(server, client, echo_server, tcp
     payload = random.Random(8).randbytes(300_000)
     s = socket.create_connection(("127.0.0.1", port2), timeout=30)
     with s:
-        s.sendall(payload)
-        s.shutdown(socket.SHUT_WR)
-        reply, how = read_until_close(s, timeout=30)
-    assert how == "eof"
-    assert reply == SinkThenReplyServer.reply_for(len(payload), hashlib.sha256(payload).hexdigest(),
-                                                  1024)
+        SinkThenReplyServer.check_half_close(s, payload, 1024, timeout=30)
     c.wait_log(rf"cmd=forward dst=localhost:{sink.port} .*up={len(payload)} .*reply=succeeded "
                r"end=done.* via=tunnel")
 

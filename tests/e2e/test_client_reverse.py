@@ -22,9 +22,9 @@ import time
 
 import pytest
 
-from certlib import OPENSSL, make_cert, pin_of
-from clientlib import PASSWORD, Client, exchange, socks, socks_sock
-from ferrylib import (FerryFactory, ServerHalfCloseServer, SinkThenReplyServer, passwd_line,
+from certlib import OPENSSL, pin_of
+from clientlib import Client, exchange, server_files, socks, socks_sock
+from ferrylib import (FerryFactory, ServerHalfCloseServer, SinkThenReplyServer,
                       read_until_close, run_ferry)
 from opslib import free_port
 
@@ -48,11 +48,7 @@ def make_server(factory, d, cert, key, port=0):
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
     d = tmp_path_factory.mktemp("reverse")
-    cert, key = make_cert(d, "server")
-    users = ["alice", "bob", "carol"]
-    (d / "users.txt").write_text("".join(passwd_line(u, PASSWORD) + "\n" for u in users))
-    for u in users:
-        (d / f"{u}.auth").write_text(f"{u}:{PASSWORD}\n")
+    cert, key = server_files(d, ["alice", "bob", "carol"])
     factory = FerryFactory(d)
     srv = make_server(factory, d, cert, key)
     yield {"dir": d, "factory": factory, "srv": srv, "cert": cert, "key": key,
@@ -100,13 +96,7 @@ def test_reverse_forward_integrity_and_half_close(env, client, echo_server, tcp_
     sink = tcp_server(SinkThenReplyServer, reply_size=256 * 1024)
     c = client(f"R:{port}:127.0.0.1:{sink.port}")
     with connect(port) as s:
-        payload = random.Random(3).randbytes(1 * MiB)
-        s.sendall(payload)
-        s.shutdown(socket.SHUT_WR)
-        reply, how = read_until_close(s, timeout=60)
-    assert how == "eof"
-    assert reply == SinkThenReplyServer.reply_for(len(payload), hashlib.sha256(payload).hexdigest(),
-                                                  256 * 1024)
+        SinkThenReplyServer.check_half_close(s, random.Random(3).randbytes(1 * MiB), 256 * 1024)
     m = c.wait_log(rf"cmd=reverse dst=127\.0\.0\.1:{sink.port} .*reply=succeeded end=done"
                    rf".* tunnel=\d+ stream=(\d+) peer=127\.0\.0\.1:\d+$")
     # Its stream is named the same on the server's end of the tunnel.
@@ -117,16 +107,7 @@ def test_reverse_forward_integrity_and_half_close(env, client, echo_server, tcp_
     hc = tcp_server(ServerHalfCloseServer, first_bytes=4096)
     c = client(f"R:{port}:127.0.0.1:{hc.port}")
     with connect(port) as s:
-        s.sendall(b"x" * 4096)
-        got = b""
-        while len(got) < len(hc.GREETING):
-            d = s.recv(65536)
-            assert d, "EOF before the greeting"
-            got += d
-        assert got == hc.GREETING
-        assert s.recv(1) == b""  # its FIN crossed the tunnel (END_STREAM)
-        s.sendall(b"y" * 100000)
-        s.shutdown(socket.SHUT_WR)
+        hc.talk_past_its_fin(s)
         assert hc.done.wait(20)
         assert list(hc.results.values())[0][0] == 4096 + 100000
         assert read_until_close(s, timeout=20)[1] == "eof"

@@ -25,10 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from certlib import OPENSSL, make_cert, pin_of
-from ferrylib import HAVE_IPV6, FerryFactory, passwd_line
+from certlib import OPENSSL, pin_of
+from ferrylib import HAVE_IPV6, FerryFactory
 from opslib import free_port, metrics_addr, scrape
-from test_client import Client
+from clientlib import Client, server_files
 from udplib import UdpAssoc, UdpEcho, encode_udp, payload
 
 pytestmark = pytest.mark.skipif(not OPENSSL, reason="openssl is needed (make deps-test)")
@@ -42,10 +42,8 @@ def srv_extra(d: Path, udp: str = "") -> str:
 
 
 def start_server(d: Path, factory: FerryFactory, udp: str = "", port: int = 0):
-    cert, key = make_cert(d, "server")
+    cert, key = server_files(d, password=PASSWORD)
     assert (cert, key) == (d / "server.pem", d / "server.key")
-    (d / "users.txt").write_text(passwd_line("alice", PASSWORD) + "\n")
-    (d / "alice.auth").write_text(f"alice:{PASSWORD}\n")
     srv = factory(listens=(f"tls://127.0.0.1:{port}",), auth={"userlist": "users.txt"},
                   extra=srv_extra(d, udp))
     return srv, pin_of(cert)

@@ -13,6 +13,7 @@ import base64
 import hashlib
 import os
 import signal
+import shutil
 import socket
 import ssl
 import struct
@@ -21,12 +22,13 @@ import time
 
 import pytest
 
-from certlib import OPENSSL, make_cert, pin_of
-from daemonlib import need, wait_port
-from ferrylib import DEFAULT_CONFIG, FerryFactory, passwd_line, read_until_close, run_ferry
+from certlib import OPENSSL, pin_of
+from daemonlib import need, stop_proc, wait_port
+from ferrylib import DEFAULT_CONFIG, FerryFactory, read_until_close, run_ferry
 from opslib import free_port
-from test_client import CURL, PASSWORD, Client, exchange, socks, socks_sock
+from clientlib import Client, exchange, server_files, socks, socks_sock
 
+CURL = shutil.which("curl")
 MiB = 1024 * 1024
 GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
@@ -39,9 +41,7 @@ def server(tmp_path_factory, http_server):
     """ferry serve: tls:// and plain listeners with websocket=/tunnel (the
     plain one with the file server as its decoy), [auth] with alice."""
     d = tmp_path_factory.mktemp("wss")
-    cert, key = make_cert(d, "server")
-    (d / "users.txt").write_text(passwd_line("alice", PASSWORD) + "\n")
-    (d / "alice.auth").write_text(f"alice:{PASSWORD}\n")
+    cert, key = server_files(d)
     factory = FerryFactory(d)
     raw = "".join(f"{k} = {v}\n" for k, v in DEFAULT_CONFIG.items())
     # Closed rules: the decoy (the operator's own) is dialled all the same.
@@ -100,13 +100,7 @@ http {{
         wait_port(port, proc)
         yield {"port": port, "dir": d}
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+        stop_proc(proc)
         out.close()
 
 

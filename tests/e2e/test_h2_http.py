@@ -31,7 +31,7 @@ from ferrylib import ThreadedServer
 h2 = pytest.importorskip("h2")
 import h2.errors  # noqa: E402
 
-from test_h2 import H2Client, h2_ferry, pattern  # noqa: E402
+from h2lib import H2Client, h2_ferry, pattern  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not OPENSSL, reason="openssl is needed (make deps-test)")
 

@@ -27,7 +27,7 @@ from ferrylib import HAVE_IPV6, EchoServer
 from opslib import http_get, metrics_addr
 
 h2 = pytest.importorskip("h2")
-import test_h2 as t2  # noqa: E402  (the H2Client and the TLS ferry)
+import h2lib as t2  # noqa: E402  (the H2Client and the TLS ferry)
 
 pytestmark = pytest.mark.skipif(not OPENSSL, reason="openssl is needed (make deps-test)")
 

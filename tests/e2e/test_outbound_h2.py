@@ -17,7 +17,6 @@ from receiving 8 MiB each."""
 
 import hashlib
 import re
-import shutil
 import signal
 import socket
 import threading
@@ -26,15 +25,16 @@ import time
 import pytest
 
 from certlib import OPENSSL, make_cert, pin_of
-from ferrylib import (EchoServer, ServerHalfCloseServer, SinkThenReplyServer, ThreadedServer,
+from ferrylib import (EchoServer, ServerHalfCloseServer, SinkThenReplyServer,
                       expect_failure, handshake, open_client, read_until_close, request,
                       socks_connect)
+from daemonlib import STUNNEL, Stunnel
+from h2lib import SourceServer, pattern
 from opslib import free_port, http_get, metrics_addr, wait_until
 
 pytestmark = pytest.mark.skipif(not OPENSSL, reason="openssl is needed (make deps-test)")
 
 MiB = 1024 * 1024
-STUNNEL = shutil.which("stunnel4") or shutil.which("stunnel")
 
 
 @pytest.fixture(scope="module")
@@ -56,28 +56,6 @@ def child_a(ferry, cert, port: int, mux: str = "h2", userinfo: str = "", workers
     return ferry(config={"outbound": "up", "workers": str(workers)},
                  extra=(f"[outbound up]\nurl = https://{userinfo}127.0.0.1:{port}\n"
                         f"pin = {cert[2]}\nmux = {mux}\n{keys}"), **kw)
-
-
-def pattern(seed: int, n: int) -> bytes:
-    block = hashlib.sha256(str(seed).encode()).digest() * 128
-    return (block * (n // len(block) + 1))[:n]
-
-
-class SourceServer(ThreadedServer):
-    """Reads a decimal count and a newline, sends pattern(count) and closes."""
-
-    def handle(self, c, peer):
-        line = b""
-        while not line.endswith(b"\n"):
-            d = c.recv(64)
-            if not d:
-                return
-            line += d
-        n = int(line)
-        c.sendall(pattern(n, n))
-        c.shutdown(socket.SHUT_WR)
-        while c.recv(65536):
-            pass
 
 
 def echo_once(proxy, echo, payload: bytes = b"ping through h2", timeout: float = 10):
@@ -129,16 +107,7 @@ def test_h2_outbound_bulk_half_close_and_sharing(ferry, cert, workers):
         # The destination half-closes first: its greeting arrives and we go on sending.
         s, _ = socks_connect(a.addr, "127.0.0.1", hc.port)
         with s:
-            s.sendall(b"x" * 4096)
-            got = b""
-            while len(got) < len(hc.GREETING):
-                d = s.recv(65536)
-                assert d, "EOF before the greeting"
-                got += d
-            assert got == hc.GREETING
-            assert s.recv(1) == b""  # its FIN crossed the stream (END_STREAM)
-            s.sendall(b"y" * 100000)
-            s.shutdown(socket.SHUT_WR)
+            hc.talk_past_its_fin(s)
         assert hc.done.wait(10)
         assert list(hc.results.values())[0][0] == 4096 + 100000
         # The client half-closes first: the destination reads to EOF and answers.
@@ -192,7 +161,6 @@ def test_h2_outbound_bulk_half_close_and_sharing(ferry, cert, workers):
 
 @pytest.mark.skipif(not STUNNEL, reason="stunnel4 is needed (make deps-test)")
 def test_h2_outbound_auto_falls_back_to_http1(ferry, cert, tmp_path):
-    from test_outbound_tls import Stunnel
     echo = EchoServer()
     inner = ferry()
     tunnel = Stunnel(tmp_path, cert[0], cert[1], inner.addr)

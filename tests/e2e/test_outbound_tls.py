@@ -14,15 +14,14 @@ be read fails --check."""
 import base64
 import hashlib
 import random
-import shutil
 import socket
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
-from opslib import free_port
+from clientlib import exchange
+from daemonlib import STUNNEL, Stunnel
 from certlib import OPENSSL, make_cert, pin_of
 from ferrylib import (
     ServerHalfCloseServer,
@@ -36,62 +35,9 @@ from ferrylib import (
 )
 
 MiB = 1024 * 1024
-STUNNEL = shutil.which("stunnel4") or shutil.which("stunnel")
 
 pytestmark = pytest.mark.skipif(not STUNNEL or not OPENSSL,
                                 reason="stunnel4 and openssl are needed (make deps-test)")
-
-
-class Stunnel:
-    """stunnel4 in server mode: TLS 1.3 on a loopback port, plain TCP to
-    connect_to."""
-
-    def __init__(self, d: Path, cert: Path, key: Path, connect_to: tuple[str, int]):
-        self.log = d / "stunnel.log"
-        for _ in range(5):
-            self.port = free_port()
-            conf = d / "stunnel.conf"
-            conf.write_text(
-                "foreground = yes\npid =\ndebug = 5\n"
-                f"output = {self.log}\n"
-                "[https]\n"
-                f"accept = 127.0.0.1:{self.port}\n"
-                f"connect = {connect_to[0]}:{connect_to[1]}\n"
-                f"cert = {cert}\nkey = {key}\n"
-                "sslVersionMin = TLSv1.3\n")
-            self.proc = subprocess.Popen([STUNNEL, str(conf)], stdin=subprocess.DEVNULL,
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            if self._wait_listening(10.0):
-                return
-            self.stop()
-        raise RuntimeError("stunnel did not start: " + self.log_text())
-
-    def _wait_listening(self, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                return False
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return True
-            except OSError:
-                time.sleep(0.05)
-        return False
-
-    def log_text(self) -> str:
-        try:
-            return self.log.read_text(errors="replace")
-        except OSError:
-            return ""
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
 
 
 @pytest.fixture(scope="module")
@@ -131,37 +77,7 @@ def exchange_10mib(proxy, target, seed: int, size: int, timeout: float):
     Returns (sha256 sent, sha256 received, bytes received, how it ended)."""
     s, _ = socks_connect(proxy, *target, timeout=timeout)
     with s:
-        s.settimeout(timeout)
-        sent_h, errs = hashlib.sha256(), []
-
-        def sender():
-            try:
-                rnd = random.Random(seed)
-                left = size
-                while left:
-                    block = rnd.randbytes(min(65536, left))
-                    sent_h.update(block)
-                    s.sendall(block)
-                    left -= len(block)
-            except Exception as e:  # reported below
-                errs.append(e)
-
-        import threading
-        t = threading.Thread(target=sender, daemon=True)
-        t.start()
-        got_h, got = hashlib.sha256(), 0
-        deadline = time.monotonic() + timeout
-        while got < size and time.monotonic() < deadline:
-            data = s.recv(256 * 1024)
-            if not data:
-                break
-            got += len(data)
-            got_h.update(data)
-        t.join(max(0.1, deadline - time.monotonic()))
-        assert not t.is_alive() and not errs, errs
-        s.shutdown(socket.SHUT_WR)
-        rest, how = read_until_close(s, timeout=20)
-        return sent_h.hexdigest(), got_h.hexdigest(), got + len(rest), how
+        return exchange(s, size, seed, timeout)
 
 
 def test_pinned_10mib_each_way(ferry, chain, echo_server):
@@ -190,13 +106,7 @@ def test_client_half_close_through_tls(ferry, chain, tcp_server):
     srv = tcp_server(SinkThenReplyServer, reply_size=512 * 1024)
     s, _ = socks_connect(f.addr, *srv.addr, timeout=30)
     with s:
-        payload = random.Random(3).randbytes(3 * MiB)
-        s.sendall(payload)
-        s.shutdown(socket.SHUT_WR)
-        reply, how = read_until_close(s, timeout=60)
-    assert how == "eof"
-    digest = hashlib.sha256(payload).hexdigest()
-    assert reply == SinkThenReplyServer.reply_for(len(payload), digest, 512 * 1024)
+        SinkThenReplyServer.check_half_close(s, random.Random(3).randbytes(3 * MiB), 512 * 1024)
 
 
 def test_server_half_close_through_tls(ferry, chain, tcp_server):

@@ -101,7 +101,7 @@ def test_bytes_quota_next_keepalive_request(ferry, tmp_path, http_server):
 def test_bytes_quota_refuses_http2_streams(ferry, tmp_path, echo_server):
     """Tunnel streams of the HTTP/2 server are sessions like any other."""
     from certlib import make_cert
-    from test_h2 import H2Client
+    from h2lib import H2Client
 
     c, k = make_cert(tmp_path, "h2")
     write_users(tmp_path)

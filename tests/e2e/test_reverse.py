@@ -23,7 +23,7 @@ import pytest
 from certlib import OPENSSL, make_cert
 
 h2 = pytest.importorskip("h2")
-import test_h2 as t2  # noqa: E402  (the H2Client and the TLS ferry)
+import h2lib as t2  # noqa: E402  (the H2Client and the TLS ferry)
 
 pytestmark = pytest.mark.skipif(not OPENSSL, reason="openssl is needed (make deps-test)")
 
