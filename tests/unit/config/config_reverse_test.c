@@ -101,7 +101,7 @@ static void test_errors(void **state)
                x->path);
     expect_msg(x, 2,
                "%s:6: outbound t.reverse: unknown option 'color=red' (known: forward=HOST:PORT, "
-               "socks, allow=CIDR,...)",
+               "socks, udp, allow=CIDR,...)",
                x->path);
 }
 
