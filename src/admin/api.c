@@ -21,6 +21,7 @@
 #include "admin/internal.h"
 #include "auth/userlist.h"
 #include "config/config.h"
+#include "config/edge.h"
 #include "config/outbound.h"
 #include "core/loop.h"
 #include "log/recent.h"
@@ -231,6 +232,50 @@ static void api_outbounds(struct admin_rq *r)
     mtext_printf(t, "]}\n");
 }
 
+/* GET /api/routes: edge mode's sections, routes and backends, with their
+ * health and counters (configured names only, as in /metrics). */
+static void api_routes(struct admin_rq *r)
+{
+    const struct config *cfg = r->cfg;
+    struct mtext *t = &r->rp->body;
+    json_begin(r);
+    mtext_printf(t, "{\"edges\":[");
+    for (uint32_t i = 0; i < cfg->nedges; i++) {
+        const struct config_edge *e = &cfg->edges[i];
+        mtext_printf(t, "%s{\"name\":", i ? "," : "");
+        admin_json_str(t, e->name);
+        mtext_printf(t, ",\"sniff\":\"%s\",\"halfopen\":%u,\"bans\":%llu,\"rejects\":{",
+                     edge_sniff_name(e->sniff), (unsigned)atomic_load(&e->live->halfopen),
+                     (unsigned long long)atomic_load(&e->live->bans));
+        for (unsigned k = 0; k < EDGE_REJ_COUNT; k++)
+            mtext_printf(t, "%s\"%s\":%llu", k ? "," : "", edge_reject_name((enum edge_reject)k),
+                         (unsigned long long)atomic_load(&e->live->rejects[k]));
+        mtext_printf(t, "},\"routes\":[");
+        for (uint32_t j = 0; j < e->nroutes; j++) {
+            const struct edge_route *rt = &e->routes[j];
+            mtext_printf(t, "%s{\"host\":", j ? "," : "");
+            admin_json_str(t, rt->host);
+            mtext_printf(t, ",\"signed\":\"%s\",\"ok\":%llu,\"unreachable\":%llu,\"backends\":[",
+                         edge_signed_name(edge_route_signed(e, rt)),
+                         (unsigned long long)atomic_load(&rt->live->results[EDGE_RES_OK]),
+                         (unsigned long long)atomic_load(&rt->live->results[EDGE_RES_UNREACHABLE]));
+            for (uint32_t k = 0; k < rt->nbackends; k++) {
+                const struct edge_backend *b = &rt->backends[k];
+                char a[ADDR_STRLEN];
+                mtext_printf(t, "%s{\"addr\":\"%s\",\"state\":\"%s\",\"active\":%u}", k ? "," : "",
+                             addr_format(&b->addr, a, sizeof(a)),
+                             !e->health_ms                 ? "unchecked"
+                             : atomic_load(&b->check_down) ? "down"
+                                                           : "up",
+                             (unsigned)atomic_load(&b->active));
+            }
+            mtext_printf(t, "]}");
+        }
+        mtext_printf(t, "]}");
+    }
+    mtext_printf(t, "]}\n");
+}
+
 /* POST /api/sessions/ID/close and /api/users/NAME/kick. */
 static void api_end(struct admin_rq *r, enum snap_op op, uint64_t id, const char *user)
 {
@@ -369,6 +414,7 @@ void admin_api(struct admin_rq *r)
         {"/sessions", false, api_sessions},      {"/users", false, api_users},
         {"/outbounds", false, api_outbounds},    {"/status", false, admin_status_json},
         {"/history", false, admin_history_json}, {"/reload", true, api_reload},
+        {"/routes", false, api_routes},
     };
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
         if (strcmp(p, routes[i].path) != 0)

@@ -4,11 +4,14 @@ endpoint refuses a request without the token (or with a wrong one) with a
 JSON 401; sessions are listed with their client, user, destination and
 bytes; closing one ends it (its client sees the connection close), kicking
 a user ends all of theirs and nobody else's; a reload through the API is a
-reload; bad methods, ids and names get JSON errors with their codes; the
+reload; edge routes are listed with their backends' health; bad methods,
+ids and names get JSON errors with their codes; the
 answer is bounded (limit, total, truncated); a start with admin on and no
 usable token fails; admin is off by default."""
 
 from __future__ import annotations
+
+import socket
 
 import pytest
 
@@ -21,6 +24,7 @@ ENDPOINTS = [
     ("GET", "/api/sessions", 200),
     ("GET", "/api/users", 200),
     ("GET", "/api/outbounds", 200),
+    ("GET", "/api/routes", 200),
     ("GET", "/api/status", 200),
     ("GET", "/api/history", 200),
     ("POST", "/api/sessions/999999/close", 404),
@@ -227,3 +231,33 @@ def test_admin_is_off_by_default(ferry):
     addr = metrics_addr(f)
     assert call(addr, "GET", "/api/sessions", token="anything").status == 404
     assert call(addr, "GET", "/status").status == 404
+
+
+def test_routes_list_edges_and_backend_health(ferry):
+    """Edge sections, routes and backends with their health check state
+    and counters; configured names only."""
+    up = socket.socket()
+    up.bind(("127.0.0.1", 0))
+    up.listen(8)
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))
+    dead_port = dead.getsockname()[1]
+    dead.close()
+    try:
+        f = admin_ferry(ferry, extra=(
+            "\n[edge games]\nlisten = 127.0.0.1:0\nsniff = mc\nhealth_check = 1s\n"
+            f"route = a.mc.test -> 127.0.0.1:{up.getsockname()[1]}, 127.0.0.1:{dead_port}\n"))
+
+        def routes():
+            e = api(f, "GET", "/api/routes").json()["edges"]
+            b = e[0]["routes"][0]["backends"]
+            return e if [x["state"] for x in b] == ["up", "down"] else None
+
+        e = wait_until(routes, 10, "the health checks' verdicts")[0]
+        assert e["name"] == "games" and e["sniff"] == "mc" and e["halfopen"] == 0
+        assert e["rejects"]["unknown-host"] == 0 and e["bans"] == 0
+        r = e["routes"][0]
+        assert r["host"] == "a.mc.test" and r["signed"] == "off" and r["ok"] == 0
+        assert r["backends"][1]["addr"] == f"127.0.0.1:{dead_port}"
+    finally:
+        up.close()
