@@ -450,9 +450,7 @@ def test_tunnel_and_stream_named_on_both_ends(ferry, tmp_path, echo_server):
     client's peer is the server, the server's peer is the client's local
     address; tunnel-open and tunnel-close lines on both ends (peer, user,
     streams, bytes); the connection and stream counters move."""
-    cert, key = make_cert(tmp_path, "server")
-    (tmp_path / "users.txt").write_text(passwd_line("alice", PASSWORD) + "\n")
-    (tmp_path / "alice.auth").write_text(f"alice:{PASSWORD}\n")
+    cert, key = server_files(tmp_path)
     sport, smetrics, cmetrics, port = free_port(), free_port(), free_port(), free_port()
     srv = ferry(listens=(f"tls://127.0.0.1:{sport}",), auth={"userlist": "users.txt"},
                 config={"log_format": "json", "access_log": "yes"}, wait_ready=False,
