@@ -1619,25 +1619,8 @@ int h2out_write(struct ho_stream *s, const void *a, size_t na, const void *b, si
 
 void h2out_close(struct ho_stream *s)
 {
-    if (!s)
-        return;
-    s->wake = NULL;
-    if (!s->hc) {
-        if (s->waiting)
-            list_del(&s->link);
-        hs_destroy(s);
-        return;
-    }
-    if (s->gone) {
-        hs_free(s);
-        return;
-    }
-    size_t left = s->rx_len - s->rx_off;
-    if (left)
-        nghttp2_session_consume_stream(s->hc->s, s->id, left);
-    s->rx_off = s->rx_len = 0;
-    nghttp2_submit_rst_stream(s->hc->s, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_CANCEL);
-    ho_kick(s->hc);
+    if (s)
+        outbound_h2_stream_release(s); /* an unfinished stream is reset, its credit given back */
 }
 
 /* ---- the worker's set ----------------------------------------------------- */
