@@ -658,7 +658,7 @@ start_nginx_edge() {
     mkdir -p "$TMPD/nginx"
     fill bench/peers/nginx-edge.conf "$TMPD/nginx/nginx-edge.conf" TLS_PORT="$tport" \
         BACKEND_A="$EDGE_BACKEND" BACKEND_B="$((EDGE_BACKEND + 1))" WORKERS="$EDGE_WORKERS" \
-        MAXCONN="$EDGE_MAXCONN" DIR="$TMPD/nginx" MODULES="$mods"
+        MAXCONN="$((2 * EDGE_MAXCONN))" DIR="$TMPD/nginx" MODULES="$mods"
     start_bg "$TMPD/nginx-edge.log" nginx -e "$TMPD/nginx/nginx-start.log" -p "$TMPD/nginx" \
         -c "$TMPD/nginx/nginx-edge.conf" -g 'daemon off;'
     check_up nginx-edge "$tport" "$LAST_PID" "$TMPD/nginx-edge.log" || return 0
@@ -1091,9 +1091,10 @@ RAW=$TMPD/results.jsonl
     done
 } >"$RAW"
 
-# A fresh process for the connections scenario: memory a proxy kept from
-# earlier runs (allocator caches, buffer pools) would hide what held
-# connections cost, so each proxy is restarted (on a new port) first.
+# A fresh process for the connections scenario and the edge group's held
+# connections: memory a proxy kept from earlier runs (allocator caches,
+# HAProxy's pools) would hide what held connections cost, so each proxy is
+# restarted (on a new port) first.
 restart_target() {
     local t=$1 p
     for p in ${ROOTS[$t]//,/ }; do stop_pid "$p"; done
@@ -1188,7 +1189,8 @@ for ((round = 1; round <= ROUNDS; round++)); do
             err=""
             if [ "$mode" != direct ] && [ "$mode" != self ] && ! alive "$t"; then
                 revive "$t" "before round $round, $vname" || err="the proxy is no longer running: ${STATUS[$t]}"
-            elif [ "$scen" = connections ] && [ "$mode" = proxy ]; then
+            elif { [ "$scen" = connections ] && [ "$mode" = proxy ]; } ||
+                { [ "$vname" = edge-hold ] && [ "$mode" = edge ]; }; then
                 restart_target "$t"
                 if [ "${STATUS[$t]}" != ok ]; then
                     err="could not restart it for the connections run: ${STATUS[$t]}"

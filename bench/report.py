@@ -860,7 +860,7 @@ class Report:
             "https-requests": f"{bp.get('requests', 1000)} small HTTP requests (after {bp.get('warm_requests', 100)} warm-up ones), {bp.get('concurrency', 8)} in flight, each through a new tunnel: h1, a new TLS connection and CONNECT; h2, a new CONNECT stream on the warm connection (one per phase); then {bp.get('downloads', 8)} concurrent downloads of {bp.get('download_size', 1048576) // 1048576} MiB.",
             "connections": f"open {bp.get('connections', p.get('connections', '?'))} connections ({bp.get('concurrency', 256)} setups in flight), hold them {bp.get('duration_s', p.get('duration_s', 0)):g} s, then check each still echoes. Memory is the growth of the proxy's memory (Pss of its whole process tree) over the hold, per held connection.",
         }.get(v, "")
-        return f"{self.cmd(v)}: {extra}"
+        return f"{self.cmd(v)}: {extra}" if extra else self.cmd(v)
 
     # -- summary and chart ---------------------------------------------------
 
