@@ -1324,7 +1324,8 @@ class Report:
                 continue
             met = all(a < UDPT_ALLOC_ZERO for _, a in vals)
             label = UDPT_LABELS.get(t, LABELS[t])
-            out.append(f"- {label}, allocations per datagram in the steady state (both ends): "
+            ends = " (both ends)" if t != "ferry" else ""
+            out.append(f"- {label}, allocations per datagram in the steady state{ends}: "
                        + "; ".join(f"{w}: {fmt(a)}" for w, a in vals)
                        + f" (target 0, i.e. under {UDPT_ALLOC_ZERO:g}: {'met' if met else '**not met**'})")
         return out
