@@ -16,7 +16,10 @@ out (its counts file is its own PID's).
                               [--connections 16] [--short 1] [--long 3]
 
 Keep the windows short on a shared machine; the figure is printed, never
-asserted.
+asserted. `ferry bench udp` itself reads the same counters at the edges of
+its window when ALLOC_COUNT_DIR is set (proxy_allocs_per_datagram; what
+`bench/compare.sh --only udp-tunnel` reports): this two-run difference is
+the cross-check that needs no reading in the middle of a run.
 """
 
 import argparse

@@ -9,6 +9,8 @@
 # build/bench/benchmarks.md (+ .svg, + .jsonl; `--out docs/benchmarks.md`
 # updates the tracked report). Groups: the TCP scenarios through
 # SOCKS5 (throughput, handshakes, requests, connections), UDP ASSOCIATE (udp),
+# UDP through ferry's tunnel beside its direct relay and shadowsocks-libev
+# (udp-tunnel),
 # SOCKS5 authentication costs of a self-hosted ferry (auth) and the HTTP
 # proxy path (http), the cost of a hop (hop: direct, one and two ferries
 # in a row, Dante, ferry -> Dante, Dante -> Dante), the HTTPS proxy path
@@ -53,6 +55,22 @@ Options:
                        udp       UDP ASSOCIATE: 1 and 16 clients x 1200 and
                                  8192 bytes, and a 512-byte blast (with the
                                  echo taking coalesced runs, and without)
+                       udp-tunnel
+                                 UDP through ferry's tunnel (issue 18): 16
+                                 clients x 1200 and x 8192 bytes (one
+                                 datagram in flight each, lost after 100
+                                 ms) and a 16 x 1200-byte blast, through no
+                                 proxy, ferry's direct UDP relay, the ferry
+                                 tunnel over h2 and wss (CONNECT-UDP; the
+                                 three ferries self-hosted by `ferry bench`)
+                                 and shadowsocks-libev (ss-local -u ->
+                                 ss-server -u, chacha20-ietf-poly1305):
+                                 echoes/s, loss, RTT p50/p95/p99, CPU of
+                                 both ends per echo, and the ferries'
+                                 allocations per datagram, counted in the
+                                 same runs (build/micro/alloccount.so,
+                                 preloaded into those ferries only; built
+                                 if missing). About 7 min for 3 rounds
                        auth      ferry only, self-hosted: handshakes with no
                                  auth, plain and Argon2id users, with and
                                  without the verification cache
@@ -205,7 +223,7 @@ if [ -n "$RESULTS" ] && [[ $RESULTS != /* ]]; then RESULTS=$ORIG_PWD/$RESULTS; f
 [[ "$DURATION" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "compare.sh: --duration: not a number: $DURATION" >&2; exit 2; }
 [[ "$SETTLE" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "compare.sh: --settle: not a number: $SETTLE" >&2; exit 2; }
 
-ALL_SCENARIOS=(throughput handshakes requests connections udp auth http hop https stall tunnel edge)
+ALL_SCENARIOS=(throughput handshakes requests connections udp udp-tunnel auth http hop https stall tunnel edge)
 ALL_TARGETS=(direct ferry dante microsocks ss-libev haproxy tinyproxy squid ferry-ferry ferry-dante dante-dante
     ferry-tls-h1 ferry-tls-h2 stunnel squid-https nghttpx ferry-tunnel ferry-tunnel-wss ssh-d ss-libev-aes
     ferry-edge haproxy-edge nginx-edge)
@@ -826,6 +844,9 @@ fi
 SOCKS_TCP=direct,ferry,dante,microsocks,ss-libev,haproxy
 SOCKS_PROXIES=direct,ferry,dante,microsocks,ss-libev
 UDP_TARGETS=direct,ferry,dante,ss-libev # microsocks has no UDP ASSOCIATE
+# UDP through the tunnel: the ferries (ferry: the direct relay) self-hosted
+# by the bench, under the allocation counter; ss-libev is its own pair.
+UDP_TUNNEL_TARGETS=direct,ferry,ferry-tunnel,ferry-tunnel-wss,ss-libev
 HTTP_TARGETS=ferry,tinyproxy,squid
 HOP_TARGETS=direct,ferry,ferry-ferry,dante,ferry-dante,dante-dante
 HTTPS_TARGETS=ferry,ferry-tls-h1,ferry-tls-h2,stunnel,squid-https,nghttpx
@@ -849,6 +870,12 @@ for s in "${SCENARIOS[@]}"; do
         "udp-16x8192|udp|--connections 16 --payload 8192|$UDP_TARGETS|proxy"
         "udp-blast|udp|--blast --connections 16 --payload 512|$UDP_TARGETS|proxy"
         "udp-blast-nogro|udp|--blast --connections 16 --payload 512 --no-echo-gro|$UDP_TARGETS|proxy") ;;
+    # "udptunnel": the ferries self-hosted (the tunnel pair with --tunnel
+    # MODE, ferry's direct relay as a plain self-hosted ferry), each under
+    # the allocation counter; ss-libev through its own instance.
+    udp-tunnel) VARIANTS+=("udpt-16x1200|udp|--connections 16 --payload 1200|$UDP_TUNNEL_TARGETS|udptunnel"
+        "udpt-16x8192|udp|--connections 16 --payload 8192|$UDP_TUNNEL_TARGETS|udptunnel"
+        "udpt-blast|udp|--blast --connections 16 --payload 1200|$UDP_TUNNEL_TARGETS|udptunnel") ;;
     # With the cache on, the first setups all miss it at once (32 in flight,
     # and each worker has its own cache): each pays a full Argon2id
     # verification, about 1 s of both cores in all. A 3 s warm-up keeps that
@@ -905,7 +932,8 @@ for v in "${VARIANTS[@]}"; do
     for t in ${vt//,/ }; do
         [[ " ${TARGETS[*]} " == *" $t "* ]] || continue
         if [ "$vhow" = self ] || { [ "$vhow" = hop ] && [ -n "${CHAIN[$t]:-}" ]; } ||
-            { [ "$vhow" = tunnel ] && [ -n "${TUNNEL[$t]:-}" ]; } || [ "$t" = ferry-edge ]; then
+            { [ "$vhow" = tunnel ] && [ -n "${TUNNEL[$t]:-}" ]; } || [ "$t" = ferry-edge ] ||
+            { [ "$vhow" = udptunnel ] && [[ $t == ferry* ]]; }; then
             USED_SELF[$t]=1
         else
             USED_PROXY[$t]=1
@@ -963,6 +991,9 @@ if [ "$DRY_RUN" = 1 ]; then
             [ "$vhow" = hop ] && [ -n "${CHAIN[$t]:-}" ] && chain=" --chain ${CHAIN[$t]}"
             [ "$vhow" = https ] && [ -n "${HTTPS_PROTO[$t]:-}" ] && chain=" --https-proxy ${HTTPS_PROTO[$t]} --proxy-pin PIN"
             [ "$vhow" = tunnel ] && [ -n "${TUNNEL[$t]:-}" ] && chain=" --tunnel ${TUNNEL[$t]}"
+            if [ "$vhow" = udptunnel ] && [[ $t == ferry* ]]; then
+                chain="${TUNNEL[$t]:+ --tunnel ${TUNNEL[$t]}} [ALLOC_COUNT_DIR=DIR LD_PRELOAD=alloccount.so]"
+            fi
             [ "$vhow" = edge ] && chain=" --proxy-workers $EDGE_WORKERS"
             [ "$vhow" = edge ] && [ "$t" != ferry-edge ] && chain=" --edge-target ADDR --target-port PORT --proxy-pid PID"
             if [ -n "$WAN" ] && [ "$vhow" = tunnel ]; then
@@ -1013,6 +1044,20 @@ else
     fi
 fi
 FERRY_VERSION=$("$FERRY" --version 2>/dev/null | head -n1 || echo unknown)
+# The udp-tunnel group counts the self-hosted ferries' allocations with an
+# LD_PRELOAD counter (bench/micro/alloccount.c): built here if missing (from
+# HEAD's tree with --build-head), a private copy like the binary's.
+ALLOC_SO=""
+if [[ " ${SCENARIOS[*]} " == *" udp-tunnel "* ]]; then
+    atree=$ROOT
+    [ "$BUILD_HEAD" = 1 ] && atree=$TMPD/head
+    if make -C "$atree" build/micro/alloccount.so >"$TMPD/alloccount-build.log" 2>&1; then
+        cp "$atree/build/micro/alloccount.so" "$TMPD/alloccount.so"
+        ALLOC_SO=$TMPD/alloccount.so
+    else
+        log "could not build build/micro/alloccount.so: no allocation figures ($(tail -n 1 "$TMPD/alloccount-build.log"))"
+    fi
+fi
 FERRY_VERSION+=", binary built $FERRY_BUILT"
 
 
@@ -1063,14 +1108,21 @@ for t in "${USED_TARGETS[@]}"; do
     elif [ -n "${CHAIN[$t]:-}" ] && [ "${CHAIN[$t]}" -gt 1 ]; then # the hop group's chains
         STATUS[$t]=ok MODE[$t]=self CPUSRC[$t]=bench
         NOTE[$t]="self-hosted by \`ferry bench --chain ${CHAIN[$t]}\`: ${CHAIN[$t]} ferries in a row (default configuration, each but the last with \`outbound = next\` to the next as its SOCKS5 parent); CPU of all"
-    else # ferry for the auth and hop groups only: the bench starts its own
+    else # ferry for the auth, hop and udp-tunnel groups only: the bench starts its own
         STATUS[$t]=ok MODE[$t]=self CPUSRC[$t]=bench
-        NOTE[$t]="self-hosted by \`ferry bench\` (auth and hop groups only)"
+        NOTE[$t]="self-hosted by \`ferry bench\` (auth, hop and udp-tunnel groups only)"
+    fi
+    if [[ " ${SCENARIOS[*]} " == *" udp-tunnel "* ]] && [[ $t == ferry* ]] && [[ ",$UDP_TUNNEL_TARGETS," == *",$t,"* ]]; then
+        if [ -n "$ALLOC_SO" ]; then
+            NOTE[$t]+="; udp-tunnel group: \`ferry bench\` runs with \`ALLOC_COUNT_DIR=DIR LD_PRELOAD=alloccount.so\` (bench/micro/alloccount.c: one relaxed atomic add per malloc and free), which the ferries it starts inherit: their allocations in the measurement window are counted"
+        else
+            NOTE[$t]+="; udp-tunnel group: no allocation counter (build/micro/alloccount.so could not be built)"
+        fi
     fi
     if [ "${STATUS[$t]}" = ok ]; then log "$t: ${ADDR[$t]:-${MODE[$t]}} pid ${PIDS[$t]:--}"; fi
 done
 if [ -n "${USED_SELF[ferry]:-}" ] && [ -n "${USED_PROXY[ferry]:-}" ]; then
-    NOTE[ferry]+="; the auth and hop groups run a ferry child of \`ferry bench\` instead (same binary and defaults; plus a userlist for auth, \`--chain 1\` for hop)"
+    NOTE[ferry]+="; the auth, hop and udp-tunnel groups run a ferry child of \`ferry bench\` instead (same binary and defaults; plus a userlist for auth, \`--chain 1\` for hop)"
 fi
 
 OUTDIR=$(dirname "$OUT")
@@ -1182,10 +1234,19 @@ for ((round = 1; round <= ROUNDS; round++)); do
         for t in "${order[@]}"; do
             [[ ",$vtargets," == *",$t,"* ]] || continue
             [ "${STATUS[$t]}" = ok ] || continue
-            chain="" tunnel=""
+            chain="" tunnel="" udpself="" pre=()
             if [ "$vhow" = hop ] && [ -n "${CHAIN[$t]:-}" ]; then chain=${CHAIN[$t]}; fi
             if [ "$vhow" = tunnel ] && [ -n "${TUNNEL[$t]:-}" ]; then tunnel=${TUNNEL[$t]}; fi
-            if [ "$vhow" = self ] || [ -n "$chain$tunnel" ] || [ "$t" = ferry-edge ]; then mode=self; else mode=${MODE[$t]}; fi
+            if [ "$vhow" = udptunnel ] && [[ $t == ferry* ]]; then
+                # A fresh counter directory per run; the bench reads the
+                # ferries' counters at the edges of its window.
+                udpself=1 tunnel=${TUNNEL[$t]:-}
+                if [ -n "$ALLOC_SO" ]; then
+                    rm -rf "$TMPD/alloc" && mkdir "$TMPD/alloc"
+                    pre=(env "ALLOC_COUNT_DIR=$TMPD/alloc" "LD_PRELOAD=$ALLOC_SO")
+                fi
+            fi
+            if [ "$vhow" = self ] || [ -n "$chain$tunnel$udpself" ] || [ "$t" = ferry-edge ]; then mode=self; else mode=${MODE[$t]}; fi
             err=""
             if [ "$mode" != direct ] && [ "$mode" != self ] && ! alive "$t"; then
                 revive "$t" "before round $round, $vname" || err="the proxy is no longer running: ${STATUS[$t]}"
@@ -1238,7 +1299,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
                 # shared machine took meanwhile (for the report's noise notes).
                 rm -f "$TMPD/other.json"
                 "$PY" bench/treemon.py run --exclude-tree "$MAINPID" --settle "$SETTLE" --out "$TMPD/other.json" -- \
-                    timeout -k 5 300 "$FERRY" bench "$scen" "${args[@]}" >"$TMPD/run.out" 2>"$TMPD/run.err" || rc=$?
+                    timeout -k 5 300 "${pre[@]}" "$FERRY" bench "$scen" "${args[@]}" >"$TMPD/run.out" 2>"$TMPD/run.err" || rc=$?
                 if [ -n "$mon" ]; then
                     kill -TERM "$MON" 2>/dev/null || true
                     wait "$MON" 2>/dev/null || true

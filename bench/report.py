@@ -161,6 +161,12 @@ V = {
                             title="Blast, the echo reading datagram by datagram (`--no-echo-gro`)",
                             summary="UDP blast, echo without GRO: received",
                             chart=False),
+    "udpt-16x1200": dict(kind="udp", metric="echoes", unit="echoes/s", title="16 clients × 1200 B",
+                         summary=None, chart=False),
+    "udpt-16x8192": dict(kind="udp", metric="echoes", unit="echoes/s", title="16 clients × 8192 B",
+                         summary=None, chart=False),
+    "udpt-blast": dict(kind="blast", metric="received", unit="pps",
+                       title="Blast: 16 clients × 1200 B, unpaced", summary=None, chart=False),
     "auth-none": dict(kind="auth", metric="setups", unit="setups/s", title="no authentication",
                       summary=None, chart=False),
     "auth-plain": dict(kind="auth", metric="setups", unit="setups/s", title="plain user, cache on",
@@ -221,6 +227,17 @@ V = {
 }
 SOCKS_TCP_VARIANTS = ["throughput-1", "throughput-8", "handshakes", "requests", "connections"]
 UDP_VARIANTS = ["udp-1x1200", "udp-16x1200", "udp-1x8192", "udp-16x8192", "udp-blast", "udp-blast-nogro"]
+# UDP through the tunnel (issue 18): its rows, their names there, and the
+# issue's targets (>= this share of direct's echoes/s at 16 x 1200 B with no
+# loss; ahead of ss-libev on every row; no allocation per datagram, i.e.
+# fewer than UDPT_ALLOC_ZERO: housekeeping, not a per-datagram cost).
+UDPT_VARIANTS = ["udpt-16x1200", "udpt-16x8192", "udpt-blast"]
+ROWS_UDPT = ["direct", "ferry", "ferry-tunnel", "ferry-tunnel-wss", "ss-libev"]
+UDPT_LABELS = {"ferry": "ferry, direct UDP relay", "ferry-tunnel": "ferry tunnel (h2)",
+               "ferry-tunnel-wss": "ferry tunnel (wss)",
+               "ss-libev": "shadowsocks-libev (chacha20-ietf-poly1305)"}
+UDPT_DIRECT_SHARE = 0.5
+UDPT_ALLOC_ZERO = 0.001
 AUTH_VARIANTS = ["auth-none", "auth-plain", "auth-argon2", "auth-argon2-nocache", "auth-plain-nocache"]
 HTTP_REQ_VARIANTS = ["http-requests-socks", "http-requests-connect", "http-requests-absolute"]
 HTTP_HS_VARIANTS = ["http-handshakes-socks", "http-handshakes-connect"]
@@ -931,6 +948,8 @@ class Report:
         for row in self.summary_rows():
             title, cells = row[0], row[1]
             rows.append([title] + [cells.get(t, "n/a") for t in cols])
+        if not rows:
+            return "_No summary figures: the groups of this run have their own sections below._"
         return md_table(header, rows)
 
     def chart_panels(self):
@@ -1156,6 +1175,160 @@ class Report:
             L.append("")
             self.bench_notes(L, [(v, t) for t in ROWS_UDP])
         L.extend(self.explain_udp())
+
+    def section_udp_tunnel(self, L):
+        vs = [v for v in UDPT_VARIANTS if self.has(v)]
+        if not vs:
+            return
+        L.append("## UDP through the tunnel")
+        L.append("")
+        L.append(
+            "UDP ASSOCIATE through ferry's tunnel (issue 18) beside ferry's own direct UDP relay, "
+            "shadowsocks-libev's UDP relay and no proxy at all, in the same interleaved rounds. "
+            "**ferry tunnel (h2)** is the pair `ferry bench udp --tunnel h2` starts: the bench "
+            "speaks SOCKS5 to the client's port, which carries each association's destination as "
+            "a CONNECT-UDP stream (RFC 9298, datagrams in capsules) on its HTTP/2 + TLS 1.3 "
+            "connection to the server, which sends them on to the bench's UDP echo; **ferry tunnel "
+            "(wss)** is the same inside a WebSocket on /tunnel. **ferry, direct UDP relay** is one "
+            "ferry that `ferry bench udp` starts itself (the relay the tunnel's client runs for the "
+            "application, without the tunnel). **shadowsocks-libev** is `ss-local -u` (SOCKS5) → "
+            "`ss-server -u` with chacha20-ietf-poly1305, each datagram sealed on its own (no "
+            "stream, no head-of-line blocking). **direct** is the bench's clients and echo without "
+            "a proxy. Each paced client keeps one sequence-numbered datagram in flight: an echo "
+            "with the current sequence number counts and is timed; none within 100 ms counts as "
+            "lost and the next goes out; a late echo is never credited; every byte is checked. "
+            "Proxy CPU is that of both ends (the tunnel's client + server, ss-local + ss-server) "
+            "per echo, i.e. per datagram relayed out and back. **Allocations per datagram** are "
+            "counted, not estimated: the ferries run under an LD_PRELOAD counter "
+            "(bench/micro/alloccount.c: every malloc, calloc, realloc, aligned allocation and free "
+            "counted with one relaxed atomic add, then handed to glibc), and the bench reads each "
+            "process's counter at the start and the end of its measurement window, as it samples "
+            "their CPU, so set-up, warm-up and shutdown fall outside: the window's allocations "
+            "over the datagrams relayed (2 per echo, out and back; for the blast, 2 per echo "
+            "received, so what a proxy read and dropped is charged to what came back), for the "
+            "tunnel summed and per end (client + server). Only the ferries carry the counter; the "
+            "other rows are not counted."
+        )
+        L.append("")
+        for v in vs:
+            L.append(f"### {V[v]['title']}")
+            L.append("")
+            if V[v]["kind"] == "blast":
+                L.append(f"{self.cmd(v)}: every client sends bursts of 64 datagrams as fast as it "
+                         "can for the whole window while reading echoes; offered is what the "
+                         "clients sent, received what came back (0.2 s after the window for those "
+                         "in flight), delivered = received ÷ offered. CPU per datagram counts "
+                         "offered + received; per echo delivered, the received ones only.")
+            else:
+                L.append(f"{self.cmd(v)}; the ferry tunnel rows add `--tunnel h2|wss`, the ferry "
+                         "rows run under the allocation counter, shadowsocks-libev's adds "
+                         "`--proxy ADDR --proxy-pid PID,PID` (ss-local, ss-server).")
+            L.append("")
+            L.append(self.udpt_table(v))
+            L.append("")
+            self.bench_notes(L, [(v, t) for t in ROWS_UDPT],
+                             label=lambda v, t: UDPT_LABELS.get(t, LABELS[t]))
+        L.extend(self.explain_udp(UDPT_VARIANTS, cpu_note=False))
+        verdict = self.udpt_verdict()
+        if verdict:
+            L.append("Against the issue's targets (medians over rounds):")
+            L.append("")
+            L.extend(verdict)
+            L.append("")
+
+    def udpt_allocs(self, v, t):
+        """Allocations per datagram: total, and for a tunnel (client + server)."""
+        c = self.cell(v, t)
+        if not t.startswith("ferry"):
+            return "not counted"
+        tot = c.m("proxy_allocs_per_datagram")
+        if tot is None:
+            return "– (no counter)"
+        cl, sv = c.m("client_allocs_per_datagram"), c.m("server_allocs_per_datagram")
+        if cl is not None and sv is not None:
+            return f"{fmt(tot)} ({fmt(cl)} + {fmt(sv)})"
+        return fmt(tot)
+
+    def udpt_table(self, v):
+        kind = V[v]["kind"]
+        d, ss = self.headline(v, "direct"), self.headline(v, "ss-libev") if self.ok(v, "ss-libev") else None
+        if kind == "udp":
+            header = ["target", "echoes/s", "× direct", "loss %", "RTT p50 / p95 / p99 ms",
+                      "proxy CPU µs per echo", "allocations per datagram (client + server)",
+                      "× ss-libev", "integrity and failures"]
+        else:
+            header = ["target", "offered pps", "received pps", "delivered %", "× direct",
+                      "proxy CPU µs per datagram / per echo delivered",
+                      "allocations per datagram (client + server)", "× ss-libev", "integrity and failures"]
+        rows = []
+        for t in self.rows_for(v, ROWS_UDPT):
+            label = UDPT_LABELS.get(t, LABELS[t])
+            why = self.status(v, t)
+            if why:
+                rows.append([label, why] + [""] * (len(header) - 2))
+                continue
+            c = self.cell(v, t)
+            h = self.headline(v, t)
+            rd = ratio(h, d) if t != "direct" else "1.00×"
+            rs = "1.00×" if t == "ss-libev" else (ratio(h, ss) if ss else "–")
+            allocs = self.udpt_allocs(v, t) if t != "direct" else "–"
+            if kind == "udp":
+                rtt = ("–" if all_lost(c) else
+                       f"{fmt(c.m('rtt_p50'))} / {fmt(c.m('rtt_p95'))} / {fmt(c.m('rtt_p99'))}")
+                rows.append([label, self.headline_cell(v, t), rd, fmt(c.m("loss")), rtt, self.cpu(v, t),
+                             allocs, rs, self.issues(v, t)])
+            else:
+                rows.append([label, fmt(c.m("offered")), self.headline_cell(v, t), fmt(c.m("delivered")),
+                             rd, self.blast_cpu(v, t), allocs, rs, self.issues(v, t)])
+        return md_table(header, rows)
+
+    def udpt_verdict(self):
+        out = []
+        tunnels = [t for t in ("ferry-tunnel", "ferry-tunnel-wss") if t in self.targets]
+        v = "udpt-16x1200"
+        for t in tunnels if self.has(v) else []:
+            f, d = (self.headline(v, x) if self.ok(v, x) else None for x in (t, "direct"))
+            if f is None or not d:
+                out.append(f"- {LABELS[t]}, 16 × 1200 B, ≥ {UDPT_DIRECT_SHARE:.0%} of direct with 0 % "
+                           f"loss: not measured ({self.status(v, t) or self.status(v, 'direct') or 'no figures'})")
+                continue
+            loss = self.cell(v, t).m("loss") or 0
+            met = f / d >= UDPT_DIRECT_SHARE and loss == 0
+            out.append(f"- {LABELS[t]}, 16 × 1200 B: {fmt(f)} echoes/s, **{f / d:.0%} of direct** "
+                       f"({fmt(d)}), loss {fmt(loss)} % (target ≥ {UDPT_DIRECT_SHARE:.0%} with 0 % "
+                       f"loss: {'met' if met else '**not met**'})")
+        for t in tunnels:
+            parts, met = [], True
+            for v in (x for x in UDPT_VARIANTS if self.has(x)):
+                f = self.headline(v, t) if self.ok(v, t) else None
+                r = self.headline(v, "ss-libev") if self.ok(v, "ss-libev") else None
+                what = V[v]["title"].split(":")[0].replace("16 clients × ", "")
+                if f is None or r is None:
+                    parts.append(f"{what}: not measured")
+                    met = False
+                elif not r:
+                    parts.append(f"{what}: {fmt(f)} vs 0 (shadowsocks-libev relays none)")
+                    met = met and f > 0
+                else:
+                    parts.append(f"{what}: **{f / r:.2f}×**")
+                    met = met and f > r
+            if parts:
+                out.append(f"- {LABELS[t]} ahead of shadowsocks-libev on every row: "
+                           f"{'; '.join(parts)} ({'met' if met else '**not met**'})")
+        for t in [x for x in ("ferry",) + tuple(tunnels)]:
+            vals = [(V[v]["title"].split(":")[0].replace("16 clients × ", ""),
+                     self.cell(v, t).m("proxy_allocs_per_datagram"))
+                    for v in UDPT_VARIANTS if self.has(v) and self.ok(v, t)]
+            vals = [(w, a) for w, a in vals if a is not None]
+            if not vals:
+                continue
+            met = all(a < UDPT_ALLOC_ZERO for _, a in vals)
+            label = UDPT_LABELS.get(t, LABELS[t])
+            ends = " (both ends)" if t != "ferry" else ""
+            out.append(f"- {label}, allocations per datagram in the steady state{ends}: "
+                       + "; ".join(f"{w}: {fmt(a)}" for w, a in vals)
+                       + f" (target 0, i.e. under {UDPT_ALLOC_ZERO:g}: {'met' if met else '**not met**'})")
+        return out
 
     def section_auth(self, L):
         vs = [v for v in AUTH_VARIANTS if self.has(v)]
@@ -1731,9 +1904,9 @@ class Report:
             out.append("")
         return out
 
-    def explain_udp(self):
+    def explain_udp(self, variants=UDP_VARIANTS, cpu_note=True):
         out = []
-        lost = [v for v in UDP_VARIANTS if self.has(v) and V[v]["kind"] == "udp"
+        lost = [v for v in variants if self.has(v) and V[v]["kind"] == "udp"
                 and self.ok(v, "ss-libev") and all_lost(self.cell(v, "ss-libev"))]
         if lost:
             sizes = sorted({self.cell(v, "ss-libev").param("payload") for v in lost})
@@ -1753,7 +1926,7 @@ class Report:
             )
             out.append("")
         c1, c16 = self.cell("udp-1x1200", "ferry"), self.cell("udp-16x1200", "ferry")
-        if c1 and c1.runs and c16 and c16.runs and c1.m("proxy_cpu_per_echo") and c16.m("proxy_cpu_per_echo"):
+        if cpu_note and c1 and c1.runs and c16 and c16.runs and c1.m("proxy_cpu_per_echo") and c16.m("proxy_cpu_per_echo"):
             out.append(
                 f"CPU per echo is higher with one client ({fmt(c1.m('proxy_cpu_per_echo'))} µs for "
                 f"ferry) than with sixteen ({fmt(c16.m('proxy_cpu_per_echo'))} µs): with one datagram "
@@ -1871,6 +2044,7 @@ class Report:
 
         self.section_socks(L)
         self.section_udp(L)
+        self.section_udp_tunnel(L)
         self.section_auth(L)
         self.section_http(L)
         self.section_hop(L)
@@ -1885,7 +2059,8 @@ class Report:
         L.append("```sh")
         L.append("bench/compare.sh --build-head    # 3 interleaved rounds of every group, committed HEAD: 22-27 min here")
         L.append("bench/compare.sh --quick         # 1 round, short windows, no --settle waits: about 3 min, a check only")
-        L.append("bench/compare.sh --only udp,auth,http            # groups: socks (= throughput,handshakes,requests,connections), udp, auth, http, hop, https, stall, tunnel, edge")
+        L.append("bench/compare.sh --only udp,auth,http            # groups: socks (= throughput,handshakes,requests,connections), udp, udp-tunnel, auth, http, hop, https, stall, tunnel, edge")
+        L.append("bench/compare.sh --only udp-tunnel --build-head  # UDP through the tunnel, ferry's relay, ss-libev: 3 rounds, about 7 min")
         L.append("bench/compare.sh --only edge    # edges: ferry, HAProxy req.ssl_sni + Lua, nginx ssl_preread (make deps-bench)")
         L.append("bench/compare.sh --only handshakes --targets ferry,dante --rounds 5")
         L.append("bench/compare.sh --only hop --build-head    # the cost of a hop: 3 interleaved rounds, about 5 min")

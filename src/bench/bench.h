@@ -432,6 +432,12 @@ struct proc_sample {
     double cpu_s;     /* user + system CPU seconds of the whole process */
     double mem_kib;   /* Pss where the kernel has it, else RSS (see mem_src) */
     unsigned mem_src; /* MEM_SRC_* flags of the processes summed */
+    /* bench_sample only: the allocations each of the proxy's processes
+     * (struct bench's pids[], in that order) has made so far, as counted
+     * by bench/micro/alloccount.so in $ALLOC_COUNT_DIR; have_allocs: every
+     * one of them has such a counter. */
+    uint64_t allocs[BENCH_MAX_CHAIN];
+    bool have_allocs;
 };
 bool proc_sample(pid_t pid, struct proc_sample *out);
 
@@ -480,7 +486,9 @@ int result_verdict(const struct bench *b, const struct result *r, unsigned k, in
 /* The first offset at which a and b differ; n if they do not. */
 size_t bench_first_diff(const uint8_t *a, const uint8_t *b, size_t n);
 
-/* CPU and memory of all the proxy's processes, summed (proc.c). */
+/* CPU and memory of all the proxy's processes, summed, and their
+ * allocation counters when $ALLOC_COUNT_DIR names where they are kept
+ * (proc.c). Returns whether the CPU and memory are known. */
 bool bench_sample(const struct bench *b, struct proc_sample *out);
 
 /* Sleep in small steps until the window ends, or until bench_fail() was

@@ -373,11 +373,34 @@ int child_stop(struct child *c)
     return status;
 }
 
+/* The allocations pid has made so far, from the counter
+ * bench/micro/alloccount.so (LD_PRELOAD) keeps in $ALLOC_COUNT_DIR/alloc.PID:
+ * two 64-bit counters, allocations then frees, in a file the process has
+ * mapped shared. False when the variable is unset or pid has no counter. */
+static bool alloc_read(pid_t pid, uint64_t *allocs)
+{
+    const char *dir = getenv("ALLOC_COUNT_DIR");
+    if (!dir || !*dir)
+        return false;
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/alloc.%d", dir, (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = pread(fd, allocs, sizeof(*allocs), 0);
+    close(fd);
+    return n == (ssize_t)sizeof(*allocs);
+}
+
 bool bench_sample(const struct bench *b, struct proc_sample *out)
 {
     memset(out, 0, sizeof(*out));
     if (b->npids == 0)
         return false;
+    out->have_allocs = true;
+    for (unsigned i = 0; i < b->npids; i++)
+        if (!alloc_read(b->pids[i], &out->allocs[i]))
+            out->have_allocs = false;
     for (unsigned i = 0; i < b->npids; i++) {
         struct proc_sample one;
         if (!proc_sample(b->pids[i], &one)) {

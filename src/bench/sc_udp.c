@@ -22,6 +22,12 @@
  * payload) is the proxy corrupting data: it is counted in `corrupt`, never
  * as an echo, and fails the run. Sequence numbers carry the run's
  * generation, so a straggler from an earlier run is only late.
+ *
+ * With ALLOC_COUNT_DIR set and the proxy's processes started under
+ * bench/micro/alloccount.so (LD_PRELOAD, the same variable: a self-hosted
+ * ferry inherits both), their allocation counters are read at the two ends
+ * of the window, as their CPU is: allocations per datagram relayed, in the
+ * steady state only (set-up, warm-up and shutdown fall outside the window).
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -475,10 +481,40 @@ static int ud_none_open(struct bench *b, struct result *res, struct ud_thread *t
 /* What the measurement window cost. */
 struct ud_window {
     double secs;
-    bool have_cpu;   /* the proxy's CPU is known */
-    double cpu;      /* the proxy's CPU seconds in the window */
-    double self_cpu; /* this process's */
+    bool have_cpu;                    /* the proxy's CPU is known */
+    double cpu;                       /* the proxy's CPU seconds in the window */
+    double self_cpu;                  /* this process's */
+    bool have_allocs;                 /* every proxy process's allocations are counted */
+    uint64_t allocs[BENCH_MAX_CHAIN]; /* each one's in the window (bench's pids[]) */
+    unsigned nprocs;
 };
+
+/* Allocations per datagram relayed, counted (ALLOC_COUNT_DIR, see
+ * bench_sample): each of the datagrams (an echo is two at every proxy
+ * process: out and back) over what the proxy's processes allocated in the
+ * window, summed; a tunnel's client and server also each alone. */
+static void ud_figures_allocs(struct bench *b, struct result *res, const struct ud_window *w,
+                              uint64_t datagrams)
+{
+    if (!w->have_allocs) {
+        const char *dir = getenv("ALLOC_COUNT_DIR");
+        if (dir && *dir && b->npids)
+            result_note(res, "ALLOC_COUNT_DIR is set but not every proxy process has a counter "
+                             "there (started without LD_PRELOAD=alloccount.so?): no allocation "
+                             "figures");
+        return;
+    }
+    if (!datagrams)
+        return;
+    uint64_t sum = 0;
+    for (unsigned i = 0; i < w->nprocs; i++)
+        sum += w->allocs[i];
+    result_add(res, "proxy_allocs_per_datagram", "", (double)sum / (double)datagrams);
+    if (b->o.tunnel && w->nprocs == 2) {
+        result_add(res, "client_allocs_per_datagram", "", (double)w->allocs[0] / (double)datagrams);
+        result_add(res, "server_allocs_per_datagram", "", (double)w->allocs[1] / (double)datagrams);
+    }
+}
 
 /* --blast: offered against received. */
 static void ud_figures_blast(struct bench *b, struct result *res, struct ud_thread *ths,
@@ -585,6 +621,10 @@ static void ud_measure(struct bench *b, struct result *res, struct ud_thread *th
      * what the same socket operations cost without a proxy. */
     w.self_cpu = self_cpu_s() - self0;
     w.have_cpu = w.have_cpu && bench_sample(b, &p1);
+    w.nprocs = b->npids;
+    w.have_allocs = w.have_cpu && p0.have_allocs && p1.have_allocs;
+    for (unsigned i = 0; w.have_allocs && i < w.nprocs; i++)
+        w.allocs[i] = p1.allocs[i] - p0.allocs[i];
     if (o->blast || o->rate > 0) /* let datagrams still in flight come back and count */
         bench_window(b, NULL, 0.2, NULL, NULL, NULL);
     for (unsigned t = 0; t < started; t++)
@@ -594,6 +634,8 @@ static void ud_measure(struct bench *b, struct result *res, struct ud_thread *th
         ud_figures_blast(b, res, ths, started, &w);
     else
         ud_figures_paced(b, res, ths, started, &w);
+    /* Paced or blast, the datagrams that went out and came back. */
+    ud_figures_allocs(b, res, &w, 2 * (o->blast ? UD_SUM(recvd) : UD_SUM(echoes)));
     uint64_t corrupt = UD_SUM(corrupt);
     result_add(res, "clients", "", open);
     result_add(res, "corrupt", "", (double)corrupt);
