@@ -116,15 +116,19 @@ Options:
                      with 2 tunnel connections (-w 2) in the 8-stream row;
                      the RTT under load (ping from A to B beside each run)
                      next to every figure; a table and a chart per path
-  --wan-duration S   window of each --wan run (default 4; --quick 2); the
-                     latency row sends --wan-rate x S requests
+  --wan-duration S   window of each --wan run (default 2); the latency row
+                     sends --wan-rate x S requests
   --wan-warmup S     warm-up of each --wan throughput run, and how long the
                      bulk runs before the latency row's requests (default
-                     3; --quick 2): window growth at 50 ms takes seconds
-  --wan-requests N   mode_perf requests per --wan run (default 200; --quick
-                     100), then 8 x 1 MiB downloads
-  --wan-rate N       requests a second of the latency row (default 20)
+                     2: slow start and window growth at 50 ms take ~1 s)
+  --wan-requests N   mode_perf requests per --wan run (default 100), then
+                     8 x 1 MiB downloads
+  --wan-rate N       requests a second of the latency row (default 50)
   --wan-bulk N       bulk streams beside them (default 7)
+                     The --wan targets: direct, ferry-tunnel,
+                     ferry-tunnel-2c, ssh-d, ss-libev-aes by default;
+                     ferry-tunnel-wss when --targets names it. 3 rounds of
+                     3 paths take about 15 min
   --targets LIST     targets, comma separated: direct, ferry, dante,
                      microsocks, ss-libev, haproxy, tinyproxy, squid, for
                      the hop group ferry-ferry, ferry-dante, dante-dante,
@@ -182,7 +186,7 @@ OUT=""
 RESULTS=""
 KEEP=0
 WANS=()
-WAN_DURATION="" WAN_WARMUP="" WAN_REQUESTS="" WAN_RATE=20 WAN_BULK=7
+WAN_DURATION="" WAN_WARMUP="" WAN_REQUESTS="" WAN_RATE=50 WAN_BULK=7
 TREEMON=0
 BUILD_HEAD=0
 DRY_RUN=0
@@ -227,10 +231,9 @@ fi
 ROUNDS=${ROUNDS:-3} DURATION=${DURATION:-5} SETTLE=${SETTLE:-5}
 # --wan: windows of their own (a path's slow start and window growth take
 # seconds at 50 ms), settable apart from the loopback groups'.
-if [ "$QUICK" = 1 ]; then
-    WAN_DURATION=${WAN_DURATION:-2} WAN_WARMUP=${WAN_WARMUP:-2} WAN_REQUESTS=${WAN_REQUESTS:-100}
-fi
-WAN_DURATION=${WAN_DURATION:-4} WAN_WARMUP=${WAN_WARMUP:-3} WAN_REQUESTS=${WAN_REQUESTS:-200}
+# The defaults keep 3 rounds of 3 paths near 15 min; --quick is the same
+# with one round.
+WAN_DURATION=${WAN_DURATION:-2} WAN_WARMUP=${WAN_WARMUP:-2} WAN_REQUESTS=${WAN_REQUESTS:-100}
 for x in WAN_DURATION WAN_WARMUP WAN_RATE; do
     [[ "${!x}" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "compare.sh: --${x,,}: not a number: ${!x}" >&2; exit 2; }
 done
@@ -877,9 +880,10 @@ EDGE_TARGETS=ferry-edge,haproxy-edge,nginx-edge
 . bench/compare_wan.sh
 WAN_TARGETS=()
 if [ ${#WANS[@]} -gt 0 ] && [[ " ${SCENARIOS[*]} " == *" tunnel "* ]]; then
-    [ "$(id -u)" = 0 ] || { echo "compare.sh: --wan needs root (network namespaces, TUN devices)" >&2; exit 2; }
+    [ "$(id -u)" = 0 ] || [ "$DRY_RUN" = 1 ] || { echo "compare.sh: --wan needs root (network namespaces, TUN devices)" >&2; exit 2; }
     for t in "${WAN_ALL_TARGETS[@]}"; do # direct (the reference) always
-        if [ "$t" = direct ] || [ -z "$TARGETS_ARG" ] || [[ " ${TARGETS[*]} " == *" $t "* ]]; then WAN_TARGETS+=("$t"); fi
+        if [ "$t" = direct ] || { [ -n "$TARGETS_ARG" ] && [[ " ${TARGETS[*]} " == *" $t "* ]]; } ||
+            { [ -z "$TARGETS_ARG" ] && [ "$t" != ferry-tunnel-wss ]; }; then WAN_TARGETS+=("$t"); fi
     done
     for spec in "${WANS[@]}"; do # a typo fails now, not after the other groups
         [ ! -x ./ferry ] || ./ferry bench wan --path "$spec" --help >/dev/null 2>&1 ||

@@ -419,8 +419,14 @@ def fint(v):
 
 
 def stalled(c):
-    """Streams were open but one direction moved nothing in the window."""
-    return (c.m("streams") or 0) > 0 and ((c.m("up") or 0) == 0 or (c.m("down") or 0) == 0)
+    """Streams were open but one direction moved nothing in the window (a
+    one-way run, --direction up|down: the one it measures)."""
+    if (c.m("streams") or 0) <= 0:
+        return False
+    way = c.param("direction", "both")
+    if way in ("up", "down"):
+        return (c.m(way) or 0) == 0
+    return (c.m("up") or 0) == 0 or (c.m("down") or 0) == 0
 
 
 def udp_all_lost(rec):

@@ -137,13 +137,17 @@ class WanSection:
                 variants.setdefault(f"wan{k}-{suffix}", dict(kind=kind, metric=metric, unit=unit, title=suffix,
                                                                summary=None, chart=False))
 
+    def runs(self, v, t):
+        c = self.r.cell(v, t)
+        return c.runs if c else []
+
     def rtt(self, v, t):
-        vals = [run["wan"]["rtt_ms"]["p50"] for run in self.r.cell(v, t).runs
+        vals = [run["wan"]["rtt_ms"]["p50"] for run in self.runs(v, t)
                 if (run.get("wan") or {}).get("rtt_ms")]
         return statistics.median(vals) if vals else None
 
     def bulk(self, v, t):
-        vals = [run["wan"]["bulk"]["total"] for run in self.r.cell(v, t).runs
+        vals = [run["wan"]["bulk"]["total"] for run in self.runs(v, t)
                 if ((run.get("wan") or {}).get("bulk") or {}).get("total") is not None]
         return statistics.median(vals) if vals else None
 
@@ -190,12 +194,14 @@ class WanSection:
                 if rtt is not None:
                     blat += f" [{rtt:.0f} ms]"
             issues = []
-            for v in (v1, v8, vr, vl):
+            for v, what in ((v1, "1 stream"), (v8, "8 streams"), (vr, "requests"), (vl, "beside bulk")):
                 c = self.r.cell(v, t)
                 if c and c.runs:
-                    iss = self.r.issues(v, t)
-                    if iss and iss != "ok" and iss not in issues:
-                        issues.append(iss)
+                    # Other work on the machine is counted below the table.
+                    iss = [i for i in self.r.issues(v, t).split("; ")
+                           if i != "ok" and not i.startswith("other work on the machine")]
+                    if iss:
+                        issues.append(f"{what}: " + "; ".join(iss))
             rows.append([self.labels[t], self.fig(v1, t, "total"),
                          self.ratio(h1, p1) if t != "direct" and h1 and p1 else ("1.00×" if t == "direct" else "–"),
                          self.fig(v8, t, "total"),
@@ -203,6 +209,21 @@ class WanSection:
                          self.fig(vr, t, "requests"), lat, blat, self.fmt(self.bulk(vl, t)),
                          "; ".join(issues) or "none"])
         return self.md_table(header, rows)
+
+    def busy_note(self, k):
+        """How many of the path's runs had other work on the machine."""
+        n = busy = 0
+        for s in ("throughput-1", "throughput-8", "requests", "latency"):
+            for t in ROWS:
+                c = self.r.cell(f"wan{k}-{s}", t)
+                if c:
+                    n += len(c.runs)
+                    busy += len(c.disturbed(0.25))
+        if not busy:
+            return None
+        return (f"Other work on the machine took 0.25 cores or more during {busy} of these {n} runs "
+                "(bench/treemon.py run): the forwarder shares the cores, so the RTT under load and "
+                "the rates are those of a loaded machine there.")
 
     def verdict(self, k, spec):
         d = spec_dict(spec)
@@ -345,6 +366,10 @@ class WanSection:
             L.append("")
             L.append(self.table(k, spec))
             L.append("")
+            note = self.busy_note(k)
+            if note:
+                L.append(note)
+                L.append("")
             v = self.verdict(k, spec)
             if v:
                 L.append("Against the issue's targets (medians over rounds):")
