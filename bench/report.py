@@ -1927,6 +1927,7 @@ class Report:
         L.append("bench/compare.sh --build-head    # 3 interleaved rounds of every group, committed HEAD: 22-27 min here")
         L.append("bench/compare.sh --quick         # 1 round, short windows, no --settle waits: about 3 min, a check only")
         L.append("bench/compare.sh --only udp,auth,http            # groups: socks (= throughput,handshakes,requests,connections), udp, auth, http, hop, https, stall, tunnel, edge")
+        L.append("bench/compare.sh --only tunnel --wan delay=25ms,rate=1gbit,queue=50ms --wan delay=25ms,loss=1% --wan delay=25ms,rate=100mbit    # tunnels across emulated paths (root): about 13 min")
         L.append("bench/compare.sh --only edge    # edges: ferry, HAProxy req.ssl_sni + Lua, nginx ssl_preread (make deps-bench)")
         L.append("bench/compare.sh --only handshakes --targets ferry,dante --rounds 5")
         L.append("bench/compare.sh --only hop --build-head    # the cost of a hop: 3 interleaved rounds, about 5 min")
