@@ -107,6 +107,14 @@ def _ms(s):
     return {"us": v / 1000, "s": v * 1000}.get(m.group(2), v)
 
 
+def _mbit(s):
+    """'1gbit', '100mbit', '800kbit', '1000000bit', '0' -> Mbit/s."""
+    m = re.match(r"^([\d.]+)\s*(gbit|mbit|kbit|bit)?$", (s or "0").lower())
+    if not m:
+        return 0.0
+    return float(m.group(1)) * {"gbit": 1000, "mbit": 1, "kbit": 1e-3, "bit": 1e-6}.get(m.group(2) or "bit", 1e-6)
+
+
 def describe(spec):
     d = spec_dict(spec)
     delay = _ms(d.get("delay", "0"))
@@ -232,10 +240,17 @@ class WanSection:
         v1, v8, vl = (f"wan{k}-{s}" for s in ("throughput-1", "throughput-8", "latency"))
         out = []
         f1, p1, s1 = (self.m(v1, t, "total") for t in ("ferry-tunnel", "direct", "ssh-d"))
-        if loss == 0 and f1 and p1:
+        # The one-stream targets are the issue's at the 1 Gbit/s cap (below
+        # it every tunnel fills the link; uncapped, the forwarder is the limit).
+        capped_1g = loss == 0 and _mbit(d.get("rate", "0")) >= 1000
+        if not capped_1g and f1 and p1:
+            out.append(f"- one stream: ferry tunnel {self.fmt(f1)} vs plain TCP {self.fmt(p1)} MiB/s, "
+                       f"{f1 / p1:.2f}×" + (f", vs ssh -D {self.fmt(s1)} MiB/s, {f1 / s1:.2f}×" if s1 else "")
+                       + " (the issue's one-stream targets are for the 1 Gbit/s cap at 0 % loss)")
+        if capped_1g and f1 and p1:
             out.append(f"- one stream: ferry tunnel {self.fmt(f1)} vs plain TCP {self.fmt(p1)} MiB/s, "
                        f"**{f1 / p1:.2f}×** (target ≥ {GOAL_PLAIN:g}×: {'met' if f1 / p1 >= GOAL_PLAIN else '**not met**'})")
-        if loss == 0 and f1 and s1:
+        if capped_1g and f1 and s1:
             out.append(f"- one stream: ferry tunnel vs ssh -D {self.fmt(s1)} MiB/s, **{f1 / s1:.2f}×** "
                        f"(target ≥ {GOAL_SSH_1:g}×: {'met' if f1 / s1 >= GOAL_SSH_1 else '**not met**'})")
         f8, s8 = self.m(v8, "ferry-tunnel", "total"), self.m(v8, "ssh-d", "total")
@@ -248,11 +263,17 @@ class WanSection:
                 out.append(f"- the same 8 streams over two tunnel connections (`ferry client -w 2`): "
                            f"{self.fmt(f2)} MiB/s, {f2 / f8:.2f}× one connection")
         p99 = self.m(vl, "ferry-tunnel", "latency_p99")
-        if p99 is not None and rtt_cfg:
-            goal = 2 * rtt_cfg + GOAL_P99_SLACK_MS
+        # The RTT of the target is the one measured under that load: the
+        # bulk fills the queue before the emulated link, which every packet
+        # crosses; what the tunnel must not add is a queue of its own.
+        rtt, how = self.rtt(vl, "ferry-tunnel"), "measured under that load"
+        if rtt is None:
+            rtt, how = rtt_cfg, "configured"
+        if p99 is not None and rtt:
+            goal = 2 * rtt + GOAL_P99_SLACK_MS
             out.append(f"- beside {self.bulk_streams(vl)} bulk streams: a small request's p99 through the ferry "
-                       f"tunnel {self.fmt(p99)} ms (target ≤ 2 RTT + 10 ms = {goal:g} ms with the configured "
-                       f"RTT: {'met' if p99 <= goal else '**not met**'})")
+                       f"tunnel {self.fmt(p99)} ms (target ≤ 2 RTT + 10 ms = {goal:.0f} ms, RTT {rtt:.0f} ms "
+                       f"{how}: {'met' if p99 <= goal else '**not met**'})")
         return out
 
     def bulk_streams(self, v):

@@ -127,7 +127,7 @@ def test_report_renders_a_wan_path(tmp_path):
     assert "- one stream: ferry tunnel 95.0 vs plain TCP 100 MiB/s, **0.95×** (target ≥ 0.9×: met)" in md
     assert "- one stream: ferry tunnel vs ssh -D 30.0 MiB/s, **3.17×** (target ≥ 2.5×: met)" in md
     assert ("- beside 7 bulk streams: a small request's p99 through the ferry tunnel 100 ms (target ≤ "
-            "2 RTT + 10 ms = 110 ms with the configured RTT: met)") in md
+            "2 RTT + 10 ms = 130 ms, RTT 60 ms measured under that load: met)") in md
     assert "8 streams over one tunnel connection" not in md  # a loss target: this path loses nothing
     if os.path.exists("/usr/bin/gnuplot"):
         chart = tmp_path / "r-wan1.svg"
