@@ -197,7 +197,7 @@ wan_run() { # wan_run ROUND K SPEC VNAME SCEN VOPTS HOW T
         if [ "$how" = wanbulk ]; then
             # The bulk: one-way streams through the same port, running
             # from WAN_WARMUP before the requests until after them.
-            start_bg "$d/bulk.out" ip netns exec "$WNS_A" timeout -k 5 120 "$FERRY" bench throughput --runs 1 --json \
+            start_bg "$d/bulk.out" ip netns exec "$WNS_A" timeout -k 5 300 "$FERRY" bench throughput --runs 1 --json \
                 --allow-failures --warmup 0 --duration "$(awk -v d="$WAN_DURATION" -v w="$WAN_WARMUP" 'BEGIN { print d + w + 1 }')" \
                 --target "10.77.0.2:$WAN_SINK" --no-spread --connections "$WAN_BULK" --direction down --payload 64k \
                 "${via[@]}"

@@ -24,7 +24,9 @@ per target, then one `ferry bench --json` line per run with a "compare"
 member added by compare.sh ({"round", "variant", "target", "cpu_source",
 "error", and with --treemon "tree": process-tree CPU/memory watched from
 outside over the whole run}), {"argon2": ...} lines from
-bench/argon2time.py (auth group, one per round), and {"done": ...} last. For
+bench/argon2time.py (auth group, one per round), with --wan a {"wan_path":
+{"index", "spec"}} per path and a "wan" member in each run's line (the RTT
+under load; bench/report_wan.py), and {"done": ...} last. For
 each (variant, target, figure) the report takes the median over rounds.
 Python standard library only; the chart needs gnuplot.
 """
