@@ -18,7 +18,8 @@
 # front of a plain ferry port, Squid's https_port) and encrypted tunnels
 # (tunnel: a ferry client -> server pair over HTTP/2 + TLS that `ferry
 # bench --tunnel h2` starts, OpenSSH's `ssh -D` to a local sshd,
-# shadowsocks-libev with aes-256-gcm) and edges (edge: `ferry bench edge`
+# shadowsocks-libev with aes-256-gcm; with --wan SPEC across emulated
+# wide-area paths instead, bench/compare_wan.sh) and edges (edge: `ferry bench edge`
 # against ferry's [edge] routing, HAProxy req.ssl_sni + Lua and nginx
 # ssl_preread). Everything it starts is stopped on exit, by PID, failure
 # included.
@@ -26,6 +27,8 @@
 #   bench/compare.sh [--quick] [--rounds N] [--only GROUP[,GROUP]]
 #                    [--targets T[,T]] [--out FILE] [--results FILE] [--keep]
 #                    [--treemon] [--build-head] [--dry-run]
+#                    [--wan SPEC]... [--wan-duration S] [--wan-warmup S]
+#                    [--wan-requests N] [--wan-rate N] [--wan-bulk N]
 #
 # Runs as root on Debian 12 (it installs the missing peers the selected
 # targets need with apt-get, no others); as another user it measures what is
@@ -114,14 +117,36 @@ Options:
                                  517-byte ClientHello, a Minecraft handshake,
                                  a 1812-byte ClientHello in 2 segments and in
                                  2 TLS records; held connections' memory
-  --wan SPEC          the tunnel group over an emulated wide-area path
-                     (`ferry bench --wan SPEC`, root; e.g.
-                     delay=25ms,rate=1gbit): ferry-tunnel and direct (plain
-                     TCP, added as the reference) put the clients in
-                     namespace A and the tunnel's server and the echo in B;
-                     what this script starts itself (ferry, ssh-d,
-                     ss-libev-aes) is not placed on the path yet and is
-                     reported as not run
+  --wan SPEC         the tunnel group across an emulated wide-area path
+                     instead of loopback (root; repeatable: one path each,
+                     e.g. --wan delay=25ms,rate=1gbit,queue=50ms
+                     --wan delay=25ms,loss=1% --wan delay=25ms,rate=100mbit;
+                     SPEC as in `ferry bench wan --help`). Per round and
+                     path `ferry bench wan --path SPEC` holds namespaces A
+                     and B; the origins (`ferry bench sink`) and each
+                     tunnel's server half (ferry serve, sshd, ss-server) run
+                     in B, its client half (ferry client -w 1, ssh -D,
+                     ss-local) and the bench in A; plain TCP (direct) across
+                     the same path is the reference. Rows: 1 and 8 one-way
+                     streams (--direction down), mode_perf requests, and
+                     small requests at --wan-rate beside --wan-bulk one-way
+                     bulk streams (p50/p99 from the scheduled time); ferry
+                     with 2 tunnel connections (-w 2) in the 8-stream row;
+                     the RTT under load (ping from A to B beside each run)
+                     next to every figure; a table and a chart per path
+  --wan-duration S   window of each --wan run (default 2); the latency row
+                     sends --wan-rate x S requests
+  --wan-warmup S     warm-up of each --wan throughput run, and how long the
+                     bulk runs before the latency row's requests (default
+                     2: slow start and window growth at 50 ms take ~1 s)
+  --wan-requests N   mode_perf requests per --wan run (default 100), then
+                     8 x 1 MiB downloads
+  --wan-rate N       requests a second of the latency row (default 50)
+  --wan-bulk N       bulk streams beside them (default 7)
+                     The --wan targets: direct, ferry-tunnel,
+                     ferry-tunnel-2c, ssh-d, ss-libev-aes by default;
+                     ferry-tunnel-wss when --targets names it. 3 rounds of
+                     3 paths take about 15 min
   --targets LIST     targets, comma separated: direct, ferry, dante,
                      microsocks, ss-libev, haproxy, tinyproxy, squid, for
                      the hop group ferry-ferry, ferry-dante, dante-dante,
@@ -178,7 +203,8 @@ TARGETS_ARG=""
 OUT=""
 RESULTS=""
 KEEP=0
-WAN=""
+WANS=()
+WAN_DURATION="" WAN_WARMUP="" WAN_REQUESTS="" WAN_RATE=50 WAN_BULK=7
 TREEMON=0
 BUILD_HEAD=0
 DRY_RUN=0
@@ -198,8 +224,13 @@ while [ $# -gt 0 ]; do
     --out=*) OUT=${1#*=} ;;
     --results) RESULTS=${2:?--results needs a file}; shift ;;
     --results=*) RESULTS=${1#*=} ;;
-    --wan) WAN=${2:?--wan needs a path, e.g. delay=25ms,rate=1gbit}; shift ;;
-    --wan=*) WAN=${1#*=} ;;
+    --wan) WANS+=("${2:?--wan needs a path, e.g. delay=25ms,rate=1gbit}"); shift ;;
+    --wan=*) WANS+=("${1#*=}") ;;
+    --wan-duration) WAN_DURATION=${2:?--wan-duration needs seconds}; shift ;;
+    --wan-warmup) WAN_WARMUP=${2:?--wan-warmup needs seconds}; shift ;;
+    --wan-requests) WAN_REQUESTS=${2:?--wan-requests needs a number}; shift ;;
+    --wan-rate) WAN_RATE=${2:?--wan-rate needs requests per second}; shift ;;
+    --wan-bulk) WAN_BULK=${2:?--wan-bulk needs a number of streams}; shift ;;
     --keep) KEEP=1 ;;
     --treemon) TREEMON=1 ;;
     --build-head) BUILD_HEAD=1 ;;
@@ -216,6 +247,17 @@ if [ "$QUICK" = 1 ]; then # short defaults; an explicit --rounds/--duration stil
     ROUNDS=${ROUNDS:-1} DURATION=${DURATION:-2} WARMUP=0.5 CONNS=2000 HTTP_REQS=2000 SETTLE=${SETTLE:-0} EDGE_HOLD=2000
 fi
 ROUNDS=${ROUNDS:-3} DURATION=${DURATION:-5} SETTLE=${SETTLE:-5}
+# --wan: windows of their own (a path's slow start and window growth take
+# seconds at 50 ms), settable apart from the loopback groups'.
+# The defaults keep 3 rounds of 3 paths near 15 min; --quick is the same
+# with one round.
+WAN_DURATION=${WAN_DURATION:-2} WAN_WARMUP=${WAN_WARMUP:-2} WAN_REQUESTS=${WAN_REQUESTS:-100}
+for x in WAN_DURATION WAN_WARMUP WAN_RATE; do
+    [[ "${!x}" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "compare.sh: --${x,,}: not a number: ${!x}" >&2; exit 2; }
+done
+for x in WAN_REQUESTS WAN_BULK; do
+    [[ "${!x}" =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: --${x,,}: not a positive number: ${!x}" >&2; exit 2; }
+done
 # --out and --results are relative to where the script was started from.
 if [ -z "$OUT" ]; then OUT=$ROOT/build/bench/benchmarks.md; elif [[ $OUT != /* ]]; then OUT=$ORIG_PWD/$OUT; fi
 if [ -n "$RESULTS" ] && [[ $RESULTS != /* ]]; then RESULTS=$ORIG_PWD/$RESULTS; fi
@@ -852,8 +894,23 @@ HOP_TARGETS=direct,ferry,ferry-ferry,dante,ferry-dante,dante-dante
 HTTPS_TARGETS=ferry,ferry-tls-h1,ferry-tls-h2,stunnel,squid-https,nghttpx
 TUNNEL_TARGETS=ferry,ferry-tunnel,ferry-tunnel-wss,ssh-d,ss-libev-aes
 EDGE_TARGETS=ferry-edge,haproxy-edge,nginx-edge
-# Over --wan, plain TCP across the same path is the reference.
-if [ -n "$WAN" ]; then TUNNEL_TARGETS=direct,$TUNNEL_TARGETS; fi
+# Over --wan the tunnel group runs across the emulated paths instead
+# (bench/compare_wan.sh), with plain TCP across the same path as the
+# reference: its targets are placed there, not started on loopback.
+# shellcheck source=bench/compare_wan.sh
+. bench/compare_wan.sh
+WAN_TARGETS=()
+if [ ${#WANS[@]} -gt 0 ] && [[ " ${SCENARIOS[*]} " == *" tunnel "* ]]; then
+    [ "$(id -u)" = 0 ] || [ "$DRY_RUN" = 1 ] || { echo "compare.sh: --wan needs root (network namespaces, TUN devices)" >&2; exit 2; }
+    for t in "${WAN_ALL_TARGETS[@]}"; do # direct (the reference) always
+        if [ "$t" = direct ] || { [ -n "$TARGETS_ARG" ] && [[ " ${TARGETS[*]} " == *" $t "* ]]; } ||
+            { [ -z "$TARGETS_ARG" ] && [ "$t" != ferry-tunnel-wss ]; }; then WAN_TARGETS+=("$t"); fi
+    done
+    for spec in "${WANS[@]}"; do # a typo fails now, not after the other groups
+        [ ! -x ./ferry ] || ./ferry bench wan --path "$spec" --help >/dev/null 2>&1 ||
+            { echo "compare.sh: --wan: bad path '$spec' (see ferry bench wan --help)" >&2; exit 2; }
+    done
+fi
 # What the bench speaks to each TLS target of the https group.
 declare -A HTTPS_PROTO=([ferry-tls-h1]=h1 [ferry-tls-h2]=h2 [stunnel]=h1 [squid-https]=h1 [nghttpx]=h2)
 VARIANTS=()
@@ -910,7 +967,7 @@ for s in "${SCENARIOS[@]}"; do
     # "tunnel": the ferry pair of TUNNEL self-hosted with --tunnel MODE, the
     # others (ssh -D, ss-libev-aes, plain ferry) through their own instance.
     # requests: runnel's mode_perf, 1,000 requests then 8 x 1 MiB.
-    tunnel) VARIANTS+=("tunnel-throughput-1|throughput|--connections 1 --payload 64k|$TUNNEL_TARGETS|tunnel"
+    tunnel) [ ${#WAN_TARGETS[@]} -gt 0 ] || VARIANTS+=("tunnel-throughput-1|throughput|--connections 1 --payload 64k|$TUNNEL_TARGETS|tunnel"
         "tunnel-throughput-8|throughput|--connections 8 --payload 64k|$TUNNEL_TARGETS|tunnel"
         "tunnel-handshakes|handshakes|--concurrency 32|$TUNNEL_TARGETS|tunnel"
         "tunnel-requests|requests|--requests 1000 --downloads 8 --download-size 1m|$TUNNEL_TARGETS|tunnel") ;;
@@ -944,7 +1001,7 @@ USED_TARGETS=()
 for t in "${TARGETS[@]}"; do
     [ -n "${USED_PROXY[$t]:-}${USED_SELF[$t]:-}" ] && USED_TARGETS+=("$t")
 done
-[ ${#USED_TARGETS[@]} -gt 0 ] || { echo "compare.sh: no selected group applies to the selected targets" >&2; exit 2; }
+[ ${#USED_TARGETS[@]} -gt 0 ] || [ ${#WAN_TARGETS[@]} -gt 0 ] || { echo "compare.sh: no selected group applies to the selected targets" >&2; exit 2; }
 
 # The Debian packages the selected targets need (and gnuplot for the chart):
 # nothing else is installed.
@@ -966,6 +1023,13 @@ for t in "${USED_TARGETS[@]}"; do
     nginx-edge) NEEDED_PKGS+=(nginx-light libnginx-mod-stream) ;;
     esac
 done
+for t in "${WAN_TARGETS[@]}"; do
+    case $t in
+    ss-libev-aes) NEEDED_PKGS+=(shadowsocks-libev) ;;
+    ssh-d) NEEDED_PKGS+=(openssh-server openssh-client) ;;
+    esac
+done
+[ ${#WAN_TARGETS[@]} -eq 0 ] || NEEDED_PKGS+=(iputils-ping)
 NEEDED_PKGS+=(gnuplot-nox)
 # Once each (three targets of the hop group need Dante).
 mapfile -t NEEDED_PKGS < <(printf '%s\n' "${NEEDED_PKGS[@]}" | awk '!seen[$0]++')
@@ -996,14 +1060,18 @@ if [ "$DRY_RUN" = 1 ]; then
             fi
             [ "$vhow" = edge ] && chain=" --proxy-workers $EDGE_WORKERS"
             [ "$vhow" = edge ] && [ "$t" != ferry-edge ] && chain=" --edge-target ADDR --target-port PORT --proxy-pid PID"
-            if [ -n "$WAN" ] && [ "$vhow" = tunnel ]; then
-                case $t in
-                direct | ferry-tunnel) chain="$chain --wan $WAN" ;;
-                *) chain="$chain (not run over --wan)" ;;
-                esac
-            fi
             echo "run: $vname $t: ferry bench $scen --runs 1 --json --allow-failures --duration $DURATION --warmup $WARMUP${vopts:+ $vopts}$chain ($vhow)"
         done
+    done
+    for ((k = 1; k <= ${#WANS[@]}; k++)); do
+        [ ${#WAN_TARGETS[@]} -gt 0 ] || break
+        echo "path $k: ferry bench wan --path ${WANS[$((k - 1))]} (targets: ${WAN_TARGETS[*]})"
+        while IFS='|' read -r vname scen vopts vtargets vhow; do
+            for t in "${WAN_TARGETS[@]}"; do
+                [[ ",$vtargets," == *",$t,"* ]] || continue
+                echo "run: $vname $t: in A: ferry bench $scen --runs 1 --json --allow-failures --duration $WAN_DURATION --warmup $WAN_WARMUP --target 10.77.0.2:$WAN_SINK $([ "$t" = direct ] && echo --direct || echo "--proxy 127.0.0.1:${WAN_PORT[$t]}") $vopts$([ "$vhow" = wanbulk ] && echo " (beside $WAN_BULK one-way bulk streams)")"
+            done
+        done < <(wan_variants "$k")
     done
     echo "report: $OUT"
     echo "raw results: ${OUT%.md}.jsonl"
@@ -1270,12 +1338,6 @@ for ((round = 1; round <= ROUNDS; round++)); do
             proxy | http) args+=(--proxy "${ADDR[$t]}" --proxy-pid "${PIDS[$t]}") ;;
             relay) args+=(--relay "${ADDR[$t]}" --target-port "$ECHO_PORT" --proxy-pid "${PIDS[$t]}") ;;
             esac
-            if [ -n "$WAN" ] && [ "$vhow" = tunnel ]; then
-                case $mode in
-                direct | self) args+=(--wan "$WAN") ;;
-                *) err="${err:-not run over --wan: only the self-hosted tunnel and direct are placed across the emulated path yet}" ;;
-                esac
-            fi
             # shellcheck disable=SC2206
             if [ -n "$vopts" ]; then args+=($vopts); fi
             # shellcheck disable=SC2206
@@ -1329,6 +1391,10 @@ for ((round = 1; round <= ROUNDS; round++)); do
         done
     done
 done
+if [ ${#WAN_TARGETS[@]} -gt 0 ]; then
+    wan_peers >>"$RAW"
+    wan_group
+fi
 T_END=$(date +%s)
 "$PY" -c 'import json,sys; print(json.dumps({"done":{"runs":int(sys.argv[1]),"seconds":int(sys.argv[2]),"loadavg_end":open("/proc/loadavg").read().split()[:3]}}))' \
     "$NRUNS" "$((T_END - T_START))" >>"$RAW"

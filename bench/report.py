@@ -9,6 +9,10 @@ usage:
   report.py render RESULTS.jsonl [--out F.md] [--svg F.svg]
                                             write the report (default
                                             build/bench/benchmarks.md)
+  report.py wanrtt --line F --ping F [--bulk F] --spec SPEC --path K [--skip S]
+                                            add the RTT under load (ping beside
+                                            the run) and a latency run's bulk to
+                                            a --wan run's JSON line, in place
   report.py -h | --help                     this help
 
 Rates are in binary units throughout (MiB/s = 2^20 bytes per second); figures
@@ -20,7 +24,9 @@ per target, then one `ferry bench --json` line per run with a "compare"
 member added by compare.sh ({"round", "variant", "target", "cpu_source",
 "error", and with --treemon "tree": process-tree CPU/memory watched from
 outside over the whole run}), {"argon2": ...} lines from
-bench/argon2time.py (auth group, one per round), and {"done": ...} last. For
+bench/argon2time.py (auth group, one per round), with --wan a {"wan_path":
+{"index", "spec"}} per path and a "wan" member in each run's line (the RTT
+under load; bench/report_wan.py), and {"done": ...} last. For
 each (variant, target, figure) the report takes the median over rounds.
 Python standard library only; the chart needs gnuplot.
 """
@@ -35,12 +41,14 @@ import subprocess
 import sys
 import tempfile
 
+import report_wan
+
 # The chains of the hop group: in its section only, not in the summary.
 HOP_TARGETS = ["ferry-ferry", "ferry-dante", "dante-dante"]
 # The https group's TLS targets: in its section only, too.
 HTTPS_TARGETS = ["ferry-tls-h1", "ferry-tls-h2", "stunnel", "squid-https", "nghttpx"]
 # The tunnel group's encrypted tunnels: in its section only, too.
-TUNNEL_TARGETS = ["ferry-tunnel", "ferry-tunnel-wss", "ssh-d", "ss-libev-aes"]
+TUNNEL_TARGETS = ["ferry-tunnel", "ferry-tunnel-wss", "ssh-d", "ss-libev-aes", "ferry-tunnel-2c"]
 # The edge group's edges (SNI / Minecraft host routing): in its section only.
 EDGE_TARGETS = ["ferry-edge", "haproxy-edge", "nginx-edge"]
 TARGETS = ["direct", "ferry", "dante", "microsocks", "ss-libev", "haproxy", "tinyproxy",
@@ -64,6 +72,7 @@ LABELS = {
     "nghttpx": "nghttpx -s (h2) → ferry",
     "ferry-tunnel": "ferry tunnel (h2)",
     "ferry-tunnel-wss": "ferry tunnel (wss)",
+    "ferry-tunnel-2c": "ferry tunnel (h2), 2 connections",
     "ssh-d": "OpenSSH ssh -D",
     "ss-libev-aes": "shadowsocks-libev (aes-256-gcm)",
     "ferry-edge": "ferry edge",
@@ -105,6 +114,7 @@ SHORT = {
     "nghttpx": "nghttpx\\n→ ferry",
     "ferry-tunnel": "ferry\\ntunnel h2",
     "ferry-tunnel-wss": "ferry\\ntunnel wss",
+    "ferry-tunnel-2c": "ferry h2\\n2 conns",
     "ssh-d": "ssh -D",
     "ss-libev-aes": "ss-libev\\naes-gcm",
 }
@@ -127,6 +137,7 @@ COLORS = {
     "nghttpx": "#2b8a3e",
     "ferry-tunnel": "#a61e4d",
     "ferry-tunnel-wss": "#c2255c",
+    "ferry-tunnel-2c": "#e64980",
     "ssh-d": "#343a40",
     "ss-libev-aes": "#862e9c",
 }
@@ -262,7 +273,27 @@ HOP_TARGET_SETUPS = 0.6  # and >= 0.6x of its setups/s (a hop adds a connect rou
 ROWS_SOCKS_TCP = ["direct", "ferry", "dante", "microsocks", "ss-libev", "haproxy"]
 ROWS_UDP = ["direct", "ferry", "dante", "microsocks", "ss-libev", "haproxy"]
 OTHER_NOTE_CORES = 0.25  # other work during a run worth a note in its row
-SS_UDP_MAX = 2739  # largest payload ss-libev relays (see explain_udp)
+SS_UDP_MAX = 2739
+# The method of the --wan runs (also in docs/benchmarks.md's Method).
+WAN_METHOD = (
+    '- **Wide-area paths (`--wan SPEC`, one path per `--wan`).** The tunnel group then runs acr'
+    'oss an emulated path instead of loopback (`bench/compare_wan.sh`): per round and per path,'
+    ' `ferry bench wan --path SPEC` holds two network namespaces, A and B, with the user-space '
+    "forwarder between them; `ferry bench sink` (the origins) and each tunnel's server half (`f"
+    "erry serve` with a `tls://` listener, `sshd`, `ss-server`) run in B, each tunnel's client "
+    'half (`ferry client -w 1`: one worker, one tunnel connection; `ssh -D`; `ss-local`) and th'
+    'e bench (`--proxy 127.0.0.1:PORT --target 10.77.0.2:9000`) in A; `--direct` across the sam'
+    'e path (plain TCP) is the reference. Throughput is one way (`--direction down`: the source'
+    ' in B writes as long as its socket takes it, the client in A reads and checks), so nothing'
+    " but TCP's windows (buffer maxima 64 MiB in both namespaces) and the tunnel's own flow con"
+    "trol limits what is in flight: the echo's 256 KiB would cap a stream near 5 MiB/s at 50 ms"
+    ', a 50 ms × 1 Gbit/s path holds 6.25 MB. The latency row runs 7 one-way bulk streams (a se'
+    'cond `ferry bench throughput`) through the same client port while small requests go on a f'
+    "ixed timetable (`requests --rate`), latency from each one's scheduled time. The **RTT unde"
+    'r load** beside each figure is the median of `ping -D` from A to B every 0.1 s during that'
+    ' run, after its warm-up: above the configured RTT when the queue before the emulated link '
+    'fills, or when the forwarder (which shares the 2 cores) falls behind.'
+)  # largest payload ss-libev relays (see explain_udp)
 
 
 # ---- meta ------------------------------------------------------------------
@@ -407,8 +438,14 @@ def fint(v):
 
 
 def stalled(c):
-    """Streams were open but one direction moved nothing in the window."""
-    return (c.m("streams") or 0) > 0 and ((c.m("up") or 0) == 0 or (c.m("down") or 0) == 0)
+    """Streams were open but one direction moved nothing in the window (a
+    one-way run, --direction up|down: the one it measures)."""
+    if (c.m("streams") or 0) <= 0:
+        return False
+    way = c.param("direction", "both")
+    if way in ("up", "down"):
+        return (c.m(way) or 0) == 0
+    return (c.m("up") or 0) == 0 or (c.m("down") or 0) == 0
 
 
 def udp_all_lost(rec):
@@ -542,6 +579,7 @@ def to_binary_units(rec):
 
 def load(path):
     meta, peers, done, cells, argon2 = {}, {}, {}, {}, []
+    wan_paths = []
     with open(path) as f:
         for line in f:
             line = line.strip()
@@ -562,6 +600,8 @@ def load(path):
                 pe["final"] = u.get("status", "")
             elif "argon2" in rec:
                 argon2.append(rec["argon2"])
+            elif "wan_path" in rec:
+                wan_paths.append(rec["wan_path"])
             elif "done" in rec:
                 done = rec["done"]
             elif "compare" in rec:
@@ -580,6 +620,8 @@ def load(path):
                     cell.errors.append((c.get("round"), err))
                 else:
                     cell.runs.append(rec)
+    if wan_paths:
+        meta["wan_paths"] = wan_paths
     return meta, peers, done, cells, argon2
 
 
@@ -2051,6 +2093,7 @@ class Report:
         self.section_https(L)
         self.section_stall(L)
         self.section_tunnel(L)
+        report_wan.WanSection(self, V, fmt, ratio, md_table, LABELS, SHORT, COLORS).section(L, out_path, svg_path)
         self.section_edge(L)
         self.section_wan(L)
 
@@ -2061,6 +2104,7 @@ class Report:
         L.append("bench/compare.sh --quick         # 1 round, short windows, no --settle waits: about 3 min, a check only")
         L.append("bench/compare.sh --only udp,auth,http            # groups: socks (= throughput,handshakes,requests,connections), udp, udp-tunnel, auth, http, hop, https, stall, tunnel, edge")
         L.append("bench/compare.sh --only udp-tunnel --build-head  # UDP through the tunnel, ferry's relay, ss-libev: 3 rounds, about 7 min")
+        L.append("bench/compare.sh --only tunnel --wan delay=25ms,rate=1gbit,queue=50ms --wan delay=25ms,loss=1% --wan delay=25ms,rate=100mbit    # tunnels across emulated paths (root): about 13 min")
         L.append("bench/compare.sh --only edge    # edges: ferry, HAProxy req.ssl_sni + Lua, nginx ssl_preread (make deps-bench)")
         L.append("bench/compare.sh --only handshakes --targets ferry,dante --rounds 5")
         L.append("bench/compare.sh --only hop --build-head    # the cost of a hop: 3 interleaved rounds, about 5 min")
@@ -2214,6 +2258,8 @@ class Report:
             "proxy is restarted (on a new port) before each connections run, as memory kept from "
             "earlier runs (allocator caches, buffer pools) would hide the cost."
         )
+        if m.get("wan_paths"):
+            L.append(WAN_METHOD)
         if p.get("connections_wanted") and p.get("connections") != p.get("connections_wanted"):
             L.append(
                 f"- **Held connections lowered** from {p['connections_wanted']} to {p['connections']}: "
@@ -2245,6 +2291,8 @@ def main():
         cmd_meta(sys.argv[2:])
     elif len(sys.argv) >= 2 and sys.argv[1] == "render":
         cmd_render(sys.argv[2:])
+    elif len(sys.argv) >= 2 and sys.argv[1] == "wanrtt":
+        report_wan.cmd_wanrtt(sys.argv[2:])
     else:
         sys.stderr.write(__doc__)
         sys.exit(2)
