@@ -172,7 +172,49 @@ def test_reverse_socks_udp_other_source_dropped(env, rclient, echo):
             wait_metric(smaddr, before + 1, "ferry_udp_dropped_total", reason="source")
         a.expect_nothing()
         assert b"stranger" not in echo.payloads()
+        # FRAG != 0 is dropped and counted at the server too.
+        before = drops(smaddr, "fragment")
+        a.send(echo.addr, b"fragment", frag=1)
+        wait_metric(smaddr, before + 1, "ferry_udp_dropped_total", reason="fragment")
+        a.expect_nothing()
+        assert b"fragment" not in echo.payloads()
         assert a.echo(echo.addr, b"still", timeout=10).payload == b"still"
+
+
+def test_reverse_socks_udp_association_limit(env, tmp_path, echo):
+    """udp.associations of the server bounds an R:socks port's
+    associations: the next ASSOCIATE is refused (0x01) while the first
+    keeps working, and one closing makes room."""
+    factory = FerryFactory(tmp_path)
+    (tmp_path / "users.txt").write_text((env["dir"] / "users.txt").read_text())
+    srv = factory(listens=("tls://127.0.0.1:0",), auth={"userlist": "users.txt"},
+                  extra=f"[tls]\ncert = {env['cert']}\nkey = {env['key']}\n"
+                        f"[udp]\nassociations = 1\n{RULES}")
+    (tmp_path / "c").mkdir()
+    cfactory = FerryFactory(tmp_path / "c")
+    try:
+        port = free_port()
+        cl = cfactory(wait_ready=False, listens=(),
+                      raw_config=client_config(env, port, f"https://127.0.0.1:{srv.port}"))
+        cl.wait_log(r"the server listens on", timeout=30)
+        with UdpAssoc(("127.0.0.1", port)) as a:
+            assert a.echo(echo.addr, b"one", timeout=10).payload == b"one"
+            UdpAssoc(("127.0.0.1", port), expect=1).close()
+            srv.wait_log(r"cmd=reverse-udp .*reply=429", timeout=10)
+            assert a.echo(echo.addr, b"still", timeout=10).payload == b"still"
+        deadline = time.monotonic() + 15
+        while True:  # the first one's end makes room (bounded)
+            b = UdpAssoc(("127.0.0.1", port), expect=None)
+            if b.reply.rep == 0:
+                break
+            b.close()
+            assert time.monotonic() < deadline, "no room after the first association ended"
+            time.sleep(0.1)
+        with b:
+            assert b.echo(echo.addr, b"two", timeout=10).payload == b"two"
+    finally:
+        assert not cfactory.finalize()
+        assert not factory.finalize()
 
 
 def test_reverse_socks_udp_denied_egress_counted(env, rclient, echo):
