@@ -404,7 +404,7 @@ static void h2rev_assoc(struct conn *c, struct h2rev *x)
     }
     c->target = ctl->c->target; /* the application */
     c->dst_port = c->bnd.port;
-    if (h2udp_assoc_start(c, &ctl->c->target) < 0) {
+    if (h2udp_assoc_start(c, ctl->c) < 0) {
         conn_fail(c, OUT_FAILED, "no-memory"); /* the socket closes with c */
         return;
     }

@@ -74,6 +74,7 @@ struct h2udp {
      * c->up (rfd), peer the application's IP, its port fixed by the first
      * datagram (port_fixed); payloads carry their SOCKS UDP header. */
     bool assoc, port_fixed;
+    struct conn *ctl; /* its control session, kept alive by its datagrams */
 };
 
 /* Datagrams from the target land behind room for the capsule's header. */
@@ -124,6 +125,8 @@ static void h2udp_touch(struct h2udp *u)
 {
     struct conn *c = u->c;
     u->last_ms = c->last_active = loop_now(&c->w->loop);
+    if (u->ctl) /* an association's datagrams are its control's activity too */
+        u->ctl->last_active = u->last_ms;
 }
 
 /* The stream cannot go on: a reset (RST_STREAM CONNECT_ERROR, by
@@ -426,8 +429,9 @@ int h2udp_reverse_start(struct conn *c, int fd, const struct addr *peer)
     return 0;
 }
 
-int h2udp_assoc_start(struct conn *c, const struct addr *app)
+int h2udp_assoc_start(struct conn *c, struct conn *ctl)
 {
+    const struct addr *app = &ctl->target;
     const struct config *cfg = conn_cfg(c);
     size_t cap = cfg->udp.max_datagram + H2UDP_SOCKS_HDR + CAPSULE_VARINT_LEN_MAX;
     struct h2udp *u = calloc(1, sizeof(*u));
@@ -443,6 +447,7 @@ int h2udp_assoc_start(struct conn *c, const struct addr *app)
     u->peer.port = 0;
     addr_unmap(&u->peer);
     u->assoc = true;
+    u->ctl = ctl;
     u->cap = cap;
     u->in_cap = cap + H2UDP_HDR_MAX;
     timer_init(&u->idle, h2udp_on_idle); /* never armed: it lives as long as its control */

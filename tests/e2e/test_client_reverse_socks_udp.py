@@ -181,22 +181,29 @@ def test_reverse_socks_udp_other_source_dropped(env, rclient, echo):
         assert a.echo(echo.addr, b"still", timeout=10).payload == b"still"
 
 
+def own_pair(env, tmp_path, top: dict | None = None, udp: str = ""):
+    """A server of our own (top-level keys top, [udp] keys udp) and a client
+    with an R:socks port on it: (server, client port, factories)."""
+    factory = FerryFactory(tmp_path)
+    (tmp_path / "users.txt").write_text((env["dir"] / "users.txt").read_text())
+    srv = factory(listens=("tls://127.0.0.1:0",), auth={"userlist": "users.txt"}, config=top,
+                  extra=f"[tls]\ncert = {env['cert']}\nkey = {env['key']}\n"
+                        f"[udp]\n{udp}{RULES}")
+    (tmp_path / "c").mkdir()
+    cfactory = FerryFactory(tmp_path / "c")
+    port = free_port()
+    cl = cfactory(wait_ready=False, listens=(),
+                  raw_config=client_config(env, port, f"https://127.0.0.1:{srv.port}"))
+    cl.wait_log(r"the server listens on", timeout=30)
+    return srv, port, (cfactory, factory)
+
+
 def test_reverse_socks_udp_association_limit(env, tmp_path, echo):
     """udp.associations of the server bounds an R:socks port's
     associations: the next ASSOCIATE is refused (0x01) while the first
     keeps working, and one closing makes room."""
-    factory = FerryFactory(tmp_path)
-    (tmp_path / "users.txt").write_text((env["dir"] / "users.txt").read_text())
-    srv = factory(listens=("tls://127.0.0.1:0",), auth={"userlist": "users.txt"},
-                  extra=f"[tls]\ncert = {env['cert']}\nkey = {env['key']}\n"
-                        f"[udp]\nassociations = 1\n{RULES}")
-    (tmp_path / "c").mkdir()
-    cfactory = FerryFactory(tmp_path / "c")
+    srv, port, factories = own_pair(env, tmp_path, udp="associations = 1\n")
     try:
-        port = free_port()
-        cl = cfactory(wait_ready=False, listens=(),
-                      raw_config=client_config(env, port, f"https://127.0.0.1:{srv.port}"))
-        cl.wait_log(r"the server listens on", timeout=30)
         with UdpAssoc(("127.0.0.1", port)) as a:
             assert a.echo(echo.addr, b"one", timeout=10).payload == b"one"
             UdpAssoc(("127.0.0.1", port), expect=1).close()
@@ -213,8 +220,29 @@ def test_reverse_socks_udp_association_limit(env, tmp_path, echo):
         with b:
             assert b.echo(echo.addr, b"two", timeout=10).payload == b"two"
     finally:
-        assert not cfactory.finalize()
-        assert not factory.finalize()
+        for f in factories:
+            assert not f.finalize()
+
+
+def test_reverse_socks_udp_datagrams_keep_the_control_alive(env, tmp_path, echo):
+    """The server's iotimeout (1 s) on the silent TCP control connection:
+    datagrams of its association count as its activity, as in the direct
+    relay; once they stop, the idle control ends, and the association
+    with it."""
+    srv, port, factories = own_pair(env, tmp_path, top={"iotimeout": "1s"})
+    try:
+        with UdpAssoc(("127.0.0.1", port)) as a:
+            t0 = time.monotonic()
+            for i in range(15):  # 3 s of datagrams, the TCP side silent
+                assert a.echo(echo.addr, b"k%d" % i, timeout=10).payload == b"k%d" % i
+                time.sleep(max(0.0, t0 + 0.2 * (i + 1) - time.monotonic()))
+            assert time.monotonic() - t0 >= 2.5
+            a.ctl.settimeout(20)
+            assert a.ctl.recv(16) == b""  # quiet now: the idle timeout ends it
+        srv.wait_log(r"cmd=reverse-udp .*end=control-closed", timeout=10)
+    finally:
+        for f in factories:
+            assert not f.finalize()
 
 
 def test_reverse_socks_udp_denied_egress_counted(env, rclient, echo):
