@@ -43,6 +43,7 @@
 #include "relay/h2conn.h"
 #include "relay/h2udp.h"
 #include "relay/session.h"
+#include "udp/udp.h"
 #include "util/list.h"
 #include "util/parse.h"
 
@@ -253,8 +254,11 @@ static void h2rev_hold(const struct conn *c, bool udp)
     pthread_mutex_unlock(&held_lock);
 }
 
-/* A UDP socket bound at a: the fd or -errno. */
-static int h2rev_udp_socket(const struct addr *a)
+/* A UDP socket bound at a, or (relay set) as an association's relay port
+ * on a's address under relay's udp.ports, *adv then what the SOCKS reply
+ * names (udp.advertise): the fd or -errno. */
+static int h2rev_udp_socket(struct worker *w, const struct addr *a, const struct config_udp *relay,
+                            struct addr *adv)
 {
     int fd = socket(a->family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -264,8 +268,10 @@ static int h2rev_udp_socket(const struct addr *a)
     socklen_t sl = addr_to_sockaddr(a, &ss);
     if (a->family == AF_INET6)
         (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-    if (bind(fd, (struct sockaddr *)&ss, sl) < 0) {
-        int err = -errno;
+    int err = relay                                      ? udp_relay_bind(w, relay, fd, a, adv)
+              : bind(fd, (struct sockaddr *)&ss, sl) < 0 ? -errno
+                                                         : 0;
+    if (err) {
         close(fd);
         return err;
     }
@@ -289,7 +295,8 @@ static void h2rev_listen(struct conn *c, struct h2rev *x)
         conn_fail(c, OUT_DENIED, "port-held");
         return;
     }
-    int fd = x->udp ? h2rev_udp_socket(&x->bind) : sock_listen(&x->bind, 128, false);
+    int fd =
+        x->udp ? h2rev_udp_socket(c->w, &x->bind, NULL, NULL) : sock_listen(&x->bind, 128, false);
     if (fd < 0 || sock_local_addr(fd, &c->bnd) < 0 ||
         loop_io_add(&c->w->loop, &c->up, fd, EPOLLIN) < 0) {
         if (fd >= 0)
@@ -387,12 +394,11 @@ static void h2rev_assoc(struct conn *c, struct h2rev *x)
         conn_fail(c, OUT_LIMIT, "udp-associations-limit");
         return;
     }
-    struct addr local; /* where the application reached us: its relay's address too */
+    struct addr local, adv; /* where the application reached us: its relay's address too */
     int fd = sock_local_addr(ctl->c->up.fd, &local) < 0 ? -EIO : 0;
     if (fd == 0) {
         addr_unmap(&local);
-        local.port = 0;
-        fd = h2rev_udp_socket(&local);
+        fd = h2rev_udp_socket(c->w, &local, &conn_cfg(c)->udp, &adv);
     }
     if (fd < 0 || sock_local_addr(fd, &c->bnd) < 0 ||
         loop_io_add(&c->w->loop, &c->up, fd, EPOLLIN) < 0) {
@@ -418,7 +424,7 @@ static void h2rev_assoc(struct conn *c, struct h2rev *x)
     conn_succeeded(c);
     c->reply = OUT_OK;
     char bound[ADDR_STRLEN];
-    addr_format(&c->bnd, bound, sizeof(bound));
+    addr_format(&adv, bound, sizeof(bound));
     struct h1h2_field f[2] = {
         {(const uint8_t *)"ferry-bound", (const uint8_t *)bound, 11, strlen(bound)},
         {(const uint8_t *)"capsule-protocol", (const uint8_t *)"?1", 16, 2},

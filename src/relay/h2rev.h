@@ -39,7 +39,8 @@
  *     the same HTTP/2 connection (a handed ferry-accept stream; 502
  *     otherwise). No rule is asked again: the connection was let in. The
  *     server binds a UDP socket on the address the application reached
- *     (port 0) and answers 200 with ferry-bound: ADDR:PORT (the client's
+ *     (a port from udp.ports, else any) and answers 200 with
+ *     ferry-bound: ADDR:PORT (udp.advertise if set; the client's
  *     BND.ADDR/BND.PORT) and capsule-protocol: ?1; 429 beyond
  *     udp.associations of the TCP listener's connections. Datagrams to it
  *     from the application's IP (its port fixed by the first one), FRAG

@@ -928,21 +928,19 @@ static void on_release(struct release *r)
     free(container_of(r, struct udp_assoc, rel));
 }
 
-/* Bind the client-facing socket on the address the client reached us on,
- * on any port or on one from udp.ports. */
-static int bind_client_socket(struct udp_assoc *a, const struct addr *local, struct addr *bound)
+/* Bind fd on local's address, on any port or on one from cfg's
+ * udp.ports (from a random start: rng): 0 with *bound set, or -errno. */
+static int bind_relay(const struct config_udp *cfg, uint64_t rng, int fd, const struct addr *local,
+                      struct addr *bound)
 {
-    int fd = udp_socket(a->cfg, local->family);
-    if (fd < 0)
-        return fd;
     struct addr b = *local;
     struct sockaddr_storage ss;
     int rc = -EADDRINUSE;
-    if (a->cfg->port_lo) {
-        uint32_t span = (uint32_t)(a->cfg->port_hi - a->cfg->port_lo) + 1;
-        uint32_t start = (uint32_t)(rng_next(a->w->udp) % span);
+    if (cfg->port_lo) {
+        uint32_t span = (uint32_t)(cfg->port_hi - cfg->port_lo) + 1;
+        uint32_t start = (uint32_t)(rng % span);
         for (uint32_t i = 0; i < span && rc == -EADDRINUSE; i++) {
-            b.port = (uint16_t)(a->cfg->port_lo + (start + i) % span);
+            b.port = (uint16_t)(cfg->port_lo + (start + i) % span);
             socklen_t sl = addr_to_sockaddr(&b, &ss);
             rc = bind(fd, (struct sockaddr *)&ss, sl) == 0 ? 0 : -errno;
         }
@@ -951,8 +949,38 @@ static int bind_client_socket(struct udp_assoc *a, const struct addr *local, str
         socklen_t sl = addr_to_sockaddr(&b, &ss);
         rc = bind(fd, (struct sockaddr *)&ss, sl) == 0 ? 0 : -errno;
     }
+    return rc ? rc : sock_local_addr(fd, bound);
+}
+
+/* The address a reply names for a relay bound at bound (udp.advertise). */
+static void advertised(const struct config_udp *cfg, const struct addr *bound, struct addr *bnd)
+{
+    *bnd = *bound;
+    if (cfg->advertise.family) {
+        *bnd = cfg->advertise;
+        bnd->port = bound->port;
+    }
+}
+
+int udp_relay_bind(struct worker *w, const struct config_udp *cfg, int fd, const struct addr *local,
+                   struct addr *bnd)
+{
+    uint64_t rng = clock_us() ^ ((uint64_t)w->id << 48) ^ (uint64_t)(uintptr_t)&fd;
+    struct addr bound;
+    int rc = bind_relay(cfg, rng * 0x9e3779b97f4a7c15ull, fd, local, &bound);
     if (!rc)
-        rc = sock_local_addr(fd, bound);
+        advertised(cfg, &bound, bnd);
+    return rc;
+}
+
+/* Bind the client-facing socket on the address the client reached us on,
+ * on any port or on one from udp.ports. */
+static int bind_client_socket(struct udp_assoc *a, const struct addr *local, struct addr *bound)
+{
+    int fd = udp_socket(a->cfg, local->family);
+    if (fd < 0)
+        return fd;
+    int rc = bind_relay(a->cfg, rng_next(a->w->udp), fd, local, bound);
     if (rc) {
         close(fd);
         return rc;
@@ -1021,11 +1049,7 @@ int udp_assoc_open(struct worker *w, const struct config *conf, unsigned listen_
         atomic_fetch_sub(count, 1);
         return UDP_OPEN_SOCKET;
     }
-    *bnd = bound;
-    if (cfg->advertise.family) {
-        *bnd = cfg->advertise;
-        bnd->port = bound.port;
-    }
+    advertised(cfg, &bound, bnd);
     loop_timer_arm(&w->loop, &a->sweep, MAX(250u, cfg->idle_ms / 4));
     stat_add(&w->stats.udp_assocs, 1);
     *out = a;

@@ -32,6 +32,7 @@
 
 struct udp_assoc;
 struct config;
+struct config_udp;
 
 /* Why an association could not be opened. */
 enum udp_open_err {
@@ -72,6 +73,13 @@ struct udp_owner {
 int udp_assoc_open(struct worker *w, const struct config *cfg, unsigned listen_index,
                    const struct addr *client, const struct addr *local, struct addr *bnd,
                    const struct udp_owner *owner, struct udp_assoc **out);
+/* Bind UDP socket fd as a relay port on local's address (its port
+ * ignored), as udp_assoc_open binds its client-facing socket: on a port
+ * from udp.ports of cfg when set, and *bnd is what the reply names (the
+ * bound address, or udp.advertise with the bound port). 0 or -errno.
+ * For a relay port whose datagrams another room reads (relay/h2rev.c). */
+int udp_relay_bind(struct worker *w, const struct config_udp *cfg, int fd, const struct addr *local,
+                   struct addr *bnd);
 /* The client side of a piped association (udp_assoc_open_piped): no
  * socket of its own, its datagrams come from the owner. deliver(arg, p,
  * n) takes one whole SOCKS UDP datagram for the client (header written in

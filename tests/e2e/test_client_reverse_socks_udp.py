@@ -198,20 +198,26 @@ def own_pair(env, tmp_path, top: dict | None = None, udp: str = ""):
     return srv, port, (cfactory, factory)
 
 
-def test_reverse_socks_udp_association_limit(env, tmp_path, echo):
+def test_reverse_socks_udp_association_limit_ports_advertise(env, tmp_path, echo):
     """udp.associations of the server bounds an R:socks port's
     associations: the next ASSOCIATE is refused (0x01) while the first
-    keeps working, and one closing makes room."""
-    srv, port, factories = own_pair(env, tmp_path, udp="associations = 1\n")
+    keeps working, and one closing makes room. The relay port comes from
+    the server's udp.ports and the reply names udp.advertise, as in the
+    direct relay."""
+    lo = min(free_port(), 65500)
+    srv, port, factories = own_pair(
+        env, tmp_path,
+        udp=f"associations = 1\nports = {lo}-{lo + 20}\nadvertise = 127.0.0.3\n")
     try:
-        with UdpAssoc(("127.0.0.1", port)) as a:
+        with UdpAssoc(("127.0.0.1", port), relay_host="127.0.0.1") as a:
+            assert a.reply.host == "127.0.0.3" and lo <= a.reply.port <= lo + 20, a.reply
             assert a.echo(echo.addr, b"one", timeout=10).payload == b"one"
             UdpAssoc(("127.0.0.1", port), expect=1).close()
             srv.wait_log(r"cmd=reverse-udp .*reply=429", timeout=10)
             assert a.echo(echo.addr, b"still", timeout=10).payload == b"still"
         deadline = time.monotonic() + 15
         while True:  # the first one's end makes room (bounded)
-            b = UdpAssoc(("127.0.0.1", port), expect=None)
+            b = UdpAssoc(("127.0.0.1", port), expect=None, relay_host="127.0.0.1")
             if b.reply.rep == 0:
                 break
             b.close()
