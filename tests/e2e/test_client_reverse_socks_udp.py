@@ -10,8 +10,11 @@ file run by ferry serve). Covers echo with integrity for sizes 0, 1, 1200,
 9012 and 9013 (dropped and counted at the server), IPv4 and IPv6
 destinations and several per association, a domain destination resolved
 at the client; the association ending with its control connection (the
-server's UDP port closes); datagrams from another source IP dropped and
-counted; a denied egress dropped and counted at the client; and a tunnel
+server's UDP port closes); datagrams from another source IP or with
+FRAG != 0 dropped and counted at the server; a denied egress and an oversized reply dropped and counted at
+the client; udp.associations per R:socks port, udp.ports and
+udp.advertise at the server; the association's datagrams keeping its
+silent control connection from the server's iotimeout; and a tunnel
 restart (the association ends cleanly, a new one works after the
 reconnect)."""
 
@@ -260,6 +263,16 @@ def test_reverse_socks_udp_denied_egress_counted(env, rclient, echo):
         a.send(("169.254.0.1", 9), b"denied")
         wait_metric(cmaddr, before + 1, "ferry_udp_dropped_total", reason="denied")
         assert a.echo(echo.addr, b"allowed", timeout=10).payload == b"allowed"
+        # A reply over udp.max_datagram is dropped and counted here.
+        big = UdpEcho("127.0.0.1", extra=1)
+        try:
+            before = drops(cmaddr, "size")
+            a.send(big.addr, payload("r9012", 9012))
+            wait_metric(cmaddr, before + 1, "ferry_udp_dropped_total", reason="size")
+            assert 9012 in [len(d) for d in big.payloads()]  # it reached the target
+            a.expect_nothing()
+        finally:
+            big.stop()
 
 
 def test_reverse_socks_udp_tunnel_restart(env, tmp_path, echo):
