@@ -11,8 +11,8 @@ file run by ferry serve). Covers echo with integrity for sizes 0, 1, 1200,
 destinations and several per association, a domain destination resolved
 at the client; the association ending with its control connection (the
 server's UDP port closes); datagrams from another source IP or with
-FRAG != 0 dropped and counted at the server; a denied egress and an oversized reply dropped and counted at
-the client; udp.associations per R:socks port, udp.ports and
+FRAG != 0 dropped and counted at the server; a denied egress and an
+oversized reply dropped and counted at the client; udp.associations per R:socks port, udp.ports and
 udp.advertise at the server; the association's datagrams keeping its
 silent control connection from the server's iotimeout; and a tunnel
 restart (the association ends cleanly, a new one works after the
