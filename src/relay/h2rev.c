@@ -362,15 +362,19 @@ static void h2rev_wait(struct conn *c, struct h2rev *x)
     }
 }
 
-/* The handed TCP accept of c's HTTP/2 connection on stream sid, or NULL. */
+/* The handed TCP accept of c's HTTP/2 connection on stream sid, opened
+ * by c's user (or as c, without one), or NULL. */
 static struct h2rev *find_control(const struct conn *c, int32_t sid)
 {
     worker_listeners();
+    const char *user = c->authed && c->user ? c->user : "";
     struct list *pos, *tmp;
     list_for_each_safe(pos, tmp, &handed)
     {
         struct h2rev *x = list_entry(pos, struct h2rev, link);
-        if (h2stream_id(x->c) == sid && h2stream_carrier(x->c) == h2stream_carrier(c))
+        const struct conn *xc = x->c;
+        if (h2stream_id(xc) == sid && h2stream_carrier(xc) == h2stream_carrier(c) &&
+            !strcmp(xc->authed && xc->user ? xc->user : "", user))
             return x;
     }
     return NULL;

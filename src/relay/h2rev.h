@@ -36,8 +36,8 @@
  *   :protocol ferry-listen, :path /ferry/listen/assoc/{stream id}
  *     A SOCKS5 UDP ASSOCIATE (RFC 1928 section 7) the client's SOCKS
  *     front took on the reverse TCP connection carried by that stream of
- *     the same HTTP/2 connection (a handed ferry-accept stream; 502
- *     otherwise). No rule is asked again: the connection was let in. The
+ *     the same HTTP/2 connection (a handed ferry-accept stream of the same
+ *     user; 502 otherwise). No rule is asked again: the connection was let in. The
  *     server binds a UDP socket on the address the application reached
  *     (a port from udp.ports, else any) and answers 200 with
  *     ferry-bound: ADDR:PORT (udp.advertise if set; the client's
