@@ -847,6 +847,11 @@ const void *h2stream_carrier(const struct conn *c)
     return c->h2s ? c->h2s->hc : NULL;
 }
 
+int32_t h2stream_id(const struct conn *c)
+{
+    return c->h2s ? c->h2s->id : 0;
+}
+
 const struct h2stream_req *h2stream_req(const struct conn *c)
 {
     return &c->h2s->req;

@@ -74,6 +74,8 @@ void h2stream_attach(struct h2stream *s, struct conn *c);
 
 /* The HTTP/2 connection carrying stream session c (only compared). */
 const void *h2stream_carrier(const struct conn *c);
+/* The HTTP/2 stream id of stream session c (0: none). */
+int32_t h2stream_id(const struct conn *c);
 /* The stream's request. */
 const struct h2stream_req *h2stream_req(const struct conn *c);
 /* The client side of a stream session, as conn_cli_recv/send/shutdown()

@@ -43,6 +43,7 @@
 #include "relay/h2conn.h"
 #include "relay/h2udp.h"
 #include "relay/session.h"
+#include "udp/udp.h"
 #include "util/list.h"
 #include "util/parse.h"
 
@@ -69,6 +70,16 @@ struct h2rev {
     unsigned nsources;    /* ... how many (udp.associations at most) */
     struct h2rev *src_of; /* udp accept: the listener whose source it carries */
     struct addr peer;     /* ... that source */
+    /* Reverse SOCKS UDP associations (h2rev_assoc): an assoc listener
+     * names its control by stream id (sid) and links into its assocs; a
+     * handed TCP accept (a control) is in the worker's handed list; both
+     * keep their TCP listener's token (ltoken) for its nassocs. */
+    bool assoc;
+    int32_t sid;
+    uint64_t ltoken;
+    struct h2rev *ctl;  /* assoc: its control, NULL once that ended */
+    struct list assocs; /* control: its associations */
+    unsigned nassocs;   /* listener: associations of its connections */
 };
 
 /* Ports released, held for their user until a time (clock_ms). */
@@ -84,6 +95,7 @@ static struct h2rev_held held[H2REV_HELD_MAX];
 static size_t nheld;
 
 static _Thread_local struct list listeners;
+static _Thread_local struct list handed; /* TCP accepts handed a connection */
 static _Thread_local bool listeners_ready;
 static _Thread_local uint64_t next_token;
 
@@ -91,6 +103,7 @@ static struct list *worker_listeners(void)
 {
     if (!listeners_ready) {
         list_init(&listeners);
+        list_init(&handed);
         listeners_ready = true;
     }
     return &listeners;
@@ -101,13 +114,24 @@ bool h2rev_protocol(const char *p)
     return !strcmp(p, "ferry-listen") || !strcmp(p, "ferry-accept");
 }
 
-/* "/ferry/listen/{tcp,udp}/{addr}/{port}": 0 with *a and *udp set, or -1. */
-static int parse_listen(const char *path, struct addr *a, bool *udp)
+/* "/ferry/listen/{tcp,udp}/{addr}/{port}": 0 with x's bind and udp set;
+ * "/ferry/listen/assoc/{stream id}": 0 with x's assoc and sid set; or -1. */
+static int parse_listen(const char *path, struct h2rev *x)
 {
     static const char pre[] = "/ferry/listen/";
     if (strncmp(path, pre, sizeof(pre) - 1) != 0)
         return -1;
     const char *h = path + sizeof(pre) - 1;
+    uint64_t sid;
+    if (!strncmp(h, "assoc/", 6)) {
+        if (parse_u64(h + 6, 1, INT32_MAX, &sid))
+            return -1;
+        x->assoc = x->udp = true;
+        x->sid = (int32_t)sid;
+        return 0;
+    }
+    struct addr *a = &x->bind;
+    bool *udp = &x->udp;
     if (strncmp(h, "tcp/", 4) != 0 && strncmp(h, "udp/", 4) != 0)
         return -1;
     *udp = h[0] == 'u';
@@ -153,14 +177,14 @@ int h2rev_check(struct conn *c)
     x->listener = !strcmp(r->protocol, "ferry-listen");
     list_init(&x->waiting);
     list_init(&x->sources);
+    list_init(&x->assocs);
     c->h2r = x;
-    int rc =
-        x->listener ? parse_listen(r->path, &x->bind, &x->udp) : parse_accept(r->path, &x->token);
+    int rc = x->listener ? parse_listen(r->path, x) : parse_accept(r->path, &x->token);
     if (r->bad || rc < 0) {
         conn_fail(c, OUT_BAD_REQUEST, "bad-request");
         return -1;
     }
-    if (x->listener) {
+    if (x->listener && !x->assoc) {
         c->target = x->bind;
         c->dst_port = x->bind.port;
     }
@@ -230,8 +254,11 @@ static void h2rev_hold(const struct conn *c, bool udp)
     pthread_mutex_unlock(&held_lock);
 }
 
-/* A UDP socket bound at a: the fd or -errno. */
-static int h2rev_udp_socket(const struct addr *a)
+/* A UDP socket bound at a, or (relay set) as an association's relay port
+ * on a's address under relay's udp.ports, *adv then what the SOCKS reply
+ * names (udp.advertise): the fd or -errno. */
+static int h2rev_udp_socket(struct worker *w, const struct addr *a, const struct config_udp *relay,
+                            struct addr *adv)
 {
     int fd = socket(a->family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -241,8 +268,10 @@ static int h2rev_udp_socket(const struct addr *a)
     socklen_t sl = addr_to_sockaddr(a, &ss);
     if (a->family == AF_INET6)
         (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-    if (bind(fd, (struct sockaddr *)&ss, sl) < 0) {
-        int err = -errno;
+    int err = relay                                      ? udp_relay_bind(w, relay, fd, a, adv)
+              : bind(fd, (struct sockaddr *)&ss, sl) < 0 ? -errno
+                                                         : 0;
+    if (err) {
         close(fd);
         return err;
     }
@@ -266,7 +295,8 @@ static void h2rev_listen(struct conn *c, struct h2rev *x)
         conn_fail(c, OUT_DENIED, "port-held");
         return;
     }
-    int fd = x->udp ? h2rev_udp_socket(&x->bind) : sock_listen(&x->bind, 128, false);
+    int fd =
+        x->udp ? h2rev_udp_socket(c->w, &x->bind, NULL, NULL) : sock_listen(&x->bind, 128, false);
     if (fd < 0 || sock_local_addr(fd, &c->bnd) < 0 ||
         loop_io_add(&c->w->loop, &c->up, fd, EPOLLIN) < 0) {
         if (fd >= 0)
@@ -332,9 +362,106 @@ static void h2rev_wait(struct conn *c, struct h2rev *x)
     }
 }
 
+/* The handed TCP accept of c's HTTP/2 connection on stream sid, opened
+ * by c's user (or as c, without one), or NULL. */
+static struct h2rev *find_control(const struct conn *c, int32_t sid)
+{
+    worker_listeners();
+    const char *user = c->authed && c->user ? c->user : "";
+    struct list *pos, *tmp;
+    list_for_each_safe(pos, tmp, &handed)
+    {
+        struct h2rev *x = list_entry(pos, struct h2rev, link);
+        const struct conn *xc = x->c;
+        if (h2stream_id(xc) == sid && h2stream_carrier(xc) == h2stream_carrier(c) &&
+            !strcmp(xc->authed && xc->user ? xc->user : "", user))
+            return x;
+    }
+    return NULL;
+}
+
+/* A SOCKS UDP ASSOCIATE the client's SOCKS front took on the reverse
+ * connection of stream x->sid (h2rev.h): a UDP socket on the address the
+ * application reached, for the application's IP, living as long as that
+ * connection (h2rev_assoc_end), bounded per listener by udp.associations. */
+static void h2rev_assoc(struct conn *c, struct h2rev *x)
+{
+    c->cmd = CONN_CMD_UDP;
+    struct h2rev *ctl = find_control(c, x->sid);
+    if (!ctl || ctl->c->up.fd < 0) {
+        conn_fail(c, OUT_HOST_UNREACHABLE, "no-connection");
+        return;
+    }
+    struct h2rev *l = find_listener(c, ctl->ltoken);
+    if (l && l->nassocs >= conn_cfg(c)->udp.associations) {
+        stat_add(&c->w->stats.udp_rejected, 1);
+        conn_fail(c, OUT_LIMIT, "udp-associations-limit");
+        return;
+    }
+    struct addr local, adv; /* where the application reached us: its relay's address too */
+    int fd = sock_local_addr(ctl->c->up.fd, &local) < 0 ? -EIO : 0;
+    if (fd == 0) {
+        addr_unmap(&local);
+        fd = h2rev_udp_socket(c->w, &local, &conn_cfg(c)->udp, &adv);
+    }
+    if (fd < 0 || sock_local_addr(fd, &c->bnd) < 0 ||
+        loop_io_add(&c->w->loop, &c->up, fd, EPOLLIN) < 0) {
+        if (fd >= 0)
+            close(fd);
+        c->err = fd < 0 ? fd : -EIO;
+        conn_fail(c, OUT_FAILED, "bind-failed");
+        return;
+    }
+    c->target = ctl->c->target; /* the application */
+    c->dst_port = c->bnd.port;
+    if (h2udp_assoc_start(c, ctl->c) < 0) {
+        conn_fail(c, OUT_FAILED, "no-memory"); /* the socket closes with c */
+        return;
+    }
+    x->ctl = ctl;
+    list_add_tail(&ctl->assocs, &x->link);
+    x->linked = true;
+    x->ltoken = ctl->ltoken;
+    if (l)
+        l->nassocs++;
+    loop_timer_stop(&c->w->loop, &c->timer);
+    conn_succeeded(c);
+    c->reply = OUT_OK;
+    char bound[ADDR_STRLEN];
+    addr_format(&adv, bound, sizeof(bound));
+    struct h1h2_field f[2] = {
+        {(const uint8_t *)"ferry-bound", (const uint8_t *)bound, 11, strlen(bound)},
+        {(const uint8_t *)"capsule-protocol", (const uint8_t *)"?1", 16, 2},
+    };
+    h2stream_respond_fields(c, 200, f, 2, false);
+}
+
+/* Session c (state x) ends: an association leaves its control and its
+ * listener's count; a control closes its associations. */
+static void h2rev_assoc_end(struct conn *c, struct h2rev *x)
+{
+    if (x->assoc && x->ctl) {
+        struct h2rev *l = find_listener(c, x->ltoken);
+        if (l && l->nassocs)
+            l->nassocs--;
+    }
+    while (!list_empty(&x->assocs)) {
+        struct h2rev *a = list_entry(x->assocs.next, struct h2rev, link);
+        list_del(&a->link);
+        a->linked = false;
+        struct h2rev *l = find_listener(a->c, a->ltoken);
+        if (l && l->nassocs)
+            l->nassocs--;
+        a->ctl = NULL;
+        conn_close(a->c, "control-closed");
+    }
+}
+
 void h2rev_go(struct conn *c)
 {
-    if (c->h2r->listener)
+    if (c->h2r->assoc)
+        h2rev_assoc(c, c->h2r);
+    else if (c->h2r->listener)
         h2rev_listen(c, c->h2r);
     else
         h2rev_wait(c, c->h2r);
@@ -345,9 +472,10 @@ static void h2rev_hand(struct h2rev *l, int fd, const struct addr *peer)
 {
     struct h2rev *a = list_entry(l->waiting.next, struct h2rev, link);
     list_del(&a->link);
-    a->linked = false;
     l->nwaiting--;
     a->l = NULL;
+    a->ltoken = l->token;
+    list_add_tail(&handed, &a->link); /* a control its client may name (h2rev_assoc) */
     struct conn *c = a->c;
     sock_set_nodelay(fd);
     if (loop_io_add(&c->w->loop, &c->up, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET) < 0) {
@@ -491,6 +619,8 @@ void h2rev_close_all(void)
 
 const char *h2rev_log_cmd(const struct conn *c)
 {
+    if (c->h2r->assoc)
+        return "reverse-udp";
     if (c->h2r->listener)
         return "reverse-listen";
     return c->reply == OUT_OK ? "reverse" : "reverse-accept";
@@ -508,6 +638,7 @@ void h2rev_end(struct conn *c)
         x->l->nwaiting--;
     if (x->src_of)
         x->src_of->nsources--;
+    h2rev_assoc_end(c, x);
     if (x->listener && x->token)
         h2rev_hold(c, x->udp);
     if (x->listener) {

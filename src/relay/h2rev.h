@@ -33,6 +33,22 @@
  *     counted; udp.idle without a datagram either way ends its stream
  *     (END_STREAM), and its next datagram takes a new one. The client
  *     ends a source with END_STREAM or RST_STREAM.
+ *   :protocol ferry-listen, :path /ferry/listen/assoc/{stream id}
+ *     A SOCKS5 UDP ASSOCIATE (RFC 1928 section 7) the client's SOCKS
+ *     front took on the reverse TCP connection carried by that stream of
+ *     the same HTTP/2 connection (a handed ferry-accept stream of the same
+ *     user; 502 otherwise). No rule is asked again: the connection was let in. The
+ *     server binds a UDP socket on the address the application reached
+ *     (a port from udp.ports, else any) and answers 200 with
+ *     ferry-bound: ADDR:PORT (udp.advertise if set; the client's
+ *     BND.ADDR/BND.PORT) and capsule-protocol: ?1; 429 beyond
+ *     udp.associations of the TCP listener's connections. Datagrams to it
+ *     from the application's IP (its port fixed by the first one), FRAG
+ *     0, with a payload within udp.max_datagram, go up whole (SOCKS UDP
+ *     header included) as one DATAGRAM capsule each; each capsule the
+ *     client sends (a reply with its SOCKS UDP header) goes to the
+ *     application. Others are dropped and counted. The socket closes with
+ *     the stream, and the stream with its TCP connection's stream.
  *
  * Only front_h2.c calls it; it touches the h2 connection only through
  * h2conn.h's stream calls.

@@ -39,6 +39,7 @@
 #include "log/log.h"
 #include "proto/capsule.h"
 #include "proto/masque.h"
+#include "proto/socks5.h"
 #include "relay/h2conn.h"
 #include "relay/session.h"
 
@@ -50,6 +51,9 @@
 #define H2UDP_PAYLOAD_MAX 65535u
 /* A capsule's header: type and length varints. */
 #define H2UDP_HDR_MAX     (2 * CAPSULE_VARINT_LEN_MAX)
+/* The longest SOCKS UDP header (a 255-byte name), which a reverse SOCKS
+ * association's capsules carry in front of the payload. */
+#define H2UDP_SOCKS_HDR   262u
 
 struct h2udp {
     struct conn *c;
@@ -66,6 +70,11 @@ struct h2udp {
      * listener's socket rfd to peer, and come in through h2udp_deliver. */
     int rfd;
     struct addr peer;
+    /* A reverse SOCKS association (h2udp_assoc_start): its own socket is
+     * c->up (rfd), peer the application's IP, its port fixed by the first
+     * datagram (port_fixed); payloads carry their SOCKS UDP header. */
+    bool assoc, port_fixed;
+    struct conn *ctl; /* its control session, kept alive by its datagrams */
 };
 
 /* Datagrams from the target land behind room for the capsule's header. */
@@ -116,6 +125,8 @@ static void h2udp_touch(struct h2udp *u)
 {
     struct conn *c = u->c;
     u->last_ms = c->last_active = loop_now(&c->w->loop);
+    if (u->ctl) /* an association's datagrams are its control's activity too */
+        u->ctl->last_active = u->last_ms;
 }
 
 /* The stream cannot go on: a reset (RST_STREAM CONNECT_ERROR, by
@@ -156,8 +167,12 @@ static int h2udp_capsule(struct conn *c, const struct capsule *cp)
         return 0;
     }
     h2udp_touch(u);
-    if (d.len > conn_cfg(c)->udp.max_datagram) {
+    if (d.len > conn_cfg(c)->udp.max_datagram + (u->assoc ? H2UDP_SOCKS_HDR : 0)) {
         stat_add(&st->udp_drop_size, 1);
+        return 0;
+    }
+    if (u->assoc && !u->port_fixed) {
+        stat_add(&st->udp_drop_send, 1); /* the application has no port yet */
         return 0;
     }
     if (c->bw && policy_bw_avail(c, (uint32_t)d.len) < d.len) {
@@ -265,7 +280,7 @@ void h2udp_deliver(struct conn *c, uint8_t *p, size_t n)
     struct h2udp *u = c->h2u;
     struct worker_stats *st = &c->w->stats;
     h2udp_touch(u);
-    if (n > conn_cfg(c)->udp.max_datagram) {
+    if (n > conn_cfg(c)->udp.max_datagram + (u->assoc ? H2UDP_SOCKS_HDR : 0)) {
         stat_add(&st->udp_drop_size, 1);
         return;
     }
@@ -294,9 +309,63 @@ void h2udp_deliver(struct conn *c, uint8_t *p, size_t n)
         stat_add(&c->acct.ctr->dgram_down, 1);
 }
 
+/* A datagram of n bytes at p from the application (from) to a reverse
+ * SOCKS association: may it cross the tunnel? Counted when not. */
+static bool h2udp_assoc_ok(struct h2udp *u, const struct addr *from, const uint8_t *p, size_t n)
+{
+    struct worker_stats *st = &u->c->w->stats;
+    struct addr ip = *from; /* its IP, against the application's (and port, once fixed) */
+    if (!u->port_fixed)
+        ip.port = u->peer.port;
+    if (!addr_equal(&ip, &u->peer)) {
+        stat_add(&st->udp_drop_source, 1);
+        return false;
+    }
+    struct socks5_addr dst;
+    ssize_t h = socks5_parse_udp(p, n, &dst);
+    if (h < 0) {
+        stat_add(h == SOCKS5_E_UDP_FRAG ? &st->udp_drop_frag : &st->udp_drop_malformed, 1);
+        return false;
+    }
+    if (n - (size_t)h > conn_cfg(u->c)->udp.max_datagram) {
+        stat_add(&st->udp_drop_size, 1);
+        return false;
+    }
+    if (!u->port_fixed) { /* the first well-formed datagram fixes its port */
+        u->peer.port = from->port;
+        u->port_fixed = true;
+    }
+    return true;
+}
+
+/* Datagrams to a reverse SOCKS association's socket, each one capsule. */
+static void h2udp_assoc_down(struct conn *c)
+{
+    uint8_t *p = down_buf + CAPSULE_DATAGRAM_HDR_MAX;
+    for (unsigned i = 0; i < H2UDP_DOWN_BUDGET && c->h2u; i++) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        ssize_t n = recvfrom(c->up.fd, p, H2UDP_PAYLOAD_MAX, 0, (struct sockaddr *)&ss, &sl);
+        if (n < 0) {
+            if (errno == EAGAIN)
+                break;
+            continue; /* an ICMP error from an earlier send: read on */
+        }
+        struct addr from;
+        addr_from_sockaddr(&from, (struct sockaddr *)&ss);
+        addr_unmap(&from);
+        if (h2udp_assoc_ok(c->h2u, &from, p, (size_t)n))
+            h2udp_deliver(c, p, (size_t)n);
+    }
+}
+
 /* Datagrams from the target, each one DATAGRAM capsule, or dropped. */
 static void h2udp_down(struct conn *c)
 {
+    if (c->h2u->assoc) {
+        h2udp_assoc_down(c);
+        return;
+    }
     uint8_t *p = down_buf + CAPSULE_DATAGRAM_HDR_MAX;
     for (unsigned i = 0; i < H2UDP_DOWN_BUDGET && !c->h2u->peer.family; i++) {
         ssize_t n = recv(c->up.fd, p, H2UDP_PAYLOAD_MAX, 0);
@@ -357,6 +426,35 @@ int h2udp_reverse_start(struct conn *c, int fd, const struct addr *peer)
     conn_set_state(c, CONN_ST_UDP);
     h2udp_touch(u);
     loop_timer_arm(&c->w->loop, &u->idle, cfg->udp.idle_ms);
+    return 0;
+}
+
+int h2udp_assoc_start(struct conn *c, struct conn *ctl)
+{
+    const struct addr *app = &ctl->target;
+    const struct config *cfg = conn_cfg(c);
+    size_t cap = cfg->udp.max_datagram + H2UDP_SOCKS_HDR + CAPSULE_VARINT_LEN_MAX;
+    struct h2udp *u = calloc(1, sizeof(*u));
+    if (u)
+        u->in = malloc(cap + H2UDP_HDR_MAX);
+    if (!u || !u->in) {
+        free(u);
+        return -ENOMEM;
+    }
+    u->c = c;
+    u->rfd = c->up.fd;
+    u->peer = *app;
+    u->peer.port = 0;
+    addr_unmap(&u->peer);
+    u->assoc = true;
+    u->ctl = ctl;
+    u->cap = cap;
+    u->in_cap = cap + H2UDP_HDR_MAX;
+    timer_init(&u->idle, h2udp_on_idle); /* never armed: it lives as long as its control */
+    c->h2u = u;
+    stat_add(&c->w->stats.udp_assocs, 1);
+    conn_set_state(c, CONN_ST_UDP);
+    h2udp_touch(u);
     return 0;
 }
 

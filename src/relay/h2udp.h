@@ -42,6 +42,17 @@ void h2udp_end(struct conn *c);
  * listener hands peer's datagrams to h2udp_deliver; udp.idle without one
  * ends the stream as for CONNECT-UDP. 0 or -ENOMEM. */
 int h2udp_reverse_start(struct conn *c, int fd, const struct addr *peer);
+/* A reverse SOCKS association (h2rev.c): stream session c owns UDP
+ * socket c->up (registered) for the application at ctl->target (its
+ * control session, which must close c when it ends; the application's
+ * port comes with its first datagram), and every datagram either way
+ * counts as ctl's activity too (its idle timeout). Datagrams to it from
+ * app's IP, one port, FRAG 0, with a payload within udp.max_datagram,
+ * cross the stream whole (SOCKS UDP header included), one DATAGRAM
+ * capsule each; what the client sends back goes to the application as
+ * it comes. Others are dropped and counted. No idle expiry: it ends with
+ * its stream. 0 or -ENOMEM. */
+int h2udp_assoc_start(struct conn *c, struct conn *ctl);
 /* One datagram p[0..n) for the client of c (state CONN_ST_UDP) as one
  * DATAGRAM capsule; p has CAPSULE_DATAGRAM_HDR_MAX bytes of room before
  * it. Over udp.max_datagram, the bandwidth limit or the stream's room:

@@ -1474,6 +1474,22 @@ struct ho_stream *outbound_h2_stream_new(struct ho_slot *sl, struct task *wake, 
     return s;
 }
 
+int32_t outbound_h2_stream_id(const struct ho_stream *s)
+{
+    return s->id > 0 ? s->id : 0;
+}
+
+struct ho_stream *outbound_h2_stream_open_beside(const struct ho_stream *peer, struct task *wake,
+                                                 void *rv, const char *protocol, const char *path)
+{
+    struct ho_stream *s = outbound_h2_stream_new(peer->sl, wake, rv, protocol, path);
+    if (s && outbound_h2_stream_beside(s, peer) < 0) {
+        outbound_h2_stream_release(s);
+        return NULL;
+    }
+    return s;
+}
+
 void outbound_h2_stream_rewake(struct ho_stream *s, struct task *wake)
 {
     s->rv = NULL;

@@ -51,6 +51,14 @@ void outbound_h2_stream_queue(struct ho_stream *s);
 /* Submit s on the connection that carries peer: 0, or -1 when that
  * connection takes no new stream (s is untouched then). */
 int outbound_h2_stream_beside(struct ho_stream *s, const struct ho_stream *peer);
+/* s's HTTP/2 stream id on its connection (0: not submitted yet). */
+int32_t outbound_h2_stream_id(const struct ho_stream *s);
+/* A new stream on the connection that carries peer (its slot's), with
+ * :protocol protocol and :path path as outbound_h2_stream_new's, rv
+ * NULL, news deferring wake, submitted at once: NULL when out of memory
+ * or when that connection takes no new stream. */
+struct ho_stream *outbound_h2_stream_open_beside(const struct ho_stream *peer, struct task *wake,
+                                                 void *rv, const char *protocol, const char *path);
 /* The response's :status (0: none yet). */
 int outbound_h2_stream_status(const struct ho_stream *s);
 /* Is s over: closed, its connection gone, or failed before it was

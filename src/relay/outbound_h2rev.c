@@ -35,16 +35,6 @@
 #define RV_ACCEPTS      4     /* accept streams waiting per listener */
 #define RV_RETRY_MS     1000  /* after a refusal: the first retry ... */
 #define RV_RETRY_CAP_MS 60000 /* ... doubling up to this */
-#define RV_FIELD_MAX    64
-
-struct rv_remote;
-
-/* A stream's owner: the remote, and what the answer said. */
-struct rv_obj {
-    struct rv_remote *r;
-    struct ho_stream *s;
-    char peer[RV_FIELD_MAX]; /* accept: ferry-peer */
-};
 
 struct rv_remote {
     struct list link; /* in the set's remotes */
@@ -76,10 +66,11 @@ void outbound_h2rev_header(void *rv, const uint8_t *name, size_t namelen, const 
 {
     struct rv_obj *o = rv;
     char *dst = NULL;
-    if (namelen == 14 && !memcmp(name, "ferry-listener", 14) && o == &o->r->lst)
+    bool lst = o->r && o == &o->r->lst;
+    if (namelen == 14 && !memcmp(name, "ferry-listener", 14) && lst)
         dst = o->r->token;
-    else if (namelen == 11 && !memcmp(name, "ferry-bound", 11) && o == &o->r->lst)
-        dst = o->r->bound;
+    else if (namelen == 11 && !memcmp(name, "ferry-bound", 11) && (lst || !o->r))
+        dst = lst ? o->r->bound : o->peer; /* !o->r: an association's relay */
     else if (namelen == 10 && !memcmp(name, "ferry-peer", 10))
         dst = o->peer;
     if (!dst || valuelen >= RV_FIELD_MAX)

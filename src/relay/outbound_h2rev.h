@@ -19,7 +19,20 @@
 #include <sys/types.h>
 
 struct conn;
+struct ho_stream;
+struct rv_remote;
 struct worker;
+
+#define RV_FIELD_MAX 64
+
+/* The owner of a reverse stream (outbound_h2.h's rv): its remote, and
+ * what the answer said. An association's stream (outbound_h2rev_assoc.c)
+ * has r NULL and keeps the answer's ferry-bound in peer. */
+struct rv_obj {
+    struct rv_remote *r;
+    struct ho_stream *s;
+    char peer[RV_FIELD_MAX]; /* accept: ferry-peer */
+};
 
 /* A configuration came (at start, or a reload): worker 0 registers the
  * remotes of w->cur (from its own thread) and lets go of older ones. */

@@ -29,6 +29,7 @@
 #include "relay/errmap.h"
 #include "relay/front.h"
 #include "relay/outbound.h"
+#include "relay/outbound_h2rev_assoc.h"
 #include "relay/session.h"
 #include "udp/udp.h"
 
@@ -147,26 +148,11 @@ static void socks_udp_bw_spend(void *arg, uint32_t n)
     policy_bw_spend(arg, n);
 }
 
-/* RFC 1928 section 7. The request's DST.ADDR/DST.PORT are not used: many
- * clients put the destination or zeros there; the association accepts the
- * control connection's client address, from the port of its first
- * datagram. */
-static void socks_udp(struct conn *c)
+/* The association is open and bnd is its relay: the reply, and the
+ * control connection holds it from now on. */
+static void socks_udp_ready(struct conn *c, const struct addr *bnd)
 {
     struct worker *w = c->w;
-    struct addr local, bnd;
-    if (sock_local_addr(c->cli.fd, &local) < 0) {
-        conn_fail(c, OUT_FAILED, "udp-socket");
-        return;
-    }
-    const struct udp_owner own = {socks_udp_activity, socks_udp_route, socks_udp_end, c};
-    int rc =
-        udp_assoc_open(w, conn_cfg(c), c->listen_index, &c->client, &local, &bnd, &own, &c->udp);
-    if (rc) {
-        c->err = rc == -ENOMEM ? rc : 0;
-        conn_fail(c, OUT_FAILED, rc == UDP_OPEN_LIMIT ? "udp-associations-limit" : "udp-socket");
-        return;
-    }
     policy_bw_start(c);
     if (c->bw)
         udp_assoc_set_bw(c->udp, socks_udp_bw_allow, socks_udp_bw_spend);
@@ -174,9 +160,9 @@ static void socks_udp(struct conn *c)
         udp_assoc_set_acct(c->udp, c->acct.ctr);
         c->acct_udp = true; /* its bytes are the user's as they move, not again at the end */
     }
-    c->bnd = bnd;
-    c->target = bnd;
-    if (socks_reply_ok(c, &bnd))
+    c->bnd = *bnd;
+    c->target = *bnd;
+    if (socks_reply_ok(c, bnd))
         return;
     conn_set_state(c, CONN_ST_UDP);
     c->last_active = loop_now(&w->loop);
@@ -185,6 +171,43 @@ static void socks_udp(struct conn *c)
      * behind the request are discarded with the rest. */
     buf_put(&w->bufs, c->c2u.buf);
     c->c2u.buf = NULL;
+}
+
+/* RFC 1928 section 7. The request's DST.ADDR/DST.PORT are not used: many
+ * clients put the destination or zeros there; the association accepts the
+ * control connection's client address, from the port of its first
+ * datagram. On a reverse socks remote (c->hos) the relay port is the
+ * server's and this host the egress (outbound_h2rev_assoc.c): the reply
+ * waits for the server's answer. */
+static void socks_udp(struct conn *c)
+{
+    struct worker *w = c->w;
+    const struct udp_owner own = {socks_udp_activity, socks_udp_route, socks_udp_end, c};
+    if (c->udp) { /* a second request on one control connection */
+        conn_fail(c, OUT_BAD_REQUEST, "bad-request");
+        return;
+    }
+    if (c->hos) {
+        int rc = outbound_h2rev_assoc_open(c, &own, socks_udp_ready);
+        if (rc) {
+            c->err = rc == -ENOMEM ? rc : 0;
+            conn_fail(c, OUT_FAILED, "udp-socket");
+        }
+        return;
+    }
+    struct addr local, bnd;
+    if (sock_local_addr(c->cli.fd, &local) < 0) {
+        conn_fail(c, OUT_FAILED, "udp-socket");
+        return;
+    }
+    int rc =
+        udp_assoc_open(w, conn_cfg(c), c->listen_index, &c->client, &local, &bnd, &own, &c->udp);
+    if (rc) {
+        c->err = rc == -ENOMEM ? rc : 0;
+        conn_fail(c, OUT_FAILED, rc == UDP_OPEN_LIMIT ? "udp-associations-limit" : "udp-socket");
+        return;
+    }
+    socks_udp_ready(c, &bnd);
 }
 
 /* The control connection of an association: whatever arrives is read and

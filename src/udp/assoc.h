@@ -71,6 +71,10 @@ struct udp_assoc {
     struct udp_names tflows;
     struct udp_tq tq;
     bool tunnel_possible, tun_lost;
+    /* udp_assoc_open_piped: the client side is this pipe (no cio socket,
+     * not counted in udp.associations, payload-sized limits). */
+    bool piped;
+    struct udp_pipe pipe;
 };
 
 /* What a batch may still move under the bandwidth limits, and what it did. */

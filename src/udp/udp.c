@@ -656,7 +656,7 @@ static bool up_datagram(struct udp_assoc *a, struct up_batch *b, const struct ad
     struct worker_stats *st = &a->w->stats;
     /* Through a tunnel the cap is the payload's (tunnel.c checks it), as
      * at the tunnel's far end; the header adds at most 262 bytes. */
-    if (len > a->cfg->max_datagram + (a->tunnel_possible ? 262u : 0u)) {
+    if (len > a->cfg->max_datagram + (a->tunnel_possible || a->piped ? 262u : 0u)) {
         stat_add(&st->udp_drop_size, 1);
         return false;
     }
@@ -664,6 +664,10 @@ static bool up_datagram(struct udp_assoc *a, struct up_batch *b, const struct ad
     ssize_t h = socks5_parse_udp(p, len, &dst);
     if (h < 0) {
         stat_add(h == SOCKS5_E_UDP_FRAG ? &st->udp_drop_frag : &st->udp_drop_malformed, 1);
+        return false;
+    }
+    if (a->piped && len - (size_t)h > a->cfg->max_datagram) { /* a payload's cap */
+        stat_add(&st->udp_drop_size, 1);
         return false;
     }
     if (!a->port_fixed) {
@@ -752,7 +756,15 @@ static void down_flush(struct udp_assoc *a, struct down_batch *b)
         return;
     struct udp_worker *uw = a->w->udp;
     b->sent = (struct udp_sent){0, 0, uw->out_iov[0], uw->out_hdr};
-    send_batch(a, a->cio.fd, UDP_SOCK_CLIENT, uw->out[0], b->k, &b->sent);
+    if (a->piped) {
+        for (unsigned i = 0; i < b->k; i++) {
+            const struct iovec *v = &uw->out_iov[0][i];
+            if (a->pipe.deliver(a->pipe.arg, v->iov_base, v->iov_len))
+                sent_add(&b->sent, &uw->out[0][i].msg_hdr); /* a drop is counted there */
+        }
+    } else {
+        send_batch(a, a->cio.fd, UDP_SOCK_CLIENT, uw->out[0], b->k, &b->sent);
+    }
     if (b->sent.n)
         udp_count(a, false, b->sent.n, b->sent.bytes);
     b->k = 0;
@@ -793,7 +805,7 @@ static bool down_run(struct udp_assoc *a, struct down_batch *b, struct udp_budge
     size_t used = 0;
     for (size_t off = 0; off < len; off += seg) {
         size_t n = MIN(seg, len - off);
-        if (h + n > a->cfg->max_datagram) {
+        if ((a->piped ? 0 : h) + n > a->cfg->max_datagram) {
             stat_add(&st->udp_drop_size, 1);
             continue;
         }
@@ -862,7 +874,7 @@ static void from_dests(struct udp_assoc *a, struct io *io)
                 continue;
             }
             size_t h = socks5_udp_header_len(&from);
-            if (h + len > a->cfg->max_datagram) {
+            if ((a->piped ? 0 : h) + len > a->cfg->max_datagram) {
                 stat_add(&st->udp_drop_size, 1);
                 continue;
             }
@@ -916,21 +928,19 @@ static void on_release(struct release *r)
     free(container_of(r, struct udp_assoc, rel));
 }
 
-/* Bind the client-facing socket on the address the client reached us on,
- * on any port or on one from udp.ports. */
-static int bind_client_socket(struct udp_assoc *a, const struct addr *local, struct addr *bound)
+/* Bind fd on local's address, on any port or on one from cfg's
+ * udp.ports (from a random start: rng): 0 with *bound set, or -errno. */
+static int bind_relay(const struct config_udp *cfg, uint64_t rng, int fd, const struct addr *local,
+                      struct addr *bound)
 {
-    int fd = udp_socket(a->cfg, local->family);
-    if (fd < 0)
-        return fd;
     struct addr b = *local;
     struct sockaddr_storage ss;
     int rc = -EADDRINUSE;
-    if (a->cfg->port_lo) {
-        uint32_t span = (uint32_t)(a->cfg->port_hi - a->cfg->port_lo) + 1;
-        uint32_t start = (uint32_t)(rng_next(a->w->udp) % span);
+    if (cfg->port_lo) {
+        uint32_t span = (uint32_t)(cfg->port_hi - cfg->port_lo) + 1;
+        uint32_t start = (uint32_t)(rng % span);
         for (uint32_t i = 0; i < span && rc == -EADDRINUSE; i++) {
-            b.port = (uint16_t)(a->cfg->port_lo + (start + i) % span);
+            b.port = (uint16_t)(cfg->port_lo + (start + i) % span);
             socklen_t sl = addr_to_sockaddr(&b, &ss);
             rc = bind(fd, (struct sockaddr *)&ss, sl) == 0 ? 0 : -errno;
         }
@@ -939,8 +949,38 @@ static int bind_client_socket(struct udp_assoc *a, const struct addr *local, str
         socklen_t sl = addr_to_sockaddr(&b, &ss);
         rc = bind(fd, (struct sockaddr *)&ss, sl) == 0 ? 0 : -errno;
     }
+    return rc ? rc : sock_local_addr(fd, bound);
+}
+
+/* The address a reply names for a relay bound at bound (udp.advertise). */
+static void advertised(const struct config_udp *cfg, const struct addr *bound, struct addr *bnd)
+{
+    *bnd = *bound;
+    if (cfg->advertise.family) {
+        *bnd = cfg->advertise;
+        bnd->port = bound->port;
+    }
+}
+
+int udp_relay_bind(struct worker *w, const struct config_udp *cfg, int fd, const struct addr *local,
+                   struct addr *bnd)
+{
+    uint64_t rng = clock_us() ^ ((uint64_t)w->id << 48) ^ (uint64_t)(uintptr_t)&fd;
+    struct addr bound;
+    int rc = bind_relay(cfg, rng * 0x9e3779b97f4a7c15ull, fd, local, &bound);
     if (!rc)
-        rc = sock_local_addr(fd, bound);
+        advertised(cfg, &bound, bnd);
+    return rc;
+}
+
+/* Bind the client-facing socket on the address the client reached us on,
+ * on any port or on one from udp.ports. */
+static int bind_client_socket(struct udp_assoc *a, const struct addr *local, struct addr *bound)
+{
+    int fd = udp_socket(a->cfg, local->family);
+    if (fd < 0)
+        return fd;
+    int rc = bind_relay(a->cfg, rng_next(a->w->udp), fd, local, bound);
     if (rc) {
         close(fd);
         return rc;
@@ -948,22 +988,18 @@ static int bind_client_socket(struct udp_assoc *a, const struct addr *local, str
     return fd;
 }
 
-int udp_assoc_open(struct worker *w, const struct config *conf, unsigned listen_index,
-                   const struct addr *client, const struct addr *local, struct addr *bnd,
-                   const struct udp_owner *owner, struct udp_assoc **out)
+/* A new association of w under conf for client (its port comes with
+ * its first datagram), not counted, with no socket yet; NULL without
+ * memory. */
+static struct udp_assoc *assoc_new(struct worker *w, const struct config *conf,
+                                   unsigned listen_index, const struct addr *client,
+                                   const struct udp_owner *owner)
 {
     const struct config_udp *cfg = &conf->udp;
-    _Atomic uint32_t *count = &w->sh->udp_assocs[listen_index % CONFIG_MAX_LISTEN];
-    if (atomic_fetch_add(count, 1) >= cfg->associations) {
-        atomic_fetch_sub(count, 1);
-        stat_add(&w->stats.udp_rejected, 1);
-        return UDP_OPEN_LIMIT;
-    }
     struct udp_assoc *a = calloc(1, sizeof(*a));
     if (!a || !udp_worker_get(w)) {
         free(a);
-        atomic_fetch_sub(count, 1);
-        return -ENOMEM;
+        return NULL;
     }
     a->w = w;
     a->conf = conf;
@@ -985,7 +1021,25 @@ int udp_assoc_open(struct worker *w, const struct config *conf, unsigned listen_
     io_init(&a->out4, on_out4);
     io_init(&a->out6, on_out6);
     timer_init(&a->sweep, on_sweep);
+    return a;
+}
 
+int udp_assoc_open(struct worker *w, const struct config *conf, unsigned listen_index,
+                   const struct addr *client, const struct addr *local, struct addr *bnd,
+                   const struct udp_owner *owner, struct udp_assoc **out)
+{
+    const struct config_udp *cfg = &conf->udp;
+    _Atomic uint32_t *count = &w->sh->udp_assocs[listen_index % CONFIG_MAX_LISTEN];
+    if (atomic_fetch_add(count, 1) >= cfg->associations) {
+        atomic_fetch_sub(count, 1);
+        stat_add(&w->stats.udp_rejected, 1);
+        return UDP_OPEN_LIMIT;
+    }
+    struct udp_assoc *a = assoc_new(w, conf, listen_index, client, owner);
+    if (!a) {
+        atomic_fetch_sub(count, 1);
+        return -ENOMEM;
+    }
     struct addr bound;
     int fd = bind_client_socket(a, local, &bound);
     if (fd < 0 || loop_io_add(&w->loop, &a->cio, fd, EPOLLIN) < 0) {
@@ -995,15 +1049,46 @@ int udp_assoc_open(struct worker *w, const struct config *conf, unsigned listen_
         atomic_fetch_sub(count, 1);
         return UDP_OPEN_SOCKET;
     }
-    *bnd = bound;
-    if (cfg->advertise.family) {
-        *bnd = cfg->advertise;
-        bnd->port = bound.port;
-    }
+    advertised(cfg, &bound, bnd);
     loop_timer_arm(&w->loop, &a->sweep, MAX(250u, cfg->idle_ms / 4));
     stat_add(&w->stats.udp_assocs, 1);
     *out = a;
     return 0;
+}
+
+int udp_assoc_open_piped(struct worker *w, const struct config *conf, const struct addr *client,
+                         const struct udp_owner *owner, const struct udp_pipe *pipe,
+                         struct udp_assoc **out)
+{
+    struct udp_assoc *a = assoc_new(w, conf, 0, client, owner);
+    if (!a)
+        return -ENOMEM;
+    a->piped = true;
+    a->pipe = *pipe;
+    /* This host is the egress: no parent, no tunnel. */
+    a->parents_possible = a->tunnel_possible = false;
+    loop_timer_arm(&w->loop, &a->sweep, MAX(250u, conf->udp.idle_ms / 4));
+    stat_add(&w->stats.udp_assocs, 1);
+    *out = a;
+    return 0;
+}
+
+void udp_assoc_input(struct udp_assoc *a, const uint8_t *p, size_t n)
+{
+    struct udp_worker *uw = a->w->udp;
+    if (n > UDP_BUF) {
+        stat_add(&a->w->stats.udp_drop_size, 1);
+        return;
+    }
+    /* Into the scratch space (free outside the handlers): the relay may
+     * write in front of or over what it forwards. */
+    memcpy(uw->bufs, p, n);
+    struct addr from = a->client; /* the pipe's: nothing else can send into it */
+    struct up_batch b = {.bw = udp_budget_start(a, n)};
+    bool moved = up_datagram(a, &b, &from, uw->bufs, n, loop_now(&a->w->loop));
+    up_send(a, &b);
+    if (moved)
+        udp_activity(a);
 }
 
 void udp_assoc_set_bw(struct udp_assoc *a, uint32_t (*allow)(void *arg, uint32_t want),
@@ -1044,7 +1129,10 @@ void udp_assoc_close(struct udp_assoc *a, uint64_t *bytes_up, uint64_t *bytes_do
     udp_parent_close_all(a);
     udp_names_fini(&a->names, name_drop);
     udp_dests_fini(&a->dests);
-    atomic_fetch_sub(&a->w->sh->udp_assocs[a->listen_index % CONFIG_MAX_LISTEN], 1);
+    if (a->piped)
+        a->pipe.close(a->pipe.arg);
+    else
+        atomic_fetch_sub(&a->w->sh->udp_assocs[a->listen_index % CONFIG_MAX_LISTEN], 1);
     /* This batch of events may still hold one for our sockets (the loop
      * skips it, seeing fd -1): the loop frees after the batch. */
     loop_release(l, &a->rel, on_release);

@@ -22,6 +22,8 @@
 #ifndef FERRY_UDP_UDP_H
 #define FERRY_UDP_UDP_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/loop.h"
@@ -30,6 +32,7 @@
 
 struct udp_assoc;
 struct config;
+struct config_udp;
 
 /* Why an association could not be opened. */
 enum udp_open_err {
@@ -70,6 +73,40 @@ struct udp_owner {
 int udp_assoc_open(struct worker *w, const struct config *cfg, unsigned listen_index,
                    const struct addr *client, const struct addr *local, struct addr *bnd,
                    const struct udp_owner *owner, struct udp_assoc **out);
+/* Bind UDP socket fd as a relay port on local's address (its port
+ * ignored), as udp_assoc_open binds its client-facing socket: on a port
+ * from udp.ports of cfg when set, and *bnd is what the reply names (the
+ * bound address, or udp.advertise with the bound port). 0 or -errno.
+ * For a relay port whose datagrams another room reads (relay/h2rev.c). */
+int udp_relay_bind(struct worker *w, const struct config_udp *cfg, int fd, const struct addr *local,
+                   struct addr *bnd);
+/* The client side of a piped association (udp_assoc_open_piped): no
+ * socket of its own, its datagrams come from the owner. deliver(arg, p,
+ * n) takes one whole SOCKS UDP datagram for the client (header written in
+ * front of the payload; p is scratch space, valid only during the call):
+ * true when taken (relayed), false when dropped (counted by the pipe);
+ * close(arg) says the association is closing (from udp_assoc_close). */
+struct udp_pipe {
+    bool (*deliver)(void *arg, const uint8_t *p, size_t n);
+    void (*close)(void *arg);
+    void *arg;
+};
+
+/* Open an association whose client side is pipe, not a socket: a reverse
+ * SOCKS association (the client's datagrams come through a tunnel,
+ * relay/outbound_h2rev_assoc.c). The same destinations, names, limits and
+ * counters as udp_assoc_open's, but udp.max_datagram counts payloads (as
+ * at a tunnel's ends), every destination leaves from this host's own
+ * sockets (route() still judges each), and the association is not counted
+ * against udp.associations here (the tunnel's far end counts it). 0 or
+ * -ENOMEM. */
+int udp_assoc_open_piped(struct worker *w, const struct config *cfg, const struct addr *client,
+                         const struct udp_owner *owner, const struct udp_pipe *pipe,
+                         struct udp_assoc **out);
+/* One SOCKS UDP datagram p[0..n) from a piped association's client: checked
+ * (FRAG, size) and relayed as one from the client's socket would be. Not
+ * from inside a handler of the association (the owner's own task). */
+void udp_assoc_input(struct udp_assoc *a, const uint8_t *p, size_t n);
 /* Police the association's datagrams against bandwidth limits (both
  * directions draw from one budget). Once per batch, allow(arg, want) says
  * how many of at most want payload bytes may move now; a datagram whose
