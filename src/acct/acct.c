@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * acct.c: the slot table of users, the workers' counter rows, admission
- * against quotas, the main thread's tick, and the readers' sums
- * (acct.h). It must not block a worker: a worker's calls are a table
- * lookup, relaxed counter stores and one atomic add per session start and
- * end. The state file is state.c's.
+ * against quotas, each user's period and over-mark (acct_tick_user), and
+ * the readers' sums (acct.h). It must not block a worker: a worker's calls
+ * are a table lookup, relaxed counter stores and one atomic add per session
+ * start and end. The state file, and the main thread's tick that saves it
+ * (acct_tick), are state.c's: that file reads this one's table, never the
+ * other way round.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -236,25 +238,6 @@ void acct_tick_user(struct acct *a, uint32_t slot, int64_t now_s)
 {
     period_roll(a, slot, now_s);
     mark_over(a, slot);
-}
-
-void acct_tick(struct acct *a, uint64_t now_ms, int64_t now_s)
-{
-    uint32_t n = atomic_load(&a->nslots);
-    for (uint32_t s = 0; s < n; s++)
-        if (atomic_load_explicit(&a->users[s].limit, memory_order_relaxed))
-            acct_tick_user(a, s, now_s);
-    if (!a->state_file)
-        return;
-    if (!a->next_save_ms)
-        a->next_save_ms = now_ms + a->state_interval_ms;
-    if (now_ms < a->next_save_ms)
-        return;
-    a->next_save_ms = now_ms + a->state_interval_ms;
-    int rc = acct_state_save(a, now_s);
-    if (rc)
-        log_warn("quota: cannot save %s: %s (trying again in %u s)", a->state_file, strerror(-rc),
-                 a->state_interval_ms / 1000);
 }
 
 bool acct_enabled(const struct acct *a)

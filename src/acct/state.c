@@ -12,7 +12,9 @@
  * one, never half of one. Read at start: a line that is not valid is a
  * warning and is skipped, a file that is not a state file at all is a
  * warning and is ignored; neither stops ferry. The text's reader is
- * statefile.c's (pure, fuzzed alone).
+ * statefile.c's (pure, fuzzed alone). The main thread's tick (acct_tick)
+ * is here too: it rolls each user over (acct_tick_user, acct.c), then
+ * saves the file when its interval has passed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -212,4 +214,25 @@ int acct_state_save(struct acct *a, int64_t now_s)
     }
     sync_dir(a->state_file);
     return 0;
+}
+
+/* ---- the tick -------------------------------------------------------------- */
+
+void acct_tick(struct acct *a, uint64_t now_ms, int64_t now_s)
+{
+    uint32_t n = atomic_load(&a->nslots);
+    for (uint32_t s = 0; s < n; s++)
+        if (atomic_load_explicit(&a->users[s].limit, memory_order_relaxed))
+            acct_tick_user(a, s, now_s);
+    if (!a->state_file)
+        return;
+    if (!a->next_save_ms)
+        a->next_save_ms = now_ms + a->state_interval_ms;
+    if (now_ms < a->next_save_ms)
+        return;
+    a->next_save_ms = now_ms + a->state_interval_ms;
+    int rc = acct_state_save(a, now_s);
+    if (rc)
+        log_warn("quota: cannot save %s: %s (trying again in %u s)", a->state_file, strerror(-rc),
+                 a->state_interval_ms / 1000);
 }

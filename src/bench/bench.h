@@ -340,7 +340,7 @@ ssize_t sclient_send(struct sclient *s, const void *p, size_t n);
 void sclient_fail_reason(const struct sclient *s, const struct route *r, char *buf, size_t cap);
 
 /* A nonblocking TCP connect to dst (from a random 127.x.y.z source when
- * spread and dst is on 127/8). The socket, or -errno. */
+ * spread and dst is on 127/8). The socket, or -errno. (connect.c) */
 int bench_connect(const struct addr *dst, bool spread);
 
 /* ---- h2 CONNECT streams (h2client.c) ---- */

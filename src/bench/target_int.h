@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * target_int.h: what target.c (listeners, HTTP, UDP echo, lifecycle) and
- * target_stream.c (the TCP streams: echo, sink, source) share. Private to
- * those two files.
+ * target_int.h: what target.c (listeners, UDP echo, lifecycle),
+ * target_stream.c (the TCP streams: echo, sink, source) and target_http.c
+ * (the HTTP server) share. Private to those three files.
  */
 #ifndef FERRY_BENCH_TARGET_INT_H
 #define FERRY_BENCH_TARGET_INT_H
@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "bench/bench.h"
 #include "core/buf.h"
@@ -53,16 +54,26 @@ struct targets {
 
 #define ECHO_BUF (64 * 1024)
 
-/* De-register fd of io from t's loop, then close it. */
-void target_fd_close(struct targets *t, struct io *io);
+/* De-register, then close: a child the bench is starting may hold a copy
+ * of the socket until it execs, and epoll keeps reporting a registered
+ * socket while any copy is open, with a pointer to what is freed here. */
+static inline void target_fd_close(struct targets *t, struct io *io)
+{
+    int fd = io->fd;
+    loop_io_del(&t->g.loop, io);
+    close(fd);
+}
+
 /* A new TCP stream on an echo port: sniffed, then echo, sink, source or
  * HTTP (target_stream.c). Closes fd on failure. */
 void stream_accept(struct targets *t, int fd);
 /* Close every stream (targets_stop, after the thread has ended). */
 void stream_close_all(struct targets *t);
 /* Hand fd, whose first n bytes (at p) were read as an HTTP request's
- * start, to the HTTP server (target.c); fd is not registered with the
+ * start, to the HTTP server (target_http.c); fd is not registered with the
  * loop. Closes fd on failure. */
 void http_adopt(struct targets *t, int fd, const uint8_t *p, size_t n);
+/* Close every HTTP connection (targets_stop, after the thread has ended). */
+void http_close_all(struct targets *t);
 
 #endif

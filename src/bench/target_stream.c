@@ -5,7 +5,7 @@
  * is: SINK_MAGIC_DISCARD + seed, a sink that checks every byte against the
  * pattern, drops it and tells the client the total received (8 bytes,
  * big-endian, after each read); SINK_MAGIC_SOURCE + seed, a source of the
- * pattern; "GET ", the HTTP server (target.c); anything else an echo, the
+ * pattern; "GET ", the HTTP server (target_http.c); anything else an echo, the
  * first bytes included. A stream waits only while what it has is a proper
  * prefix of one of those, so a client that sends one byte (handshakes) is
  * echoed at once.

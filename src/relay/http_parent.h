@@ -8,7 +8,7 @@
  * parent (requests to any origin share it). This room knows the parent's
  * side of that: the pool key, the head, an idle connection to take, the
  * log line of a refusal. The exchange itself (timers, bodies, answers) is
- * http.c's; it must not learn another front, nor dial (the parent row,
+ * http_fwd.c's; it must not learn another front, nor dial (the parent row,
  * outbound_parent.c, dials, told by outbound_proxy_form()). Not for use
  * outside relay/.
  */
