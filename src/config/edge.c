@@ -399,9 +399,6 @@ static int set_scalar(struct config_edge *e, const char *key, const char *v, con
         *expect = "text of 1 to 256 bytes";
         if (!*v || strlen(v) > 256)
             return -EINVAL;
-        free(e->offline_motd);
-        free(e->allow);
-        free(e->deny);
         e->offline_motd = strdup(v);
         return e->offline_motd ? 0 : -ENOMEM;
     }
@@ -475,10 +472,6 @@ void config_edge_key(struct config *c, const char *key, const char *value, const
             snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - file), file, k);
         else
             snprintf(path, sizeof(path), "%s", k);
-        free(e->signed_keys);
-        free(e->offline_motd);
-        free(e->allow);
-        free(e->deny);
         e->signed_keys = strdup(path);
         e->signed_keys_line = line;
         return;
