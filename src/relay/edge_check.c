@@ -29,6 +29,7 @@
 #include "core/loop.h"
 #include "core/sock.h"
 #include "log/log.h"
+#include "proto/hostpat.h"
 #include "proto/mcframe.h"
 #include "relay/errmap.h"
 #include "worker/worker.h"
@@ -136,10 +137,13 @@ static void check_end(struct echeck *p, const char *failed)
     loop_timer_arm_at(&p->ck->w->loop, &p->timer, p->started_ms + ck_edge(p)->health_ms);
 }
 
-/* The host a status query names: the route's, a wildcard's domain. */
+/* The host a status query names: the route's rewrite= when it has no
+ * captures, else the route's host, a pattern's part after its last '*'. */
 static const char *query_host(const struct edge_route *r)
 {
-    return r->wildcard ? r->host + 2 : r->host;
+    if (r->rewrite && !strchr(r->rewrite, '{'))
+        return r->rewrite;
+    return hostpat_suffix(r->host);
 }
 
 /* TCP is up: a check without the status cache has passed; one with it asks. */
@@ -245,7 +249,8 @@ struct edge_checks *edge_checks_start(struct worker *w, struct config *cfg)
     uint32_t n = 0;
     for (uint32_t i = 0; i < cfg->nedges; i++)
         for (uint32_t j = 0; cfg->edges[i].health_ms && j < cfg->edges[i].nroutes; j++)
-            n += cfg->edges[i].routes[j].nbackends;
+            for (uint32_t k = 0; k < cfg->edges[i].routes[j].nbackends; k++)
+                n += !cfg->edges[i].routes[j].backends[k].name;
     if (!n)
         return NULL;
     struct edge_checks *ck = calloc(1, sizeof(*ck) + n * sizeof(ck->p[0]));
@@ -259,6 +264,8 @@ struct edge_checks *edge_checks_start(struct worker *w, struct config *cfg)
         const struct config_edge *e = &cfg->edges[i];
         for (uint32_t j = 0; e->health_ms && j < e->nroutes; j++) {
             for (uint32_t k = 0; k < e->routes[j].nbackends; k++) {
+                if (e->routes[j].backends[k].name)
+                    continue; /* resolved per session: nothing fixed to check */
                 struct echeck *p = &ck->p[ck->n++];
                 p->ck = ck;
                 p->edge = (uint16_t)i;

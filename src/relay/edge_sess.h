@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "config/edge.h"
+#include "proto/hostpat.h"
 #include "proto/mcsniff.h"
 #include "util/addr.h"
 
@@ -40,7 +41,9 @@ struct edge_sess {
     size_t json_len;
     struct addr vouched;
     struct mc_hello mh;
-    char host[HOSTNAME_MAX + 1];
+    struct hostpat_caps caps;    /* what the route's '*' labels captured of host */
+    char host[HOSTNAME_MAX + 1]; /* canonical, as the client sent it */
+    char dst[HOSTNAME_MAX + 1];  /* a named backend: its name, expanded; "" otherwise */
 };
 
 /* edge_flood.c: the defences at accept, cheapest first (lists, bans, the
