@@ -58,6 +58,7 @@ const char *edge_status_name(enum edge_status s)
     return s == EDGE_STATUS_CACHE     ? "cache"
            : s == EDGE_STATUS_OFFLINE ? "offline"
            : s == EDGE_STATUS_LEGACY  ? "legacy"
+           : s == EDGE_STATUS_FETCHED ? "fetched"
                                       : "?";
 }
 
@@ -518,6 +519,7 @@ static int set_scalar(struct config_edge *e, const char *key, const char *v, con
         {"ban_after", &e->ban_after, false, 0, 1000000, "a count of failures (0: off)"},
         {"ban_window", &e->ban_window_ms, true, 1000, 86400000, "a duration (1s to 1d)"},
         {"ban_time", &e->ban_ms, true, 1000, 604800000, "a duration (1s to 7d)"},
+        {"status_cache_ttl", &e->status_ttl_ms, true, 1000, 3600000, "a duration (1s to 1h)"},
     };
     for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
         if (strcmp(key, nums[i].key))
@@ -583,7 +585,7 @@ void config_edge_key(struct config *c, const char *key, const char *value, const
              "unknown key (known: listen, sniff, route, strategy, unknown, proxy_protocol, "
              "first_byte_timeout, hello_timeout, max_hello, max_halfopen, "
              "per_source_connections, per_source_rate, per_source_burst, signed, signed_keys, "
-             "signed_skew, signed_max_ttl, health_check, status_cache, "
+             "signed_skew, signed_max_ttl, health_check, status_cache, status_cache_ttl, "
              "offline_motd, forward_suffix, allow, deny, "
              "per_prefix_connections, per_prefix_rate, per_prefix_burst, ban_after, ban_window, "
              "ban_time)");
@@ -594,18 +596,31 @@ void config_edge_key(struct config *c, const char *key, const char *value, const
 bool config_edge_is_key(const char *key)
 {
     static const char *const only[] = {
-        "route",           "sniff",
-        "unknown",         "first_byte_timeout",
-        "hello_timeout",   "max_hello",
-        "max_halfopen",    "per_source_connections",
-        "per_source_rate", "per_source_burst",
-        "signed_keys",     "signed_skew",
-        "signed_max_ttl",  "signed",
-        "health_check",    "status_cache",
-        "offline_motd",    "per_prefix_connections",
-        "per_prefix_rate", "per_prefix_burst",
-        "ban_after",       "ban_window",
-        "ban_time",        "forward_suffix",
+        "route",
+        "sniff",
+        "unknown",
+        "first_byte_timeout",
+        "hello_timeout",
+        "max_hello",
+        "max_halfopen",
+        "per_source_connections",
+        "per_source_rate",
+        "per_source_burst",
+        "signed_keys",
+        "signed_skew",
+        "signed_max_ttl",
+        "signed",
+        "health_check",
+        "status_cache",
+        "offline_motd",
+        "per_prefix_connections",
+        "per_prefix_rate",
+        "per_prefix_burst",
+        "ban_after",
+        "ban_window",
+        "ban_time",
+        "forward_suffix",
+        "status_cache_ttl",
     };
     for (size_t i = 0; i < sizeof(only) / sizeof(only[0]); i++)
         if (!strcmp(key, only[i]))
@@ -743,6 +758,8 @@ static void finish_one(struct config *c, struct config_edge *e, uint32_t idx, co
                      e->origin, e->name, e->routes[e->unknown].host);
     finish_signed(e, file, errs);
     finish_mc_only(e, file, errs);
+    if (!e->status_ttl_ms)
+        e->status_ttl_ms = 3 * e->health_ms;
     if ((e->status_cache || e->offline_motd) && e->sniff == EDGE_SNIFF_TLS)
         msglist_push(errs,
                      "%s: edge %s: status_cache and offline_motd answer Minecraft status: "
@@ -795,7 +812,8 @@ void config_edge_free(struct config *c)
             free(e->routes[j].backends);
             if (e->routes[j].live) {
                 pthread_mutex_destroy(&e->routes[j].live->status_mu);
-                free(e->routes[j].live->status);
+                for (unsigned k = 0; k < EDGE_STATUS_VERSIONS; k++)
+                    free(e->routes[j].live->status[k].json);
             }
             free(e->routes[j].live);
         }

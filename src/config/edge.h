@@ -55,7 +55,13 @@ enum edge_reject {
 };
 
 /* Minecraft status answered at the edge (ferry_edge_status_total). */
-enum edge_status { EDGE_STATUS_CACHE, EDGE_STATUS_OFFLINE, EDGE_STATUS_LEGACY, EDGE_STATUS_COUNT };
+enum edge_status {
+    EDGE_STATUS_CACHE,
+    EDGE_STATUS_OFFLINE,
+    EDGE_STATUS_LEGACY,
+    EDGE_STATUS_FETCHED, /* a version not cached, fetched once for it and cached */
+    EDGE_STATUS_COUNT
+};
 
 struct edge_backend {
     struct addr addr; /* the address; a named backend: its port only */
@@ -65,18 +71,30 @@ struct edge_backend {
     _Atomic uint64_t down_until_ms; /* a failed dial: skipped by first-healthy until then */
 };
 
+#define EDGE_STATUS_VERSIONS 8 /* status answers cached per route, one per protocol version */
+
+/* One protocol version's cached status of a route (relay/edge_cache.h). */
+struct edge_status_entry {
+    int32_t proto; /* the protocol version it was asked with */
+    bool used;     /* the slot holds a version */
+    bool fetching; /* a session is fetching it now */
+    char *json;    /* the Status Response JSON (heap); NULL: none yet */
+    size_t len;
+    uint64_t ms;       /* clock_ms() when fetched */
+    uint64_t asked_ms; /* when a client last asked for it (least recently asked goes first) */
+    uint64_t fail_ms;  /* when a fetch of it last failed (0: never) */
+};
+
 struct edge_route_live {
     _Atomic uint64_t results[EDGE_RES_COUNT];
     _Atomic uint32_t turn;        /* round-robin */
     _Atomic int32_t client_proto; /* the protocol of the last status request (0: none yet) */
-    /* The status cache (status_cache = yes): the last Status Response
-     * JSON a health check got from a backend of this route. Written by
-     * worker 0's checks, copied out by sessions asking for status; the
-     * mutex guards these three only (not a data path: status pings). */
+    /* The status cache (status_cache = yes): one Status Response JSON per
+     * protocol version, filled by worker 0's checks (the version the last
+     * client asked with) and by sessions fetching a version not cached.
+     * The mutex guards the entries only (not a data path: status pings). */
     pthread_mutex_t status_mu;
-    char *status;
-    size_t status_len;
-    uint64_t status_ms; /* clock_ms() when fetched */
+    struct edge_status_entry status[EDGE_STATUS_VERSIONS];
 };
 
 struct edge_route {
@@ -133,6 +151,7 @@ struct config_edge {
     uint32_t ban_window_ms, ban_ms;
     uint32_t health_ms;     /* health_check interval; 0: passive only */
     bool status_cache;      /* answer Minecraft status from the checks' cache */
+    uint32_t status_ttl_ms; /* status_cache_ttl: how long a cached answer serves (0: 3 checks) */
     char *offline_motd;     /* status when no backend is up and nothing is cached */
     struct edge_route *routes;
     uint32_t nroutes;

@@ -130,6 +130,7 @@ static void edge_end(struct conn *c)
         conn_access_log(c, "EDGE", c->reply == OUT_OK ? "ok" : "-");
     if (!s)
         return;
+    edge_serve_end(c);
     edge_halfopen_done(s);
     edge_flood_release(c, s);
     if (s->counted_active)
