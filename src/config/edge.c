@@ -631,7 +631,7 @@ bool config_edge_is_key(const char *key)
 int32_t edge_route_find(const struct config_edge *e, const char *host, struct hostpat_caps *caps)
 {
     int32_t best = -1;
-    unsigned best_lit = 0;
+    unsigned best_score = 0;
     struct hostpat_caps got;
     for (uint32_t i = 0; i < e->nroutes; i++) {
         const struct edge_route *r = &e->routes[i];
@@ -643,10 +643,13 @@ int32_t edge_route_find(const struct config_edge *e, const char *host, struct ho
             }
             continue;
         }
-        unsigned lit = hostpat_literals(r->host);
-        if (lit > best_lit && hostpat_match(r->host, host, &got)) {
+        /* the most literal labels, then the most labels (*.*.a beats *.a) */
+        unsigned score = hostpat_literals(r->host) * 256 + 1;
+        for (const char *d = r->host; (d = strchr(d, '.')) != NULL; d++)
+            score++;
+        if (score > best_score && hostpat_match(r->host, host, &got)) {
             best = (int32_t)i;
-            best_lit = lit;
+            best_score = score;
             if (caps)
                 *caps = got;
         }

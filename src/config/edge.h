@@ -181,7 +181,8 @@ bool config_edge_is_key(const char *key);
 
 struct hostpat_caps;
 /* The route for canonical host (an exact route beats a pattern, the
- * pattern with the most literal labels wins, then the first written), or
+ * pattern with the most literal labels wins, then the one with the most
+ * labels, then the first written), or
  * -1; caps (may be NULL) gets the captures of the match. */
 int32_t edge_route_find(const struct config_edge *e, const char *host, struct hostpat_caps *caps);
 /* Does route r strip the suffixes after the host (forward_suffix)? */
