@@ -313,6 +313,8 @@ static void edge_dial_backend(struct conn *c, const struct edge_route *r, uint64
          * unreachable, like a name that does not resolve) */
         s->dst[0] = '\0';
         atomic_fetch_add_explicit(&r->live->results[EDGE_RES_UNREACHABLE], 1, memory_order_relaxed);
+        if (!c->dst_name)
+            edge_flood_failed(c, EDGE_REJ_UNKNOWN_HOST, "backend-name-invalid");
         conn_close(c, c->dst_name ? "no-memory" : "backend-name-invalid");
         return;
     }
@@ -429,6 +431,10 @@ static void edge_fail_reply(struct conn *c, enum outcome o, const char *why)
      * a timeout or a refusal), and resolve-failed / resolve-timeout for a
      * backend name that did not resolve. */
     c->why = why && !strncmp(why, "resolve-", 8) ? why : "backend-unreachable";
+    /* A captured name that does not exist is an unknown host in disguise
+     * (a client probing names costs a DNS query each): it feeds the bans. */
+    if (s && s->be && s->be->name && why && !strcmp(why, "resolve-failed"))
+        edge_flood_failed(c, EDGE_REJ_UNKNOWN_HOST, why);
     conn_close(c, c->why);
 }
 

@@ -86,6 +86,23 @@ def test_captures_choose_the_backend(ferry, pair, dns):
     assert not {v for v in labels if "alpha" in v or "beta" in v or "gamma" in v}
 
 
+def test_names_that_do_not_resolve_feed_the_bans(ferry, pair, dns):
+    A, _ = pair
+    conf = (
+        "workers = 1\nconnect_timeout = 3s\n"
+        f"[dns]\nservers = {dns.server}\nhosts = none\ntimeout = 1s\ntries = 1\n"
+        "[edge games]\nlisten = 127.0.0.1:0\nsniff = mc\nban_after = 2\nban_time = 60s\n"
+        f"route = *.mc.test -> {{1}}.backends.test:{A.addr[1]}\n"
+    )
+    f = ferry(raw_config=conf)
+    addr = f.addrs[1]
+    route_one(addr, [mc_handshake("alpha.mc.test")], A)
+    assert closed(addr, [mc_handshake("probe1.mc.test")])
+    assert closed(addr, [mc_handshake("probe2.mc.test")])
+    f.wait_log(r"edge games: 127\.0\.0\.1 banned for 60 s after 2 failures .*resolve-failed")
+    assert closed(addr, [mc_handshake("alpha.mc.test")])  # banned now, even for a good name
+
+
 def read_varint(b: bytes, i: int) -> tuple[int, int]:
     v = shift = 0
     while True:
