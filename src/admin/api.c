@@ -261,10 +261,10 @@ static void api_routes(struct admin_rq *r)
                          (unsigned long long)atomic_load(&rt->live->results[EDGE_RES_UNREACHABLE]));
             for (uint32_t k = 0; k < rt->nbackends; k++) {
                 const struct edge_backend *b = &rt->backends[k];
-                char a[ADDR_STRLEN];
+                char a[300]; /* ADDR:PORT, or a template NAME:PORT */
                 mtext_printf(t, "%s{\"addr\":\"%s\",\"state\":\"%s\",\"active\":%u}", k ? "," : "",
-                             addr_format(&b->addr, a, sizeof(a)),
-                             !e->health_ms                 ? "unchecked"
+                             edge_backend_format(b, a, sizeof(a)),
+                             !e->health_ms || b->name      ? "unchecked"
                              : atomic_load(&b->check_down) ? "down"
                                                            : "up",
                              (unsigned)atomic_load(&b->active));

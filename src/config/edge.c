@@ -2,8 +2,9 @@
 /*
  * edge.c: the keys of [edge NAME] sections (edge.h, docs/edge.md): parse,
  * check, and at the end add each section's listeners to the config's
- * listen list marked as edge listeners. Errors name FILE:LINE. No DNS:
- * backends are numeric addresses; the one file read is the keyring of
+ * listen list marked as edge listeners. Errors name FILE:LINE. No DNS: a
+ * backend is a numeric address or a name (a template filled by the route's
+ * captures) that sessions resolve; the one file read is the keyring of
  * signed host names (edge/signkey.h). This room must not learn about
  * sessions; relay/front_edge.c does the rest.
  */
@@ -17,6 +18,7 @@
 #include "config/config.h"
 #include "crypto/fcrypto.h"
 #include "proto/hostname.h"
+#include "proto/hostpat.h"
 #include "util/parse.h"
 
 #define EDGE_BACKENDS_MAX 64
@@ -56,6 +58,7 @@ const char *edge_status_name(enum edge_status s)
     return s == EDGE_STATUS_CACHE     ? "cache"
            : s == EDGE_STATUS_OFFLINE ? "offline"
            : s == EDGE_STATUS_LEGACY  ? "legacy"
+           : s == EDGE_STATUS_FETCHED ? "fetched"
                                       : "?";
 }
 
@@ -148,10 +151,40 @@ static int split_list(char *s, int (*fn)(void *arg, char *item), void *arg)
 
 struct addrs {
     struct addr *v;
+    char **names; /* NULL: numeric addresses only (listen); else a name per address */
     uint32_t n, cap;
-    bool port0; /* port 0 allowed (a listener: any free port) */
-    char bad[200];
+    unsigned ncaps; /* names: the route's captures, {1}..{ncaps} */
+    bool port0;     /* port 0 allowed (a listener: any free port) */
+    char bad[400];
 };
+
+/* NAME:PORT, NAME a host name or template (hostpat.h): into a->names[a->n]. */
+static int add_name(struct addrs *a, const char *item)
+{
+    const char *colon = strrchr(item, ':');
+    uint64_t port;
+    if (!colon || parse_u64(colon + 1, 1, 65535, &port))
+        return -EINVAL;
+    size_t n = (size_t)(colon - item);
+    int rc = n <= HOSTNAME_MAX ? hostpat_template_check(item, n, a->ncaps) : HOSTPAT_E_SYNTAX;
+    if (rc == HOSTPAT_E_CAPTURE) {
+        snprintf(a->bad, sizeof(a->bad),
+                 "'%.80s' uses a capture the route's host does not have (it has %u: one per "
+                 "'*' label)",
+                 item, a->ncaps);
+        return -EINVAL;
+    }
+    if (rc)
+        return -EINVAL;
+    memset(&a->v[a->n], 0, sizeof(a->v[a->n]));
+    a->v[a->n].port = (uint16_t)port;
+    if (!(a->names[a->n] = strndup(item, n))) {
+        snprintf(a->bad, sizeof(a->bad), "out of memory");
+        return -ENOMEM;
+    }
+    a->n++;
+    return 0;
+}
 
 static int add_addr(void *arg, char *item)
 {
@@ -160,16 +193,28 @@ static int add_addr(void *arg, char *item)
         snprintf(a->bad, sizeof(a->bad), "more than %u addresses", a->cap);
         return -E2BIG;
     }
-    if (addr_parse(item, -1, &a->v[a->n]) || (a->v[a->n].port == 0 && !a->port0)) {
+    if (addr_parse(item, -1, &a->v[a->n]) == 0 && (a->v[a->n].port != 0 || a->port0)) {
+        if (a->names)
+            a->names[a->n] = NULL;
+        addr_unmap(&a->v[a->n]);
+        a->n++;
+        return 0;
+    }
+    if (a->names) {
+        int rc = add_name(a, item);
+        if (rc == 0 || rc != -EINVAL || a->bad[0])
+            return rc;
         snprintf(a->bad, sizeof(a->bad),
-                 "'%.80s' is not a numeric address and port (expected e.g. 10.0.0.5:25565 or "
-                 "[::1]:443)",
+                 "'%.80s' is not an address or a name with its port (expected e.g. "
+                 "10.0.0.5:25565, [::1]:443 or {1}.backends.internal:25565)",
                  item);
         return -EINVAL;
     }
-    addr_unmap(&a->v[a->n]);
-    a->n++;
-    return 0;
+    snprintf(a->bad, sizeof(a->bad),
+             "'%.80s' is not a numeric address and port (expected e.g. 10.0.0.5:25565 or "
+             "[::1]:443)",
+             item);
+    return -EINVAL;
 }
 
 static int parse_strategy(const char *v, enum edge_strategy *out)
@@ -185,32 +230,60 @@ static int parse_strategy(const char *v, enum edge_strategy *out)
     return 0;
 }
 
+/* A route's own options (the words holding '=' after "->"); -1: the section's. */
+struct route_opts {
+    int8_t strategy, pp, sig, suffix;
+    char *rewrite; /* heap; NULL: none */
+};
+
+static int parse_suffix(const char *v, bool *strip)
+{
+    if (strcmp(v, "keep") && strcmp(v, "strip"))
+        return -EINVAL;
+    *strip = !strcmp(v, "strip");
+    return 0;
+}
+
+/* One option word ("key=value") into o; -EINVAL when it is not one. */
+static int route_option(const char *word, unsigned ncaps, struct route_opts *o)
+{
+    const char *v = strchr(word, '=') + 1;
+    enum edge_strategy st;
+    bool strip;
+    if (!strncmp(word, "strategy=", 9) && parse_strategy(v, &st) == 0)
+        o->strategy = (int8_t)st;
+    else if (!strncmp(word, "proxy_protocol=", 15) && (!strcmp(v, "v2") || !strcmp(v, "off")))
+        o->pp = !strcmp(v, "v2");
+    else if (!strncmp(word, "signed=", 7) && parse_signed(v, &o->sig) == 0)
+        return 0;
+    else if (!strncmp(word, "forward_suffix=", 15) && parse_suffix(v, &strip) == 0)
+        o->suffix = strip;
+    else if (!strncmp(word, "rewrite=", 8) && !o->rewrite &&
+             hostpat_template_check(v, strlen(v), ncaps) == 0)
+        return (o->rewrite = strdup(v)) ? 0 : -ENOMEM;
+    else
+        return -EINVAL;
+    return 0;
+}
+
 /* The words of a route's backend list holding '=': the route's own
- * strategy=, proxy_protocol= and signed=, cut out of s (blanked) so that only the
- * addresses are left. */
-static int route_options(char *s, int8_t *strategy, int8_t *pp, int8_t *sig, char *bad,
-                         size_t badlen)
+ * options, cut out of s (blanked) so that only the backends are left. */
+static int route_options(char *s, unsigned ncaps, struct route_opts *o, char *bad, size_t badlen)
 {
     for (char *p = s; (p = strchr(p, '=')) != NULL;) {
         char *w = p;
         while (w > s && w[-1] != ' ' && w[-1] != '\t' && w[-1] != ',')
             w--;
         char *end = p + strcspn(p, " \t,");
-        char word[64];
+        char word[HOSTNAME_MAX + 40];
         snprintf(word, sizeof(word), "%.*s", (int)(end - w), w);
-        char *v = strchr(word, '=') + 1;
-        enum edge_strategy st;
-        if (!strncmp(word, "strategy=", 9) && parse_strategy(v, &st) == 0) {
-            *strategy = (int8_t)st;
-        } else if (!strncmp(word, "proxy_protocol=", 15) &&
-                   (!strcmp(v, "v2") || !strcmp(v, "off"))) {
-            *pp = !strcmp(v, "v2");
-        } else if (!strncmp(word, "signed=", 7) && parse_signed(v, sig) == 0) {
-        } else {
+        if (route_option(word, ncaps, o)) {
             snprintf(bad, badlen,
-                     "'%s' is not a route option (expected strategy=round-robin|least-connections|"
-                     "first-healthy, proxy_protocol=v2|off or signed=off|hop|token)",
-                     word);
+                     "'%.*s' is not a route option (expected strategy=round-robin|"
+                     "least-connections|first-healthy, proxy_protocol=v2|off, signed=off|hop|"
+                     "token, forward_suffix=keep|strip or rewrite=HOST, HOST with {1}..{%u} of "
+                     "the route's captures)",
+                     60, word, ncaps);
             return -EINVAL;
         }
         memset(w, ' ', (size_t)(end - w));
@@ -219,61 +292,13 @@ static int route_options(char *s, int8_t *strategy, int8_t *pp, int8_t *sig, cha
     return 0;
 }
 
-/* route = HOST -> BACKEND[, BACKEND...] [strategy=S] [proxy_protocol=v2|off]
- *         [signed=off|hop|token] */
-static void set_route(struct config_edge *e, char *v, const char *file, int line,
-                      struct msglist *errs)
+/* A new route r (zeroed) with its backends b[0..n) and names[0..n); false
+ * when out of memory (nothing then kept). */
+static bool route_store(struct edge_route *r, const char *host, const struct addr *b, char **names,
+                        uint32_t n)
 {
-    char *arrow = strstr(v, "->");
-    if (!arrow) {
-        EBAD(errs, file, line, e, "route", "expected HOST -> BACKEND[, BACKEND...]");
-        return;
-    }
-    *arrow = '\0';
-    char *host = str_trim(v), canon[HOSTNAME_MAX + 3];
-    bool wild = !strncmp(host, "*.", 2);
-    size_t n = hostname_canon((const uint8_t *)host + (wild ? 2 : 0), strlen(host) - (wild ? 2 : 0),
-                              canon + 2);
-    if (!n) {
-        EBAD(errs, file, line, e, "route",
-             "'%.80s' is not a host name (letters, digits, '-' and dots; '*.' only as a "
-             "wildcard's first label)",
-             host);
-        return;
-    }
-    const char *name = wild ? memcpy(canon, "*.", 2) : canon + 2;
-    for (uint32_t i = 0; i < e->nroutes; i++) {
-        if (!strcmp(e->routes[i].host, name)) {
-            EBAD(errs, file, line, e, "route", "a second route for %s (first on line %d)", name,
-                 e->routes[i].line);
-            return;
-        }
-    }
-    struct addr b[EDGE_BACKENDS_MAX];
-    struct addrs list = {.v = b, .cap = EDGE_BACKENDS_MAX};
-    int8_t strategy = -1, pp = -1, sig = -1;
-    if (route_options(arrow + 2, &strategy, &pp, &sig, list.bad, sizeof(list.bad))) {
-        EBAD(errs, file, line, e, "route", "%s", list.bad);
-        return;
-    }
-    if (split_list(arrow + 2, add_addr, &list) || list.n == 0) {
-        EBAD(errs, file, line, e, "route", "%s", list.n || list.bad[0] ? list.bad : "no backend");
-        return;
-    }
-    if (e->nroutes == EDGE_ROUTES_MAX) {
-        EBAD(errs, file, line, e, "route", "more than %d routes", EDGE_ROUTES_MAX);
-        return;
-    }
-    struct edge_route *r = realloc(e->routes, (e->nroutes + 1) * sizeof(*r));
-    if (!r) {
-        EBAD(errs, file, line, e, "route", "out of memory");
-        return;
-    }
-    e->routes = r;
-    r = &r[e->nroutes];
-    memset(r, 0, sizeof(*r));
-    r->host = strdup(name);
-    r->backends = calloc(list.n, sizeof(*r->backends));
+    r->host = strdup(host);
+    r->backends = calloc(n, sizeof(*r->backends));
     r->live = calloc(1, sizeof(*r->live));
     if (r->live && pthread_mutex_init(&r->live->status_mu, NULL)) {
         free(r->live);
@@ -283,18 +308,80 @@ static void set_route(struct config_edge *e, char *v, const char *file, int line
         free(r->host);
         free(r->backends);
         free(r->live);
-        EBAD(errs, file, line, e, "route", "out of memory");
+        return false;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        r->backends[i].addr = b[i];
+        r->backends[i].name = names[i];
+        r->named |= names[i] != NULL;
+    }
+    r->nbackends = n;
+    return true;
+}
+
+/* route = HOST -> BACKEND[, BACKEND...] [strategy=S] [proxy_protocol=v2|off]
+ *         [signed=off|hop|token] [forward_suffix=keep|strip] [rewrite=HOST]
+ * HOST may have '*' labels (captures); a BACKEND is ADDR:PORT or NAME:PORT
+ * with NAME a template of the captures. */
+static void set_route(struct config_edge *e, char *v, const char *file, int line,
+                      struct msglist *errs)
+{
+    char *arrow = strstr(v, "->");
+    if (!arrow) {
+        EBAD(errs, file, line, e, "route", "expected HOST -> BACKEND[, BACKEND...]");
         return;
     }
+    *arrow = '\0';
+    char *host = str_trim(v), name[HOSTNAME_MAX + 1];
+    unsigned ncaps = 0;
+    if (!hostpat_canon(host, strlen(host), name, &ncaps)) {
+        EBAD(errs, file, line, e, "route",
+             "'%.80s' is not a host name or pattern (letters, digits, '-' and dots; '*' as a "
+             "whole label, at most %d, and one label that is not '*')",
+             host, HOSTPAT_CAPS_MAX);
+        return;
+    }
+    for (uint32_t i = 0; i < e->nroutes; i++) {
+        if (!strcmp(e->routes[i].host, name)) {
+            EBAD(errs, file, line, e, "route", "a second route for %s (first on line %d)", name,
+                 e->routes[i].line);
+            return;
+        }
+    }
+    struct addr b[EDGE_BACKENDS_MAX];
+    char *names[EDGE_BACKENDS_MAX];
+    struct addrs list = {.v = b, .names = names, .cap = EDGE_BACKENDS_MAX, .ncaps = ncaps};
+    struct route_opts o = {-1, -1, -1, -1, NULL};
+    struct edge_route *r = NULL;
+    if (route_options(arrow + 2, ncaps, &o, list.bad, sizeof(list.bad))) {
+        EBAD(errs, file, line, e, "route", "%s", list.bad);
+    } else if (split_list(arrow + 2, add_addr, &list) || list.n == 0) {
+        EBAD(errs, file, line, e, "route", "%s", list.n || list.bad[0] ? list.bad : "no backend");
+    } else if (e->nroutes == EDGE_ROUTES_MAX) {
+        EBAD(errs, file, line, e, "route", "more than %d routes", EDGE_ROUTES_MAX);
+    } else if (!(r = realloc(e->routes, (e->nroutes + 1) * sizeof(*r)))) {
+        EBAD(errs, file, line, e, "route", "out of memory");
+    } else {
+        e->routes = r;
+        r = &r[e->nroutes];
+        memset(r, 0, sizeof(*r));
+        if (route_store(r, name, b, names, list.n)) {
+            r->wildcard = ncaps > 0;
+            r->ncaps = (uint8_t)ncaps;
+            r->strategy = o.strategy;
+            r->proxy_v2 = o.pp;
+            r->signed_mode = o.sig;
+            r->suffix = o.suffix;
+            r->rewrite = o.rewrite;
+            r->line = line;
+            e->nroutes++;
+            return;
+        }
+        EBAD(errs, file, line, e, "route", "out of memory");
+    }
     for (uint32_t i = 0; i < list.n; i++)
-        r->backends[i].addr = b[i];
-    r->nbackends = list.n;
-    r->wildcard = wild;
-    r->strategy = strategy;
-    r->proxy_v2 = pp;
-    r->signed_mode = sig;
-    r->line = line;
-    e->nroutes++;
+        free(names[i]);
+    free(o.rewrite);
 }
 
 /* allow = / deny = CIDR[, CIDR...]: addresses or ranges, up to 256. */
@@ -395,13 +482,14 @@ static int set_scalar(struct config_edge *e, const char *key, const char *v, con
         e->status_cache = !strcmp(v, "yes");
         return 0;
     }
+    if (!strcmp(key, "forward_suffix")) {
+        *expect = "keep or strip";
+        return parse_suffix(v, &e->strip_suffix);
+    }
     if (!strcmp(key, "offline_motd")) {
         *expect = "text of 1 to 256 bytes";
         if (!*v || strlen(v) > 256)
             return -EINVAL;
-        free(e->offline_motd);
-        free(e->allow);
-        free(e->deny);
         e->offline_motd = strdup(v);
         return e->offline_motd ? 0 : -ENOMEM;
     }
@@ -431,6 +519,7 @@ static int set_scalar(struct config_edge *e, const char *key, const char *v, con
         {"ban_after", &e->ban_after, false, 0, 1000000, "a count of failures (0: off)"},
         {"ban_window", &e->ban_window_ms, true, 1000, 86400000, "a duration (1s to 1d)"},
         {"ban_time", &e->ban_ms, true, 1000, 604800000, "a duration (1s to 7d)"},
+        {"status_cache_ttl", &e->status_ttl_ms, true, 1000, 3600000, "a duration (1s to 1h)"},
     };
     for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
         if (strcmp(key, nums[i].key))
@@ -475,10 +564,6 @@ void config_edge_key(struct config *c, const char *key, const char *value, const
             snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - file), file, k);
         else
             snprintf(path, sizeof(path), "%s", k);
-        free(e->signed_keys);
-        free(e->offline_motd);
-        free(e->allow);
-        free(e->deny);
         e->signed_keys = strdup(path);
         e->signed_keys_line = line;
         return;
@@ -492,13 +577,16 @@ void config_edge_key(struct config *c, const char *key, const char *value, const
         return;
     }
     const char *expect = NULL;
+    if (!strcmp(key, "forward_suffix"))
+        e->suffix_line = line;
     int rc = set_scalar(e, key, str_trim(v), &expect);
     if (rc == -ENOENT)
         EBAD(errs, file, line, e, key,
              "unknown key (known: listen, sniff, route, strategy, unknown, proxy_protocol, "
              "first_byte_timeout, hello_timeout, max_hello, max_halfopen, "
              "per_source_connections, per_source_rate, per_source_burst, signed, signed_keys, "
-             "signed_skew, signed_max_ttl, health_check, status_cache, offline_motd, allow, deny, "
+             "signed_skew, signed_max_ttl, health_check, status_cache, status_cache_ttl, "
+             "offline_motd, forward_suffix, allow, deny, "
              "per_prefix_connections, per_prefix_rate, per_prefix_burst, ban_after, ban_window, "
              "ban_time)");
     else if (rc)
@@ -508,18 +596,31 @@ void config_edge_key(struct config *c, const char *key, const char *value, const
 bool config_edge_is_key(const char *key)
 {
     static const char *const only[] = {
-        "route",           "sniff",
-        "unknown",         "first_byte_timeout",
-        "hello_timeout",   "max_hello",
-        "max_halfopen",    "per_source_connections",
-        "per_source_rate", "per_source_burst",
-        "signed_keys",     "signed_skew",
-        "signed_max_ttl",  "signed",
-        "health_check",    "status_cache",
-        "offline_motd",    "per_prefix_connections",
-        "per_prefix_rate", "per_prefix_burst",
-        "ban_after",       "ban_window",
+        "route",
+        "sniff",
+        "unknown",
+        "first_byte_timeout",
+        "hello_timeout",
+        "max_hello",
+        "max_halfopen",
+        "per_source_connections",
+        "per_source_rate",
+        "per_source_burst",
+        "signed_keys",
+        "signed_skew",
+        "signed_max_ttl",
+        "signed",
+        "health_check",
+        "status_cache",
+        "offline_motd",
+        "per_prefix_connections",
+        "per_prefix_rate",
+        "per_prefix_burst",
+        "ban_after",
+        "ban_window",
         "ban_time",
+        "forward_suffix",
+        "status_cache_ttl",
     };
     for (size_t i = 0; i < sizeof(only) / sizeof(only[0]); i++)
         if (!strcmp(key, only[i]))
@@ -527,24 +628,77 @@ bool config_edge_is_key(const char *key)
     return false;
 }
 
-int32_t edge_route_find(const struct config_edge *e, const char *host)
+int32_t edge_route_find(const struct config_edge *e, const char *host, struct hostpat_caps *caps)
 {
     int32_t best = -1;
-    size_t best_len = 0, hl = strlen(host);
+    unsigned best_score = 0;
+    struct hostpat_caps got;
     for (uint32_t i = 0; i < e->nroutes; i++) {
         const struct edge_route *r = &e->routes[i];
         if (!r->wildcard) {
-            if (!strcmp(r->host, host))
+            if (!strcmp(r->host, host)) {
+                if (caps)
+                    caps->n = 0;
                 return (int32_t)i;
+            }
             continue;
         }
-        size_t sl = strlen(r->host) - 1; /* ".example.com" */
-        if (hl > sl && !strcmp(host + hl - sl, r->host + 1) && sl > best_len) {
+        /* the most literal labels, then the most labels (*.*.a beats *.a) */
+        unsigned score = hostpat_literals(r->host) * 256 + 1;
+        for (const char *d = r->host; (d = strchr(d, '.')) != NULL; d++)
+            score++;
+        if (score > best_score && hostpat_match(r->host, host, &got)) {
             best = (int32_t)i;
-            best_len = sl;
+            best_score = score;
+            if (caps)
+                *caps = got;
         }
     }
     return best;
+}
+
+bool edge_route_strips(const struct config_edge *e, const struct edge_route *r)
+{
+    return r->suffix >= 0 ? r->suffix == 1 : e->strip_suffix;
+}
+
+const char *edge_backend_format(const struct edge_backend *b, char *out, size_t len)
+{
+    if (!b->name)
+        return addr_format(&b->addr, out, len);
+    snprintf(out, len, "%s:%u", b->name, (unsigned)b->addr.port);
+    return out;
+}
+
+/* Does r fill something from its captures? */
+static bool edge_route_templated(const struct edge_route *r)
+{
+    for (uint32_t i = 0; i < r->nbackends; i++)
+        if (r->backends[i].name && strchr(r->backends[i].name, '{'))
+            return true;
+    return r->rewrite && strchr(r->rewrite, '{');
+}
+
+/* What only a Minecraft handshake can carry (rewrite=, forward_suffix)
+ * is refused on a TLS edge, naming the line: SNI cannot be rewritten
+ * without terminating TLS. */
+static void finish_mc_only(struct config_edge *e, const char *file, struct msglist *errs)
+{
+    if (e->sniff != EDGE_SNIFF_TLS)
+        return;
+    if (e->suffix_line)
+        EBAD(errs, file, e->suffix_line, e, "forward_suffix",
+             "needs a Minecraft handshake (sniff = mc or auto): a TLS ClientHello has no suffix");
+    for (uint32_t i = 0; i < e->nroutes; i++) {
+        const struct edge_route *r = &e->routes[i];
+        if (r->rewrite)
+            EBAD(errs, file, r->line, e, "route",
+                 "rewrite= needs a Minecraft handshake (sniff = mc or auto): the SNI of a TLS "
+                 "ClientHello cannot be rewritten without terminating TLS");
+        if (r->suffix >= 0)
+            EBAD(errs, file, r->line, e, "route",
+                 "forward_suffix= needs a Minecraft handshake (sniff = mc or auto)");
+    }
 }
 
 /* Signed routes: a keyring, read now (a reload reads it again), and hop
@@ -589,11 +743,10 @@ static void finish_one(struct config *c, struct config_edge *e, uint32_t idx, co
     if (e->unknown_name) {
         char canon[HOSTNAME_MAX + 1];
         const char *n = e->unknown_name;
-        bool wild = !strncmp(n, "*.", 2);
-        size_t cl =
-            hostname_canon((const uint8_t *)n + (wild ? 2 : 0), strlen(n) - (wild ? 2 : 0), canon);
+        unsigned ncaps;
+        size_t cl = hostpat_canon(n, strlen(n), canon, &ncaps);
         for (uint32_t i = 0; cl && i < e->nroutes; i++)
-            if (e->routes[i].wildcard == wild && !strcmp(e->routes[i].host + (wild ? 2 : 0), canon))
+            if (!strcmp(e->routes[i].host, canon))
                 e->unknown = (int32_t)i;
         if (e->unknown < 0)
             msglist_push(errs,
@@ -601,7 +754,15 @@ static void finish_one(struct config *c, struct config_edge *e, uint32_t idx, co
                          "(expected close, or a host from a route line)",
                          e->origin, e->name, n);
     }
+    if (e->unknown >= 0 && edge_route_templated(&e->routes[e->unknown]))
+        msglist_push(errs,
+                     "%s: edge %s: unknown: route %s fills a backend or rewrite= from captures, "
+                     "which an unknown host does not have",
+                     e->origin, e->name, e->routes[e->unknown].host);
     finish_signed(e, file, errs);
+    finish_mc_only(e, file, errs);
+    if (!e->status_ttl_ms)
+        e->status_ttl_ms = 3 * e->health_ms;
     if ((e->status_cache || e->offline_motd) && e->sniff == EDGE_SNIFF_TLS)
         msglist_push(errs,
                      "%s: edge %s: status_cache and offline_motd answer Minecraft status: "
@@ -648,10 +809,14 @@ void config_edge_free(struct config *c)
         struct config_edge *e = &c->edges[i];
         for (uint32_t j = 0; j < e->nroutes; j++) {
             free(e->routes[j].host);
+            free(e->routes[j].rewrite);
+            for (uint32_t k = 0; k < e->routes[j].nbackends; k++)
+                free(e->routes[j].backends[k].name);
             free(e->routes[j].backends);
             if (e->routes[j].live) {
                 pthread_mutex_destroy(&e->routes[j].live->status_mu);
-                free(e->routes[j].live->status);
+                for (unsigned k = 0; k < EDGE_STATUS_VERSIONS; k++)
+                    free(e->routes[j].live->status[k].json);
             }
             free(e->routes[j].live);
         }

@@ -55,32 +55,55 @@ enum edge_reject {
 };
 
 /* Minecraft status answered at the edge (ferry_edge_status_total). */
-enum edge_status { EDGE_STATUS_CACHE, EDGE_STATUS_OFFLINE, EDGE_STATUS_LEGACY, EDGE_STATUS_COUNT };
+enum edge_status {
+    EDGE_STATUS_CACHE,
+    EDGE_STATUS_OFFLINE,
+    EDGE_STATUS_LEGACY,
+    EDGE_STATUS_FETCHED, /* a version not cached, fetched once for it and cached */
+    EDGE_STATUS_COUNT
+};
 
 struct edge_backend {
-    struct addr addr;
+    struct addr addr; /* the address; a named backend: its port only */
+    char *name;       /* a host name or template ({1}...) resolved at connect time; NULL: addr */
     _Atomic uint8_t check_down;     /* the last health check failed (health_check) */
     _Atomic uint32_t active;        /* sessions carried now (least-connections) */
     _Atomic uint64_t down_until_ms; /* a failed dial: skipped by first-healthy until then */
+};
+
+#define EDGE_STATUS_VERSIONS 8 /* status answers cached per route, one per protocol version */
+
+/* One protocol version's cached status of a route (relay/edge_cache.h). */
+struct edge_status_entry {
+    int32_t proto; /* the protocol version it was asked with */
+    bool used;     /* the slot holds a version */
+    bool fetching; /* a session is fetching it now */
+    char *json;    /* the Status Response JSON (heap); NULL: none yet */
+    size_t len;
+    uint64_t ms;       /* clock_ms() when fetched */
+    uint64_t asked_ms; /* when a client last asked for it (least recently asked goes first) */
+    uint64_t fail_ms;  /* when a fetch of it last failed (0: never) */
 };
 
 struct edge_route_live {
     _Atomic uint64_t results[EDGE_RES_COUNT];
     _Atomic uint32_t turn;        /* round-robin */
     _Atomic int32_t client_proto; /* the protocol of the last status request (0: none yet) */
-    /* The status cache (status_cache = yes): the last Status Response
-     * JSON a health check got from a backend of this route. Written by
-     * worker 0's checks, copied out by sessions asking for status; the
-     * mutex guards these three only (not a data path: status pings). */
+    /* The status cache (status_cache = yes): one Status Response JSON per
+     * protocol version, filled by worker 0's checks (the version the last
+     * client asked with) and by sessions fetching a version not cached.
+     * The mutex guards the entries only (not a data path: status pings). */
     pthread_mutex_t status_mu;
-    char *status;
-    size_t status_len;
-    uint64_t status_ms; /* clock_ms() when fetched */
+    struct edge_status_entry status[EDGE_STATUS_VERSIONS];
 };
 
 struct edge_route {
-    char *host;         /* canonical; a wildcard keeps its "*." */
-    bool wildcard;      /* "*.example.com": any name under example.com, not example.com */
+    char *host;         /* canonical pattern (proto/hostpat.h): '*' labels are captures */
+    bool wildcard;      /* it has '*' labels ("*.example.com": any name under example.com) */
+    uint8_t ncaps;      /* its '*' labels: {1}..{ncaps} in templates */
+    bool named;         /* a backend is a name (resolved per session): no checks, no status */
+    int8_t suffix;      /* forward_suffix: 1 strip, 0 keep, -1: the section's */
+    char *rewrite;      /* rewrite=: the host template for the Minecraft handshake; NULL: none */
     int8_t strategy;    /* enum edge_strategy of its own, -1: the section's */
     int8_t proxy_v2;    /* 1 or 0 of its own, -1: the section's */
     int8_t signed_mode; /* enum edge_signed of its own, -1: the section's */
@@ -104,6 +127,8 @@ struct config_edge {
     enum edge_sniff sniff;
     enum edge_strategy strategy;
     bool proxy_v2;                /* a PROXY v2 header to the backend first */
+    bool strip_suffix;            /* forward_suffix = strip: the routes' default */
+    int suffix_line;              /* where forward_suffix was set (0: not) */
     int32_t unknown;              /* route index for unknown hosts; -1: close */
     char *unknown_name;           /* as written, resolved at the end of the section */
     uint32_t first_byte_ms;       /* first_byte_timeout */
@@ -124,9 +149,10 @@ struct config_edge {
     uint32_t nallow, ndeny;
     uint32_t ban_after; /* failures that ban a source; 0: off */
     uint32_t ban_window_ms, ban_ms;
-    uint32_t health_ms; /* health_check interval; 0: passive only */
-    bool status_cache;  /* answer Minecraft status from the checks' cache */
-    char *offline_motd; /* status when no backend is up and nothing is cached */
+    uint32_t health_ms;     /* health_check interval; 0: passive only */
+    bool status_cache;      /* answer Minecraft status from the checks' cache */
+    uint32_t status_ttl_ms; /* status_cache_ttl: how long a cached answer serves (0: 3 checks) */
+    char *offline_motd;     /* status when no backend is up and nothing is cached */
     struct edge_route *routes;
     uint32_t nroutes;
     struct edge_live *live;
@@ -153,9 +179,17 @@ void config_edge_free(struct config *c);
 /* key belongs in [edge NAME] only (for "did you mean" at the top level). */
 bool config_edge_is_key(const char *key);
 
-/* The route for canonical host (exact beats wildcard, the longest
- * wildcard wins), or -1. */
-int32_t edge_route_find(const struct config_edge *e, const char *host);
+struct hostpat_caps;
+/* The route for canonical host (an exact route beats a pattern, the
+ * pattern with the most literal labels wins, then the one with the most
+ * labels, then the first written), or
+ * -1; caps (may be NULL) gets the captures of the match. */
+int32_t edge_route_find(const struct config_edge *e, const char *host, struct hostpat_caps *caps);
+/* Does route r strip the suffixes after the host (forward_suffix)? */
+bool edge_route_strips(const struct config_edge *e, const struct edge_route *r);
+/* b as written for logs, metrics and the admin API: "ADDR:PORT" or
+ * "NAME:PORT" (a template as configured, never an expansion). */
+const char *edge_backend_format(const struct edge_backend *b, char *out, size_t len);
 
 /* Names for logs and metrics. */
 const char *edge_reject_name(enum edge_reject r);

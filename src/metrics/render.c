@@ -645,6 +645,8 @@ static void render_edge_checks(struct mtext *t, const struct config *cfg)
             for (uint32_t k = 0; k < e->routes[j].nbackends; k++) {
                 const struct edge_backend *b = &e->routes[j].backends[k];
                 char a[ADDR_STRLEN];
+                if (b->name)
+                    continue; /* a name resolved per session: not checked */
                 mtext_printf(t, "ferry_edge_backend_up");
                 edge_labels(t, e->name, "route", e->routes[j].host);
                 mtext_printf(t, ",backend=\"%s\"} %d\n", addr_format(&b->addr, a, sizeof(a)),

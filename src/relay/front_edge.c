@@ -6,9 +6,11 @@
  * message within first_byte_timeout and hello_timeout, hands the bytes to
  * the sans-I/O sniffers (proto/mcsniff.h, proto/tlshello.h), picks the
  * route for the host and a backend by the edge's strategy, dials it
- * directly (outbound_direct: no rules, no DNS), writes a PROXY v2 header
- * when the edge asks for one, replays every byte read so far unchanged,
- * and relays like any tunnel.
+ * directly (outbound_direct: no rules; DNS only for a backend given by
+ * name, a template the route's captures fill), writes a PROXY v2 header
+ * when the edge asks for one, replays every byte read so far (the
+ * Minecraft handshake's address rewritten when the route asks: rewrite=,
+ * forward_suffix = strip), and relays like any tunnel.
  *
  * It must not parse anything itself (the sniffers do), and it never puts
  * a client-supplied name anywhere but the access log (canonical LDH only,
@@ -34,6 +36,7 @@
 #include "edge/signkey.h"
 #include "log/fields.h"
 #include "log/log.h"
+#include "proto/hostpat.h"
 #include "proto/mcframe.h"
 #include "proto/mcsniff.h"
 #include "proto/proxy.h"
@@ -96,7 +99,9 @@ static size_t edge_log_fields(const struct conn *c, struct log_field *f, size_t 
     if (!s || room < 7)
         return 0;
     snprintf(buf, len, "-");
-    if (s->be)
+    if (s->be && s->dst[0])
+        snprintf(buf, len, "%s:%u", s->dst, (unsigned)s->be->addr.port);
+    else if (s->be)
         addr_format(&s->be->addr, buf, len);
     size_t n = 0;
     f[n++] = (struct log_field)LOG_FSTR("edge", s->e->name);
@@ -125,6 +130,7 @@ static void edge_end(struct conn *c)
         conn_access_log(c, "EDGE", c->reply == OUT_OK ? "ok" : "-");
     if (!s)
         return;
+    edge_serve_end(c);
     edge_halfopen_done(s);
     edge_flood_release(c, s);
     if (s->counted_active)
@@ -182,18 +188,61 @@ static struct edge_backend *edge_pick(const struct config_edge *e, const struct 
 /* ---- signed host names ---------------------------------------------------- */
 
 /* The handshake in c's buffer with its address String replaced by
- * a[0..alen) (never longer than before: a signature taken off). */
-static void edge_rewrite(struct conn *c, const uint8_t *a, size_t alen)
+ * a[0..alen); the bytes after it move when it grows. s->mh is then the new
+ * handshake's (s->host stays the client's). 0, or -1 when it cannot be. */
+static int edge_rewrite(struct conn *c, const uint8_t *a, size_t alen)
 {
     struct edge_sess *s = c->edge;
     struct buf *b = c->c2u.buf;
-    uint8_t out[MC_FRAME_MAX + 16];
+    uint8_t out[MC_FRAME_MAX + HOSTNAME_MAX + 16];
     size_t n = mc_rewrite_addr(buf_head(b), &s->mh, a, alen, out, sizeof(out));
-    if (!n || n > s->mh.msg_len)
-        return; /* cannot happen: the address only shrinks */
-    b->start += (uint32_t)(s->mh.msg_len - n);
+    size_t old = s->mh.msg_len;
+    if (!n || (n > old && b->end + (n - old) > b->cap))
+        return -1;
+    if (n <= old) {
+        b->start += (uint32_t)(old - n);
+    } else {
+        uint8_t *rest = b->data + b->start + old;
+        memmove(rest + (n - old), rest, b->end - (b->start + old));
+        b->end += (uint32_t)(n - old);
+    }
     memcpy(b->data + b->start, out, n);
-    s->mh.msg_len = n; /* the offsets inside it are the old message's: not used again */
+    struct mc_hello mh;
+    if (mc_sniff(buf_head(b), buf_len(b), MC_FRAME_MAX, false, &mh) != MC_OK)
+        return -1;
+    s->mh = mh;
+    return 0;
+}
+
+/* The address the backend sees in the handshake: the host rewritten
+ * (rewrite=, with the route's captures), the suffixes after it (Forge
+ * markers, forwarding data) kept or not (forward_suffix). NULL, or the
+ * end reason when it cannot be done. */
+static const char *edge_forward_addr(struct conn *c, const struct edge_route *r)
+{
+    struct edge_sess *s = c->edge;
+    if (!s->have_mh)
+        return NULL; /* TLS (SNI is not rewritten), a legacy ping */
+    bool strip = edge_route_strips(s->e, r);
+    size_t raw = s->mh.host_raw_len, tail = s->mh.addr_len - raw;
+    if (!r->rewrite && (!strip || !tail))
+        return NULL;
+    uint8_t a[HOSTNAME_MAX + 1 + MC_FRAME_MAX];
+    const uint8_t *addr = buf_head(c->c2u.buf) + s->mh.addr_off;
+    size_t n = raw;
+    if (r->rewrite) {
+        int k = hostpat_expand(r->rewrite, s->host, &s->caps, (char *)a, HOSTNAME_MAX + 1);
+        if (k < 0)
+            return "rewrite-failed";
+        n = (size_t)k;
+    } else {
+        memcpy(a, addr, raw);
+    }
+    if (!strip && tail <= MC_FRAME_MAX) {
+        memcpy(a + n, addr + raw, tail);
+        n += tail;
+    }
+    return edge_rewrite(c, a, n) ? "rewrite-failed" : NULL;
 }
 
 /* Judge the signature route r asks for. SIGNKEY_OK: go on (the signature
@@ -222,20 +271,21 @@ static enum signkey_result edge_check_signed(struct conn *c, enum edge_signed mo
     s->signed_result = (int8_t)v;
     if (v != SIGNKEY_OK || !s->have_mh)
         return v;
+    int rc = -1;
     if (mode == EDGE_SIGNED_HOP) {
         s->vouched = sh.client;
         s->vouched_set = true;
-        edge_rewrite(c, p + s->mh.addr_off, sh.keep);
+        rc = edge_rewrite(c, p + s->mh.addr_off, sh.keep);
     } else { /* the domain, then what followed the host (Forge markers...) */
         uint8_t a[MC_FRAME_MAX];
         size_t tail = s->mh.addr_len - s->mh.host_raw_len;
         if (blen + tail <= sizeof(a)) {
             memcpy(a, bind, blen);
             memcpy(a + blen, p + s->mh.addr_off + s->mh.host_raw_len, tail);
-            edge_rewrite(c, a, blen + tail);
+            rc = edge_rewrite(c, a, blen + tail);
         }
     }
-    return v;
+    return rc ? SIGNKEY_BAD_FORMAT : v; /* cannot happen: the address only shrinks */
 }
 
 /* The end reason of a refused signature (static: c->why keeps it). */
@@ -250,19 +300,53 @@ static const char *edge_signed_why(enum signkey_result v)
     return (unsigned)v < SIGNKEY_RESULT_COUNT ? why[v] : "signature";
 }
 
+/* Dial s->be: its address, or its name (a template of the route's
+ * captures) resolved by the direct outbound. */
+static void edge_dial_backend(struct conn *c, const struct edge_route *r, uint64_t now)
+{
+    struct edge_sess *s = c->edge;
+    const struct config *cfg = conn_cfg(c);
+    struct edge_backend *be = s->be;
+    if (be->name && (hostpat_expand(be->name, s->host, &s->caps, s->dst, sizeof(s->dst)) < 0 ||
+                     !(c->dst_name = strdup(s->dst)))) {
+        /* over 255 bytes or a label over 63: no such backend (counted as
+         * unreachable, like a name that does not resolve) */
+        s->dst[0] = '\0';
+        atomic_fetch_add_explicit(&r->live->results[EDGE_RES_UNREACHABLE], 1, memory_order_relaxed);
+        if (!c->dst_name)
+            edge_flood_failed(c, EDGE_REJ_UNKNOWN_HOST, "backend-name-invalid");
+        conn_close(c, c->dst_name ? "no-memory" : "backend-name-invalid");
+        return;
+    }
+    atomic_fetch_add_explicit(&be->active, 1, memory_order_relaxed);
+    s->counted_active = true;
+    c->cmd = CONN_CMD_CONNECT;
+    c->dialed = true;
+    c->target = be->addr;
+    c->dst_port = be->addr.port;
+    c->ob_rule = OUTBOUND_DIRECT;
+    c->own_dest = true; /* the operator's backend: no client rule judges it */
+    c->deadline = now + cfg->connect_timeout_ms;
+    loop_timer_arm_at(&c->w->loop, &c->timer, c->deadline);
+    conn_route(c, OUTBOUND_DIRECT, be->name ? s->dst : NULL, &be->addr, be->addr.port);
+}
+
 static void edge_dial(struct conn *c, const char *host)
 {
     struct edge_sess *s = c->edge;
     const struct config_edge *e = s->e;
-    int32_t r = host[0] ? edge_route_find(e, host) : -1;
-    if (r < 0)
+    int32_t r = host[0] ? edge_route_find(e, host, &s->caps) : -1;
+    if (r < 0) {
         r = e->unknown;
+        s->caps.n = 0;
+    }
     if (r < 0) {
         edge_reject(c, EDGE_REJ_UNKNOWN_HOST, "unknown-host");
         return;
     }
     s->route = r;
-    enum edge_signed mode = edge_route_signed(e, &e->routes[r]);
+    const struct edge_route *rt = &e->routes[r];
+    enum edge_signed mode = edge_route_signed(e, rt);
     if (mode != EDGE_SIGNED_OFF) {
         enum signkey_result v = edge_check_signed(c, mode);
         if (v != SIGNKEY_OK) {
@@ -271,22 +355,17 @@ static void edge_dial(struct conn *c, const char *host)
             return;
         }
     }
-    if (edge_serve_status(c, &e->routes[r]))
+    if (edge_serve_status(c, rt))
         return;
+    const char *bad = edge_forward_addr(c, rt);
+    if (bad) {
+        conn_close(c, bad);
+        return;
+    }
     edge_halfopen_done(s);
     uint64_t now = loop_now(&c->w->loop);
-    s->be = edge_pick(e, &e->routes[r], now);
-    atomic_fetch_add_explicit(&s->be->active, 1, memory_order_relaxed);
-    s->counted_active = true;
-    const struct config *cfg = conn_cfg(c);
-    c->cmd = CONN_CMD_CONNECT;
-    c->dialed = true;
-    c->target = s->be->addr;
-    c->dst_port = s->be->addr.port;
-    c->ob_rule = OUTBOUND_DIRECT;
-    c->deadline = now + cfg->connect_timeout_ms;
-    loop_timer_arm_at(&c->w->loop, &c->timer, c->deadline);
-    conn_route(c, OUTBOUND_DIRECT, NULL, &s->be->addr, s->be->addr.port);
+    s->be = edge_pick(e, rt, now);
+    edge_dial_backend(c, rt, now);
 }
 
 /* An IPv4 address as ::ffff:a.b.c.d; others unchanged. */
@@ -338,18 +417,24 @@ static void edge_connected(struct conn *c)
 static void edge_fail_reply(struct conn *c, enum outcome o, const char *why)
 {
     (void)o;
-    (void)why;
     struct edge_sess *s = c->edge;
     if (s && s->route >= 0) {
         atomic_fetch_add_explicit(&s->e->routes[s->route].live->results[EDGE_RES_UNREACHABLE], 1,
                                   memory_order_relaxed);
-        if (s->be)
+        /* a name that did not resolve says nothing of the template's
+         * other names: only an address is skipped for a while */
+        if (s->be && !s->be->name)
             atomic_store_explicit(&s->be->down_until_ms, loop_now(&c->w->loop) + EDGE_BACKEND_DOWN,
                                   memory_order_relaxed);
     }
     /* One end reason for every way a dial fails (err= keeps the errno,
-     * a timeout or a refusal). */
-    c->why = "backend-unreachable";
+     * a timeout or a refusal), and resolve-failed / resolve-timeout for a
+     * backend name that did not resolve. */
+    c->why = why && !strncmp(why, "resolve-", 8) ? why : "backend-unreachable";
+    /* A captured name that does not exist is an unknown host in disguise
+     * (a client probing names costs a DNS query each): it feeds the bans. */
+    if (s && s->be && s->be->name && why && !strcmp(why, "resolve-failed"))
+        edge_flood_failed(c, EDGE_REJ_UNKNOWN_HOST, why);
     conn_close(c, c->why);
 }
 
@@ -420,7 +505,7 @@ static int edge_sniff(struct conn *c)
     if (rc == 0)
         return 0;
     if (rc == MC_LEGACY && s->sniffed == EDGE_SNIFF_MC && s->e->status_cache) {
-        int32_t r = s->host[0] ? edge_route_find(s->e, s->host) : -1;
+        int32_t r = s->host[0] ? edge_route_find(s->e, s->host, NULL) : -1;
         edge_serve_legacy(c, r >= 0 ? &s->e->routes[r] : NULL);
         return 1;
     }

@@ -262,8 +262,9 @@ static void direct_begin(struct conn *c, const struct dns_answer *all)
     /* The rule that allows the address may send it another way than the
      * one the name went (a range rule naming a parent, or a direct
      * outbound with its own source): hand the address over. */
-    uint16_t via = conn_via(c, t->rule[0]), went = c->ob_rule;
-    policy_note(c, POLICY_ALLOW, t->rule[0]); /* one hit per request */
+    uint16_t went = c->ob_rule;
+    uint16_t via = c->edge ? went : conn_via(c, t->rule[0]); /* an edge backend: from here */
+    policy_note(c, POLICY_ALLOW, t->rule[0]);                /* one hit per request */
     if (via != went) {
         struct addr a = t->a[0];
         free(c->ans);

@@ -22,10 +22,10 @@ class Recorder:
     """A backend: says NAME\\n on accept, records what each client sends
     until it shuts its side (or IO seconds pass)."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, host: str = "127.0.0.1", port: int = 0):
         self.name = name
         self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
+        self.sock.bind((host, port))
         self.sock.listen(256)
         self.addr = self.sock.getsockname()
         self.received: list[bytes] = []

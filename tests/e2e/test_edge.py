@@ -242,7 +242,7 @@ def test_sighup_changes_routes_open_sessions_continue(ferry, backends):
         ("[edge g]\nlisten = 127.0.0.1:0\nstrategy = random\nroute = a.b -> 127.0.0.1:1\n",
          r"x\.conf:5: edge g: strategy: 'random' is not valid"),
         ("[edge g]\nlisten = 127.0.0.1:0\nroute = a.b -> nowhere\n",
-         r"x\.conf:5: edge g: route: 'nowhere' is not a numeric address"),
+         r"x\.conf:5: edge g: route: 'nowhere' is not an address or a name with its port"),
         ("[edge g]\nlisten = 127.0.0.1:0\nroute = a.b -> 127.0.0.1:1\nroute = A.B. -> 127.0.0.1:2\n",
          r"x\.conf:6: edge g: route: a second route for a\.b \(first on line 5\)"),
         ("route = a.b -> 127.0.0.1:1\n[edge g]\nlisten = 127.0.0.1:0\n",

@@ -54,6 +54,21 @@ def test_deny_and_allow_lists(ferry, backend):
     f.wait_log(r"edge games: connection from 127\.0\.0\.3:\d+ refused \(denied\)")
 
 
+def test_lists_survive_keys_set_after_them(ferry, backend, tmp_path):
+    """offline_motd and signed_keys once freed the allow / deny lists set
+    before them (a use after free at accept, a double free at exit)."""
+    keys = tmp_path / "edge.keys"
+    keys.write_text("1 active " + "QUFB" * 10 + "QUE=\n")
+    keys.chmod(0o600)
+    f, addr = start(ferry, backend, "allow = 127.0.0.0/29\ndeny = 127.0.0.3\nhealth_check = 1h\n"
+                    f"offline_motd = Back soon\nsigned_keys = {keys}\n")
+    assert served(addr, "127.0.0.2")
+    assert not served(addr, "127.0.0.3")
+    assert not served(addr, "127.0.0.9")
+    assert f.stop() == 0
+    assert "AddressSanitizer" not in f.log_text()
+
+
 def test_repeated_failures_ban_a_source_for_a_while(ferry, backend):
     f, addr = start(ferry, backend, "ban_after = 3\nban_window = 10s\nban_time = 2s\n")
     assert served(addr, "127.0.0.2")

@@ -17,6 +17,8 @@ import re
 import socket
 import struct
 import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -76,6 +78,7 @@ class McBackend:
         self.sock.listen(64)
         self.addr = self.sock.getsockname()
         self.status_queries = 0
+        self.status_protos: list[int] = []  # the protocol version of each status query
         self.logins: list[bytes] = []
         self.lock = threading.Lock()
         threading.Thread(target=self._accept, daemon=True).start()
@@ -95,9 +98,15 @@ class McBackend:
             intent = hs[-1]
             if intent == 1:
                 assert read_frame(c) == b"\x00"
+                proto = 0
+                for k, byte in enumerate(hs[1:6]):  # the handshake's protocol VarInt
+                    proto |= (byte & 0x7F) << (7 * k)
+                    if byte < 0x80:
+                        break
                 with self.lock:
                     self.status_queries += 1
-                c.sendall(status_reply(self.doc))
+                    self.status_protos.append(proto)
+                c.sendall(status_reply(self.doc(proto) if callable(self.doc) else self.doc))
                 ping = read_frame(c)
                 c.sendall(frame(ping))
             else:
@@ -210,6 +219,35 @@ def test_backend_down_cache_offline_and_skip(ferry, mc):
     m = scrape(metrics_addr(f))
     assert m.get("ferry_edge_status_total", edge="mc", result="offline") == 1
     assert m.get("ferry_edge_status_total", edge="mc", result="cache") == 2
+
+
+def test_one_cache_per_protocol_version(ferry):
+    """A backend that answers each protocol its own way (as one behind
+    ViaVersion does): each version gets its own cached answer, fetched
+    once per TTL however many clients ask at once."""
+    b = McBackend(doc=lambda proto: {"version": {"name": f"v{proto}", "protocol": proto},
+                                     "players": {"max": 20, "online": 3}, "description": {"text": "hi"}})
+    try:
+        text = conf(f"route = play.test -> {hostport(b.addr)}\n", "status_cache_ttl = 1s\n")
+        f = ferry(raw_config=text.replace("health_check = 1s", "health_check = 1h"))
+        addr = f.addrs[1]
+        wait_until(lambda: b.status_protos == [765], 5, "the first health check (protocol 765)")
+        protos = [765 if i % 2 else 767 for i in range(50)]
+        with ThreadPoolExecutor(10) as ex:
+            docs = list(ex.map(lambda p: status_ping(addr, "play.test", proto=p)[0], protos))
+        assert [d["version"]["protocol"] for d in docs] == protos  # each its own answer
+        # 50 requests within the TTL: the check's 765 and one fetch of 767.
+        assert sorted(b.status_protos) == [765, 767]
+        m = scrape(metrics_addr(f))
+        assert m.get("ferry_edge_status_total", edge="mc", result="fetched") == 1
+        assert m.get("ferry_edge_status_total", edge="mc", result="cache") == 49
+        f.wait_log(r"cmd=EDGE .*end=status:fetched edge=mc route=play\.test")
+        time.sleep(1.3)  # past the TTL: fetched again, once
+        for p in (767, 767, 765):
+            assert status_ping(addr, "play.test", proto=p)[0]["version"]["protocol"] == p
+        assert sorted(b.status_protos) == [765, 765, 767, 767]
+    finally:
+        b.close()
 
 
 def kick_text(addr, ping: bytes) -> str:

@@ -12,6 +12,7 @@
 
 #include "config/config.h"
 #include "fixture.h"
+#include "proto/hostpat.h"
 
 static void test_defaults_and_listeners(void **state)
 {
@@ -92,12 +93,53 @@ static void test_every_key_and_matching(void **state)
     assert_int_equal(e->routes[2].strategy, EDGE_FIRST_HEALTHY);
     assert_int_equal(e->routes[2].proxy_v2, 0);
     assert_string_equal(e->routes[0].host, "exact.example.com");
-    assert_int_equal(edge_route_find(e, "exact.example.com"), 0);
-    assert_int_equal(edge_route_find(e, "x.example.com"), 1);
-    assert_int_equal(edge_route_find(e, "x.b.example.com"), 2);
-    assert_int_equal(edge_route_find(e, "b.example.com"), 1);
-    assert_int_equal(edge_route_find(e, "example.com"), -1);
-    assert_int_equal(edge_route_find(e, "xexample.com"), -1);
+    assert_int_equal(edge_route_find(e, "exact.example.com", NULL), 0);
+    assert_int_equal(edge_route_find(e, "x.example.com", NULL), 1);
+    assert_int_equal(edge_route_find(e, "x.b.example.com", NULL), 2);
+    assert_int_equal(edge_route_find(e, "b.example.com", NULL), 1);
+    assert_int_equal(edge_route_find(e, "example.com", NULL), -1);
+    assert_int_equal(edge_route_find(e, "xexample.com", NULL), -1);
+}
+
+/* Patterns with captures, backends by name, rewrite= and forward_suffix. */
+static void test_captures_names_rewrite(void **state)
+{
+    struct ctx *x = *state;
+    expect_load_ok(
+        x,
+        "[edge g]\n"
+        "listen = 127.0.0.1:0\n"
+        "forward_suffix = strip\n"
+        "route = *.mc.test -> {1}.backends.test:25565, 10.0.0.1:25565 rewrite={1}.internal "
+        "forward_suffix=keep\n"
+        "route = *.*.mc.test -> {2}-{1}.pods.test:25566\n"
+        "route = lobby.*.mc.test -> 10.0.0.2:25565\n"
+        "route = *.ip.test -> 127.0.0.{1}:25565\n",
+        NULL);
+    const struct config_edge *e = &x->c->edges[0];
+    const struct edge_route *r = e->routes;
+    assert_true(e->strip_suffix);
+    assert_int_equal(r[0].ncaps, 1);
+    assert_true(r[0].named && r[0].wildcard);
+    assert_string_equal(r[0].backends[0].name, "{1}.backends.test");
+    assert_int_equal(r[0].backends[0].addr.port, 25565);
+    assert_null(r[0].backends[1].name);
+    assert_string_equal(r[0].rewrite, "{1}.internal");
+    assert_false(edge_route_strips(e, &r[0]));
+    assert_true(edge_route_strips(e, &r[1]));
+    assert_int_equal(r[1].ncaps, 2);
+    assert_false(r[2].named);
+    struct hostpat_caps caps;
+    assert_int_equal(edge_route_find(e, "a.mc.test", &caps), 0);
+    assert_int_equal(caps.n, 1);
+    assert_int_equal(edge_route_find(e, "a.eu.mc.test", &caps), 1);
+    assert_int_equal(caps.n, 2);
+    /* lobby.*.mc.test has three literal labels: it beats *.*.mc.test. */
+    assert_int_equal(edge_route_find(e, "lobby.eu.mc.test", &caps), 2);
+    assert_int_equal(edge_route_find(e, "2.ip.test", &caps), 3);
+    char b[300];
+    assert_string_equal(edge_backend_format(&r[1].backends[0], b, sizeof(b)),
+                        "{2}-{1}.pods.test:25566");
 }
 
 static void test_errors(void **state)
@@ -126,8 +168,8 @@ static void test_errors(void **state)
                "least-connections or first-healthy)",
                x->path);
     expect_msg(x, 2,
-               "%s:6: edge g: route: '127.0.0.1' is not a numeric address and port (expected e.g. "
-               "10.0.0.5:25565 or [::1]:443)",
+               "%s:6: edge g: route: '127.0.0.1' is not an address or a name with its port "
+               "(expected e.g. 10.0.0.5:25565, [::1]:443 or {1}.backends.internal:25565)",
                x->path);
     expect_msg(x, 3, "%s:8: edge g: route: a second route for a.b (first on line 7)", x->path);
     expect_msg(x, 4, "%s:9: edge g: sniff: 'ssh' is not valid (expected mc, tls or auto)", x->path);
@@ -139,13 +181,14 @@ static void test_errors(void **state)
     expect_msg(x, 7, "%s:12: [edge g]: a second section of that name (first at %s:3)", x->path,
                x->path);
     expect_msg(x, 8,
-               "%s:14: edge h: route: '*x.b' is not a host name (letters, digits, '-' and dots; "
-               "'*.' only as a wildcard's first label)",
+               "%s:14: edge h: route: '*x.b' is not a host name or pattern (letters, digits, '-' "
+               "and dots; '*' as a whole label, at most 9, and one label that is not '*')",
                x->path);
     expect_msg(x, 9,
                "%s:15: edge h: route: 'weight=2' is not a route option (expected "
-               "strategy=round-robin|least-connections|first-healthy, proxy_protocol=v2|off or "
-               "signed=off|hop|token)",
+               "strategy=round-robin|least-connections|first-healthy, proxy_protocol=v2|off, "
+               "signed=off|hop|token, forward_suffix=keep|strip or rewrite=HOST, HOST with "
+               "{1}..{0} of the route's captures)",
                x->path);
     expect_msg(x, 10, "%s:13: edge h: no listen address (listen = ADDR:PORT[, ...])", x->path);
     expect_msg(x, 11, "%s:13: edge h: no route (route = HOST -> BACKEND[, ...])", x->path);
@@ -156,10 +199,9 @@ static void test_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        T(test_defaults_and_listeners),
-        T(test_edge_only),
-        T(test_every_key_and_matching),
-        T(test_errors),
+        T(test_defaults_and_listeners), T(test_edge_only),
+        T(test_every_key_and_matching), T(test_errors),
+        T(test_captures_names_rewrite),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
