@@ -31,7 +31,7 @@
  * defers the owner's task), one of which may become a session's client
  * side (its news sets c->cli_ev instead of c->up_ev). What such a stream's
  * owner calls (h2out_user.h, and the reverse remotes' looks) is in
- * outbound_h2_user.c, which shares struct ho_stream and four calls into
+ * outbound_h2_user.c, which shares struct ho_stream and a few calls into
  * the connection with this file through outbound_h2_int.h.
  */
 #include <errno.h>
@@ -359,10 +359,16 @@ static ssize_t on_read_data(nghttp2_session *ss, int32_t id, uint8_t *buf, size_
  * starts young (h2io.h) before its first DATA. */
 static int on_frame_send(nghttp2_session *ss, const nghttp2_frame *f, void *user)
 {
-    (void)ss;
     struct ho_conn *hc = user;
-    if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST)
-        h2io_young_later(&hc->sched, f->hd.stream_id);
+    if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
+        return 0;
+    h2io_young_later(&hc->sched, f->hd.stream_id);
+    /* Its window other than SETTINGS' now: nghttp2 opens the stream as
+     * the HEADERS go (at submit, the window would not be set). */
+    const struct ho_stream *s = nghttp2_session_get_stream_user_data(ss, f->hd.stream_id);
+    if (s && s->win.window != hc->sl->wc->cfg->http2.window)
+        nghttp2_session_set_local_window_size(ss, NGHTTP2_FLAG_NONE, f->hd.stream_id,
+                                              (int32_t)s->win.window);
     return 0;
 }
 
@@ -460,7 +466,11 @@ static void hs_submit(struct ho_conn *hc, struct ho_stream *s)
             nv[nnv++] = (nghttp2_nv){(uint8_t *)kcred, (uint8_t *)cred, 19, 6 + n,
                                      NGHTTP2_NV_FLAG_NO_INDEX};
     }
-    s->win.window = h2flow_admit(&hc->budget, &set->budget, 0, h2->window);
+    /* A CONNECT-UDP stream's window is small and fixed (h2io.h). */
+    uint32_t want = s->xproto && strcmp(s->xproto, "connect-udp") == 0
+                        ? h2io_udp_window(hc->sl->wc->cfg->udp.max_datagram)
+                        : h2->window;
+    s->win.window = h2flow_admit(&hc->budget, &set->budget, 0, want);
     if (s->win.window < H2FLOW_WIN_MIN)
         s->win.window = H2FLOW_WIN_MIN; /* every admitted stream keeps this much */
     h2flow_charge(&hc->budget, s->win.window);
@@ -482,8 +492,6 @@ static void hs_submit(struct ho_conn *hc, struct ho_stream *s)
         return;
     }
     s->id = id;
-    if (s->win.window != h2->window)
-        nghttp2_session_set_local_window_size(hc->s, NGHTTP2_FLAG_NONE, id, (int32_t)s->win.window);
     ho_stat(hc->sl, OB_STAT_H2_STREAMS, 1);
     hc->streams_total++;
     if (s->c)
@@ -1476,6 +1484,13 @@ bool outbound_h2_slot_http1(const struct ho_slot *sl)
 void outbound_h2_stream_consumed(struct ho_stream *s, size_t n)
 {
     nghttp2_session_consume_stream(s->hc->s, s->id, n);
+    /* A datagram stream's window is fixed: our SETTINGS' initial window,
+     * applied to open streams once the parent acknowledged it, may have
+     * raised it: down again (nghttp2 holds the difference back). */
+    if (nghttp2_session_get_stream_effective_local_window_size(s->hc->s, s->id) >
+        (int32_t)s->win.window)
+        nghttp2_session_set_local_window_size(s->hc->s, NGHTTP2_FLAG_NONE, s->id,
+                                              (int32_t)s->win.window);
     ho_kick(s->hc);
 }
 
@@ -1486,6 +1501,22 @@ void outbound_h2_stream_more(struct ho_stream *s)
         nghttp2_session_resume_data(s->hc->s, s->id);
     }
     ho_kick(s->hc);
+}
+
+void outbound_h2_stream_udp_window(struct ho_stream *s)
+{
+    struct ho_conn *hc = s->hc;
+    if (!hc || s->gone)
+        return;
+    uint32_t win = h2io_udp_window(hc->sl->wc->cfg->udp.max_datagram);
+    if (win >= s->win.window)
+        return;
+    int64_t less = (int64_t)s->win.window - (int64_t)win;
+    h2flow_charge(&hc->budget, -less);
+    h2flow_charge(&hc->w->h2out->budget, -less);
+    s->win.window = win;
+    if (s->id > 0)
+        nghttp2_session_set_local_window_size(hc->s, NGHTTP2_FLAG_NONE, s->id, (int32_t)win);
 }
 
 void outbound_h2_stream_datagram(struct ho_stream *s)

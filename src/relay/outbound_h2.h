@@ -43,7 +43,8 @@ struct h2rev_out_set **outbound_h2_rev_set(struct worker *w);
 struct ho_stream *outbound_h2_stream_new(struct ho_slot *sl, struct task *wake, void *rv,
                                          const char *protocol, const char *path);
 /* s's news defers wake from now on, and no reverse owner sees its fields
- * (a reverse stream handed to a datagram flow, h2out_user.h's calls). */
+ * (a reverse stream handed to a datagram flow, h2out_user.h's calls);
+ * its window becomes a datagram stream's (h2io_udp_window, fixed). */
 void outbound_h2_stream_rewake(struct ho_stream *s, struct task *wake);
 /* Submit s on the slot's connection, or wait for one (opening it, after
  * the slot's back-off). */

@@ -65,11 +65,16 @@ struct ho_stream {
 
 /* Does slot sl's parent speak only http/1.1 (mux = auto picked it)? */
 bool outbound_h2_slot_http1(const struct ho_slot *sl);
-/* n bytes s received were consumed: stream credit back to the parent. */
+/* n bytes s (a datagram stream) received were consumed: stream credit back
+ * to the parent, its window kept at s->win.window. */
 void outbound_h2_stream_consumed(struct ho_stream *s, size_t n);
 /* s (on a connection, submitted) has new bytes or its end to send: nghttp2
  * asks for them again and the connection writes. */
 void outbound_h2_stream_more(struct ho_stream *s);
+/* s, submitted or not, carries datagrams from now on (a reverse stream
+ * handed to a datagram flow): its window shrinks to h2io_udp_window()'s,
+ * fixed. */
+void outbound_h2_stream_udp_window(struct ho_stream *s);
 /* A datagram went into s: its connection keeps a shallow socket queue
  * (h2io.h, H2IO_UDP_LOWAT). A no-op while s waits. */
 void outbound_h2_stream_datagram(struct ho_stream *s);

@@ -21,11 +21,13 @@
 
 /* ---- streams of the reverse remotes (outbound_h2rev.c) -------------------- */
 
-/* outbound_h2.h: s's news defers wake, no reverse owner sees its fields. */
+/* outbound_h2.h: s's news defers wake, no reverse owner sees its fields;
+ * it carries datagrams, so its window becomes a datagram stream's. */
 void outbound_h2_stream_rewake(struct ho_stream *s, struct task *wake)
 {
     s->rv = NULL;
     s->wake = wake;
+    outbound_h2_stream_udp_window(s); /* it carries datagrams now */
 }
 
 /* outbound_h2.h: the response's :status, 0 while none came. */
