@@ -64,6 +64,7 @@ struct h2stream {
     bool deferred;  /* the data provider waits for tx */
     bool reset;     /* the client reset it */
     bool rst_after; /* RST_STREAM(NO_ERROR) once our END_STREAM is out */
+    bool win_fixed; /* h2stream_window_fix(): never tuned */
     uint8_t *rx;    /* client -> destination, up to the granted window */
     size_t rx_off, rx_len, rx_cap;
     uint8_t *tx; /* destination -> client, at most H2_TX_MAX */
@@ -864,6 +865,17 @@ static void h2stream_tune(struct h2stream *s, size_t n)
 {
     struct h2conn *hc = s->hc;
     uint64_t now;
+    if (s->win_fixed) {
+        /* Our SETTINGS' initial window reaches a stream only once the
+         * client acknowledged it, and may have raised this one since
+         * h2stream_window_fix(): down again (nghttp2 then holds the
+         * difference back from the credit it returns). */
+        if (nghttp2_session_get_stream_effective_local_window_size(hc->s, s->id) >
+            (int32_t)s->win.window)
+            nghttp2_session_set_local_window_size(hc->s, NGHTTP2_FLAG_NONE, s->id,
+                                                  (int32_t)s->win.window);
+        return;
+    }
     if (!h2io_window_consumed(hc->s, s->id, &s->win, n, &hc->budget, &worker_budget, &hc->rtt,
                               hc->c->cli.fd, h2cfg(hc)->window_max, &now))
         return;
@@ -963,6 +975,21 @@ void h2stream_credit(struct conn *c)
     nghttp2_session_consume_stream(s->hc->s, s->id, n);
     h2stream_tune(s, n);
     h2conn_kick(s->hc);
+}
+
+void h2stream_window_fix(struct conn *c, uint32_t win)
+{
+    struct h2stream *s = c->h2s;
+    if (s->gone || s->hc->dying)
+        return;
+    s->win_fixed = true;
+    if (win >= s->win.window)
+        return;
+    int64_t less = (int64_t)s->win.window - (int64_t)win;
+    h2flow_charge(&s->hc->budget, -less);
+    h2flow_charge(&worker_budget, -less);
+    s->win.window = win;
+    nghttp2_session_set_local_window_size(s->hc->s, NGHTTP2_FLAG_NONE, s->id, (int32_t)win);
 }
 
 ssize_t h2stream_tx_write(struct conn *c, const void *p, size_t len)

@@ -126,6 +126,10 @@ void h2stream_interim(struct conn *c, int status);
 /* After the pump moved bytes: give the client credit for those that
  * reached the destination (c->c2u.bytes), maybe growing the window. */
 void h2stream_credit(struct conn *c);
+/* c's stream keeps a receive window of win bytes from now on, never tuned
+ * (a CONNECT-UDP stream, h2io_udp_window()): a larger one shrinks (the
+ * client may still fill what it was granted before). */
+void h2stream_window_fix(struct conn *c, uint32_t win);
 /* Answer the request with status (and one extra field, name NULL: none);
  * end: with END_STREAM (a refusal), else the tunnel's data follows. */
 void h2stream_respond(struct conn *c, int status, bool end, const char *name, const char *value);

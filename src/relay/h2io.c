@@ -32,6 +32,13 @@ void h2io_udp_note(struct h2io_udp *u, uint64_t now_ms)
     u->last_ms = now_ms;
 }
 
+uint32_t h2io_udp_window(uint32_t max_datagram)
+{
+    /* A capsule: its payload, the context id and two varint headers. */
+    uint64_t two = 2 * ((uint64_t)max_datagram + 32);
+    return two > H2IO_UDP_WINDOW ? (uint32_t)two : H2IO_UDP_WINDOW;
+}
+
 uint32_t h2io_udp_upto(struct h2io_udp *u, int fd, uint64_t now_ms, uint32_t deep)
 {
     bool shallow = u->last_ms && now_ms - u->last_ms < H2IO_UDP_HOLD_MS;

@@ -68,6 +68,21 @@
 #define H2IO_UDP_GATHER  (16u * 1024)
 #define H2IO_UDP_HOLD_MS 1000
 
+/* A CONNECT-UDP stream's receive window, at both ends: fixed (never
+ * tuned) and small, so that a stream flooding datagrams keeps at most this
+ * much ahead of another stream's datagram in the carrier (the peer's
+ * socket and buffers): the receiver credits a capsule only once its
+ * datagram was sent on or dropped and counted, so the sender queues the
+ * rest on its own side, where the association's bounded queue drops it.
+ * h2io_udp_window() gives H2IO_UDP_WINDOW, or two of the largest capsules
+ * when udp.max_datagram is raised past it (credit comes back per whole
+ * capsule: a capsule split across windows must always fit). */
+#define H2IO_UDP_WINDOW (32u * 1024)
+
+/* The window of a CONNECT-UDP stream whose datagrams are at most
+ * max_datagram bytes. */
+uint32_t h2io_udp_window(uint32_t max_datagram);
+
 /* A carrier's datagram state: when one was last written, and whether its
  * socket has the shallow setting now. */
 struct h2io_udp {

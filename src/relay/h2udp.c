@@ -19,7 +19,10 @@
  * is dropped and counted, so a slow client stalls nothing. From the
  * client, capsules are consumed as they arrive (sent, or dropped and
  * counted), so the stream's credit always comes back: a UDP stream never
- * holds the connection's window. A capsule longer than the datagram cap
+ * holds the connection's window. Its own window is fixed and small
+ * (h2io_udp_window): a flooding stream keeps little in the carrier ahead
+ * of the others' datagrams, and the rest waits (or is dropped) at the
+ * client. A capsule longer than the datagram cap
  * plus its context id, or a malformed one, aborts the stream
  * (RST_STREAM, RFC 9297 section 3.3), with the reason in the log.
  *
@@ -41,6 +44,7 @@
 #include "proto/masque.h"
 #include "proto/socks5.h"
 #include "relay/h2conn.h"
+#include "relay/h2io.h"
 #include "relay/session.h"
 
 /* Read from the stream per drive before yielding to other sessions. */
@@ -424,6 +428,7 @@ int h2udp_reverse_start(struct conn *c, int fd, const struct addr *peer)
     c->h2u = u;
     stat_add(&c->w->stats.udp_assocs, 1);
     conn_set_state(c, CONN_ST_UDP);
+    h2stream_window_fix(c, h2io_udp_window(cfg->udp.max_datagram));
     h2udp_touch(u);
     loop_timer_arm(&c->w->loop, &u->idle, cfg->udp.idle_ms);
     return 0;
@@ -454,6 +459,7 @@ int h2udp_assoc_start(struct conn *c, struct conn *ctl)
     c->h2u = u;
     stat_add(&c->w->stats.udp_assocs, 1);
     conn_set_state(c, CONN_ST_UDP);
+    h2stream_window_fix(c, h2io_udp_window(cfg->udp.max_datagram + H2UDP_SOCKS_HDR));
     h2udp_touch(u);
     return 0;
 }
@@ -507,6 +513,7 @@ static void h2udp_open(struct conn *c, const struct addr *a)
     /* RFC 9297 section 3.4: the response says capsules follow. */
     h2stream_respond(c, 200, false, "capsule-protocol", "?1");
     conn_set_state(c, CONN_ST_UDP);
+    h2stream_window_fix(c, h2io_udp_window(cfg->udp.max_datagram));
     policy_bw_start(c); /* limits.bandwidth_*: datagrams over it are dropped */
     h2udp_touch(u);
     conn_arm_idle(c);

@@ -29,7 +29,10 @@
  * The reverse remotes (outbound_h2rev.c) use the same streams through
  * outbound_h2.h: extended CONNECTs owned by no session (their news
  * defers the owner's task), one of which may become a session's client
- * side (its news sets c->cli_ev instead of c->up_ev).
+ * side (its news sets c->cli_ev instead of c->up_ev). What such a stream's
+ * owner calls (h2out_user.h, and the reverse remotes' looks) is in
+ * outbound_h2_user.c, which shares struct ho_stream and a few calls into
+ * the connection with this file through outbound_h2_int.h.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -49,19 +52,18 @@
 #include "proto/parent.h"
 #include "proto/ws.h"
 #include "relay/h2io.h"
-#include "relay/h2out_user.h"
 #include "relay/outbound.h"
 #include "relay/outbound_h2.h"
+#include "relay/outbound_h2_int.h"
 #include "relay/outbound_h2rev.h"
 #include "relay/session.h"
 #include "relay/tunnel_log.h"
 #include "relay/wslink.h"
 #include "tls/tls.h"
 
-#define HO_TX_MAX      (128u * 1024) /* bytes a stream holds for the parent */
-#define HO_OUT_CAP     (64u * 1024)  /* frames gathered before one TLS write */
-#define HO_PING_IDLE   20000         /* keepalive PING after this long idle, ms */
-#define HO_PING_MISSED 3             /* unanswered keepalives: the parent is gone */
+#define HO_OUT_CAP     (64u * 1024) /* frames gathered before one TLS write */
+#define HO_PING_IDLE   20000        /* keepalive PING after this long idle, ms */
+#define HO_PING_MISSED 3            /* unanswered keepalives: the parent is gone */
 #define HO_BACKOFF_MS  200
 #define HO_BACKOFF_CAP 30000
 #define HO_HEALTHY_MS  60000 /* up this long: the back-off starts again */
@@ -70,42 +72,6 @@ enum ho_state { HO_RESOLVE, HO_CONNECT, HO_TLS, HO_WS, HO_UP, HO_DEAD };
 
 struct ho_conn;
 struct ho_slot;
-
-/* A session's stream: c->ob_priv from dial to close. */
-struct ho_stream {
-    struct list link;   /* in its connection's streams, or its slot's waiters */
-    struct ho_slot *sl; /* the slot it waits in or came through */
-    struct ho_conn *hc; /* NULL: waiting, or its connection is gone */
-    struct conn *c;     /* NULL once its session let go */
-    bool cli;           /* c reads it as its client side (a reverse session) */
-    /* A stream no session holds (outbound_h2.h, h2out_user.h): an extended
-     * CONNECT (RFC 8441) whose news defers wake; rv, a reverse owner, also
-     * sees the response's fields. */
-    struct task *wake;
-    void *rv;
-    const char *xproto;   /* :protocol (NULL: a plain CONNECT), and ... */
-    char *xpath;          /* ... :path (owned) */
-    int32_t id;           /* 0: not submitted */
-    int status;           /* the response's :status; 0 while none */
-    bool waiting;         /* in sl->waiters */
-    bool gone;            /* nghttp2 closed it (or its connection died) */
-    bool reset;           /* ended without a clean END_STREAM both ways */
-    bool retry;           /* refused by a GOAWAY before it was processed: dial again */
-    bool http1;           /* the parent speaks http/1.1 (auto): go the HTTP/1 way */
-    uint8_t fail_o;       /* enum outcome of the attempt that failed it now ... */
-    const char *fail_why; /* ... and why; NULL: none */
-    bool rx_eof, tx_eof, deferred;
-    uint8_t *rx; /* parent -> client, up to the granted window */
-    size_t rx_off, rx_len, rx_cap;
-    uint8_t *tx; /* client -> parent */
-    size_t tx_off, tx_len;
-    uint64_t handed, credited; /* bytes read by the session / credited back */
-    uint64_t sent;             /* DATA handed to nghttp2 (young until H2IO_YOUNG) */
-    struct h2flow_win win;
-    struct addr ip; /* the destination as dialled, for a second dial */
-    uint16_t port;
-    bool has_name;
-};
 
 /* One TLS connection to the parent. */
 struct ho_conn {
@@ -393,10 +359,16 @@ static ssize_t on_read_data(nghttp2_session *ss, int32_t id, uint8_t *buf, size_
  * starts young (h2io.h) before its first DATA. */
 static int on_frame_send(nghttp2_session *ss, const nghttp2_frame *f, void *user)
 {
-    (void)ss;
     struct ho_conn *hc = user;
-    if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST)
-        h2io_young_later(&hc->sched, f->hd.stream_id);
+    if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
+        return 0;
+    h2io_young_later(&hc->sched, f->hd.stream_id);
+    /* Its window other than SETTINGS' now: nghttp2 opens the stream as
+     * the HEADERS go (at submit, the window would not be set). */
+    const struct ho_stream *s = nghttp2_session_get_stream_user_data(ss, f->hd.stream_id);
+    if (s && s->win.window != hc->sl->wc->cfg->http2.window)
+        nghttp2_session_set_local_window_size(ss, NGHTTP2_FLAG_NONE, f->hd.stream_id,
+                                              (int32_t)s->win.window);
     return 0;
 }
 
@@ -494,7 +466,11 @@ static void hs_submit(struct ho_conn *hc, struct ho_stream *s)
             nv[nnv++] = (nghttp2_nv){(uint8_t *)kcred, (uint8_t *)cred, 19, 6 + n,
                                      NGHTTP2_NV_FLAG_NO_INDEX};
     }
-    s->win.window = h2flow_admit(&hc->budget, &set->budget, 0, h2->window);
+    /* A CONNECT-UDP stream's window is small and fixed (h2io.h). */
+    uint32_t want = s->xproto && strcmp(s->xproto, "connect-udp") == 0
+                        ? h2io_udp_window(hc->sl->wc->cfg->udp.max_datagram)
+                        : h2->window;
+    s->win.window = h2flow_admit(&hc->budget, &set->budget, 0, want);
     if (s->win.window < H2FLOW_WIN_MIN)
         s->win.window = H2FLOW_WIN_MIN; /* every admitted stream keeps this much */
     h2flow_charge(&hc->budget, s->win.window);
@@ -516,8 +492,6 @@ static void hs_submit(struct ho_conn *hc, struct ho_stream *s)
         return;
     }
     s->id = id;
-    if (s->win.window != h2->window)
-        nghttp2_session_set_local_window_size(hc->s, NGHTTP2_FLAG_NONE, id, (int32_t)s->win.window);
     ho_stat(hc->sl, OB_STAT_H2_STREAMS, 1);
     hc->streams_total++;
     if (s->c)
@@ -1474,11 +1448,6 @@ struct ho_stream *outbound_h2_stream_new(struct ho_slot *sl, struct task *wake, 
     return s;
 }
 
-int32_t outbound_h2_stream_id(const struct ho_stream *s)
-{
-    return s->id > 0 ? s->id : 0;
-}
-
 struct ho_stream *outbound_h2_stream_open_beside(const struct ho_stream *peer, struct task *wake,
                                                  void *rv, const char *protocol, const char *path)
 {
@@ -1488,27 +1457,6 @@ struct ho_stream *outbound_h2_stream_open_beside(const struct ho_stream *peer, s
         return NULL;
     }
     return s;
-}
-
-void outbound_h2_stream_rewake(struct ho_stream *s, struct task *wake)
-{
-    s->rv = NULL;
-    s->wake = wake;
-}
-
-int outbound_h2_stream_status(const struct ho_stream *s)
-{
-    return s->status;
-}
-
-bool outbound_h2_stream_ended(const struct ho_stream *s)
-{
-    return s->gone || (!s->hc && !s->waiting);
-}
-
-bool outbound_h2_stream_http1(const struct ho_stream *s)
-{
-    return s->http1;
 }
 
 void outbound_h2_stream_adopt(struct ho_stream *s, struct conn *c)
@@ -1536,107 +1484,56 @@ const struct outbound_ops outbound_h2 = {
     .credit = ob_h2_credit,
 };
 
-/* ---- streams of other users (h2out_user.h) -------------------------------- */
+/* ---- what outbound_h2_user.c asks of a stream's connection ---------------- */
 
-struct ho_stream *h2out_open(struct worker *w, const struct config *cfg, uint16_t ob,
-                             const char *proto, const char *path, struct task *wake)
+/* outbound_h2_int.h: the calls below. */
+bool outbound_h2_slot_http1(const struct ho_slot *sl)
 {
-    struct wcfg *wc = NULL;
-    for (struct list *pos = w->cfgs.next; pos != &w->cfgs; pos = pos->next)
-        if (container_of(pos, struct wcfg, link)->cfg == cfg)
-            wc = container_of(pos, struct wcfg, link);
-    struct ho_slot *sl = wc ? outbound_h2_slot(w, wc, ob) : NULL;
-    struct ho_stream *s =
-        sl && !sl->http1 ? outbound_h2_stream_new(sl, wake, NULL, proto, path) : NULL;
-    if (!s)
-        return NULL;
-    struct loop *l = &w->loop;
-    if (sl->cur && sl->cur->st == HO_UP && !sl->cur->goaway) {
-        hs_submit(sl->cur, s);
-        return s;
-    }
-    list_add_tail(&sl->waiters, &s->link);
-    s->waiting = true;
-    uint64_t now = loop_now(l);
-    if (!sl->cur && now >= sl->retry_at)
-        slot_attempt(sl);
-    else if (!sl->cur && !timer_armed(&sl->timer))
-        loop_timer_arm_at(l, &sl->timer, sl->retry_at);
-    return s;
+    return sl->http1;
 }
 
-int h2out_state(const struct ho_stream *s)
+void outbound_h2_stream_consumed(struct ho_stream *s, size_t n)
 {
-    if (s->http1)
-        return -1;
-    if (s->status >= 200 && s->status <= 299)
-        return !s->hc ? H2OUT_LOST : s->gone || s->rx_eof ? -1 : s->status;
-    if (s->status)
-        return -s->status;
-    if (!s->hc && !s->waiting)
-        return H2OUT_LOST; /* its connection failed, or went */
-    return s->gone ? -1 : 0;
-}
-
-size_t h2out_peek(const struct ho_stream *s, const uint8_t **p)
-{
-    *p = s->rx + s->rx_off;
-    return s->rx_len - s->rx_off;
-}
-
-void h2out_consume(struct ho_stream *s, size_t n)
-{
-    s->rx_off += n;
-    if (s->rx_off == s->rx_len)
-        s->rx_off = s->rx_len = 0;
-    if (!s->hc || s->gone || !n)
-        return;
     nghttp2_session_consume_stream(s->hc->s, s->id, n);
+    /* A datagram stream's window is fixed: our SETTINGS' initial window,
+     * applied to open streams once the parent acknowledged it, may have
+     * raised it: down again (nghttp2 holds the difference back). */
+    if (nghttp2_session_get_stream_effective_local_window_size(s->hc->s, s->id) >
+        (int32_t)s->win.window)
+        nghttp2_session_set_local_window_size(s->hc->s, NGHTTP2_FLAG_NONE, s->id,
+                                              (int32_t)s->win.window);
     ho_kick(s->hc);
 }
 
-size_t h2out_unsent(const struct ho_stream *s)
+void outbound_h2_stream_more(struct ho_stream *s)
 {
-    return s->tx_len - s->tx_off;
-}
-
-void h2out_datagram(struct ho_stream *s)
-{
-    if (s->hc)
-        h2io_udp_note(&s->hc->udp, loop_now(&s->hc->w->loop));
-}
-
-int h2out_write(struct ho_stream *s, const void *a, size_t na, const void *b, size_t nb)
-{
-    if (s->gone || (!s->hc && !s->waiting))
-        return -EPIPE; /* while it waits, bytes wait with it */
-    if (s->tx_off) {
-        memmove(s->tx, s->tx + s->tx_off, s->tx_len - s->tx_off);
-        s->tx_len -= s->tx_off;
-        s->tx_off = 0;
-    }
-    if (na + nb > HO_TX_MAX - s->tx_len)
-        return -EAGAIN;
-    if (!s->tx && !(s->tx = malloc(HO_TX_MAX)))
-        return -ENOMEM;
-    memcpy(s->tx + s->tx_len, a, na);
-    if (nb)
-        memcpy(s->tx + s->tx_len + na, b, nb);
-    s->tx_len += na + nb;
-    if (!s->hc || s->id <= 0)
-        return 0;
     if (s->deferred) {
         s->deferred = false;
         nghttp2_session_resume_data(s->hc->s, s->id);
     }
     ho_kick(s->hc);
-    return 0;
 }
 
-void h2out_close(struct ho_stream *s)
+void outbound_h2_stream_udp_window(struct ho_stream *s)
 {
-    if (s)
-        outbound_h2_stream_release(s); /* an unfinished stream is reset, its credit given back */
+    struct ho_conn *hc = s->hc;
+    if (!hc || s->gone)
+        return;
+    uint32_t win = h2io_udp_window(hc->sl->wc->cfg->udp.max_datagram);
+    if (win >= s->win.window)
+        return;
+    int64_t less = (int64_t)s->win.window - (int64_t)win;
+    h2flow_charge(&hc->budget, -less);
+    h2flow_charge(&hc->w->h2out->budget, -less);
+    s->win.window = win;
+    if (s->id > 0)
+        nghttp2_session_set_local_window_size(hc->s, NGHTTP2_FLAG_NONE, s->id, (int32_t)win);
+}
+
+void outbound_h2_stream_datagram(struct ho_stream *s)
+{
+    if (s->hc)
+        h2io_udp_note(&s->hc->udp, loop_now(&s->hc->w->loop));
 }
 
 /* ---- the worker's set ----------------------------------------------------- */

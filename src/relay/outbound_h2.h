@@ -43,7 +43,8 @@ struct h2rev_out_set **outbound_h2_rev_set(struct worker *w);
 struct ho_stream *outbound_h2_stream_new(struct ho_slot *sl, struct task *wake, void *rv,
                                          const char *protocol, const char *path);
 /* s's news defers wake from now on, and no reverse owner sees its fields
- * (a reverse stream handed to a datagram flow, h2out_user.h's calls). */
+ * (a reverse stream handed to a datagram flow, h2out_user.h's calls);
+ * its window becomes a datagram stream's (h2io_udp_window, fixed). */
 void outbound_h2_stream_rewake(struct ho_stream *s, struct task *wake);
 /* Submit s on the slot's connection, or wait for one (opening it, after
  * the slot's back-off). */
@@ -66,6 +67,10 @@ int outbound_h2_stream_status(const struct ho_stream *s);
 bool outbound_h2_stream_ended(const struct ho_stream *s);
 /* The parent turned out to speak only HTTP/1.1 (no streams at all). */
 bool outbound_h2_stream_http1(const struct ho_stream *s);
+/* s, submitted or not, carries datagrams from now on (a reverse stream
+ * handed to a datagram flow, a reverse SOCKS association's): its window
+ * shrinks to h2io_udp_window()'s, fixed. */
+void outbound_h2_stream_udp_window(struct ho_stream *s);
 /* Session c reads and writes s as its client side from now on (its
  * news sets c->cli_ev and defers c's task); the owner lets go. */
 void outbound_h2_stream_adopt(struct ho_stream *s, struct conn *c);

@@ -162,6 +162,8 @@ int outbound_h2rev_assoc_open(struct conn *c, const struct udp_owner *own,
     char path[64];
     snprintf(path, sizeof(path), "/ferry/listen/assoc/%ld", (long)outbound_h2_stream_id(c->hos));
     x->o.s = outbound_h2_stream_open_beside(c->hos, &x->task, &x->o, "ferry-listen", path);
+    if (x->o.s) /* it carries datagrams: the small fixed window of one */
+        outbound_h2_stream_udp_window(x->o.s);
     const struct udp_pipe pipe = {rva_pipe_deliver, rva_pipe_close, x};
     int rc =
         x->o.s ? udp_assoc_open_piped(c->w, conn_cfg(c), &c->client, own, &pipe, &c->udp) : -EPIPE;

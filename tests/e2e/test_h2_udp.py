@@ -10,7 +10,8 @@ resolved at the proxy, Proxy-Authorization (407) and a rule's 403 per
 stream, the bad requests masque_error_status answers (400, 501), the
 [udp] idle expiry ending the stream (END_STREAM), END_STREAM and
 RST_STREAM from the client, a stream counted as one udp association, non-zero context ids and unknown capsule types, and an oversized
-capsule resetting only its own stream."""
+capsule resetting only its own stream, and a stream's window staying
+small and fixed (32 KiB) however fast its datagrams are consumed."""
 
 import base64
 import collections
@@ -345,6 +346,32 @@ def test_h2_udp_oversized_capsule_aborts_only_its_stream(ferry, cert, udp_echo):
     assert metric(body, "ferry_h2_udp_aborted_total") == 1
     assert metric(body, 'ferry_udp_dropped_total{reason="context"}') == 1
     assert metric(body, "ferry_h2_udp_capsules_skipped_total") == 1
+
+
+def test_h2_udp_stream_window_is_small_and_fixed(ferry, cert, udp_echo):
+    # A CONNECT-UDP stream's window stays at 32 KiB however fast its
+    # datagrams are consumed (a TCP stream's grows from [http2] window):
+    # a flood keeps at most that much ahead of others' datagrams. The
+    # first SETTINGS window is the client's to spend once; after that the
+    # credit the proxy gives back never lets more than 32 KiB be in flight.
+    e = udp_echo()
+    f = h2udp_ferry(ferry, cert)
+    cl = t2.H2Client(f.addr, cert[0])
+    try:
+        sid = udp_open(cl, "127.0.0.1", e.port)
+        wait_status(cl, sid)
+        payloads = [b"%05d-" % i + b"w" * 1194 for i in range(400)]  # 480 KB of capsules
+        for i in range(0, len(payloads), 50):
+            cl.send(sid, b"".join(dgram(p) for p in payloads[i:i + 50]))
+        # Every datagram reached the echo (none dropped: the echo keeps up),
+        # so all the stream's credit is back.
+        cl.wait(lambda: e.seen >= len(payloads), what="the echo to see all datagrams")
+        time.sleep(0.2)
+        cl.pump(0.2)
+        win = cl.conn.local_flow_control_window(sid)
+        assert 0 < win <= 32 * 1024, f"stream window {win}"
+    finally:
+        cl.close()
 
 
 def test_h2_udp_stream_counts_as_association(ferry, cert, udp_echo):

@@ -311,6 +311,20 @@ static void test_udp_shallow_queue(void **state)
     close(fd);
 }
 
+/* A CONNECT-UDP stream's window: 32 KiB, or room for two of the largest
+ * capsules (payload, context id, type and length varints) when
+ * udp.max_datagram is raised, so a capsule split across windows always
+ * completes. */
+static void test_udp_window(void **state)
+{
+    (void)state;
+    assert_int_equal(h2io_udp_window(9012), H2IO_UDP_WINDOW);
+    assert_int_equal(h2io_udp_window(0), H2IO_UDP_WINDOW);
+    for (uint32_t max = 1; max <= 65535; max += 997)
+        assert_true(h2io_udp_window(max) >= 2 * (max + 1 + 2 * 8));
+    assert_true(h2io_udp_window(65507) < 256 * 1024);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -318,6 +332,7 @@ int main(void)
         cmocka_unit_test(test_young_goes_ahead_of_bulk),
         cmocka_unit_test(test_client_young_goes_ahead_of_bulk),
         cmocka_unit_test(test_udp_shallow_queue),
+        cmocka_unit_test(test_udp_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
