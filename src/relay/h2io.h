@@ -122,7 +122,9 @@ struct h2io_callbacks {
 /* A server or client session with those callbacks and user data, its
  * window updates left to us (NGHTTP2_OPT_NO_AUTO_WINDOW_UPDATE: credit is
  * returned by h2io_window_consumed()), and, when deflate_max is not 0, the
- * peer's HPACK table capped at it. NULL when out of memory. */
+ * peer's HPACK table capped at it. A server session has nghttp2's count of
+ * received RST_STREAMs turned off (h2conn.c's Rapid Reset budget counts the
+ * ones that matter). NULL when out of memory. */
 nghttp2_session *h2io_session_new(bool server, const struct h2io_callbacks *cb, void *user,
                                   size_t deflate_max);
 
