@@ -24,13 +24,8 @@
 
 /* DATA a data provider hands nghttp2 per call: the round-robin quantum
  * (nghttp2 asks for at most 16 KiB without a read_length_callback; the
- * cap keeps it so whatever the peer's SETTINGS_MAX_FRAME_SIZE). 16 KiB
- * less the 9-byte frame header, so a DATA frame is exactly one full TLS
- * record (16 KiB of plaintext): a gather of whole frames is whole records,
- * where 16 KiB payloads left a record of 18 or 36 bytes (and a write(2)
- * and a TCP segment of its own) after every two or four full ones. */
-#define H2IO_FRAME_HDR 9u /* RFC 9113 4.1 */
-#define H2IO_QUANTUM   (16u * 1024 - H2IO_FRAME_HDR)
+ * cap keeps it so whatever the peer's SETTINGS_MAX_FRAME_SIZE). */
+#define H2IO_QUANTUM (16u * 1024)
 
 /* A stream is young until it has sent this much DATA: a request, a TLS
  * handshake or a small response goes ahead of the bulk streams. */

@@ -2,8 +2,7 @@
 /*
  * h2io_test.c: the HTTP/2 sending order (relay/h2io.c; TUNNEL.md, "Flow
  * control", Sending) with real nghttp2 sessions in memory and no sockets:
- * a data provider hands at most one quantum (a DATA frame of exactly one
- * full TLS record, so a gather of them is whole records), a stream is young
+ * a data provider hands at most one 16 KiB quantum, a stream is young
  * until 64 KiB and bulk after, and a young stream's 64 KiB response leaves
  * in one piece while 8 bulk streams have DATA ready (without the young
  * weight nghttp2's round-robin puts 8 bulk frames between its quanta), on
@@ -199,18 +198,12 @@ static void test_young_goes_ahead_of_bulk(void **state)
     respond(&sv, young, &sv.src[NBULK]);
     int bulk_before, bulk_inside, young_frames;
     young_order(&sv, &buf, young, &bulk_before, &bulk_inside, &young_frames);
-    assert_int_equal(young_frames, (H2IO_YOUNG + H2IO_QUANTUM - 1) / H2IO_QUANTUM);
+    assert_int_equal(young_frames, H2IO_YOUNG / H2IO_QUANTUM);
     /* Before its first quantum, at most the bulk quanta due at the same
      * virtual time (one round); between its quanta none (round-robin at
      * equal weights: 8 per gap, 24). */
     assert_true(bulk_before <= NBULK);
     assert_int_equal(bulk_inside, 0);
-    /* A gather of bulk DATA is whole TLS records (16 KiB of plaintext
-     * each): a quantum and its frame header fill one exactly, so no
-     * record of a few bytes follows each gather. */
-    uint32_t used = 0;
-    assert_int_equal(h2io_gather(sv.s, &sv.q, &buf, &used, 32 * 1024, 64 * 1024), 0);
-    assert_int_equal(used, 32 * 1024);
     free(buf);
     nghttp2_session_del(cl);
     nghttp2_session_del(sv.s);
@@ -276,7 +269,7 @@ static void test_client_young_goes_ahead_of_bulk(void **state)
     request(&c, &c.src[NBULK]);
     int before, inside, frames;
     young_order(&c, &buf, 1 + 2 * NBULK, &before, &inside, &frames);
-    assert_int_equal(frames, (H2IO_YOUNG + H2IO_QUANTUM - 1) / H2IO_QUANTUM);
+    assert_int_equal(frames, H2IO_YOUNG / H2IO_QUANTUM);
     assert_true(before <= NBULK);
     assert_int_equal(inside, 0);
     free(buf);
