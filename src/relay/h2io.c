@@ -28,6 +28,18 @@ void h2io_carrier(int fd)
     (void)setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
 }
 
+uint32_t h2io_whole_records(uint32_t len, bool more)
+{
+    return more && len > H2IO_RECORD ? len - len % H2IO_RECORD : len;
+}
+
+void h2io_keep_tail(uint8_t *buf, uint32_t *off, uint32_t *len)
+{
+    memmove(buf, buf + *off, *len - *off);
+    *len -= *off;
+    *off = 0;
+}
+
 void h2io_udp_note(struct h2io_udp *u, uint64_t now_ms)
 {
     u->last_ms = now_ms;
