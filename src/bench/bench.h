@@ -301,6 +301,7 @@ struct sclient {
     uint8_t phase;
     uint8_t ev; /* SIDE-like readiness: 1 readable, 2 writable, 4 rdhup */
     uint8_t fail;
+    uint8_t fail_phase; /* the enum sc_phase it failed in */
     uint8_t rep;
     int err; /* -errno of a socket-level failure */
     uint16_t rlen;
@@ -490,6 +491,10 @@ size_t bench_first_diff(const uint8_t *a, const uint8_t *b, size_t n);
  * allocation counters when $ALLOC_COUNT_DIR names where they are kept
  * (proc.c). Returns whether the CPU and memory are known. */
 bool bench_sample(const struct bench *b, struct proc_sample *out);
+/* The kernel's count of connections dropped at a full accept queue
+ * (TcpExtListenOverflows in /proc/net/netstat: this network namespace,
+ * every listener in it); false when unknown. */
+bool bench_listen_overflows(uint64_t *out);
 
 /* Sleep in small steps until the window ends, or until bench_fail() was
  * called (after at least one step); print progress if asked. */

@@ -96,6 +96,8 @@ int sclient_open(struct sclient *s, struct loop *l, const struct route *r, io_cb
 
 static int sc_fail(struct sclient *s, uint8_t kind, int err)
 {
+    if (s->phase != SC_FAILED)
+        s->fail_phase = s->phase;
     s->fail = kind;
     s->err = err;
     s->phase = SC_FAILED;
@@ -383,6 +385,7 @@ static int step_h2(struct sclient *s, const struct route *r)
     if (st < 0) {
         if (!s->fail)
             s->fail = SC_FAIL_H2;
+        s->fail_phase = SC_H2;
         s->phase = SC_FAILED;
         return -1;
     }

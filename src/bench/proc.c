@@ -392,6 +392,32 @@ static bool alloc_read(pid_t pid, uint64_t *allocs)
     return n == (ssize_t)sizeof(*allocs);
 }
 
+/* bench.h: the kernel's TcpExt ListenOverflows counter. */
+bool bench_listen_overflows(uint64_t *out)
+{
+    FILE *f = fopen("/proc/net/netstat", "re");
+    if (!f)
+        return false;
+    char names[4096], values[4096];
+    bool found = false;
+    while (!found && fgets(names, sizeof(names), f) && fgets(values, sizeof(values), f)) {
+        if (strncmp(names, "TcpExt:", 7) != 0 || strncmp(values, "TcpExt:", 7) != 0)
+            continue;
+        char *sn = NULL, *sv = NULL;
+        char *n = strtok_r(names + 7, " \n", &sn);
+        char *v = strtok_r(values + 7, " \n", &sv);
+        for (; n && v; n = strtok_r(NULL, " \n", &sn), v = strtok_r(NULL, " \n", &sv)) {
+            if (strcmp(n, "ListenOverflows") == 0) {
+                *out = strtoull(v, NULL, 10);
+                found = true;
+                break;
+            }
+        }
+    }
+    fclose(f);
+    return found;
+}
+
 bool bench_sample(const struct bench *b, struct proc_sample *out)
 {
     memset(out, 0, sizeof(*out));

@@ -7,7 +7,9 @@
  * Latency runs from connect() to the echoed byte. Failures are counted by
  * kind: the OS (connect errors, resets) apart from the proxy (SOCKS replies),
  * and apart from both, a wrong echo (another byte, or more than one): that
- * is the proxy corrupting data, and fails the run.
+ * is the proxy corrupting data, and fails the run. Socket-level failures
+ * are told by where (connect(), before the proxy's reply, after it), beside
+ * the kernel's accept-queue drops in the window (TcpExtListenOverflows).
  *
  * With --rate N/s (open loop) the setups start on a fixed timetable instead,
  * N a second over all threads, whether or not the ones before have ended;
@@ -49,6 +51,8 @@ struct hs_thread {
     _Atomic uint64_t backlog; /* --rate: setups due that wait for a slot */
     _Atomic bool measuring;
     _Atomic uint64_t ok, fail_socket, fail_socks, addrnotavail;
+    /* fail_socket by where: connect(), before the proxy's reply, after it */
+    _Atomic uint64_t fail_connect, fail_early, fail_late;
     _Atomic uint64_t fail_data; /* wrong echoes, warm-up included */
     uint64_t total;             /* all completions, measured or not */
 };
@@ -83,6 +87,11 @@ static void hs_finish(struct hs_slot *s, bool ok)
             bump(&th->fail_socket);
             if (s->sc.err == -EADDRNOTAVAIL)
                 bump(&th->addrnotavail);
+            /* A reset seen as connect()'s result came after the handshake. */
+            bool reset = s->sc.err == -ECONNRESET || s->sc.err == -EPIPE;
+            bump(s->sc.fail_phase == SC_CONNECT && !reset ? &th->fail_connect
+                 : s->sc.fail_phase == SC_OPEN            ? &th->fail_late
+                                                          : &th->fail_early);
         }
     }
     sclient_close(&s->sc, true);
@@ -104,6 +113,7 @@ static void hs_on_io(struct io *io, uint32_t events)
         uint8_t one = 0x5a;
         if (sclient_send(&s->sc, &one, 1) != 1) {
             s->sc.fail = SC_FAIL_SOCKET;
+            s->sc.fail_phase = SC_OPEN;
             s->sc.err = -errno;
             hs_finish(s, false);
             return;
@@ -130,6 +140,7 @@ static void hs_on_io(struct io *io, uint32_t events)
         hs_finish(s, false);
     } else if (n == 0 || (n < 0 && errno != EAGAIN)) {
         s->sc.fail = SC_FAIL_SOCKET;
+        s->sc.fail_phase = SC_OPEN;
         s->sc.err = n == 0 ? -ECONNRESET : -errno;
         hs_finish(s, false);
     }
@@ -226,11 +237,33 @@ static double hs_rate(void *arg)
     return rate;
 }
 
+/* Socket-level failures by where they happened, and what the kernel
+ * dropped at full accept queues in the window (overflows; < 0: unknown). */
+static void hs_socket_notes(struct result *res, struct hs_thread *ths, unsigned started,
+                            uint64_t f_sock, int64_t overflows)
+{
+    uint64_t f_conn = hs_sum(ths, started, offsetof(struct hs_thread, fail_connect));
+    uint64_t f_early = hs_sum(ths, started, offsetof(struct hs_thread, fail_early));
+    uint64_t f_late = hs_sum(ths, started, offsetof(struct hs_thread, fail_late));
+    if (f_sock)
+        result_note(res,
+                    "%llu setups failed at the socket level: %llu at connect(), %llu closed or "
+                    "reset by the proxy before its reply, %llu reset after it (the echo)",
+                    (unsigned long long)f_sock, (unsigned long long)f_conn,
+                    (unsigned long long)f_early, (unsigned long long)f_late);
+    if (overflows > 0)
+        result_note(res,
+                    "the kernel dropped %lld connections at a full accept queue in the window "
+                    "(TcpExtListenOverflows: every listener in this network namespace, the "
+                    "proxy's and the targets')",
+                    (long long)overflows);
+}
+
 /* The figures, notes and shortfall of a run whose threads have stopped:
  * the window lasted secs; cpu: the proxy's CPU seconds in it (have_cpu:
- * known). */
+ * known); overflows: the kernel's accept-queue drops in it (< 0: unknown). */
 static void hs_figures(struct bench *b, struct result *res, struct hs_thread *ths, unsigned started,
-                       double secs, bool have_cpu, double cpu)
+                       double secs, bool have_cpu, double cpu, int64_t overflows)
 {
     const struct bench_opts *o = &b->o;
     uint64_t ok = hs_sum(ths, started, offsetof(struct hs_thread, ok));
@@ -268,9 +301,8 @@ static void hs_figures(struct bench *b, struct result *res, struct hs_thread *th
                     "%llu connects failed with EADDRNOTAVAIL: the OS ran out of ephemeral "
                     "ports, not the proxy of capacity (spread sources are %s)",
                     (unsigned long long)f_port, o->spread_src ? "on" : "off");
-    else if (f_sock)
-        result_note(res, "%llu setups failed at the socket level (connect errors, resets)",
-                    (unsigned long long)f_sock);
+    else
+        hs_socket_notes(res, ths, started, f_sock, overflows);
     if (f_socks)
         result_note(res, "%llu setups got %s or a protocol error", (unsigned long long)f_socks,
                     o->http_proxy ? "an HTTP status other than 200" : "a SOCKS failure reply");
@@ -298,6 +330,8 @@ static void hs_measure(struct bench *b, struct result *res, struct hs_thread *th
     bench_window(b, "warm-up", o->warmup_s, NULL, NULL, NULL);
     struct proc_sample p0, p1;
     bool have_cpu = bench_sample(b, &p0);
+    uint64_t ov0 = 0, ov1 = 0;
+    bool have_ov = bench_listen_overflows(&ov0);
     for (unsigned t = 0; t < started; t++)
         atomic_store(&ths[t].measuring, true);
     uint64_t t0 = now_ns();
@@ -306,9 +340,11 @@ static void hs_measure(struct bench *b, struct result *res, struct hs_thread *th
         atomic_store(&ths[t].measuring, false);
     double secs = (double)(now_ns() - t0) / 1e9;
     have_cpu = have_cpu && bench_sample(b, &p1);
+    have_ov = have_ov && bench_listen_overflows(&ov1);
     for (unsigned t = 0; t < started; t++)
         gen_stop_join(&ths[t].g);
-    hs_figures(b, res, ths, started, secs, have_cpu, have_cpu ? p1.cpu_s - p0.cpu_s : 0);
+    hs_figures(b, res, ths, started, secs, have_cpu, have_cpu ? p1.cpu_s - p0.cpu_s : 0,
+               have_ov ? (int64_t)(ov1 - ov0) : -1);
 }
 
 int scenario_handshakes(struct bench *b, struct result *res)

@@ -566,7 +566,9 @@ static int h2conn_flush(struct h2conn *hc)
             return 0;
         if (!(c->cli_ev & SIDE_WR))
             return 0;
-        ssize_t n = h2conn_send(hc, hc->out + hc->out_off, hc->out_len - hc->out_off);
+        uint32_t len = h2io_whole_records(hc->out_len - hc->out_off,
+                                          !hc->ws && nghttp2_session_want_write(hc->s));
+        ssize_t n = h2conn_send(hc, hc->out + hc->out_off, len);
         if (n < 0)
             return errno == EAGAIN ? 0 : -errno;
         hc->out_off += (uint32_t)n;
@@ -574,6 +576,8 @@ static int h2conn_flush(struct h2conn *hc)
         c->last_active = loop_now(&c->w->loop);
         if (hc->out_off == hc->out_len)
             hc->out_off = hc->out_len = 0;
+        else if ((uint32_t)n == len)
+            h2io_keep_tail(hc->out, &hc->out_off, &hc->out_len);
         else
             return 0;
     }

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -25,6 +26,18 @@ void h2io_carrier(int fd)
     int one = 1, lowat = (int)H2IO_NOTSENT_LOWAT;
     (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     (void)setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
+}
+
+uint32_t h2io_whole_records(uint32_t len, bool more)
+{
+    return more && len > H2IO_RECORD ? len - len % H2IO_RECORD : len;
+}
+
+void h2io_keep_tail(uint8_t *buf, uint32_t *off, uint32_t *len)
+{
+    memmove(buf, buf + *off, *len - *off);
+    *len -= *off;
+    *off = 0;
 }
 
 void h2io_udp_note(struct h2io_udp *u, uint64_t now_ms)
@@ -172,6 +185,15 @@ nghttp2_session *h2io_session_new(bool server, const struct h2io_callbacks *c, v
     if (c->frame_send)
         nghttp2_session_callbacks_set_on_frame_send_callback(cb, c->frame_send);
     nghttp2_option_set_no_auto_window_update(opt, 1);
+    /* nghttp2's own Rapid Reset guard counts every RST_STREAM received
+     * (1000, then 33 a second) and tears the connection down with
+     * GOAWAY(INTERNAL_ERROR): a tunnel whose local clients close hard sends
+     * one per session after its answer, so a busy tunnel lost its connection
+     * every ~1,000 sessions (and the sessions caught in the hand-over).
+     * The server's budget (h2conn.c: resets of streams not yet answered,
+     * [http2] resets_per_second) is the guard; this one is off. */
+    if (server)
+        nghttp2_option_set_stream_reset_rate_limit(opt, UINT64_MAX, UINT64_MAX);
     if (deflate_max)
         nghttp2_option_set_max_deflate_dynamic_table_size(opt, deflate_max);
     int rc = server ? nghttp2_session_server_new2(&s, cb, user, opt)

@@ -118,6 +118,22 @@ struct h2io_sched {
     uint32_t n;
 };
 
+/* A TLS record's most plaintext (RFC 8446 5.1). */
+#define H2IO_RECORD (16u * 1024)
+
+/* How many of the len gathered bytes to write now: with more frames to
+ * come (more), whole TLS records only, the tail waiting at the front of
+ * the buffer for the next gather; else all. OpenSSL cuts a write into
+ * 16 KiB records and writes each on its own (a write(2), a segment), and
+ * whole 16 KiB + 9 DATA frames left a record of 18 or 36 bytes after every
+ * gather of two or four. */
+uint32_t h2io_whole_records(uint32_t len, bool more);
+
+/* After a write of whole records (h2io_whole_records) took them all:
+ * the tail of buf (from *off to *len) moves to its front, to be written
+ * with the next frames. */
+void h2io_keep_tail(uint8_t *buf, uint32_t *off, uint32_t *len);
+
 /* TCP_NODELAY (small frames go out at once) and TCP_NOTSENT_LOWAT
  * (H2IO_NOTSENT_LOWAT) on a carrier's socket fd; failures are ignored
  * (the order is then only less strict). */
@@ -137,7 +153,9 @@ struct h2io_callbacks {
 /* A server or client session with those callbacks and user data, its
  * window updates left to us (NGHTTP2_OPT_NO_AUTO_WINDOW_UPDATE: credit is
  * returned by h2io_window_consumed()), and, when deflate_max is not 0, the
- * peer's HPACK table capped at it. NULL when out of memory. */
+ * peer's HPACK table capped at it. A server session has nghttp2's count of
+ * received RST_STREAMs turned off (h2conn.c's Rapid Reset budget counts the
+ * ones that matter). NULL when out of memory. */
 nghttp2_session *h2io_session_new(bool server, const struct h2io_callbacks *cb, void *user,
                                   size_t deflate_max);
 

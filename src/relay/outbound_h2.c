@@ -834,7 +834,8 @@ static int ho_flush(struct ho_conn *hc)
         if (!(hc->ev & hc->wr_bit))
             return 0;
         const uint8_t *p = hc->out + hc->out_off;
-        size_t len = hc->out_len - hc->out_off;
+        size_t len = h2io_whole_records(hc->out_len - hc->out_off,
+                                        !hc->ws && nghttp2_session_want_write(hc->s));
         ssize_t n = hc->ws ? wslink_send(hc->ws, p, len, ho_write, hc) : ho_write(hc, p, len);
         if (n == -EAGAIN)
             return 0;
@@ -843,6 +844,8 @@ static int ho_flush(struct ho_conn *hc)
         hc->out_off += (uint32_t)n;
         if (hc->out_off == hc->out_len)
             hc->out_off = hc->out_len = 0;
+        else if ((size_t)n == len)
+            h2io_keep_tail(hc->out, &hc->out_off, &hc->out_len);
     }
 }
 

@@ -11,6 +11,7 @@
  * h2io_gather produces, in order. And a carrier that carries datagrams
  * keeps a shallow queue (TCP_NOTSENT_LOWAT and the gather, read back from
  * a real TCP socket) for a second after the last one, then the deep one.
+ * And a gather goes out as whole TLS records while more frames follow.
  */
 #include "harness.h"
 
@@ -279,6 +280,30 @@ static void test_client_young_goes_ahead_of_bulk(void **state)
     nghttp2_session_callbacks_del(scb);
 }
 
+/* Gathered frames go out as whole TLS records while more follow: two
+ * 16 KiB DATA frames (32,786 bytes) write 32,768 now and keep 18 for the
+ * next gather, which (the last) goes out whole. */
+static void test_whole_records(void **state)
+{
+    (void)state;
+    const uint32_t frame = H2IO_QUANTUM + 9;
+    assert_int_equal(h2io_whole_records(2 * frame, true), 2 * H2IO_RECORD);
+    assert_int_equal(h2io_whole_records(4 * frame, true), 4 * H2IO_RECORD);
+    assert_int_equal(h2io_whole_records(2 * frame, false), 2 * frame); /* the last: all */
+    assert_int_equal(h2io_whole_records(H2IO_RECORD + 1, true), H2IO_RECORD);
+    assert_int_equal(h2io_whole_records(H2IO_RECORD, true), H2IO_RECORD);
+    assert_int_equal(h2io_whole_records(100, true), 100); /* under a record: no waiting */
+    uint8_t buf[64];
+    for (unsigned i = 0; i < sizeof(buf); i++)
+        buf[i] = (uint8_t)i;
+    uint32_t off = 48, len = 60;
+    h2io_keep_tail(buf, &off, &len);
+    assert_int_equal(off, 0);
+    assert_int_equal(len, 12);
+    for (unsigned i = 0; i < 12; i++)
+        assert_int_equal(buf[i], 48 + i);
+}
+
 static int lowat_of(int fd)
 {
     int v = -1;
@@ -333,6 +358,7 @@ int main(void)
         cmocka_unit_test(test_client_young_goes_ahead_of_bulk),
         cmocka_unit_test(test_udp_shallow_queue),
         cmocka_unit_test(test_udp_window),
+        cmocka_unit_test(test_whole_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
