@@ -85,6 +85,7 @@ UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/san/unit/%)
 CLANG_OBJ := $(SRC:%.c=$(BUILD)/clang/%.o)
 REPLAY_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/san/replay/%)
 FUZZ_BIN  := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
+FUZZ_OBJ  := $(FUZZ_LIB:%.c=$(BUILD)/fuzz/obj/%.o)
 
 .PHONY: all run test unit e2e fuzz-smoke fuzz replay clang-check lint format clean \
         deps-build deps-test deps-lint deps-deb deps-bench deb bench bench-compare micro-bench install uninstall FORCE
@@ -173,10 +174,18 @@ clang-check:
 	else echo "clang-check: clang not installed, skipped"; fi
 
 # ---- fuzzing (libFuzzer, clang only) -----------------------------------------
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB)
+# The parsers are compiled once (fuzzer-no-link: the same coverage
+# instrumentation) and linked into every harness.
+FUZZ_CFLAGS = $(BASE_CFLAGS) -O1 -g -fno-sanitize-recover=all
+$(BUILD)/fuzz/obj/%.o: %.c
 	@mkdir -p $(@D)
-	$(CLANG) $(BASE_CFLAGS) -O1 -g -fsanitize=fuzzer,address,undefined \
-	  -fno-sanitize-recover=all -o $@ $< $(FUZZ_LIB)
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
+
+# (kept: they are the intermediate files of a pattern rule)
+.SECONDARY: $(FUZZ_OBJ)
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ)
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_OBJ)
 
 replay: $(REPLAY_BIN)
 	@for b in $(REPLAY_BIN); do \
