@@ -30,6 +30,8 @@ PYTHON    ?= /usr/bin/python3
 WERROR    ?= 1
 BUILD     ?= build
 FUZZ_SECONDS ?= 5
+# How many builds, unit-test binaries and fuzz harnesses `make test` runs at once.
+TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 BUILD_PKGS := gcc make pkg-config libsodium-dev libc-ares-dev libinih-dev libssl-dev libnghttp2-dev \
               libpam0g-dev
@@ -193,30 +195,30 @@ replay: $(REPLAY_BIN)
 	  $$b $$dir || exit 1; \
 	done
 
+# Harnesses run side by side, one per core: each still fuzzes FUZZ_SECONDS.
 fuzz-smoke:
 	@if command -v $(CLANG) >/dev/null 2>&1 && \
 	   echo 'int LLVMFuzzerTestOneInput(const char*d,unsigned long n){(void)d;(void)n;return 0;}' | \
 	   $(CLANG) -x c -fsanitize=fuzzer -o /dev/null - 2>/dev/null; then \
 	  $(MAKE) --no-print-directory $(FUZZ_BIN) || exit 1; \
-	  for b in $(FUZZ_BIN); do \
-	    name=$$(basename $$b); seed=tests/fuzz/corpus/$${name%_fuzz}; \
+	  printf '%s\n' $(FUZZ_BIN) | xargs -P $(TEST_JOBS) -I{} sh -c ' \
+	    b={}; name=$$(basename $$b); seed=tests/fuzz/corpus/$${name%_fuzz}; \
 	    work=$(BUILD)/fuzz/corpus-$$name; mkdir -p $$work; \
 	    echo "fuzz: $$name for $(FUZZ_SECONDS)s"; \
 	    $$b -max_total_time=$(FUZZ_SECONDS) -print_final_stats=0 \
 	      -artifact_prefix=$(BUILD)/fuzz/$$name- $$work $$seed \
-	      >$(BUILD)/fuzz/$$name.log 2>&1 || { tail -n 40 $(BUILD)/fuzz/$$name.log; exit 1; }; \
-	  done; \
+	      >$(BUILD)/fuzz/$$name.log 2>&1 || { tail -n 40 $(BUILD)/fuzz/$$name.log; exit 1; }' || exit 1; \
 	else echo "fuzz-smoke: clang with libFuzzer not available, skipped"; fi
 
 fuzz: FUZZ_SECONDS = 300
 fuzz: fuzz-smoke
 
 # ---- tests -------------------------------------------------------------------
+# The binaries run side by side, one per core (each its own process).
 unit: $(UNIT_BIN) | deps-test
-	@fail=0; for t in $(UNIT_BIN); do \
-	  $$t >$$t.log 2>&1 && echo "unit: $$(basename $$t): ok" || \
-	  { echo "unit: $$(basename $$t): FAILED"; cat $$t.log; fail=1; }; \
-	done; exit $$fail
+	@printf '%s\n' $(UNIT_BIN) | xargs -P $(TEST_JOBS) -I{} sh -c ' \
+	  t={}; $$t >$$t.log 2>&1 && echo "unit: $$(basename $$t): ok" || \
+	  { echo "unit: $$(basename $$t): FAILED"; cat $$t.log; exit 1; }'
 
 # promtool (from Debian's prometheus package) checks the metrics endpoint's
 # output. It is unpacked into the build tree rather than installed: the
@@ -236,12 +238,17 @@ e2e: $(BUILD)/san/ferry ferry | deps-test
 	FERRY_BIN=$(abspath $(BUILD)/san/ferry) PROMTOOL=$(abspath $(PROMTOOL)) \
 	  $(PYTHON) -m pytest -q -p no:cacheprovider tests/e2e
 
+# CI runs a plain `make test` (no -j): what the tests run is built first,
+# $(TEST_JOBS) compilers at a time, unless make was started with -j itself.
+TEST_J = $(if $(findstring --jobserver,$(MAKEFLAGS)),,-j$(TEST_JOBS))
+
 test: deps-test
+	$(MAKE) --no-print-directory $(TEST_J) $(UNIT_BIN) $(REPLAY_BIN) $(BUILD)/san/ferry ferry
 	$(MAKE) --no-print-directory unit
 	$(MAKE) --no-print-directory replay
 	$(MAKE) --no-print-directory e2e
-	$(MAKE) --no-print-directory clang-check
-	$(MAKE) --no-print-directory fuzz-smoke
+	$(MAKE) --no-print-directory $(TEST_J) clang-check
+	$(MAKE) --no-print-directory $(TEST_J) fuzz-smoke
 
 # ---- benchmarks (never part of `make test`: speed is measured, not asserted) --
 BENCH_ARGS ?=
