@@ -65,7 +65,9 @@ REL_CFLAGS = $(BASE_CFLAGS) $(if $(call is_gcc,$(CC)),$(WARN_GCC)) -O2 -g -flto=
              -fno-plt $(CFLAGS)
 SAN        = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 SAN_CFLAGS = $(BASE_CFLAGS) $(if $(call is_gcc,$(CC)),$(WARN_GCC)) -O1 -g $(SAN) $(CFLAGS)
-CLANG_CFLAGS = $(BASE_CFLAGS) -O2 -g
+# clang-check proves clang -Werror clean: clang warns from its front end, the
+# same at any -O, so it does not optimise (a third of the compile time).
+CLANG_CFLAGS = $(BASE_CFLAGS) -O0
 
 SRC      := $(sort $(shell find src -name '*.c'))
 HDR      := $(sort $(shell find src -name '*.h'))
