@@ -452,7 +452,8 @@ def test_client_gone_during_verification(ferry, tmp_path, echo_server, alice_lin
         with s:
             assert read_method(s) == METHOD_USERPASS
             expect_auth_refused(s, timeout=60)
-    s, _ = socks_connect_auth(f.addr, "alice", ALICE_PW, *echo_server.addr)
+    # alice is default-cost too: one Argon2id under ASan can take over 5 s.
+    s, _ = socks_connect_auth(f.addr, "alice", ALICE_PW, *echo_server.addr, timeout=60)
     with s:
         echo_roundtrip(s, b"still fine")
 
