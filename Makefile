@@ -244,8 +244,11 @@ e2e: $(BUILD)/san/ferry ferry | deps-test
 # $(TEST_JOBS) compilers at a time, unless make was started with -j itself.
 TEST_J = $(if $(findstring --jobserver,$(MAKEFLAGS)),,-j$(TEST_JOBS))
 
+.PHONY: test-build
+test-build: $(UNIT_BIN) $(REPLAY_BIN) $(BUILD)/san/ferry ferry
+
 test: deps-test
-	$(MAKE) --no-print-directory $(TEST_J) $(UNIT_BIN) $(REPLAY_BIN) $(BUILD)/san/ferry ferry
+	$(MAKE) --no-print-directory $(TEST_J) test-build
 	$(MAKE) --no-print-directory unit
 	$(MAKE) --no-print-directory replay
 	$(MAKE) --no-print-directory e2e
