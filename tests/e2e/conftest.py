@@ -18,7 +18,9 @@
                  skips where the kernel does not allow it
 
 Run: FERRY_BIN=/abs/build/san/ferry /usr/bin/python3 -m pytest -q tests/e2e
-(FERRY_BIN defaults to <repo>/build/san/ferry.)
+(FERRY_BIN defaults to <repo>/build/san/ferry.) Tests marked `slow` (the
+marker is registered below) are the few over ~15 s; `make test` runs them,
+`-m 'not slow'` skips them for a quick local run.
 """
 
 import os
@@ -32,6 +34,9 @@ from ferrylib import EchoServer, FerryFactory, HttpFileServer
 
 
 def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "slow: over ~15 s on two cores (make test runs them; "
+        "-m 'not slow' leaves them out of a quick local run). Keep them few.")
     binary = ferrylib.ferry_bin()
     if not os.access(binary, os.X_OK):
         raise pytest.UsageError(

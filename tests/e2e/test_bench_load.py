@@ -180,6 +180,7 @@ def read_reports(c, done, deadline_s=10):
     raise AssertionError("no such report")
 
 
+@pytest.mark.slow
 def test_sink_serves_every_scenario_through_a_proxy_with_target():
     with Sink() as s:
         target = ["--target", f"127.0.0.1:{s.port}"]

@@ -71,6 +71,7 @@ def field(deb, name: str) -> str:
     return r.stdout.strip()
 
 
+@pytest.mark.slow  # the package build (the `deb` fixture)
 def test_lintian_reports_no_error(deb):
     # make deb runs lintian --fail-on error; its tags are in the output
     tags = [ln for ln in deb["make_output"].splitlines() if re.match(r"^[EWIXPO]: ferry", ln)]
@@ -78,6 +79,7 @@ def test_lintian_reports_no_error(deb):
     assert "deb: lintian" in deb["make_output"]
 
 
+@pytest.mark.slow  # the package build (the `deb` fixture)
 def test_package_holds_binary_units_conffile_man_pages_docs(deb):
     root = deb["root"]
     binary = root / "usr/bin/ferry"
@@ -101,6 +103,7 @@ def test_package_holds_binary_units_conffile_man_pages_docs(deb):
     assert field(deb, "Version") == VERSION
 
 
+@pytest.mark.slow  # the package build (the `deb` fixture)
 def test_depends_names_the_libraries_the_binary_links(deb):
     depends = field(deb, "Depends")
     assert "adduser" in depends
@@ -120,6 +123,7 @@ def test_depends_names_the_libraries_the_binary_links(deb):
     assert owners <= named, (owners - named, depends)
 
 
+@pytest.mark.slow  # the package build (the `deb` fixture)
 def test_packaged_binary_runs_and_checks_its_config(deb):
     binary = deb["root"] / "usr/bin/ferry"
     r = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=30, env=ferry_env())
