@@ -94,9 +94,12 @@ class Echoer:
         for sid, off in list(self.sent.items()):
             st = cl.streams[sid]
             data = st["data"]
-            if len(data) > off:
-                cl.send(sid, bytes(data[off:]))
-                self.sent[sid] = len(data)
+            # send() pumps while it waits for credit, and what arrives
+            # meanwhile is appended to data: echo what was there.
+            n = len(data)
+            if n > off:
+                cl.send(sid, bytes(data[off:n]))
+                self.sent[sid] = n
             if st["ended"] and sid not in self.done and self.sent[sid] == len(data):
                 cl.conn.end_stream(sid)
                 cl.flush()
