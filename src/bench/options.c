@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * bench/options.c: `ferry bench`'s command line as two tables. The
- * scenario table names each scenario's function, its defaults for
+ * bench/options.c: `ferry bench`'s command line: the usage text, the
+ * scenario table (each scenario's function, its defaults for
  * --connections, --concurrency and --payload, the ranges it narrows, what
- * it needs and which parameters its report shows. The option table says
- * for each option how its argument is read, which field of struct
- * bench_opts it sets, and the range a value must be in.
+ * it needs and which parameters its report shows), and the parse of the
+ * command line against the option table (options_table.c: for each option
+ * how its argument is read, which field of struct bench_opts it sets, and
+ * the range a value must be in), with the defaults and range checks.
  *
  * The ranges: a value outside them cannot give a figure worth the name (a
  * window of 0 s "measures" 0 MiB/s, a download of 0 bytes has no rate, a
@@ -18,24 +19,16 @@
  * No I/O but the usage text and the usage errors on stderr; nothing here
  * starts, measures or reports anything.
  */
-#include "bench/options.h"
+#include "bench/options_int.h"
 
-#include <errno.h>
 #include <getopt.h>
-#include <limits.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "bench/edge.h"
-#include "bench/wan.h"
-#include "config/outbound.h"
 #include "util/addr.h"
 #include "util/compiler.h"
-#include "util/parse.h"
 
 static const char usage[] =
     "usage: ferry bench SCENARIO [options]\n"
@@ -325,489 +318,9 @@ const struct bench_scenario *bench_scenario_find(const char *name)
     return NULL;
 }
 
-/* ---- reading values ------------------------------------------------------ */
-
-static int bad_value(const char *opt, const char *v)
-{
-    fprintf(stderr, "ferry bench: %s: invalid value '%s'\nTry 'ferry bench --help'.\n", opt, v);
-    return 2;
-}
-
-static int parse_seconds(const char *opt, const char *v, double *out)
-{
-    char *end;
-    double d = strtod(v, &end);
-    /* Any finite number here; bench_params_check() says what range it must be in. */
-    if (*v == '\0' || *end || !isfinite(d))
-        return bad_value(opt, v);
-    *out = d;
-    return 0;
-}
-
-static int parse_count(const char *opt, const char *v, uint64_t min, uint64_t max, unsigned *out)
-{
-    uint64_t n;
-    if (parse_u64(v, min, max, &n)) {
-        if (max >= UINT_MAX)
-            return bad_value(opt, v);
-        fprintf(stderr,
-                "ferry bench: %s must be %llu..%llu (got '%s')\nTry 'ferry bench --help'.\n", opt,
-                (unsigned long long)min, (unsigned long long)max, v);
-        return 2;
-    }
-    *out = (unsigned)n;
-    return 0;
-}
-
 /* ---- the options --------------------------------------------------------- */
 
-/* The type of the field of struct bench_opts an option sets. */
-enum field { F_NONE, F_UNSIGNED, F_INT, F_DOUBLE, F_SIZE, F_BOOL, F_STR };
-
-/* A range's exceptions. */
-#define RG_ZERO_OFF     1u /* 0 is allowed and means off ("0 (off) or lo..hi") */
-#define RG_ZERO_DEFAULT 2u /* 0 means the default: not checked */
-#define RG_NEG_DEFAULT  4u /* below 0 means the default: not checked */
-
-struct optdef;
-/* Apply one option's argument (NULL for a flag). Returns 0, or the exit
- * status of a usage error told on stderr. */
-typedef int (*opt_set_fn)(const struct optdef *d, const char *arg, struct bench_opts *o,
-                          struct bench_cli *c);
-
-/* One row of the option table. */
-struct optdef {
-    const char *name; /* "--name": getopt_long sees name + 2 */
-    int has_arg;      /* no_argument or required_argument */
-    opt_set_fn set;
-    enum field field;
-    size_t off;            /* of the field in struct bench_opts */
-    int val;               /* set_flag: the value; set_via, set_mode: enum bench_mode */
-    uint64_t pmin;         /* set_count: what parses at all, pmin..pmax (pmax 0: UINT_MAX) */
-    uint64_t pmax;         /* beyond it, a usage error at once */
-    enum bench_sv sv;      /* its default depends on the scenario (and maybe its range) */
-    struct bench_range ok; /* bench_params_check(): lo..hi, or hi 0: any */
-    const char *unit;      /* of the range, in its message ("bytes", "seconds") */
-    unsigned rg;           /* RG_* */
-};
-
-static int set_count(const struct optdef *d, const char *arg, struct bench_opts *o,
-                     struct bench_cli *c)
-{
-    (void)c;
-    unsigned v;
-    int rc = parse_count(d->name, arg, d->pmin, d->pmax ? d->pmax : UINT_MAX, &v);
-    if (rc)
-        return rc;
-    void *p = (char *)o + d->off;
-    if (d->field == F_INT)
-        *(int *)p = (int)v;
-    else
-        *(unsigned *)p = v;
-    return 0;
-}
-
-static int set_seconds(const struct optdef *d, const char *arg, struct bench_opts *o,
-                       struct bench_cli *c)
-{
-    (void)c;
-    return parse_seconds(d->name, arg, (double *)(void *)((char *)o + d->off));
-}
-
-static int set_size(const struct optdef *d, const char *arg, struct bench_opts *o,
-                    struct bench_cli *c)
-{
-    (void)c;
-    uint64_t n;
-    if (parse_size(arg, 0, 1ull << 40, &n))
-        return bad_value(d->name, arg);
-    *(size_t *)(void *)((char *)o + d->off) = (size_t)n;
-    return 0;
-}
-
-static int set_flag(const struct optdef *d, const char *arg, struct bench_opts *o,
-                    struct bench_cli *c)
-{
-    (void)arg, (void)c;
-    *(bool *)(void *)((char *)o + d->off) = d->val != 0;
-    return 0;
-}
-
-static int set_string(const struct optdef *d, const char *arg, struct bench_opts *o,
-                      struct bench_cli *c)
-{
-    (void)c;
-    *(const char **)(void *)((char *)o + d->off) = arg;
-    return 0;
-}
-
-/* --proxy, --relay: where, and what it is. */
-static int set_via(const struct optdef *d, const char *arg, struct bench_opts *o,
-                   struct bench_cli *c)
-{
-    (void)c;
-    if (addr_parse(arg, -1, &o->proxy))
-        return bad_value(d->name, arg);
-    o->mode = (enum bench_mode)d->val;
-    return 0;
-}
-
-static int set_mode(const struct optdef *d, const char *arg, struct bench_opts *o,
-                    struct bench_cli *c)
-{
-    (void)arg, (void)c;
-    o->mode = (enum bench_mode)d->val;
-    return 0;
-}
-
-static int set_proxy_pids(const struct optdef *d, const char *arg, struct bench_opts *o,
-                          struct bench_cli *c)
-{
-    (void)c;
-    char list[256], *save = NULL;
-    uint64_t n;
-    if (snprintf(list, sizeof(list), "%s", arg) >= (int)sizeof(list))
-        return bad_value(d->name, arg);
-    for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (o->nproxy_pids == 8 || parse_u64(tok, 1, 4194304, &n))
-            return bad_value(d->name, arg);
-        o->proxy_pids[o->nproxy_pids++] = (pid_t)n;
-    }
-    return 0;
-}
-
-/* --proxy-set K=V: a config line for the self-hosted ferry, kept as given
- * for the report too. */
-static int set_proxy_set(const struct optdef *d, const char *arg, struct bench_opts *o,
-                         struct bench_cli *c)
-{
-    const char *eq = strchr(arg, '=');
-    size_t len = strlen(c->proxy_conf);
-    if (!eq || eq == arg || len + strlen(arg) + 4 >= sizeof(c->proxy_conf) ||
-        o->nproxy_set == sizeof(o->proxy_set) / sizeof(o->proxy_set[0]))
-        return bad_value(d->name, arg);
-    snprintf(c->proxy_conf + len, sizeof(c->proxy_conf) - len, "%.*s = %s\n", (int)(eq - arg), arg,
-             eq + 1);
-    o->proxy_set[o->nproxy_set++] = arg;
-    return 0;
-}
-
-static int set_target_port(const struct optdef *d, const char *arg, struct bench_opts *o,
-                           struct bench_cli *c)
-{
-    (void)o;
-    return parse_count(d->name, arg, 1, 65535, &c->target_port);
-}
-
-static int set_http_proxy(const struct optdef *d, const char *arg, struct bench_opts *o,
-                          struct bench_cli *c)
-{
-    (void)c;
-    if (strcmp(arg, "connect") == 0)
-        o->http_proxy = HTTP_PROXY_CONNECT;
-    else if (strcmp(arg, "absolute") == 0)
-        o->http_proxy = HTTP_PROXY_ABSOLUTE;
-    else
-        return bad_value(d->name, arg);
-    return 0;
-}
-
-static int usage_error(const char *what);
-
-static int set_https_proxy(const struct optdef *d, const char *arg, struct bench_opts *o,
-                           struct bench_cli *c)
-{
-    (void)c;
-    if (strcmp(arg, "h1") == 0)
-        o->https_proxy = HTTPS_PROXY_H1;
-    else if (strcmp(arg, "h2") == 0)
-        o->https_proxy = HTTPS_PROXY_H2;
-    else
-        return bad_value(d->name, arg);
-    return 0;
-}
-
-/* --wan SPEC: the path's parameters (bench/wan.h), read now so a typo is a
- * usage error before anything starts. */
-static int set_wan(const struct optdef *d, const char *arg, struct bench_opts *o,
-                   struct bench_cli *c)
-{
-    (void)c;
-    const char *bad;
-    wan_conf_init(&o->wan_conf);
-    int rc = wan_conf_parse(&o->wan_conf, arg, &bad);
-    if (rc) {
-        char msg[160];
-        snprintf(msg, sizeof(msg), "%s: bad item '%.40s'%s (see ferry bench wan --help)", d->name,
-                 bad, rc == -ERANGE ? " (out of range)" : "");
-        return usage_error(msg);
-    }
-    o->wan = arg;
-    return 0;
-}
-
-/* --tunnel h2 | wss. */
-static int set_tunnel(const struct optdef *d, const char *arg, struct bench_opts *o,
-                      struct bench_cli *c)
-{
-    (void)c;
-    if (strcmp(arg, "h2") == 0) {
-        o->tunnel = TUNNEL_H2;
-        return 0;
-    }
-    if (strcmp(arg, "wss") == 0) {
-        o->tunnel = TUNNEL_WSS;
-        return 0;
-    }
-    return bad_value(d->name, arg);
-}
-
-static int set_proxy_tls(const struct optdef *d, const char *arg, struct bench_opts *o,
-                         struct bench_cli *c)
-{
-    (void)c;
-    if (strcmp(d->name, "--proxy-cacert") == 0) {
-        o->proxy_cacert = arg;
-        return 0;
-    }
-    uint8_t pin[32];
-    if (outbound_pin_parse(arg, pin))
-        return bad_value(d->name, arg);
-    o->proxy_pin = arg;
-    return 0;
-}
-
-static int set_auth(const struct optdef *d, const char *arg, struct bench_opts *o,
-                    struct bench_cli *c)
-{
-    (void)c;
-    if (strcmp(arg, "none") && strcmp(arg, "plain") && strcmp(arg, "argon2"))
-        return bad_value(d->name, arg);
-    o->auth = arg;
-    return 0;
-}
-
-/* --rate N or N/s: open loop; 0 (the default) is closed loop. */
-static int set_rate(const struct optdef *d, const char *arg, struct bench_opts *o,
-                    struct bench_cli *c)
-{
-    (void)c;
-    char v[64];
-    size_t len = strlen(arg);
-    if (len >= sizeof(v))
-        return bad_value(d->name, arg);
-    memcpy(v, arg, len + 1);
-    if (len > 2 && !strcmp(v + len - 2, "/s"))
-        v[len - 2] = '\0';
-    return parse_seconds(d->name, v, &o->rate); /* any finite number; the range decides */
-}
-
-static int set_direction(const struct optdef *d, const char *arg, struct bench_opts *o,
-                         struct bench_cli *c)
-{
-    (void)c;
-    if (strcmp(arg, "both") == 0)
-        o->direction = DIR_BOTH;
-    else if (strcmp(arg, "up") == 0)
-        o->direction = DIR_UP;
-    else if (strcmp(arg, "down") == 0)
-        o->direction = DIR_DOWN;
-    else
-        return bad_value(d->name, arg);
-    return 0;
-}
-
-/* --target HOST:PORT: a `ferry bench sink` (an IP address: the bench
- * resolves nothing). */
-static int set_target(const struct optdef *d, const char *arg, struct bench_opts *o,
-                      struct bench_cli *c)
-{
-    (void)c;
-    if (addr_parse(arg, -1, &o->target) || o->target.port == 0)
-        return bad_value(d->name, arg);
-    o->has_target = true;
-    return 0;
-}
-
-/* edge --hello KIND. */
-static int set_hello(const struct optdef *d, const char *arg, struct bench_opts *o,
-                     struct bench_cli *c)
-{
-    int k = edge_hello_parse(arg);
-    if (k < 0)
-        return usage_error("--hello must be mc, tls, tls-pq-segments or tls-pq-records");
-    (void)d;
-    o->edge_hello = (uint8_t)k;
-    c->edge_given = true;
-    return 0;
-}
-
-/* edge --edge-target ADDR:PORT: an edge already running, on loopback (the
- * backends it must route to listen on 127.0.0.1). */
-static int set_edge_target(const struct optdef *d, const char *arg, struct bench_opts *o,
-                           struct bench_cli *c)
-{
-    if (addr_parse(arg, -1, &o->edge_target) || o->edge_target.port == 0)
-        return bad_value(d->name, arg);
-    if (!addr_is_loopback(&o->edge_target))
-        return usage_error("--edge-target must be on loopback (the bench's backends listen "
-                           "on 127.0.0.1)");
-    o->has_edge_target = true;
-    c->edge_given = true;
-    return 0;
-}
-
-/* edge --hold N (a count; 0: off). */
-static int set_hold(const struct optdef *d, const char *arg, struct bench_opts *o,
-                    struct bench_cli *c)
-{
-    c->edge_given = true;
-    return set_count(d, arg, o, c);
-}
-
-static int set_help(const struct optdef *d, const char *arg, struct bench_opts *o,
-                    struct bench_cli *c)
-{
-    (void)d, (void)arg, (void)o;
-    c->help = true;
-    return 0;
-}
-
-#define ARG                    .has_arg = required_argument
-#define FLAG                   .has_arg = no_argument
-#define FIELD(type, f)         .field = (type), .off = offsetof(struct bench_opts, f)
-#define RANGE(lo_, hi_, unit_) .ok = {.lo = (lo_), .hi = (hi_)}, .unit = (unit_)
-
-/* The options, in the order getopt_long lists them when an abbreviation is
- * ambiguous; bench_params_check() checks the ranges in this order too. */
-static const struct optdef optdefs[] = {
-    {.name = "--proxy", ARG, .set = set_via, .val = BENCH_PROXY},
-    {.name = "--proxy-pid", ARG, .set = set_proxy_pids},
-    {.name = "--relay", ARG, .set = set_via, .val = BENCH_RELAY},
-    {.name = "--direct", FLAG, .set = set_mode, .val = BENCH_DIRECT},
-    {.name = "--runs",
-     ARG,
-     .set = set_count,
-     FIELD(F_UNSIGNED, runs),
-     RANGE(1, BENCH_MAX_RUNS, "")},
-    {.name = "--duration",
-     ARG,
-     .set = set_seconds,
-     FIELD(F_DOUBLE, duration_s),
-     RANGE(0.1, 3600, "seconds")},
-    {.name = "--warmup",
-     ARG,
-     .set = set_seconds,
-     FIELD(F_DOUBLE, warmup_s),
-     RANGE(0, 600, "seconds")},
-    {.name = "--connections",
-     ARG,
-     .set = set_count,
-     FIELD(F_UNSIGNED, connections),
-     .sv = SV_CONNECTIONS,
-     RANGE(1, 250000, "")},
-    {.name = "--concurrency",
-     ARG,
-     .set = set_count,
-     FIELD(F_UNSIGNED, concurrency),
-     .sv = SV_CONCURRENCY,
-     RANGE(1, 10000, "")},
-    {.name = "--payload",
-     ARG,
-     .set = set_size,
-     FIELD(F_SIZE, payload),
-     .sv = SV_PAYLOAD,
-     RANGE(1, PATTERN_SLACK, "bytes")},
-    {.name = "--requests",
-     ARG,
-     .set = set_count,
-     FIELD(F_UNSIGNED, requests),
-     RANGE(1, 10000000, "")},
-    {.name = "--warm-requests",
-     ARG,
-     .set = set_count,
-     FIELD(F_UNSIGNED, warm_requests),
-     RANGE(0, 10000000, "")},
-    {.name = "--downloads",
-     ARG,
-     .set = set_count,
-     FIELD(F_UNSIGNED, downloads),
-     RANGE(1, 1000, "")},
-    /* Each download phase must end within the 120 s a phase is given. */
-    {.name = "--download-size",
-     ARG,
-     .set = set_size,
-     FIELD(F_SIZE, download_size),
-     RANGE(1, 4ull << 30, "bytes")},
-    /* 0.02 s: the generator's tick. */
-    {.name = "--ping",
-     ARG,
-     .set = set_seconds,
-     FIELD(F_DOUBLE, ping_s),
-     RANGE(0.02, 3600, "seconds"),
-     .rg = RG_ZERO_OFF},
-    {.name = "--threads", ARG, .set = set_count, FIELD(F_UNSIGNED, threads), RANGE(1, 64, "")},
-    {.name = "--ferry", ARG, .set = set_string, FIELD(F_STR, ferry)},
-    /* Each hop is a process the bench starts, samples and stops. 0 (a
-     * struct filled by hand) is the default, one ferry. */
-    {.name = "--chain",
-     ARG,
-     .set = set_count,
-     FIELD(F_UNSIGNED, chain),
-     .pmin = 1,
-     .pmax = BENCH_MAX_CHAIN,
-     RANGE(1, BENCH_MAX_CHAIN, "ferries"),
-     .rg = RG_ZERO_DEFAULT},
-    {.name = "--proxy-workers",
-     ARG,
-     .set = set_count,
-     FIELD(F_UNSIGNED, proxy_workers),
-     .pmin = 1,
-     .pmax = 256,
-     RANGE(1, 256, ""),
-     .rg = RG_ZERO_DEFAULT},
-    {.name = "--proxy-set", ARG, .set = set_proxy_set},
-    {.name = "--target-port", ARG, .set = set_target_port},
-    {.name = "--no-spread", FLAG, .set = set_flag, FIELD(F_BOOL, spread_src), .val = false},
-    {.name = "--json", FLAG, .set = set_flag, FIELD(F_BOOL, json), .val = true},
-    {.name = "--blast", FLAG, .set = set_flag, FIELD(F_BOOL, blast), .val = true},
-    {.name = "--no-echo-gro", FLAG, .set = set_flag, FIELD(F_BOOL, echo_gro), .val = false},
-    {.name = "--http-proxy", ARG, .set = set_http_proxy},
-    {.name = "--https-proxy", ARG, .set = set_https_proxy},
-    {.name = "--tunnel", ARG, .set = set_tunnel},
-    {.name = "--wan", ARG, .set = set_wan},
-    {.name = "--stalled", ARG, .set = set_count, FIELD(F_UNSIGNED, stalled), RANGE(0, 10000, "")},
-    {.name = "--proxy-cacert", ARG, .set = set_proxy_tls},
-    {.name = "--proxy-pin", ARG, .set = set_proxy_tls},
-    {.name = "--rules", ARG, .set = set_count, FIELD(F_UNSIGNED, nrules), RANGE(0, 1000000, "")},
-    {.name = "--auth", ARG, .set = set_auth},
-    {.name = "--auth-cachettl",
-     ARG,
-     .set = set_count,
-     FIELD(F_INT, auth_cachettl_s),
-     .pmin = 0,
-     .pmax = 86400,
-     RANGE(0, 86400, "seconds"),
-     .rg = RG_NEG_DEFAULT},
-    /* 1/s: anything slower is not a load; 10^7/s is beyond what one
-     * machine's loop can schedule. */
-    {.name = "--rate",
-     ARG,
-     .set = set_rate,
-     FIELD(F_DOUBLE, rate),
-     RANGE(1, 10000000, "per second"),
-     .rg = RG_ZERO_OFF},
-    {.name = "--direction", ARG, .set = set_direction},
-    {.name = "--target", ARG, .set = set_target},
-    {.name = "--hello", ARG, .set = set_hello},
-    {.name = "--edge-target", ARG, .set = set_edge_target},
-    {.name = "--hold", ARG, .set = set_hold, FIELD(F_UNSIGNED, hold), RANGE(0, 250000, "")},
-    {.name = "--allow-failures", FLAG, .set = set_flag, FIELD(F_BOOL, allow_failures), .val = true},
-    {.name = "--help", FLAG, .set = set_help},
-};
-
-#define NOPTS   (sizeof(optdefs) / sizeof(optdefs[0]))
-#define OPT_VAL 256 /* getopt_long's value of optdefs[i]: OPT_VAL + i */
+#define OPT_VAL 256 /* getopt_long's value of bench_optdefs[i]: OPT_VAL + i */
 
 /* The defaults that do not depend on the scenario. */
 static const struct bench_opts base_defaults = {
@@ -831,8 +344,8 @@ static const struct bench_opts base_defaults = {
 /* The scenario's defaults for the SV_* options not given. */
 static void scenario_defaults(struct bench_opts *o, const struct bench_scenario *sc, unsigned given)
 {
-    for (size_t i = 0; i < NOPTS; i++) {
-        const struct optdef *d = &optdefs[i];
+    for (size_t i = 0; i < BENCH_NOPTS; i++) {
+        const struct optdef *d = &bench_optdefs[i];
         if (d->sv == SV_NONE || (given & (1u << d->sv)))
             continue;
         void *p = (char *)o + d->off;
@@ -894,8 +407,8 @@ static int check_range(const struct optdef *d, const struct bench_opts *o, struc
 int bench_params_check(const struct bench_opts *o, char *msg, size_t cap)
 {
     const struct bench_scenario *sc = bench_scenario_find(o->scenario);
-    for (size_t i = 0; i < NOPTS; i++) {
-        const struct optdef *d = &optdefs[i];
+    for (size_t i = 0; i < BENCH_NOPTS; i++) {
+        const struct optdef *d = &bench_optdefs[i];
         struct bench_range r = d->ok;
         const char *scen = NULL;
         if (d->sv != SV_NONE && sc && sc->range[d->sv].hi > 0) {
@@ -910,12 +423,6 @@ int bench_params_check(const struct bench_opts *o, char *msg, size_t cap)
 
 /* ---- the command line ---------------------------------------------------- */
 
-static int usage_error(const char *what)
-{
-    fprintf(stderr, "ferry bench: %s\n", what);
-    return 2;
-}
-
 /* --https-proxy and its verification options, once the scenario is known;
  * without --http-proxy the HTTP mode becomes connect (absolute for
  * requests). Returns 0, or 2 (told). */
@@ -923,24 +430,24 @@ static int check_https(struct bench_opts *o, const struct bench_scenario *sc)
 {
     if (!o->https_proxy) {
         if (o->proxy_cacert || o->proxy_pin)
-            return usage_error("--proxy-cacert and --proxy-pin need --https-proxy");
+            return bench_usage_error("--proxy-cacert and --proxy-pin need --https-proxy");
         return 0;
     }
     if (strcmp(sc->name, "throughput") && strcmp(sc->name, "handshakes") &&
         strcmp(sc->name, "requests"))
-        return usage_error("--https-proxy: not yet for this scenario (throughput, handshakes "
-                           "and requests only)");
+        return bench_usage_error("--https-proxy: not yet for this scenario (throughput, handshakes "
+                                 "and requests only)");
     if (o->mode != BENCH_SELF && o->mode != BENCH_PROXY)
-        return usage_error("--https-proxy needs a proxy (self-hosted or --proxy)");
+        return bench_usage_error("--https-proxy needs a proxy (self-hosted or --proxy)");
     if (o->mode == BENCH_SELF && (o->proxy_cacert || o->proxy_pin))
-        return usage_error("--proxy-cacert and --proxy-pin are for an external proxy "
-                           "(--proxy): a self-hosted ferry is verified by its own pin");
+        return bench_usage_error("--proxy-cacert and --proxy-pin are for an external proxy "
+                                 "(--proxy): a self-hosted ferry is verified by its own pin");
     if (o->mode == BENCH_PROXY && !o->proxy_cacert == !o->proxy_pin)
-        return usage_error("--https-proxy with --proxy needs one of --proxy-cacert FILE or "
-                           "--proxy-pin sha256//... (the proxy is never trusted unverified)");
+        return bench_usage_error("--https-proxy with --proxy needs one of --proxy-cacert FILE or "
+                                 "--proxy-pin sha256//... (the proxy is never trusted unverified)");
     if (o->https_proxy == HTTPS_PROXY_H2 && o->http_proxy == HTTP_PROXY_ABSOLUTE)
-        return usage_error("--https-proxy h2 opens CONNECT streams only: not with "
-                           "--http-proxy absolute");
+        return bench_usage_error("--https-proxy h2 opens CONNECT streams only: not with "
+                                 "--http-proxy absolute");
     if (!o->http_proxy)
         o->http_proxy = (sc->flags & SCF_HTTP_ABSOLUTE) && o->https_proxy == HTTPS_PROXY_H1
                             ? HTTP_PROXY_ABSOLUTE
@@ -957,14 +464,14 @@ static int check_stalled(const struct bench_opts *o, const struct bench_scenario
     if (!o->stalled)
         return 0;
     if (strcmp(sc->name, "throughput") || o->https_proxy != HTTPS_PROXY_H2)
-        return usage_error("--stalled is for throughput with --https-proxy h2 (streams that "
-                           "share the measured streams' connection; elsewhere a stalled "
-                           "client is a TCP connection of its own)");
+        return bench_usage_error("--stalled is for throughput with --https-proxy h2 (streams that "
+                                 "share the measured streams' connection; elsewhere a stalled "
+                                 "client is a TCP connection of its own)");
     if (o->stalled > o->connections) {
         char msg[120];
         snprintf(msg, sizeof(msg), "--stalled must be 0..%u (--connections) (got %u)",
                  o->connections, o->stalled);
-        return usage_error(msg);
+        return bench_usage_error(msg);
     }
     return 0;
 }
@@ -978,16 +485,17 @@ static int check_tunnel(const struct bench_opts *o, const struct bench_scenario 
     if (!o->tunnel)
         return 0;
     if (sc->flags & SCF_NO_PROXY)
-        return usage_error("--tunnel is for the scenarios through a proxy (throughput, "
-                           "handshakes, requests, connections, udp)");
+        return bench_usage_error("--tunnel is for the scenarios through a proxy (throughput, "
+                                 "handshakes, requests, connections, udp)");
     if (o->mode != BENCH_SELF)
-        return usage_error("--tunnel starts its own client and server: not with --proxy, "
-                           "--relay or --direct");
+        return bench_usage_error("--tunnel starts its own client and server: not with --proxy, "
+                                 "--relay or --direct");
     if (o->chain > 1)
-        return usage_error("--tunnel and --chain: choose one (a tunnel is a pair of its own)");
+        return bench_usage_error(
+            "--tunnel and --chain: choose one (a tunnel is a pair of its own)");
     if (o->https_proxy)
-        return usage_error("--tunnel: the bench speaks SOCKS5 to the tunnel's client (the "
-                           "tunnel itself is TLS): not with --https-proxy");
+        return bench_usage_error("--tunnel: the bench speaks SOCKS5 to the tunnel's client (the "
+                                 "tunnel itself is TLS): not with --https-proxy");
     return 0;
 }
 
@@ -999,16 +507,16 @@ static int check_open_loop(struct bench_opts *o, struct bench_cli *c)
     const char *name = c->sc->name;
     if (o->rate > 0 && strcmp(name, "handshakes") && strcmp(name, "requests") &&
         strcmp(name, "udp"))
-        return usage_error("--rate is for handshakes, requests and udp (throughput measures "
-                           "what the path takes; connections holds them)");
+        return bench_usage_error("--rate is for handshakes, requests and udp (throughput measures "
+                                 "what the path takes; connections holds them)");
     if (o->rate > 0 && o->blast)
-        return usage_error("--rate and --blast: choose one (a timetable, or unpaced)");
+        return bench_usage_error("--rate and --blast: choose one (a timetable, or unpaced)");
     if (o->rate > 0 && !(c->given & (1u << SV_CONCURRENCY)))
         o->concurrency = 1000;
     if (o->direction != DIR_BOTH && strcmp(name, "throughput"))
-        return usage_error("--direction is for throughput");
+        return bench_usage_error("--direction is for throughput");
     if (o->direction != DIR_BOTH && (o->https_proxy || o->stalled))
-        return usage_error("--direction up|down: not with --https-proxy (yet)");
+        return bench_usage_error("--direction up|down: not with --https-proxy (yet)");
     return 0;
 }
 
@@ -1028,11 +536,11 @@ static int check_off_host(const struct bench_opts *o)
                  "ADDR:PORT (the explicit consent to aim the load off this host)",
                  o->mode == BENCH_PROXY ? "--proxy" : "--relay",
                  addr_format(&o->proxy, a, sizeof(a)));
-        return usage_error(msg);
+        return bench_usage_error(msg);
     }
     if (o->has_target && o->mode == BENCH_RELAY)
-        return usage_error("--target and --relay: a relay forwards to a target of its own "
-                           "configuration (use --proxy or --direct with --target)");
+        return bench_usage_error("--target and --relay: a relay forwards to a target of its own "
+                                 "configuration (use --proxy or --direct with --target)");
     return 0;
 }
 
@@ -1041,18 +549,19 @@ static int check_edge(const struct bench_opts *o, const struct bench_cli *c)
 {
     bool edge = c->sc->flags & SCF_OWN_SETUP;
     if (!edge)
-        return c->edge_given ? usage_error("--hello, --edge-target and --hold are for edge") : 0;
+        return c->edge_given ? bench_usage_error("--hello, --edge-target and --hold are for edge")
+                             : 0;
     if (o->mode != BENCH_SELF || o->tunnel || o->chain > 1 || o->has_target)
-        return usage_error("edge starts its own ferry (or measures --edge-target): not with "
-                           "--proxy, --relay, --direct, --tunnel, --chain or --target");
+        return bench_usage_error("edge starts its own ferry (or measures --edge-target): not with "
+                                 "--proxy, --relay, --direct, --tunnel, --chain or --target");
     if (o->http_proxy || o->https_proxy || strcmp(o->auth, "none") != 0 || o->rate > 0)
-        return usage_error("edge speaks no proxy protocol: not with --http-proxy, "
-                           "--https-proxy, --auth or --rate");
+        return bench_usage_error("edge speaks no proxy protocol: not with --http-proxy, "
+                                 "--https-proxy, --auth or --rate");
     if (o->has_edge_target && (o->nproxy_set || o->proxy_workers))
-        return usage_error("--proxy-set and --proxy-workers are for the self-hosted ferry, "
-                           "not --edge-target");
+        return bench_usage_error("--proxy-set and --proxy-workers are for the self-hosted ferry, "
+                                 "not --edge-target");
     if (!o->has_edge_target && c->target_port)
-        return usage_error("--target-port with edge: the port of --edge-target's backends");
+        return bench_usage_error("--target-port with edge: the port of --edge-target's backends");
     return 0;
 }
 
@@ -1065,33 +574,34 @@ static int check_combination(struct bench_opts *o, struct bench_cli *c)
     if (check_tunnel(o, sc) || check_open_loop(o, c) || check_off_host(o))
         return 2;
     if (o->wan && (o->mode == BENCH_PROXY || o->mode == BENCH_RELAY || (sc->flags & SCF_NO_PROXY)))
-        return usage_error("--wan puts the self-hosted ferries (or, with --direct, the targets) "
-                           "behind an emulated path: not with --proxy, --relay or rules");
+        return bench_usage_error(
+            "--wan puts the self-hosted ferries (or, with --direct, the targets) "
+            "behind an emulated path: not with --proxy, --relay or rules");
     if (o->http_proxy &&
         ((sc->flags & SCF_UDP) || o->mode == BENCH_DIRECT || o->mode == BENCH_RELAY))
-        return usage_error("--http-proxy needs a proxy (self-hosted or --proxy) and a TCP "
-                           "scenario");
+        return bench_usage_error("--http-proxy needs a proxy (self-hosted or --proxy) and a TCP "
+                                 "scenario");
     if (o->http_proxy == HTTP_PROXY_ABSOLUTE && !(sc->flags & SCF_HTTP_ABSOLUTE))
-        return usage_error("--http-proxy absolute only makes sense for requests");
+        return bench_usage_error("--http-proxy absolute only makes sense for requests");
     if (check_https(o, sc) || check_stalled(o, sc))
         return 2;
     if (o->chain > 1 && ((sc->flags & SCF_NO_PROXY) || o->mode != BENCH_SELF))
-        return usage_error("--chain starts its own ferries: not with --proxy, --relay, "
-                           "--direct or the rules scenario (to measure a chain of your own, "
-                           "point --proxy at its first proxy)");
+        return bench_usage_error("--chain starts its own ferries: not with --proxy, --relay, "
+                                 "--direct or the rules scenario (to measure a chain of your own, "
+                                 "point --proxy at its first proxy)");
     if ((sc->flags & SCF_UDP) && o->mode == BENCH_RELAY)
-        return usage_error("udp needs a SOCKS5 proxy (or --direct), not a TCP relay");
+        return bench_usage_error("udp needs a SOCKS5 proxy (or --direct), not a TCP relay");
     char msg[160];
     if (bench_params_check(o, msg, sizeof(msg))) {
         fprintf(stderr, "ferry bench: %s\nTry 'ferry bench --help'.\n", msg);
         return 2;
     }
     if (o->mode == BENCH_RELAY && !c->target_port)
-        return usage_error("--relay needs --target-port (the port the relay forwards to)");
+        return bench_usage_error("--relay needs --target-port (the port the relay forwards to)");
     if (o->has_target && (sc->flags & SCF_NO_PROXY))
-        return usage_error("--target: the rules scenario has no target");
+        return bench_usage_error("--target: the rules scenario has no target");
     if (o->has_target && c->target_port)
-        return usage_error("--target and --target-port: the port is the sink's");
+        return bench_usage_error("--target and --target-port: the port is the sink's");
     return 0;
 }
 
@@ -1120,12 +630,12 @@ static int parse_scenario(int argc, char **argv, struct bench_opts *o, struct be
 
 int bench_opts_parse(int argc, char **argv, struct bench_opts *o, struct bench_cli *c)
 {
-    static struct option longopts[NOPTS + 1];
+    static struct option longopts[BENCH_NOPTS + 1];
     size_t help = 0;
-    for (size_t i = 0; i < NOPTS; i++) {
-        longopts[i] =
-            (struct option){optdefs[i].name + 2, optdefs[i].has_arg, NULL, OPT_VAL + (int)i};
-        if (optdefs[i].set == set_help)
+    for (size_t i = 0; i < BENCH_NOPTS; i++) {
+        longopts[i] = (struct option){bench_optdefs[i].name + 2, bench_optdefs[i].has_arg, NULL,
+                                      OPT_VAL + (int)i};
+        if (strcmp(bench_optdefs[i].name, "--help") == 0)
             help = i;
     }
     memset(c, 0, sizeof(*c));
@@ -1140,11 +650,11 @@ int bench_opts_parse(int argc, char **argv, struct bench_opts *o, struct bench_c
     optind = 0; /* glibc: start afresh */
     while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         size_t i = ch == 'h' ? help : (size_t)(ch - OPT_VAL);
-        if (ch != 'h' && (ch < OPT_VAL || i >= NOPTS)) {
+        if (ch != 'h' && (ch < OPT_VAL || i >= BENCH_NOPTS)) {
             fputs("Try 'ferry bench --help'.\n", stderr);
             return 2;
         }
-        const struct optdef *d = &optdefs[i];
+        const struct optdef *d = &bench_optdefs[i];
         int rc = d->set(d, optarg, o, c);
         if (rc)
             return rc;

@@ -4,7 +4,7 @@
  * hold: the scenario table (each scenario's function, its defaults for the
  * options whose default depends on the scenario, the ranges it narrows,
  * what it needs and which parameters its report names) and the option
- * table in options.c (how each option is read, where its value goes, and
+ * table in options_table.c (how each option is read, where its value goes, and
  * the range a value must be in to give a figure worth the name).
  *
  * This room only reads arguments and says what is wrong with them (on

@@ -6,11 +6,9 @@
  * through a signalfd: every thread inherits a mask that blocks them, so no
  * handler ever runs on a data path.
  *
- * SIGHUP: load the configuration again; if it is valid, hand it to the
- * workers (new sessions use it, established ones keep theirs), otherwise
- * log every error and keep running as before.
- * Listen addresses added by a reload are bound here first (all or
- * nothing), then handed to the workers with the configuration.
+ * SIGHUP: load the configuration again (reload.c); if it is valid, hand
+ * it to the workers (new sessions use it, established ones keep theirs),
+ * otherwise log every error and keep running as before.
  * SIGINT/SIGTERM: take what waits in the accept queues, stop accepting and
  * let sessions finish for up to shutdown_timeout, then close what is left;
  * a second signal closes at once.
@@ -49,29 +47,10 @@
 #include "metrics/metrics.h"
 #include "relay/conn.h"
 #include "server/notify.h"
+#include "server/server_int.h"
 #include "tls/ticket.h"
 #include "version.h"
 #include "worker/worker.h"
-
-/* Everything the main thread keeps. */
-struct server {
-    const struct config_cli *cli;
-    struct config *cfg; /* current; one reference */
-    struct shared sh;
-    struct worker *ws;
-    unsigned nworkers;
-    struct auth auth;
-    bool auth_started;
-    struct limits limits;
-    /* Listening sockets as the workers have them: lfds[w * nlisten + i]
-     * (numbers only; the workers own them) and the bound addresses. */
-    int *lfds;
-    struct addr *bound;
-    size_t nlisten;
-    struct metrics *metrics;
-    struct admin *admin;      /* the admin API's state, with metrics */
-    unsigned inited, started; /* workers initialised, threads started */
-};
 
 unsigned long server_raise_nofile(void)
 {
@@ -86,65 +65,13 @@ unsigned long server_raise_nofile(void)
     return (unsigned long)rl.rlim_cur;
 }
 
-/* Refuse an address whose port another process holds: SO_REUSEPORT would
- * let a second ferry of the same user join it silently, splitting the
- * clients between two processes. Only an upgrade (--upgrade) shares on
- * purpose. what names the setting for the error; at_start adds the hint. */
-static int check_port_free(const struct addr *a, const char *what, const char *origin,
-                           bool at_start)
-{
-    if (sock_port_held_elsewhere(a) != 1)
-        return 0; /* free, ours, or a probe error the real bind reports */
-    char t[ADDR_STRLEN];
-    log_error("%s %s%s%s%s: %s: another process holds port %u%s", what,
-              addr_format(a, t, sizeof(t)), origin ? " (" : "", origin ? origin : "",
-              origin ? ")" : "", strerror(EADDRINUSE), (unsigned)a->port,
-              at_start ? " (is ferry already running? to take over from it without "
-                         "downtime, start this one with --upgrade)"
-                       : "");
-    return -EADDRINUSE;
-}
-
-/* Bind listen address i of cfg once per worker: fds[w * stride + i].
- * Port 0 is resolved by the first bind and reused by the other workers.
- * exclusive: refuse a port another process holds (check_port_free). */
-static int bind_address(const struct config *cfg, size_t i, unsigned nworkers, int *fds,
-                        size_t stride, struct addr *bound, bool exclusive, bool at_start)
-{
-    *bound = cfg->listen[i].addr;
-    if (exclusive) {
-        int rc = check_port_free(bound, "listen", cfg->listen[i].origin, at_start);
-        if (rc)
-            return rc;
-    }
-    for (unsigned w = 0; w < nworkers; w++) {
-        int fd = sock_listen(bound, (int)cfg->backlog, true);
-        if (fd < 0) {
-            char a[ADDR_STRLEN];
-            log_error("listen %s (%s): %s", addr_format(bound, a, sizeof(a)), cfg->listen[i].origin,
-                      strerror(-fd));
-            return fd;
-        }
-        /* Accepted sockets inherit TCP_NODELAY on Linux: one setsockopt
-         * here instead of one per connection. */
-        sock_set_nodelay(fd);
-        fds[w * stride + i] = fd;
-        if (bound->port == 0) {
-            int rc = sock_local_addr(fd, bound);
-            if (rc)
-                return rc;
-        }
-    }
-    return 0;
-}
-
 static int bind_all(const struct config *cfg, int *fds, struct addr *bound, bool upgrade)
 {
     size_t nl = cfg->nlisten;
     for (size_t i = 0; i < nl * cfg->workers; i++)
         fds[i] = -1;
     for (size_t i = 0; i < nl; i++) {
-        int rc = bind_address(cfg, i, cfg->workers, fds, nl, &bound[i], !upgrade, true);
+        int rc = server_bind_address(cfg, i, cfg->workers, fds, nl, &bound[i], !upgrade, true);
         if (rc)
             return rc;
     }
@@ -177,209 +104,6 @@ static void log_summary(const struct server *s)
              (unsigned long long)down, (unsigned long long)spl);
 }
 
-/* The verifier pool, started with the first configuration that turns
- * authentication on. */
-static int auth_ensure(struct server *s, const struct config *cfg)
-{
-    if (s->auth_started || !config_auth_enabled(cfg))
-        return 0;
-    const struct config_auth *a = &cfg->auth;
-    int rc = auth_start(&s->auth, a->workers, a->queue, 65536, a->max_failures,
-                        a->failure_window_ms, a->block_ms, a->cache_size);
-    if (rc) {
-        log_error("authentication: cannot start the verifier pool: %s", strerror(-rc));
-        return rc;
-    }
-    s->auth_started = true;
-    atomic_store(&s->sh.auth, &s->auth);
-    return 0;
-}
-
-/* The helpers follow the configuration being applied: its command (the
- * children of an older one are replaced as they come free), or none (the
- * idle ones are stopped). Called once the configuration is sure to be
- * used, so a reload that fails changes nothing. Out of memory keeps the
- * previous command (said in the log; with none, attempts fail closed). */
-static void auth_apply_helpers(struct server *s, const struct config *cfg)
-{
-    const struct config_auth *a = &cfg->auth;
-    if (!s->auth_started)
-        return;
-    if (!a->helper_argv)
-        helper_pool_clear(&s->auth.helpers);
-    else if (helper_pool_configure(&s->auth.helpers, a->helper_argv, a->helper_children,
-                                   a->helper_timeout_ms) < 0)
-        log_error("authentication: out of memory for the helper's command; the helpers keep "
-                  "the previous one");
-}
-
-static bool listen_equal(const struct config *a, const struct config *b)
-{
-    if (a->nlisten != b->nlisten)
-        return false;
-    for (size_t i = 0; i < a->nlisten; i++)
-        if (!addr_equal(&a->listen[i].addr, &b->listen[i].addr))
-            return false;
-    return true;
-}
-
-/* The listen address of old that nc's address i is (as configured: an
- * address with port 0 stays the one bound before), or -1 when it is new. */
-static long listen_find(const struct config *old, const struct config *nc, size_t i)
-{
-    for (size_t j = 0; j < old->nlisten; j++)
-        if (addr_equal(&old->listen[j].addr, &nc->listen[i].addr))
-            return (long)j;
-    return -1;
-}
-
-/* Reload with changed listen addresses: bind the new ones (all or
- * nothing) and build each worker's set. On success s->lfds and s->bound
- * describe the new layout and sets[w] are ready to post. */
-static int listen_plan(struct server *s, const struct config *nc, struct listen_set **sets)
-{
-    size_t nl = nc->nlisten;
-    unsigned nw = s->nworkers;
-    int *fds = malloc(nl * nw * sizeof(*fds));
-    struct addr *bound = calloc(nl, sizeof(*bound));
-    bool *fresh = calloc(nl, sizeof(*fresh));
-    int rc = fds && bound && fresh ? 0 : -ENOMEM;
-    for (size_t i = 0; i < nl * nw && fds; i++)
-        fds[i] = -1;
-    for (size_t i = 0; i < nl && !rc; i++) {
-        long j = listen_find(s->cfg, nc, i);
-        if (j >= 0) {
-            bound[i] = s->bound[j];
-            for (unsigned w = 0; w < nw; w++)
-                fds[w * nl + i] = s->lfds[w * s->nlisten + (size_t)j];
-        } else {
-            fresh[i] = true;
-            /* Never shared on a reload: --upgrade is about the ports the
-             * old ferry serves at our start, not about ones added later. */
-            rc = bind_address(nc, i, nw, fds, nl, &bound[i], true, false);
-        }
-    }
-    for (unsigned w = 0; w < nw && !rc; w++) {
-        struct listen_set *ls = sets[w] = calloc(1, sizeof(*ls));
-        if (!ls || !(ls->fds = malloc(nl * sizeof(int))) ||
-            !(ls->addrs = malloc(nl * sizeof(struct addr))) ||
-            !(ls->fresh = malloc(nl * sizeof(bool))) ||
-            !(ls->arr = calloc(nl ? nl : 1, sizeof(struct listener)))) {
-            rc = -ENOMEM;
-            break;
-        }
-        ls->n = nl;
-        for (size_t i = 0; i < nl; i++) {
-            ls->fds[i] = fds[w * nl + i];
-            ls->addrs[i] = bound[i];
-            ls->fresh[i] = fresh[i];
-        }
-    }
-    if (rc) {
-        for (size_t i = 0; i < nl && fds && fresh; i++)
-            for (unsigned w = 0; w < nw && fresh[i]; w++)
-                if (fds[w * nl + i] >= 0)
-                    close(fds[w * nl + i]);
-        for (unsigned w = 0; w < nw; w++) {
-            listen_set_free(sets[w]);
-            sets[w] = NULL;
-        }
-        free(fds);
-        free(bound);
-        free(fresh);
-        return rc;
-    }
-    for (size_t i = 0; i < nl; i++) {
-        char a[ADDR_STRLEN];
-        if (fresh[i])
-            log_info("reload: listening on %s", addr_format(&bound[i], a, sizeof(a)));
-    }
-    for (size_t j = 0; j < s->cfg->nlisten; j++) {
-        bool kept = false;
-        for (size_t i = 0; i < nl && !kept; i++)
-            kept = listen_find(s->cfg, nc, i) == (long)j;
-        char a[ADDR_STRLEN];
-        if (!kept)
-            log_info("reload: no longer listening on %s (established sessions carry on)",
-                     addr_format(&s->bound[j], a, sizeof(a)));
-    }
-    free(s->lfds);
-    free(s->bound);
-    free(fresh);
-    s->lfds = fds;
-    s->bound = bound;
-    s->nlisten = nl;
-    return 0;
-}
-
-static bool str_equal(const char *a, const char *b)
-{
-    return (!a && !b) || (a && b && strcmp(a, b) == 0);
-}
-
-/* Settings that are fixed for the life of the process in this version. */
-static void warn_restart_needed(const struct config *old, const struct config *nc)
-{
-    if (old->metrics_listen.family != nc->metrics_listen.family ||
-        (nc->metrics_listen.family && !addr_equal(&old->metrics_listen, &nc->metrics_listen)))
-        log_warn("reload: metrics.listen changed; applies after a restart");
-    if (!str_equal(old->user, nc->user) || !str_equal(old->group, nc->group))
-        log_warn("reload: user or group changed; applies after a restart");
-    if (old->workers != nc->workers)
-        log_warn("reload: workers changed; applies after a restart");
-    if (!str_equal(old->log_file, nc->log_file))
-        log_warn("reload: log_file changed; applies after a restart");
-    if (old->log_target != nc->log_target || old->syslog_facility != nc->syslog_facility ||
-        !str_equal(old->syslog_address, nc->syslog_address))
-        log_warn("reload: log_target, syslog_address or syslog_facility changed; applies after "
-                 "a restart");
-    if (old->backlog != nc->backlog)
-        log_warn("reload: backlog changed; applies after a restart");
-    if (old->limits.ip_table != nc->limits.ip_table)
-        log_warn("reload: limits.ip_table changed; applies after a restart");
-    if (config_auth_enabled(old) &&
-        (old->auth.workers != nc->auth.workers || old->auth.queue != nc->auth.queue ||
-         old->auth.cache_size != nc->auth.cache_size))
-        log_warn("reload: auth.workers, auth.queue or auth.cache_size changed; they apply after "
-                 "a restart");
-    /* The rest of [dns] (hosts = PATH re-read, cache_size, min_ttl,
-     * max_ttl) applies at once: resolver_update(). */
-    const struct config_dns *od = &old->dns, *nd = &nc->dns;
-    if (!str_equal(od->servers, nd->servers) || od->timeout_ms != nd->timeout_ms ||
-        od->tries != nd->tries || (od->hosts == NULL) != (nd->hosts == NULL))
-        log_warn("reload: dns.servers, dns.timeout, dns.tries, or whether dns.hosts is set, "
-                 "changed; they apply after a restart");
-}
-
-/* tls:// listeners: the pin a client may use for the certificate served
- * (curl --proxy-pinnedpubkey, an HTTPS outbound's pin). */
-static void log_tls_pin(const struct config *cfg, const char *when)
-{
-    if (cfg->tls.ctx)
-        log_info("%stls: serving %s, pin %s", when, cfg->tls.cert, cfg->tls.pin);
-}
-
-static void reload_failed(struct server *s, struct config *nc)
-{
-    config_unref(nc);
-    log_error("reload: still running the previous configuration");
-    metrics_reloaded(s->metrics, NULL);
-}
-
-/* The accounting follows cfg (before any worker sees it): new users get
- * their slots, quotas change, counts stay. Warnings are logged with
- * prefix. */
-static void acct_apply(struct server *s, const struct config *cfg, const char *prefix)
-{
-    struct msglist warns = {0};
-    if (s->sh.acct && cfg->quota.max_users != s->cfg->quota.max_users)
-        log_warn("%squota.max_users changed; applies after a restart", prefix);
-    acct_configure(s->sh.acct, cfg, (int64_t)time(NULL), &warns);
-    for (size_t i = 0; i < warns.n; i++)
-        log_warn("%s%s", prefix, warns.msg[i]);
-    msglist_fini(&warns);
-}
-
 /* The accounting at start: made for the workers, configured, and the
  * usage of the state file loaded. */
 static int acct_begin(struct server *s)
@@ -389,88 +113,13 @@ static int acct_begin(struct server *s)
         log_error("out of memory for the accounting tables");
         return -1;
     }
-    acct_apply(s, s->cfg, "");
+    server_acct_apply(s, s->cfg, "");
     struct msglist warns = {0};
     acct_state_load(s->sh.acct, (int64_t)time(NULL), &warns);
     for (size_t i = 0; i < warns.n; i++)
         log_warn("%s", warns.msg[i]);
     msglist_fini(&warns);
     return 0;
-}
-
-static void reload(struct server *s)
-{
-    struct config *nc = NULL;
-    struct msglist errs = {0};
-    log_info("SIGHUP: reloading %s", s->cli->path ? s->cli->path : "(built-in defaults)");
-    if (config_load(s->cli, &nc, &errs)) {
-        size_t nerr = 0;
-        for (size_t i = 0; i < errs.n; i++) {
-            bool warning = strncmp(errs.msg[i], "warning: ", 9) == 0;
-            nerr += !warning;
-            if (warning)
-                log_warn("reload: %s", errs.msg[i] + 9);
-            else
-                log_error("reload: %s", errs.msg[i]);
-        }
-        log_error("reload: the new configuration has %zu error%s; still running the previous "
-                  "one",
-                  nerr, nerr == 1 ? "" : "s");
-        msglist_fini(&errs);
-        metrics_reloaded(s->metrics, NULL);
-        return;
-    }
-    msglist_fini(&errs);
-    for (size_t i = 0; i < nc->warnings.n; i++)
-        log_warn("reload: %s", nc->warnings.msg[i]);
-    warn_restart_needed(s->cfg, nc);
-    if (auth_ensure(s, nc)) {
-        reload_failed(s, nc);
-        return;
-    }
-    struct listen_set **sets = calloc(s->nworkers, sizeof(*sets));
-    if (!sets) {
-        log_error("reload: out of memory");
-        reload_failed(s, nc);
-        return;
-    }
-    if (!listen_equal(s->cfg, nc)) {
-        int rc = listen_plan(s, nc, sets);
-        if (rc) {
-            if (rc == -ENOMEM)
-                log_error("reload: out of memory for the new listen addresses");
-            free(sets);
-            reload_failed(s, nc);
-            return;
-        }
-    }
-    auth_apply_helpers(s, nc);
-    if (s->auth_started)
-        throttle_configure(&s->auth.t, nc->auth.max_failures, nc->auth.failure_window_ms,
-                           nc->auth.block_ms);
-    log_set_level(nc->log_level);
-    log_set_format(nc->log_format);
-    acct_apply(s, nc, "reload: ");
-    for (unsigned i = 0; i < s->nworkers; i++) {
-        if (worker_post_config(&s->ws[i], nc, sets[i]) < 0) {
-            log_error("reload: worker %u: out of memory; it keeps the previous configuration", i);
-            for (size_t k = 0; sets[i] && k < sets[i]->n; k++)
-                if (sets[i]->fresh[k])
-                    close(sets[i]->fds[k]);
-            listen_set_free(sets[i]);
-        }
-    }
-    free(sets);
-    config_unref(s->cfg);
-    s->cfg = nc;
-    metrics_reloaded(s->metrics, nc);
-    log_tls_pin(nc, "reload: ");
-    char backend[4200];
-    config_auth_describe(nc, backend, sizeof(backend));
-    if (config_auth_enabled(nc))
-        log_info("reload: configuration applied to new sessions (%s)", backend);
-    else
-        log_info("reload: configuration applied to new sessions (no authentication)");
 }
 
 static void command_all(struct server *s, enum worker_cmd cmd)
@@ -534,7 +183,7 @@ static void supervise(struct server *s, int sfd)
                 if (sig == SIGHUP) {
                     if (!draining) {
                         notify_send("RELOADING=1");
-                        reload(s);
+                        server_reload(s);
                         notify_send("READY=1");
                     }
                 } else if (sig == SIGUSR1) {
@@ -746,7 +395,7 @@ static int metrics_begin(struct server *s)
         return 0;
     struct addr a = cfg->metrics_listen;
     /* SO_REUSEPORT: during an upgrade (only) the new ferry binds it too. */
-    if (!s->cli->upgrade && check_port_free(&a, "metrics.listen", NULL, true))
+    if (!s->cli->upgrade && server_check_port_free(&a, "metrics.listen", NULL, true))
         return -EADDRINUSE;
     int fd = sock_listen(&a, 64, true);
     char t[ADDR_STRLEN];
@@ -956,9 +605,9 @@ int server_run(struct config *cfg, const struct config_cli *cli)
     }
     if (drop_privileges(cfg))
         goto out_fds;
-    if (auth_ensure(&s, cfg))
+    if (server_auth_ensure(&s, cfg))
         goto out_fds;
-    auth_apply_helpers(&s, cfg);
+    server_auth_apply_helpers(&s, cfg);
     if (limits_init(&s.limits, cfg->limits.ip_table)) {
         log_error("out of memory for the limits tables");
         goto out_fds;
@@ -977,7 +626,7 @@ int server_run(struct config *cfg, const struct config_cli *cli)
     if (workers_up(&s, fds, bound))
         goto out_workers;
     announce_ready(&s, bound);
-    log_tls_pin(cfg, "");
+    server_log_tls_pin(cfg, "");
     if (cli->ready)
         cli->ready(cli->ready_arg, bound, cfg->nlisten);
 

@@ -5,9 +5,9 @@
  * parent). Nothing outside udp/ includes it: the owner sees udp.h.
  *
  * What lives here is what both sides of an association touch: its
- * sockets and client, its limits and counters, the bandwidth budget of a
- * batch and the owner's callbacks. Nothing here sends, receives or
- * allocates by itself.
+ * sockets and client, its limits and counters and the owner's callbacks
+ * (called through owner.h, with the bandwidth budget of a batch). Nothing
+ * here sends, receives or allocates by itself.
  */
 #ifndef FERRY_UDP_ASSOC_H
 #define FERRY_UDP_ASSOC_H
@@ -18,6 +18,7 @@
 #include "acct/acct.h"
 #include "core/loop.h"
 #include "udp/dest_table.h"
+#include "udp/owner.h"
 #include "udp/tunnel.h"
 #include "udp/udp.h"
 #include "util/addr.h"
@@ -76,24 +77,6 @@ struct udp_assoc {
     bool piped;
     struct udp_pipe pipe;
 };
-
-/* What a batch may still move under the bandwidth limits, and what it did. */
-struct udp_budget {
-    uint64_t left; /* UINT64_MAX: no limit */
-    uint64_t spent;
-};
-
-/* Tell the owner datagrams moved. */
-void udp_activity(struct udp_assoc *a);
-/* Ask once per batch for at most want bytes (an upper bound of what the
- * batch carries). */
-struct udp_budget udp_budget_start(struct udp_assoc *a, uint64_t want);
-/* Does a payload of len bytes fit what is left? Counts the drop if not. */
-bool udp_budget_fits(struct udp_assoc *a, const struct udp_budget *b, size_t len);
-/* len bytes of the budget are used. */
-void udp_budget_take(struct udp_budget *b, size_t len);
-/* Tell the owner what the batch spent. */
-void udp_budget_end(struct udp_assoc *a, const struct udp_budget *b);
 
 /* n datagrams of bytes payload relayed (up: client -> destinations):
  * the worker's counters, the association's, the user's. */

@@ -36,6 +36,7 @@
 #include "log/log.h"
 #include "proto/parent.h"
 #include "proto/socks5.h"
+#include "udp/owner.h"
 #include "util/compiler.h"
 
 #define UP_WARN_MS   10000 /* at most one "cannot carry UDP" line per this long */
@@ -169,8 +170,7 @@ static void on_end_task(struct task *t)
 {
     struct udp_parent *p = container_of(t, struct udp_parent, end);
     struct udp_assoc *a = p->a;
-    if (a->own.on_end)
-        a->own.on_end(a->own.arg, p->why); /* may close a, and p with it */
+    udp_end(a, p->why); /* may close a, and p with it */
 }
 
 /* The parent association failed or went away (what: for the log; why:
@@ -685,7 +685,7 @@ static struct udp_parent *pname_judge(struct udp_assoc *a, const char *name, uin
                                       bool *handled)
 {
     uint16_t ob = a->conf->default_outbound;
-    enum udp_verdict v = a->own.route ? a->own.route(a->own.arg, name, NULL, port, &ob) : UDP_ALLOW;
+    enum udp_verdict v = udp_route(a, name, NULL, port, &ob);
     *handled = true;
     if (v == UDP_DENY) {
         stat_add(&a->w->stats.udp_drop_denied, 1);

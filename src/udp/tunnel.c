@@ -24,6 +24,7 @@
 #include "log/log.h"
 #include "proto/socks5.h"
 #include "udp/assoc.h"
+#include "udp/owner.h"
 #include "util/compiler.h"
 
 #define TUN_HDR_MAX 262 /* RSV FRAG ATYP LEN NAME(255) PORT */
@@ -202,8 +203,7 @@ void udp_flow_end(struct udp_flow *f, bool lost, const char *why)
     if (lost && !a->tun_lost) {
         a->tun_lost = true;
         log_info("udp: association of %s: %s; the association ends", c, why);
-        if (a->own.on_end)
-            a->own.on_end(a->own.arg, "tunnel-lost"); /* may close a */
+        udp_end(a, "tunnel-lost"); /* may close a */
     }
 }
 

@@ -46,6 +46,7 @@
 #include "proto/socks5.h"
 #include "udp/assoc.h"
 #include "udp/dest_table.h"
+#include "udp/owner.h"
 #include "udp/parent.h"
 #include "udp/tunnel.h"
 #include "util/compiler.h"
@@ -181,46 +182,6 @@ static size_t in_count(struct udp_worker *uw, int i, size_t *seg)
     return *seg < len ? (len + *seg - 1) / *seg : 1;
 }
 
-void udp_activity(struct udp_assoc *a)
-{
-    if (a->own.on_activity)
-        a->own.on_activity(a->own.arg);
-}
-
-/* ---- bandwidth ------------------------------------------------------------- */
-
-/* Ask once per batch for at most want bytes (an upper bound of what the
- * batch carries). */
-struct udp_budget udp_budget_start(struct udp_assoc *a, uint64_t want)
-{
-    struct udp_budget b = {UINT64_MAX, 0};
-    if (a->bw_allow)
-        b.left =
-            want ? a->bw_allow(a->own.arg, want > UINT32_MAX ? UINT32_MAX : (uint32_t)want) : 0;
-    return b;
-}
-
-/* Does a payload of len bytes fit what is left? Counts the drop if not. */
-bool udp_budget_fits(struct udp_assoc *a, const struct udp_budget *b, size_t len)
-{
-    if (len <= b->left)
-        return true;
-    stat_add(&a->w->stats.udp_drop_bandwidth, 1);
-    return false;
-}
-
-void udp_budget_take(struct udp_budget *b, size_t len)
-{
-    b->left -= len;
-    b->spent += len;
-}
-
-void udp_budget_end(struct udp_assoc *a, const struct udp_budget *b)
-{
-    if (a->bw_spend && b->spent)
-        a->bw_spend(a->own.arg, b->spent > UINT32_MAX ? UINT32_MAX : (uint32_t)b->spent);
-}
-
 /* ---- destinations ------------------------------------------------------ */
 
 /* The destination d (what the client named: name, or NULL) as used at
@@ -237,7 +198,7 @@ static struct udp_dest *dest_get(struct udp_assoc *a, const struct addr *d, uint
         return x;
     }
     uint16_t ob = a->conf->default_outbound;
-    if (a->own.route && a->own.route(a->own.arg, name, d, d->port, &ob) != UDP_ALLOW) {
+    if (udp_route(a, name, d, d->port, &ob) != UDP_ALLOW) {
         stat_add(&a->w->stats.udp_drop_denied, 1);
         return NULL;
     }

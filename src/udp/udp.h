@@ -17,7 +17,8 @@
  * A destination whose rule names a SOCKS5 parent (via) goes through an
  * association ferry opens with that parent (parent.h), one per parent,
  * opened on the first datagram for it; the association ends when one of
- * them does.
+ * them does. What an association tells and asks its owner (struct
+ * udp_owner, the verdicts) is in owner.h.
  */
 #ifndef FERRY_UDP_UDP_H
 #define FERRY_UDP_UDP_H
@@ -27,6 +28,7 @@
 #include <stdint.h>
 
 #include "core/loop.h"
+#include "udp/owner.h"
 #include "util/addr.h"
 #include "worker/worker.h"
 
@@ -38,31 +40,6 @@ struct config_udp;
 enum udp_open_err {
     UDP_OPEN_LIMIT = -1,  /* udp.associations reached on this listen address */
     UDP_OPEN_SOCKET = -2, /* socket/bind failed (ports range exhausted, fds) */
-};
-
-/* What the rules say about a destination of an association. */
-enum udp_verdict {
-    UDP_DENY,    /* dropped, counted as denied */
-    UDP_ALLOW,   /* *ob is the way out */
-    UDP_NEED_IP, /* only its address can tell: resolve the name first */
-};
-
-/* The owner's side of an association (copied at open).
- *
- * on_activity(arg) is called (at most once per batch) when datagrams
- * move, so the owner can track idleness. route(arg, name or NULL, ip or
- * NULL, port, &ob) judges each new destination with the rules: a name
- * alone (ip NULL, only when a rule can send datagrams to a parent), an
- * address, or both (a name resolved here); UDP_ALLOW sets *ob to an index
- * into the config's outbounds (direct, a SOCKS5 parent, ...). on_end(arg,
- * why) says the association cannot go on (its parent went away): the
- * owner closes it (udp_assoc_close), from inside the call or later. */
-struct udp_owner {
-    void (*on_activity)(void *arg);
-    enum udp_verdict (*route)(void *arg, const char *name, const struct addr *ip, uint16_t port,
-                              uint16_t *ob);
-    void (*on_end)(void *arg, const char *why);
-    void *arg;
 };
 
 /* Open an association for a client at `client` (IP; port ignored) that
