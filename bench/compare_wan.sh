@@ -76,6 +76,18 @@ wan_prepare() {
 # compare.sh tracks is CMD's own).
 in_ns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
 
+# tun_counts: "DROPPED PACKETS" of both TUN devices (the packets the kernel
+# dropped because the forwarder had not read its queue, and those it queued).
+tun_counts() {
+    local ns dr=0 pk=0 a b
+    for ns in "$WNS_A" "$WNS_B"; do
+        a=$(in_ns "$ns" cat /sys/class/net/wan0/statistics/tx_dropped 2>/dev/null || echo 0)
+        b=$(in_ns "$ns" cat /sys/class/net/wan0/statistics/tx_packets 2>/dev/null || echo 0)
+        dr=$((dr + a)) pk=$((pk + b))
+    done
+    echo "$dr $pk"
+}
+
 # wan_wait NS PORT PID: 0 when PORT listens in NS within 10 s, 1 otherwise.
 wan_wait() {
     local i
@@ -204,9 +216,12 @@ wan_run() { # wan_run ROUND K SPEC VNAME SCEN VOPTS HOW T
             bulk=$LAST_PID
             sleep "$WAN_WARMUP"
         fi
+        local tun0 tun1
+        tun0=$(tun_counts)
         "$PY" bench/treemon.py run --exclude-tree "$MAINPID" --settle "$SETTLE" --out "$TMPD/other.json" -- \
             timeout -k 5 300 ip netns exec "$WNS_A" "$FERRY" bench "$scen" "${args[@]}" \
             >"$TMPD/run.out" 2>"$TMPD/run.err" || rc=$?
+        tun1=$(tun_counts)
         if [ -n "$bulk" ]; then # it ends by itself after the requests; its figures go with them
             wait "$bulk" 2>/dev/null || true
             unset "LIVE[$bulk]"
@@ -218,7 +233,7 @@ wan_run() { # wan_run ROUND K SPEC VNAME SCEN VOPTS HOW T
             err="the bench exited with status $rc"
         fi
         "$PY" bench/report.py wanrtt --line "$TMPD/run.out" --ping "$d/ping.out" --bulk "$d/bulk.out" \
-            --spec "$spec" --path "$k" --skip "$([ "$scen" = throughput ] || [ "$how" = wanbulk ] && echo "$WAN_WARMUP" || echo 0)" || true
+            --spec "$spec" --path "$k" --tun "$((${tun1% *} - ${tun0% *})) $((${tun1#* } - ${tun0#* }))" --skip "$([ "$scen" = throughput ] || [ "$how" = wanbulk ] && echo "$WAN_WARMUP" || echo 0)" || true
         NRUNS=$((NRUNS + 1))
     fi
     local died=""

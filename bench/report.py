@@ -293,6 +293,7 @@ WAN_METHOD = (
     'r load** beside each figure is the median of `ping -D` from A to B every 0.1 s during that'
     ' run, after its warm-up: above the configured RTT when the queue before the emulated link '
     'fills, or when the forwarder (which shares the 2 cores) falls behind.'
+    ' When the forwarder falls behind, the sending TUN device\'s queue (500 packets) fills and the kernel drops what does not fit: compare.sh counts those drops per run (`tx_dropped` of both devices) and the report says which runs lost 0.5 % or more there, since their path was lossier than configured.'
 )  # largest payload ss-libev relays (see explain_udp)
 
 

@@ -56,6 +56,7 @@ def cmd_wanrtt(argv):
     ap.add_argument("--skip", type=float, default=0.0, help="seconds of ping to leave out (warm-up)")
     ap.add_argument("--spec", required=True)
     ap.add_argument("--path", type=int, required=True)
+    ap.add_argument("--tun", help="'DROPPED PACKETS': the TUN devices' counts over the run, both sides")
     a = ap.parse_args(argv)
     try:
         with open(a.line) as f:
@@ -81,6 +82,12 @@ def cmd_wanrtt(argv):
             m = b[-1].get("metrics", {})
             wan["bulk"] = {"streams": (b[-1].get("params") or {}).get("connections"),
                            "total": (m.get("total") or {}).get("median"), "ok": b[-1].get("ok", True)}
+    if a.tun:
+        try:
+            dropped, packets = (int(x) for x in a.tun.split())
+            wan["tun_dropped"], wan["tun_packets"] = dropped, packets
+        except ValueError:
+            pass
     rec["wan"] = wan
     lines[idx[-1]] = json.dumps(rec)
     with open(a.line, "w") as f:
@@ -232,6 +239,33 @@ class WanSection:
         return (f"Other work on the machine took 0.25 cores or more during {busy} of these {n} runs "
                 "(bench/treemon.py run): the forwarder shares the cores, so the RTT under load and "
                 "the rates are those of a loaded machine there.")
+
+    def overflow_note(self, k):
+        """Runs in which the kernel dropped packets before the forwarder read
+        them (a TUN device's queue was full): the path was then lossier than
+        configured, and the forwarder, not the path, was the bottleneck."""
+        n = bad = 0
+        worst = 0.0
+        for s in ("throughput-1", "throughput-8", "requests", "latency"):
+            for t in ROWS:
+                for run in self.runs(f"wan{k}-{s}", t):
+                    w = run.get("wan") or {}
+                    if "tun_dropped" not in w:
+                        continue
+                    n += 1
+                    share = w["tun_dropped"] / max(1, w["tun_dropped"] + w["tun_packets"])
+                    if share >= 0.005:
+                        bad += 1
+                        worst = max(worst, share)
+        if not bad:
+            return None if not n else (f"In none of these {n} runs did the TUN devices' queues overflow "
+                                       "(packets the kernel dropped before the forwarder read them): the "
+                                       "path's loss was the configured one.")
+        return (f"**In {bad} of these {n} runs the kernel dropped 0.5 % or more of the packets before the "
+                f"forwarder read them (a TUN device's queue of 500 packets was full; worst {worst:.1%}):** "
+                "the forwarder, not the configured path, was the bottleneck there, and those runs saw more "
+                "loss than configured. Their figures say what this machine's emulator does, not what the "
+                "path does.")
 
     def verdict(self, k, spec):
         d = spec_dict(spec)
@@ -387,10 +421,10 @@ class WanSection:
             L.append("")
             L.append(self.table(k, spec))
             L.append("")
-            note = self.busy_note(k)
-            if note:
-                L.append(note)
-                L.append("")
+            for note in (self.busy_note(k), self.overflow_note(k)):
+                if note:
+                    L.append(note)
+                    L.append("")
             v = self.verdict(k, spec)
             if v:
                 L.append("Against the issue's targets (medians over rounds):")

@@ -99,7 +99,9 @@ def wan_results(path):
                 ("wan1-requests", "requests", rq, {}),
                 ("wan1-latency", "requests", rq, {"bulk": {"streams": 7, "total": 99.0, "ok": True}})):
             lines.append({"scenario": scen, "ok": True, "params": {"direction": "down"}, "metrics": metrics,
-                          "notes": [], "wan": dict(wan, **extra),
+                          "notes": [], "wan": dict(wan, **extra, tun_packets=10000,
+                                                   tun_dropped=300 if (t, variant) == ("ssh-d", "wan1-throughput-8")
+                                                   else 0),
                           "compare": {"round": 1, "variant": variant, "target": t, "cpu_source": "bench"}})
     path.write_text("".join(json.dumps(l) + "\n" for l in lines))
 
@@ -129,6 +131,9 @@ def test_report_renders_a_wan_path(tmp_path):
     assert ("- beside 7 bulk streams: a small request's p99 through the ferry tunnel 100 ms (target ≤ "
             "2 RTT + 10 ms = 130 ms, RTT 60 ms measured under that load: met)") in md
     assert "8 streams over one tunnel connection" not in md  # a loss target: this path loses nothing
+    # One run lost 2.9 % of its packets in a TUN device's queue, before the forwarder.
+    assert ("**In 1 of these 16 runs the kernel dropped 0.5 % or more of the packets before the "
+            "forwarder read them (a TUN device's queue of 500 packets was full; worst 2.9%):**") in md
     if os.path.exists("/usr/bin/gnuplot"):
         chart = tmp_path / "r-wan1.svg"
         assert chart.exists() and "![Path 1:" in md
@@ -148,7 +153,8 @@ def test_wanrtt_adds_the_rtt_under_load_and_the_bulk(tmp_path):
     bulk.write_text(json.dumps({"ok": True, "params": {"connections": 7},
                                 "metrics": {"total": m(88.5, "MiB/s")}}) + "\n")
     p = subprocess.run([sys.executable, REPORT, "wanrtt", "--line", str(line), "--ping", str(ping),
-                        "--bulk", str(bulk), "--spec", "delay=25ms", "--path", "2", "--skip", "0.5"],
+                        "--bulk", str(bulk), "--spec", "delay=25ms", "--path", "2", "--skip", "0.5",
+                        "--tun", "12 3400"],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     rec = json.loads(line.read_text().splitlines()[-1])
@@ -156,3 +162,4 @@ def test_wanrtt_adds_the_rtt_under_load_and_the_bulk(tmp_path):
     assert (w["path"], w["spec"]) == (2, "delay=25ms")
     assert w["rtt_ms"]["n"] == 5 and w["rtt_ms"]["p50"] == 54.0 and w["rtt_ms"]["max"] == 200.0
     assert w["bulk"] == {"streams": 7, "total": 88.5, "ok": True}
+    assert (w["tun_dropped"], w["tun_packets"]) == (12, 3400)
