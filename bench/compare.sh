@@ -281,8 +281,10 @@ EDGE_CG_PERIOD=20000 EDGE_CG_QUOTA=""
 if [ -n "$EDGE_CPU" ]; then
     [[ "$EDGE_CPU" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "compare.sh: --edge-cpu: not a number: $EDGE_CPU" >&2; exit 2; }
     EDGE_CG_QUOTA=$(awk -v s="$EDGE_CPU" -v p="$EDGE_CG_PERIOD" 'BEGIN { printf "%d", s * p + 0.5 }')
-    [ "$EDGE_CG_QUOTA" -ge 1000 ] && [ "$EDGE_CG_QUOTA" -le $((64 * EDGE_CG_PERIOD)) ] ||
-        { echo "compare.sh: --edge-cpu: $EDGE_CPU is not between 0.05 and 64 cores" >&2; exit 2; }
+    if [ "$EDGE_CG_QUOTA" -lt 1000 ] || [ "$EDGE_CG_QUOTA" -gt $((64 * EDGE_CG_PERIOD)) ]; then
+        echo "compare.sh: --edge-cpu: $EDGE_CPU is not between 0.05 and 64 cores" >&2
+        exit 2
+    fi
 fi
 
 ALL_SCENARIOS=(throughput handshakes requests connections udp udp-tunnel auth http hop https stall tunnel edge)
@@ -392,15 +394,16 @@ edge_cg_make() {
 edge_cg_join() {
     local p=$1 c
     echo "$p" >"$EDGE_CG/cgroup.procs" 2>/dev/null || return 1
+    # shellcheck disable=SC2013 # the files hold PIDs separated by spaces
     for c in $(cat /proc/"$p"/task/*/children 2>/dev/null); do edge_cg_join "$c" || return 1; done
 }
 edge_cg_remove() {
     [ -n "$EDGE_CG" ] && [ -d "$EDGE_CG" ] || return 0
     local p i
     for ((i = 0; i < 20; i++)); do # what is left (nothing, normally) back to the parent
-        for p in $(cat "$EDGE_CG/cgroup.procs" 2>/dev/null); do
+        while read -r p; do
             echo "$p" >"$(dirname "$EDGE_CG")/cgroup.procs" 2>/dev/null || true
-        done
+        done < <(cat "$EDGE_CG/cgroup.procs" 2>/dev/null)
         rmdir "$EDGE_CG" 2>/dev/null && return 0
         sleep 0.1
     done
