@@ -1707,7 +1707,9 @@ class Report:
                  f"quota of {q:g} core (compare.sh `--edge-cpu {q:g}`; ferry's self-hosted edge "
                  "joins it with `ferry bench edge --proxy-cgroup`), so the edge, not the load "
                  "generator, is the bottleneck and conn/s is its capacity at that budget. CPU use "
-                 "during the window (cores, median; at the quota means throttled):")
+                 "during the window (cores, median; at the quota means throttled), and in brackets "
+                 "the load generator's (`ferry bench edge`: clients and backends), which must stay "
+                 "well under the cores the machine has:")
         L.append("")
         for v in vs:
             if v == "edge-hold":
@@ -1716,8 +1718,9 @@ class Report:
             for t in EDGE_TARGETS:
                 if t in self.targets and not self.status(v, t):
                     u = self.cell(v, t).m("proxy_cpu")
+                    g = self.cell(v, t).m("generator_cpu")
                     if u is not None:
-                        uses.append(f"{LABELS[t]} {u:.2f}")
+                        uses.append(f"{LABELS[t]} {u:.2f}" + (f" ({g:.2f})" if g is not None else ""))
             if uses:
                 L.append(f"- {V[v]['title']}: " + ", ".join(uses))
         L.append("")

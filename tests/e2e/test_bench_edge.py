@@ -32,6 +32,7 @@ def test_each_hello_self_hosted(hello):
     assert metric(r, "errors") == 0
     assert metric(r, "latency_p99_9") >= metric(r, "latency_p50") > 0
     assert metric(r, "proxy_cpu_per_1k") > 0
+    assert metric(r, "generator_cpu") > 0  # the bench's own share, beside the edge's
     assert "held" not in r["metrics"]
 
 
