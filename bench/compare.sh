@@ -172,6 +172,14 @@ Options:
   --treemon          also watch each proxy's process tree from outside
                      (bench/treemon.py) as a cross-check of the bench's own
                      CPU and memory figures (off by default: it costs CPU)
+  --edge-cpu SHARE   the edge group under an equal CPU budget: every edge
+                     (ferry's, HAProxy, nginx) runs in one cgroup whose CPU
+                     quota is SHARE of one core (e.g. 0.25; cgroup v1
+                     cpu.cfs_quota_us over a 20 ms cpu.cfs_period_us, or
+                     v2 cpu.max; root), so the edge and not the load
+                     generator sets the rate: conn/s is then capacity at
+                     that budget. The cgroup is removed at the end (and on
+                     INT/TERM)
   --dry-run          print what would be installed, run and written, and
                      exit: nothing is installed, started or written
   -h, --help         show this help
@@ -209,6 +217,7 @@ TREEMON=0
 BUILD_HEAD=0
 DRY_RUN=0
 SETTLE=""
+EDGE_CPU=""
 while [ $# -gt 0 ]; do
     case "$1" in
     --quick) QUICK=1 ;;
@@ -236,6 +245,8 @@ while [ $# -gt 0 ]; do
     --build-head) BUILD_HEAD=1 ;;
     --dry-run) DRY_RUN=1 ;;
     --settle) SETTLE=${2:?--settle needs seconds}; shift ;;
+    --edge-cpu) EDGE_CPU=${2:?--edge-cpu needs a share of one core, e.g. 0.25}; shift ;;
+    --edge-cpu=*) EDGE_CPU=${1#*=} ;;
     --settle=*) SETTLE=${1#*=} ;;
     -h | --help) usage; exit 0 ;;
     *) echo "compare.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
@@ -264,6 +275,17 @@ if [ -n "$RESULTS" ] && [[ $RESULTS != /* ]]; then RESULTS=$ORIG_PWD/$RESULTS; f
 [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: --rounds: not a positive number: $ROUNDS" >&2; exit 2; }
 [[ "$DURATION" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "compare.sh: --duration: not a number: $DURATION" >&2; exit 2; }
 [[ "$SETTLE" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "compare.sh: --settle: not a number: $SETTLE" >&2; exit 2; }
+# --edge-cpu: the quota in microseconds per EDGE_CG_PERIOD (20 ms: short
+# enough that a throttled edge waits at most a few ms at a time).
+EDGE_CG_PERIOD=20000 EDGE_CG_QUOTA=""
+if [ -n "$EDGE_CPU" ]; then
+    [[ "$EDGE_CPU" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "compare.sh: --edge-cpu: not a number: $EDGE_CPU" >&2; exit 2; }
+    EDGE_CG_QUOTA=$(awk -v s="$EDGE_CPU" -v p="$EDGE_CG_PERIOD" 'BEGIN { printf "%d", s * p + 0.5 }')
+    if [ "$EDGE_CG_QUOTA" -lt 1000 ] || [ "$EDGE_CG_QUOTA" -gt $((64 * EDGE_CG_PERIOD)) ]; then
+        echo "compare.sh: --edge-cpu: $EDGE_CPU is not between 0.05 and 64 cores" >&2
+        exit 2
+    fi
+fi
 
 ALL_SCENARIOS=(throughput handshakes requests connections udp udp-tunnel auth http hop https stall tunnel edge)
 ALL_TARGETS=(direct ferry dante microsocks ss-libev haproxy tinyproxy squid ferry-ferry ferry-dante dante-dante
@@ -294,6 +316,10 @@ fi
 sel=()
 for s in "${ALL_SCENARIOS[@]}"; do [[ " ${SCENARIOS[*]} " == *" $s "* ]] && sel+=("$s"); done
 SCENARIOS=("${sel[@]}")
+if [ -n "$EDGE_CPU" ] && [[ " ${SCENARIOS[*]} " != *" edge "* ]]; then
+    echo "compare.sh: --edge-cpu is for the edge group (--only edge)" >&2
+    exit 2
+fi
 TARGETS=("${ALL_TARGETS[@]}")
 if [ -n "$TARGETS_ARG" ]; then
     IFS=, read -r -a TARGETS <<<"$TARGETS_ARG"
@@ -344,12 +370,53 @@ stop_pid() {
     done
 }
 
+# --edge-cpu: one cgroup for the edge under test (one edge runs at a time),
+# made by edge_cg_make, removed by edge_cg_remove (cleanup calls it).
+EDGE_CG=""
+edge_cg_make() {
+    local base dir
+    if [ -e /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]; then base=/sys/fs/cgroup/cpu
+    elif [ -e /sys/fs/cgroup/cgroup.controllers ] && grep -qw cpu /sys/fs/cgroup/cgroup.controllers; then base=/sys/fs/cgroup
+    else echo "compare.sh: --edge-cpu: no cgroup cpu controller (/sys/fs/cgroup/cpu or cgroup v2 cpu)" >&2; return 1; fi
+    dir=$base/ferry-compare-edge.$$
+    mkdir "$dir" || { echo "compare.sh: --edge-cpu: cannot create $dir (root?)" >&2; return 1; }
+    EDGE_CG=$dir
+    if [ "$base" = /sys/fs/cgroup/cpu ]; then
+        echo "$EDGE_CG_PERIOD" >"$dir/cpu.cfs_period_us" && echo "$EDGE_CG_QUOTA" >"$dir/cpu.cfs_quota_us"
+    else
+        echo "$EDGE_CG_QUOTA $EDGE_CG_PERIOD" >"$dir/cpu.max"
+    fi || { echo "compare.sh: --edge-cpu: cannot set the quota of $dir" >&2; return 1; }
+    log "edge CPU budget: cgroup $dir, $EDGE_CG_QUOTA us per $EDGE_CG_PERIOD us ($EDGE_CPU core)"
+}
+# edge_cg_join PID: the process, its threads and its descendants (nginx's
+# worker, forked before the move) into the cgroup. Children forked later
+# inherit it. 1 if a process could not be moved.
+edge_cg_join() {
+    local p=$1 c
+    echo "$p" >"$EDGE_CG/cgroup.procs" 2>/dev/null || return 1
+    # shellcheck disable=SC2013 # the files hold PIDs separated by spaces
+    for c in $(cat /proc/"$p"/task/*/children 2>/dev/null); do edge_cg_join "$c" || return 1; done
+}
+edge_cg_remove() {
+    [ -n "$EDGE_CG" ] && [ -d "$EDGE_CG" ] || return 0
+    local p i
+    for ((i = 0; i < 20; i++)); do # what is left (nothing, normally) back to the parent
+        while read -r p; do
+            echo "$p" >"$(dirname "$EDGE_CG")/cgroup.procs" 2>/dev/null || true
+        done < <(cat "$EDGE_CG/cgroup.procs" 2>/dev/null)
+        rmdir "$EDGE_CG" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    echo "compare.sh: could not remove the cgroup $EDGE_CG" >&2
+}
+
 cleanup() {
     local rc=$? pid
     trap - EXIT INT TERM
     for pid in "${!LIVE[@]}"; do
         stop_pid "$pid"
     done
+    edge_cg_remove
     if [ "$KEEP" = 1 ]; then
         log "kept $TMPD"
     else
@@ -692,6 +759,15 @@ start_haproxy() {
     NOTE[haproxy]="\`haproxy -db\` (bench/peers/haproxy.cfg): TCP mode, option splice-auto, nbthread $(nproc); a plain relay to the echo port, no SOCKS"
 }
 
+# With --edge-cpu: a started edge peer into the cgroup, or not measured.
+edge_cg_peer() { # edge_cg_peer TARGET PID
+    [ -n "$EDGE_CG" ] || return 0
+    edge_cg_join "$2" && return 0
+    STATUS[$1]="not measured: could not move pid $2 into the cgroup $EDGE_CG"
+    stop_pid "$2"
+    return 1
+}
+
 # The edge group's peers route a.test / b.test to the bench's backends on
 # EDGE_BACKEND and EDGE_BACKEND + 1 (`ferry bench edge --target-port`).
 start_haproxy_edge() {
@@ -704,6 +780,7 @@ start_haproxy_edge() {
         MAXCONN="$EDGE_MAXCONN" DIR="$TMPD"
     start_bg "$TMPD/haproxy-edge.log" haproxy -db -f "$TMPD/haproxy-edge.cfg"
     check_up haproxy-edge "$tport" "$LAST_PID" "$TMPD/haproxy-edge.log" || return 0
+    edge_cg_peer haproxy-edge "$LAST_PID" || return 0
     ADDR[haproxy-edge]=127.0.0.1:$tport MCADDR[haproxy-edge]=127.0.0.1:$mport
     PIDS[haproxy-edge]=$LAST_PID ROOTS[haproxy-edge]=$LAST_PID
     MODE[haproxy-edge]=edge CPUSRC[haproxy-edge]=bench LOGF[haproxy-edge]=$TMPD/haproxy-edge.log
@@ -722,6 +799,7 @@ start_nginx_edge() {
     start_bg "$TMPD/nginx-edge.log" nginx -e "$TMPD/nginx/nginx-start.log" -p "$TMPD/nginx" \
         -c "$TMPD/nginx/nginx-edge.conf" -g 'daemon off;'
     check_up nginx-edge "$tport" "$LAST_PID" "$TMPD/nginx-edge.log" || return 0
+    edge_cg_peer nginx-edge "$LAST_PID" || return 0
     ADDR[nginx-edge]=127.0.0.1:$tport PIDS[nginx-edge]=$LAST_PID ROOTS[nginx-edge]=$LAST_PID
     MODE[nginx-edge]=edge CPUSRC[nginx-edge]=bench LOGF[nginx-edge]="$TMPD/nginx-edge.log $TMPD/nginx/nginx-error.log"
     NOTE[nginx-edge]="\`nginx -g 'daemon off;'\` (bench/peers/nginx-edge.conf, EDGE.md appendix B): stream + ssl_preread, map \$ssl_preread_server_name; worker_processes $EDGE_WORKERS; no Minecraft routing"
@@ -1058,7 +1136,7 @@ if [ "$DRY_RUN" = 1 ]; then
             if [ "$vhow" = udptunnel ] && [[ $t == ferry* ]]; then
                 chain="${TUNNEL[$t]:+ --tunnel ${TUNNEL[$t]}} [ALLOC_COUNT_DIR=DIR LD_PRELOAD=alloccount.so]"
             fi
-            [ "$vhow" = edge ] && chain=" --proxy-workers $EDGE_WORKERS"
+            [ "$vhow" = edge ] && chain=" --proxy-workers $EDGE_WORKERS${EDGE_CPU:+ --proxy-cgroup CGROUP}"
             [ "$vhow" = edge ] && [ "$t" != ferry-edge ] && chain=" --edge-target ADDR --target-port PORT --proxy-pid PID"
             echo "run: $vname $t: ferry bench $scen --runs 1 --json --allow-failures --duration $DURATION --warmup $WARMUP${vopts:+ $vopts}$chain ($vhow)"
         done
@@ -1073,6 +1151,7 @@ if [ "$DRY_RUN" = 1 ]; then
             done
         done < <(wan_variants "$k")
     done
+    [ -n "$EDGE_CPU" ] && echo "edge CPU budget: every edge in one cgroup, $EDGE_CG_QUOTA us per $EDGE_CG_PERIOD us ($EDGE_CPU core)"
     echo "report: $OUT"
     echo "raw results: ${OUT%.md}.jsonl"
     echo "chart: ${OUT%.md}.svg"
@@ -1081,6 +1160,7 @@ fi
 
 # ---- the run ------------------------------------------------------------------
 install_peers
+if [ -n "$EDGE_CPU" ]; then edge_cg_make || exit 1; fi
 command -v ss >/dev/null || { echo "compare.sh: needs ss (iproute2)" >&2; exit 1; }
 
 FERRY=$TMPD/ferry
@@ -1187,6 +1267,11 @@ for t in "${USED_TARGETS[@]}"; do
             NOTE[$t]+="; udp-tunnel group: no allocation counter (build/micro/alloccount.so could not be built)"
         fi
     fi
+    if [ -n "$EDGE_CG" ] && [[ $t == *-edge ]]; then
+        how=""
+        [ "$t" != ferry-edge ] || how=", joined by \`ferry bench edge --proxy-cgroup\`"
+        NOTE[$t]+="; under a CPU budget of $EDGE_CPU core (a cgroup with cpu quota $EDGE_CG_QUOTA us per $EDGE_CG_PERIOD us$how)"
+    fi
     if [ "${STATUS[$t]}" = ok ]; then log "$t: ${ADDR[$t]:-${MODE[$t]}} pid ${PIDS[$t]:--}"; fi
 done
 if [ -n "${USED_SELF[ferry]:-}" ] && [ -n "${USED_PROXY[ferry]:-}" ]; then
@@ -1204,6 +1289,7 @@ RAW=$TMPD/results.jsonl
         --warmup "$WARMUP" --connections "$CONNS" --connections-wanted "$CONNS_WANTED" \
         --nofile "$NOFILE" --quick "$QUICK" --ferry-version "$FERRY_VERSION" \
         --ferry-commit "$FERRY_COMMIT" --echo-port "$ECHO_PORT" --treemon "$TREEMON" --settle "$SETTLE" \
+        --edge-cpu "$EDGE_CPU" \
         --groups "${SCENARIOS[*]}" --variants "$(printf '%s\n' "${VARIANTS[@]}")"
     for t in "${USED_TARGETS[@]}"; do
         "$PY" -c 'import json,sys; print(json.dumps({"peer":{"target":sys.argv[1],"status":sys.argv[2],"mode":sys.argv[3],"addr":sys.argv[4],"pids":sys.argv[5],"cpu_source":sys.argv[6],"how":sys.argv[7]}}))' \
@@ -1330,7 +1416,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
             case $mode in
             direct) args+=(--direct) ;;
             self) args+=(--ferry "$FERRY" ${chain:+--chain "$chain"} ${tunnel:+--tunnel "$tunnel"})
-                [ "$vhow" = edge ] && args+=(--proxy-workers "$EDGE_WORKERS") ;;
+                [ "$vhow" = edge ] && args+=(--proxy-workers "$EDGE_WORKERS" ${EDGE_CG:+--proxy-cgroup "$EDGE_CG"}) ;;
             edge) # the Minecraft variant goes to HAProxy's Lua frontend
                 eaddr=${ADDR[$t]}
                 [[ " $vopts " == *" --hello mc "* ]] && eaddr=${MCADDR[$t]:-${ADDR[$t]}}

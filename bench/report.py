@@ -344,7 +344,7 @@ def cmd_meta(argv):
     ap = argparse.ArgumentParser(prog="report.py meta")
     ap.add_argument("--cmdline", default="")
     for name in ("rounds", "connections", "connections-wanted", "nofile", "quick", "echo-port", "treemon",
-                 "settle"):
+                 "settle", "edge-cpu"):
         ap.add_argument("--" + name, default="")
     ap.add_argument("--duration", default="")
     ap.add_argument("--warmup", default="")
@@ -391,6 +391,8 @@ def cmd_meta(argv):
             "treemon": a.treemon == "1",
             "settle_s": float(a.settle or 0),
             "echo_port": a.echo_port,
+            # --edge-cpu: every edge's CPU quota in cores (0: none)
+            "edge_cpu": float(a.edge_cpu or 0),
             "groups": a.groups.split(),
             # name, scenario, options, targets (comma separated), how (proxy/self)
             "variants": [v.split("|") for v in a.variants.splitlines() if v],
@@ -1692,6 +1694,38 @@ class Report:
                 fmt(cpu) if cpu is not None else "–", fint(c.m("misrouted") or 0),
                 fint(c.m("errors") or 0), self.issues(v, t)]
 
+    def edge_budget(self, L, vs):
+        """--edge-cpu: the equal CPU budget, and each edge's CPU use against it
+        (near the quota: the edge, not the generator, set the rate)."""
+        q = self.params.get("edge_cpu") or 0
+        if not q:
+            L.append("No CPU budget: the edges take what they need, so where the load generator "
+                     "(`ferry bench edge` and its backends) saturates the cores it sets the rate; "
+                     "`--edge-cpu SHARE` measures capacity at an equal budget instead.")
+            L.append("")
+            return
+        L.append(f"**Equal CPU budget: {q:g} core per edge.** Each edge runs in a cgroup with a CPU "
+                 f"quota of {q:g} core (compare.sh `--edge-cpu {q:g}`; ferry's self-hosted edge "
+                 "joins it with `ferry bench edge --proxy-cgroup`), so the edge, not the load "
+                 "generator, is the bottleneck and conn/s is its capacity at that budget. CPU use "
+                 "during the window (cores, median; at the quota means throttled), and in brackets "
+                 "the load generator's (`ferry bench edge`: clients and backends), which must stay "
+                 "well under the cores the machine has:")
+        L.append("")
+        for v in vs:
+            if v == "edge-hold":
+                continue
+            uses = []
+            for t in EDGE_TARGETS:
+                if t in self.targets and not self.status(v, t):
+                    u = self.cell(v, t).m("proxy_cpu")
+                    g = self.cell(v, t).m("generator_cpu")
+                    if u is not None:
+                        uses.append(f"{LABELS[t]} {u:.2f}" + (f" ({g:.2f})" if g is not None else ""))
+            if uses:
+                L.append(f"- {V[v]['title']}: " + ", ".join(uses))
+        L.append("")
+
     def section_edge(self, L):
         vs = [v for v in EDGE_VARIANTS if self.has(v)]
         if not vs:
@@ -1709,6 +1743,7 @@ class Report:
             "connect() to the byte; CPU in s per 1,000 connections."
         )
         L.append("")
+        self.edge_budget(L, vs)
         for v in vs:
             L.append(f"- {V[v]['title']}: {self.params_line(v)}")
         L.append("")

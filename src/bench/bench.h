@@ -88,6 +88,7 @@ struct bench_opts {
     bool has_edge_target;     /* edge --edge-target: an edge already running, not ferry's */
     struct addr edge_target;  /* there (loopback) */
     unsigned hold;            /* edge --hold N: idle connections held after the window */
+    const char *proxy_cgroup; /* edge --proxy-cgroup DIR: the self-hosted ferry joins it */
     bool has_target;          /* --target: the echo/sink/source is a `ferry bench sink` */
     struct addr target;       /* there (any host: --target is the consent to aim off-host) */
     bool progress;            /* stderr is a TTY */

@@ -8,6 +8,7 @@
  * peers' configurations in bench/peers/ have none.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -81,6 +82,22 @@ static bool edge_ready(const struct addr *a)
     return false;
 }
 
+/* Writes PID into DIR/cgroup.procs: the process and all its threads join
+ * the cgroup (v1 or v2). 0 or -errno. */
+static int cgroup_join(const char *dir, pid_t pid)
+{
+    char path[512], line[32];
+    if (snprintf(path, sizeof(path), "%s/cgroup.procs", dir) >= (int)sizeof(path))
+        return -ENAMETOOLONG;
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int n = snprintf(line, sizeof(line), "%ld\n", (long)pid);
+    int rc = write(fd, line, (size_t)n) == n ? 0 : -errno;
+    close(fd);
+    return rc;
+}
+
 int edge_self_start(struct bench *b, struct child *c, const struct edge_backends *be,
                     struct addr *edge)
 {
@@ -95,6 +112,12 @@ int edge_self_start(struct bench *b, struct child *c, const struct edge_backends
     int rc = child_start(c, o->ferry, &cc);
     if (rc) {
         fprintf(stderr, "ferry bench: cannot start %s with an edge: %s\n", o->ferry, strerror(-rc));
+        child_stop(c);
+        return rc;
+    }
+    if (o->proxy_cgroup && (rc = cgroup_join(o->proxy_cgroup, c->pid)) != 0) {
+        fprintf(stderr, "ferry bench: cannot move the self-hosted ferry into %s: %s\n",
+                o->proxy_cgroup, strerror(-rc));
         child_stop(c);
         return rc;
     }

@@ -174,7 +174,10 @@ static const char usage_edge[] =
     "                       no flood limits, no access log) is started for each run\n"
     "  --hold N             edge: after the window, open N more connections and keep\n"
     "                       them idle after their byte: held, and the proxy's memory\n"
-    "                       per 10,000 (0..250000; default 0: off)\n";
+    "                       per 10,000 (0..250000; default 0: off)\n"
+    "  --proxy-cgroup DIR   edge: move the self-hosted ferry into this cgroup (writes its\n"
+    "                       PID to DIR/cgroup.procs once started), e.g. one with a CPU\n"
+    "                       quota, so the edge and not the generator sets the rate\n";
 
 static const char usage_options2[] =
     "  --ferry PATH         ferry binary to self-host (default: this one)\n"
@@ -549,17 +552,19 @@ static int check_edge(const struct bench_opts *o, const struct bench_cli *c)
 {
     bool edge = c->sc->flags & SCF_OWN_SETUP;
     if (!edge)
-        return c->edge_given ? bench_usage_error("--hello, --edge-target and --hold are for edge")
-                             : 0;
+        return c->edge_given
+                   ? bench_usage_error("--hello, --edge-target, --hold and --proxy-cgroup "
+                                       "are for edge")
+                   : 0;
     if (o->mode != BENCH_SELF || o->tunnel || o->chain > 1 || o->has_target)
         return bench_usage_error("edge starts its own ferry (or measures --edge-target): not with "
                                  "--proxy, --relay, --direct, --tunnel, --chain or --target");
     if (o->http_proxy || o->https_proxy || strcmp(o->auth, "none") != 0 || o->rate > 0)
         return bench_usage_error("edge speaks no proxy protocol: not with --http-proxy, "
                                  "--https-proxy, --auth or --rate");
-    if (o->has_edge_target && (o->nproxy_set || o->proxy_workers))
-        return bench_usage_error("--proxy-set and --proxy-workers are for the self-hosted ferry, "
-                                 "not --edge-target");
+    if (o->has_edge_target && (o->nproxy_set || o->proxy_workers || o->proxy_cgroup))
+        return bench_usage_error("--proxy-set, --proxy-workers and --proxy-cgroup are for the "
+                                 "self-hosted ferry, not --edge-target");
     if (!o->has_edge_target && c->target_port)
         return bench_usage_error("--target-port with edge: the port of --edge-target's backends");
     return 0;

@@ -47,7 +47,7 @@ struct optdef {
 
 /* The number of rows of the option table (a definition with another count
  * does not compile). */
-#define BENCH_NOPTS 43
+#define BENCH_NOPTS 44
 
 /* The option table, in the order getopt_long lists them when an
  * abbreviation is ambiguous; bench_params_check() checks the ranges in this

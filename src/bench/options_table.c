@@ -325,6 +325,18 @@ static int set_edge_target(const struct optdef *d, const char *arg, struct bench
     return 0;
 }
 
+/* edge --proxy-cgroup DIR: a cgroup directory the self-hosted ferry is
+ * moved into (its cgroup.procs) once started, e.g. one with a CPU quota. */
+static int set_proxy_cgroup(const struct optdef *d, const char *arg, struct bench_opts *o,
+                            struct bench_cli *c)
+{
+    if (!*arg)
+        return bad_value(d->name, arg);
+    o->proxy_cgroup = arg;
+    c->edge_given = true;
+    return 0;
+}
+
 /* edge --hold N (a count; 0: off). */
 static int set_hold(const struct optdef *d, const char *arg, struct bench_opts *o,
                     struct bench_cli *c)
@@ -470,6 +482,7 @@ const struct optdef bench_optdefs[] = {
     {.name = "--hello", ARG, .set = set_hello},
     {.name = "--edge-target", ARG, .set = set_edge_target},
     {.name = "--hold", ARG, .set = set_hold, FIELD(F_UNSIGNED, hold), RANGE(0, 250000, "")},
+    {.name = "--proxy-cgroup", ARG, .set = set_proxy_cgroup},
     {.name = "--allow-failures", FLAG, .set = set_flag, FIELD(F_BOOL, allow_failures), .val = true},
     {.name = "--help", FLAG, .set = set_help},
 };

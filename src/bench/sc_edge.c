@@ -327,13 +327,18 @@ static int ed_measure(struct ed_run *run, struct result *res)
         for (unsigned t = 0; t < started; t++)
             atomic_store(&ths[t].measuring, true);
         uint64_t t0 = now_ns();
+        double gen0 = self_cpu_s();
         bench_window(b, "measure", o->duration_s, ed_rate, &rate, "conn/s");
         for (unsigned t = 0; t < started; t++)
             atomic_store(&ths[t].measuring, false);
         double secs = (double)(now_ns() - t0) / 1e9;
+        double gen = self_cpu_s() - gen0;
         have_cpu = have_cpu && bench_sample(b, &p1);
         ed_join(ths, started, slots, o->concurrency);
         ed_figures(b, res, ths, started, secs, have_cpu ? &p0 : NULL, have_cpu ? &p1 : NULL);
+        /* the bench's own share (clients and backends): which side, the
+         * edge or the generator, set the rate */
+        result_add(res, "generator_cpu", "s/s", gen / secs);
     } else {
         ed_join(ths, started, slots, o->concurrency);
     }

@@ -10,7 +10,9 @@ only: the figures are checked for sense, never for speed.
 
 from __future__ import annotations
 
+import os
 import socket
+import time
 
 import pytest
 
@@ -30,6 +32,7 @@ def test_each_hello_self_hosted(hello):
     assert metric(r, "errors") == 0
     assert metric(r, "latency_p99_9") >= metric(r, "latency_p50") > 0
     assert metric(r, "proxy_cpu_per_1k") > 0
+    assert metric(r, "generator_cpu") > 0  # the bench's own share, beside the edge's
     assert "held" not in r["metrics"]
 
 
@@ -118,6 +121,60 @@ def test_a_misrouting_edge_fails_the_run(ferry):
     assert metric(r, "misrouted") > 0
 
 
+def cpu_cgroup_base() -> str | None:
+    """Where a CPU cgroup can be made (v1 cpu controller, or v2 with cpu),
+    or None (not root, no controller)."""
+    if os.geteuid() != 0:
+        return None
+    if os.path.exists("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"):
+        return "/sys/fs/cgroup/cpu"
+    try:
+        with open("/sys/fs/cgroup/cgroup.controllers") as f:
+            return "/sys/fs/cgroup" if "cpu" in f.read().split() else None
+    except OSError:
+        return None
+
+
+def test_proxy_cgroup_takes_the_self_hosted_ferry():
+    """--proxy-cgroup DIR: the self-hosted ferry runs in DIR (under its CPU
+    quota): the cgroup's own CPU counters grow during the run."""
+    base = cpu_cgroup_base()
+    if not base:
+        pytest.skip("needs root and a cgroup cpu controller")
+    cg = os.path.join(base, f"ferry-test-edge.{os.getpid()}")
+    os.mkdir(cg)
+    try:
+        v1 = base.endswith("/cpu")
+        if v1:
+            with open(os.path.join(cg, "cpu.cfs_period_us"), "w") as f:
+                f.write("20000")
+            with open(os.path.join(cg, "cpu.cfs_quota_us"), "w") as f:
+                f.write("10000")
+        else:
+            with open(os.path.join(cg, "cpu.max"), "w") as f:
+                f.write("10000 20000")
+        r = bench_json("edge", "--hello", "tls", "--proxy-cgroup", cg, *QUICK)
+        assert metric(r, "connections") > 0 and metric(r, "misrouted") == 0
+        with open(os.path.join(cg, "cpu.stat")) as f:
+            stat = dict(line.split() for line in f if line.strip())
+        used = int(stat["nr_periods"]) if v1 else int(stat["usage_usec"])
+        assert used > 0, stat
+    finally:
+        for _ in range(50):  # the ferry has exited; the kernel frees the cgroup soon
+            try:
+                os.rmdir(cg)
+                break
+            except OSError:
+                time.sleep(0.1)
+
+
+def test_proxy_cgroup_that_is_no_cgroup_fails(tmp_path):
+    proc = bench("edge", "--proxy-cgroup", str(tmp_path), "--runs", "1", "--duration", "0.3",
+                 "--warmup", "0", *QUICK, timeout=60)
+    assert proc.returncode != 0
+    assert "cannot move the self-hosted ferry into" in proc.stderr, proc.stderr
+
+
 @pytest.mark.parametrize(
     "args, needle",
     [
@@ -132,6 +189,8 @@ def test_a_misrouting_edge_fails_the_run(ferry):
         (["edge", "--edge-target", "127.0.0.1:9", "--proxy-workers", "2"], "self-hosted ferry"),
         (["edge", "--target-port", "18501"], "--target-port with edge"),
         (["edge", "--hold", "250001"], "--hold must be 0..250000"),
+        (["throughput", "--proxy-cgroup", "/tmp"], "are for edge"),
+        (["edge", "--edge-target", "127.0.0.1:9", "--proxy-cgroup", "/tmp"], "self-hosted ferry"),
     ],
 )
 def test_usage_errors(args, needle):
