@@ -26,6 +26,14 @@ uint64_t h2flow_rtt_use(const struct h2flow_rtt *r, uint64_t tcp_rtt_us)
     return r->srtt_us > tcp_rtt_us ? r->srtt_us : tcp_rtt_us;
 }
 
+void h2flow_begin(struct h2flow_win *win, uint64_t now_us)
+{
+    if (win->begun)
+        return;
+    win->begun = true;
+    win->epoch_us = now_us;
+}
+
 uint32_t h2flow_tune(const struct h2flow_win *win, uint64_t now_us, uint64_t rtt_us, uint32_t max)
 {
     uint32_t w = win->window;

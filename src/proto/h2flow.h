@@ -40,7 +40,15 @@ struct h2flow_win {
     uint32_t window;   /* the window granted (what the peer may have in flight) */
     uint32_t consumed; /* bytes consumed in this epoch (credit to return) */
     uint64_t epoch_us; /* when the epoch began */
+    bool begun;        /* the first DATA arrived (h2flow_begin) */
 };
+
+/* The stream's first DATA arrived at now_us: its first epoch begins
+ * there, not when the stream opened, so the CONNECT's answer, the origin's
+ * set-up and a request's round trip (two or three RTTs on a wide-area
+ * path) do not count as time the window took to drain, and the first
+ * window can double at its first epoch's end. Only the first call counts. */
+void h2flow_begin(struct h2flow_win *win, uint64_t now_us);
 
 /* The window a stream's epoch asks for: twice win->window when more than
  * half of it was consumed and the epoch (now_us - epoch_us) lasted less

@@ -413,6 +413,8 @@ static int on_data_chunk(nghttp2_session *ss, uint8_t flags, int32_t id, const u
         nghttp2_session_consume_stream(ss, id, len);
         return 0;
     }
+    if (!s->win.begun)
+        h2flow_begin(&s->win, clock_us()); /* the first epoch starts with the data */
     if (rx_append(s, data, len) < 0)
         return nghttp2_submit_rst_stream(ss, NGHTTP2_FLAG_NONE, id, NGHTTP2_INTERNAL_ERROR);
     h2stream_wake(s, SIDE_RD);

@@ -284,6 +284,8 @@ static int on_data_chunk(nghttp2_session *ss, uint8_t flags, int32_t id, const u
         nghttp2_session_consume_stream(ss, id, len);
         return 0;
     }
+    if (!s->win.begun)
+        h2flow_begin(&s->win, clock_us()); /* the first epoch starts with the data */
     if (s->rx_off && s->rx_off == s->rx_len)
         s->rx_off = s->rx_len = 0;
     if (s->rx_len + len > s->rx_cap) {

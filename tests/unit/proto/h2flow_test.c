@@ -2,8 +2,8 @@
 /*
  * h2flow_test.c: the flow-control arithmetic of the HTTP/2 inbound
  * (proto/h2flow.h): RTT smoothing, the window auto-tuning rule and its
- * bounds, admission under the connection and worker budgets (growth of the
- * connection budget, the 16 KiB floor), and the per-second event budgets.
+ * bounds, the first epoch's start (the first DATA), admission under the connection and worker
+ * budgets (growth of the connection budget, the 16 KiB floor), and the per-second event budgets.
  */
 #include "harness.h"
 
@@ -61,6 +61,28 @@ static void test_tune_needs_half_and_rtt(void **state)
     w.consumed = w.window;
     assert_int_equal(h2flow_tune(&w, UINT64_MAX, 10000, H2FLOW_WIN_MAX), 256 * 1024);
     assert_int_equal(h2flow_tune(&w, 1, UINT64_MAX, H2FLOW_WIN_MAX), 256 * 1024);
+}
+
+static void test_epoch_begins_with_data(void **state)
+{
+    (void)state;
+    /* A stream opened at 1 s whose first DATA comes 150 ms later (the
+     * CONNECT's answer, the origin's set-up, a request: three RTTs at
+     * 50 ms); 200 of its 256 KiB drain 60 ms after that. Counted from the
+     * opening, the epoch (210 ms) is past the threshold (4 * 200/256 *
+     * 50 ms = 156 ms) and the window stays; counted from the first DATA
+     * (60 ms) it doubles. */
+    struct h2flow_win w = {.window = 256 * 1024, .epoch_us = 1000000};
+    w.consumed = 200 * 1024;
+    assert_int_equal(h2flow_tune(&w, 1210000, 50000, H2FLOW_WIN_MAX), 256 * 1024);
+    h2flow_begin(&w, 1150000);
+    assert_true(w.begun);
+    assert_int_equal(w.epoch_us, 1150000);
+    assert_int_equal(h2flow_tune(&w, 1210000, 50000, H2FLOW_WIN_MAX), 512 * 1024);
+    /* Only the first DATA begins it: later epochs are the tuning's. */
+    w.epoch_us = 1210000;
+    h2flow_begin(&w, 1300000);
+    assert_int_equal(w.epoch_us, 1210000);
 }
 
 static void test_admit_budgets(void **state)
@@ -134,6 +156,7 @@ int main(void)
         cmocka_unit_test(test_rtt_smoothing),
         cmocka_unit_test(test_tune_doubles_fast_epoch),
         cmocka_unit_test(test_tune_needs_half_and_rtt),
+        cmocka_unit_test(test_epoch_begins_with_data),
         cmocka_unit_test(test_admit_budgets),
         cmocka_unit_test(test_admit_stream_floor),
         cmocka_unit_test(test_rate),
