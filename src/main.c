@@ -16,6 +16,7 @@
 #include "log/log.h"
 #include "server/server.h"
 #include "tls/cert.h"
+#include "tls/tls.h"
 #include "version.h"
 
 static const char usage_main[] =
@@ -174,6 +175,10 @@ static int cmd_serve(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* Before anything can touch OpenSSL: its small per-record blocks come
+     * from the per-thread cache. */
+    (void)tls_mem_init();
+
     /* A peer that vanishes must surface as EPIPE on one session, not kill
      * the process. */
     struct sigaction sa;

@@ -22,6 +22,7 @@
 #include "auth/auth.h"
 #include "config/config.h"
 #include "core/stats.h"
+#include "util/blkcache.h"
 #include "version.h"
 #include "worker/worker.h"
 
@@ -202,6 +203,22 @@ static void render_process(struct mtext *t, const struct metrics_state *st)
         gauge(t, "process_max_fds", "The open files limit.", p->max_fds);
     family(t, "process_start_time_seconds", "gauge", "Start time since the Unix epoch, seconds.");
     sample_f(t, "process_start_time_seconds", NULL, st->start_time);
+}
+
+/* Where OpenSSL's and nghttp2's allocations came from (util/blkcache.h). */
+static void render_block_cache(struct mtext *t)
+{
+    struct blkcache_stats b;
+    blkcache_stats(&b);
+    const char *name = "ferry_block_cache_total";
+    family(t, name, "counter",
+           "OpenSSL and nghttp2 allocations by source: hit (a thread's block cache), "
+           "miss (libc, the cache was empty), large (libc, over 512 bytes); overflow: "
+           "frees beyond the cache's bound, given back to libc.");
+    sample(t, name, "result=\"hit\"", b.hits);
+    sample(t, name, "result=\"miss\"", b.misses);
+    sample(t, name, "result=\"large\"", b.large);
+    sample(t, name, "result=\"overflow\"", b.overflow);
 }
 
 /* ---- the exposition ------------------------------------------------------ */
@@ -884,5 +901,6 @@ void metrics_render(struct mtext *t, const struct metrics_source *src, const str
     render_acct(t, src, cfg);
     render_state(t, st);
     render_workers(t, src);
+    render_block_cache(t);
     render_process(t, st);
 }

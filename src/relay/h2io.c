@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 
 #include "core/loop.h"
+#include "util/blkcache.h"
 
 void h2io_carrier(int fd)
 {
@@ -158,6 +159,35 @@ bool h2io_window_consumed(nghttp2_session *s, int32_t id, struct h2flow_win *win
     return true;
 }
 
+static void *mem_malloc(size_t n, void *user)
+{
+    (void)user;
+    return blkcache_alloc(n);
+}
+
+static void mem_free(void *p, void *user)
+{
+    (void)user;
+    blkcache_free(p);
+}
+
+static void *mem_calloc(size_t n, size_t size, void *user)
+{
+    (void)user;
+    return blkcache_calloc(n, size);
+}
+
+static void *mem_realloc(void *p, size_t n, void *user)
+{
+    (void)user;
+    return blkcache_realloc(p, n);
+}
+
+/* nghttp2 allocates an item per frame it queues (WINDOW_UPDATEs are
+ * frequent on the small fixed CONNECT-UDP window): from the per-thread
+ * block cache, not libc. */
+static nghttp2_mem h2io_mem = {NULL, mem_malloc, mem_free, mem_calloc, mem_realloc};
+
 nghttp2_session *h2io_session_new(bool server, const struct h2io_callbacks *c, void *user,
                                   size_t deflate_max)
 {
@@ -196,8 +226,8 @@ nghttp2_session *h2io_session_new(bool server, const struct h2io_callbacks *c, v
         nghttp2_option_set_stream_reset_rate_limit(opt, UINT64_MAX, UINT64_MAX);
     if (deflate_max)
         nghttp2_option_set_max_deflate_dynamic_table_size(opt, deflate_max);
-    int rc = server ? nghttp2_session_server_new2(&s, cb, user, opt)
-                    : nghttp2_session_client_new2(&s, cb, user, opt);
+    int rc = server ? nghttp2_session_server_new3(&s, cb, user, opt, &h2io_mem)
+                    : nghttp2_session_client_new3(&s, cb, user, opt, &h2io_mem);
     if (rc)
         s = NULL;
     nghttp2_option_del(opt);

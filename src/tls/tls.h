@@ -128,6 +128,12 @@ const char *tls_error(const struct tls *t);
  * connections): for a long-lived busy one, such as an HTTP/2 connection
  * carrying many streams, where it saves two allocations per record. */
 void tls_keep_buffers(struct tls *t);
+
+/* Routes OpenSSL's allocations through the per-thread block cache
+ * (util/blkcache.h). Must come before any other OpenSSL call in the process
+ * (main() calls it first); false, and OpenSSL keeps libc's malloc, when
+ * OpenSSL has already allocated. */
+bool tls_mem_init(void);
 /* The protocol ALPN settled on ("" when none), after the handshake. */
 void tls_alpn(const struct tls *t, char *out, size_t outlen);
 /* "sha256//BASE64" of the peer certificate's SubjectPublicKeyInfo, after
