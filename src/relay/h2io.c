@@ -90,16 +90,32 @@ void h2io_young_later(struct h2io_sched *q, int32_t id)
     h2io_due(q, id, H2IO_WEIGHT_YOUNG);
 }
 
-size_t h2io_quantum(struct h2io_sched *q, int32_t id, uint64_t *sent, size_t have, size_t len)
+size_t h2io_quantum(struct h2io_sched *q, int32_t id, struct h2io_light *l, uint64_t now_ms,
+                    size_t have, size_t len)
 {
     size_t n = have < len ? have : len;
     if (n > H2IO_QUANTUM)
         n = H2IO_QUANTUM;
     if (n == 0)
         return 0;
-    if (*sent < H2IO_YOUNG && *sent + n >= H2IO_YOUNG)
-        h2io_due(q, id, H2IO_WEIGHT_BULK);
-    *sent += n;
+    /* Drain what the time since the last quantum took away (a clock that
+     * went back drains nothing); the level never passes 2 * H2IO_YOUNG, so
+     * a bulk stream that pauses for H2IO_LIGHT_MS is light again. */
+    uint64_t ms = now_ms > l->at_ms ? now_ms - l->at_ms : 0;
+    if (ms > 2 * H2IO_LIGHT_MS)
+        ms = 2 * H2IO_LIGHT_MS;
+    uint64_t drain = ms * H2IO_YOUNG / H2IO_LIGHT_MS;
+    l->level = l->level > drain ? l->level - drain : 0;
+    l->at_ms = now_ms;
+    l->level += n;
+    if (l->level > 2 * H2IO_YOUNG)
+        l->level = 2 * H2IO_YOUNG;
+    /* At most one change per quantum (and so per frame: h2io_sched). */
+    bool bulk = l->level >= H2IO_YOUNG;
+    if (bulk != l->bulk) {
+        l->bulk = bulk;
+        h2io_due(q, id, bulk ? H2IO_WEIGHT_BULK : H2IO_WEIGHT_YOUNG);
+    }
     return n;
 }
 

@@ -344,7 +344,7 @@ static ssize_t on_read_data(nghttp2_session *ss, int32_t id, uint8_t *buf, size_
         s->deferred = true;
         return NGHTTP2_ERR_DEFERRED;
     }
-    size_t n = h2io_quantum(&hc->sched, id, &s->sent, have, len);
+    size_t n = h2io_quantum(&hc->sched, id, &s->light, loop_now(&hc->w->loop), have, len);
     memcpy(buf, s->tx + s->tx_off, n);
     s->tx_off += n;
     if (s->tx_off == s->tx_len)
