@@ -1026,7 +1026,7 @@ ssize_t h2stream_tx_write(struct conn *c, const void *p, size_t len)
         h2io_udp_note(&s->hc->udp, loop_now(&c->w->loop));
     if (s->deferred) {
         s->deferred = false;
-        nghttp2_session_resume_data(s->hc->s, s->id);
+        h2io_resume(s->hc->s, s->id, &s->light, loop_now(&c->w->loop));
     }
     h2conn_kick(s->hc);
     return (ssize_t)n;

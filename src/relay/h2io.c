@@ -90,6 +90,29 @@ void h2io_young_later(struct h2io_sched *q, int32_t id)
     h2io_due(q, id, H2IO_WEIGHT_YOUNG);
 }
 
+/* Drain what the time since l's last quantum took away (a clock that
+ * went back drains nothing); the level never passes 2 * H2IO_YOUNG, so a
+ * bulk stream that pauses for H2IO_LIGHT_MS is light again. */
+static void h2io_drain(struct h2io_light *l, uint64_t now_ms)
+{
+    uint64_t ms = now_ms > l->at_ms ? now_ms - l->at_ms : 0;
+    if (ms > 2 * H2IO_LIGHT_MS)
+        ms = 2 * H2IO_LIGHT_MS;
+    uint64_t drain = ms * H2IO_YOUNG / H2IO_LIGHT_MS;
+    l->level = l->level > drain ? l->level - drain : 0;
+    l->at_ms = now_ms;
+}
+
+void h2io_resume(nghttp2_session *s, int32_t id, struct h2io_light *l, uint64_t now_ms)
+{
+    h2io_drain(l, now_ms);
+    if (l->bulk && l->level < H2IO_YOUNG) {
+        l->bulk = false;
+        h2io_weigh(s, id, H2IO_WEIGHT_YOUNG);
+    }
+    nghttp2_session_resume_data(s, id);
+}
+
 size_t h2io_quantum(struct h2io_sched *q, int32_t id, struct h2io_light *l, uint64_t now_ms,
                     size_t have, size_t len)
 {
@@ -98,15 +121,7 @@ size_t h2io_quantum(struct h2io_sched *q, int32_t id, struct h2io_light *l, uint
         n = H2IO_QUANTUM;
     if (n == 0)
         return 0;
-    /* Drain what the time since the last quantum took away (a clock that
-     * went back drains nothing); the level never passes 2 * H2IO_YOUNG, so
-     * a bulk stream that pauses for H2IO_LIGHT_MS is light again. */
-    uint64_t ms = now_ms > l->at_ms ? now_ms - l->at_ms : 0;
-    if (ms > 2 * H2IO_LIGHT_MS)
-        ms = 2 * H2IO_LIGHT_MS;
-    uint64_t drain = ms * H2IO_YOUNG / H2IO_LIGHT_MS;
-    l->level = l->level > drain ? l->level - drain : 0;
-    l->at_ms = now_ms;
+    h2io_drain(l, now_ms);
     l->level += n;
     if (l->level > 2 * H2IO_YOUNG)
         l->level = 2 * H2IO_YOUNG;

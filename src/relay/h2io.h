@@ -197,6 +197,13 @@ void h2io_young_later(struct h2io_sched *q, int32_t id);
 size_t h2io_quantum(struct h2io_sched *q, int32_t id, struct h2io_light *l, uint64_t now_ms,
                     size_t have, size_t len);
 
+/* A deferred data provider of stream id has DATA again at loop time
+ * now_ms: nghttp2 resumes it, at the young weight first when l has
+ * drained below H2IO_YOUNG since its last quantum (so that quantum is
+ * already scheduled as young's: a change decided by h2io_quantum applies
+ * only after it). Never from inside an nghttp2 callback. */
+void h2io_resume(nghttp2_session *s, int32_t id, struct h2io_light *l, uint64_t now_ms);
+
 /* Append what s has to send to *buf (*len bytes used) while fewer than
  * upto are gathered, applying q's weight changes after each frame; a
  * frame that does not fit in cap grows *buf (free() and realloc()

@@ -1367,7 +1367,7 @@ ssize_t outbound_h2_stream_write(struct ho_stream *s, const void *p, size_t len,
     s->tx_len += n;
     if (s->deferred) {
         s->deferred = false;
-        nghttp2_session_resume_data(s->hc->s, s->id);
+        h2io_resume(s->hc->s, s->id, &s->light, loop_now(&s->hc->w->loop));
     }
     ho_kick(s->hc);
     return (ssize_t)n;
@@ -1512,7 +1512,7 @@ void outbound_h2_stream_more(struct ho_stream *s)
 {
     if (s->deferred) {
         s->deferred = false;
-        nghttp2_session_resume_data(s->hc->s, s->id);
+        h2io_resume(s->hc->s, s->id, &s->light, loop_now(&s->hc->w->loop));
     }
     ho_kick(s->hc);
 }

@@ -309,7 +309,7 @@ static void test_light_stream_stays_ahead(void **state)
             assert_int_not_equal(id, light);
         }
         sv.src[NBULK].left = 3 * H2IO_QUANTUM;
-        assert_int_equal(nghttp2_session_resume_data(sv.s, light), 0);
+        h2io_resume(sv.s, light, &sv.src[NBULK].light, now_ms);
         int before = 0, inside = 0, frames = 0;
         while (frames < 3) {
             assert_true(next_frame(&sv, &buf, &type, &id, &len, &flags));
