@@ -452,7 +452,7 @@ static ssize_t on_read_data(nghttp2_session *ss, int32_t id, uint8_t *buf, size_
     struct h2conn *hc = user;
     struct h2stream *s = src->ptr;
     size_t have = s->tx_len - s->tx_off;
-    size_t n = h2io_quantum(&hc->sched, id, &s->light, loop_now(&hc->c->w->loop), have, len);
+    size_t n = h2io_quantum(&hc->sched, id, &s->light, have, len);
     bool was_full = s->tx_len >= H2_TX_MAX;
     if (n)
         memcpy(buf, s->tx + s->tx_off, n);
@@ -1026,7 +1026,7 @@ ssize_t h2stream_tx_write(struct conn *c, const void *p, size_t len)
         h2io_udp_note(&s->hc->udp, loop_now(&c->w->loop));
     if (s->deferred) {
         s->deferred = false;
-        h2io_resume(s->hc->s, s->id, &s->light, loop_now(&c->w->loop));
+        h2io_resume(s->hc->s, &s->hc->sched, s->id, &s->light);
     }
     h2conn_kick(s->hc);
     return (ssize_t)n;

@@ -589,8 +589,9 @@ class RepeatSourceServer(ThreadedServer):
 
 def test_h2_light_stream_stays_ahead_of_bulk(ferry, cert):
     """A stream is young while it sent little recently, not in total: a
-    stream that already sent 64 KiB, then paused (a second, more than
-    H2IO_LIGHT_MS), asks for 64 KiB more beside 8 endless bulk downloads;
+    stream that already sent 64 KiB, then paused while 8 endless bulk
+    downloads went on (8 MiB, more than a 64th of which drains its 64
+    KiB: H2IO_LIGHT_SHARE), asks for 64 KiB more beside them;
     its second 64 KiB still goes (nearly) in one piece, as a new stream's
     would. With a total count it had turned bulk for good and its quanta
     went one per round of the 8 bulk streams (3 rounds = 384 KiB of bulk
@@ -610,8 +611,7 @@ def test_h2_light_stream_stays_ahead_of_bulk(ferry, cert):
             cl.send(cl.young, b"65536\n")
             cl.wait(lambda: len(cl.streams[cl.young]["data"]) >= 65536, what="the first 64 KiB")
             bulk = [cl.connect(f"127.0.0.1:{bulk_src.port}") for _ in range(8)]
-            cl.wait(lambda: cl.bulk >= 4 * MiB, timeout=60, what="4 MiB of bulk")
-            time.sleep(1.0)  # the light stream's pause
+            cl.wait(lambda: cl.bulk >= 8 * MiB, timeout=60, what="8 MiB of bulk")
             cl.at_first = cl.at_last = None
             cl.want = 2 * 65536
             cl.send(cl.young, b"65536\n")

@@ -33,9 +33,6 @@ struct src {
     bool pause;  /* at 0 left: wait for more (deferred), not the end */
 };
 
-/* The loop time the data providers see. */
-static uint64_t now_ms = 1000;
-
 struct srv { /* one side: the server, or the client in the last test */
     nghttp2_session *s;
     struct h2io_sched q;
@@ -50,7 +47,7 @@ static ssize_t on_read(nghttp2_session *ss, int32_t id, uint8_t *buf, size_t len
     struct src *sr = source->ptr;
     if (sr->left == 0 && sr->pause)
         return NGHTTP2_ERR_DEFERRED;
-    size_t n = h2io_quantum(&sv->q, id, &sr->light, now_ms, sr->left, len);
+    size_t n = h2io_quantum(&sv->q, id, &sr->light, sr->left, len);
     memset(buf, 'x', n);
     if (sr->left != SIZE_MAX)
         sr->left -= n;
@@ -161,69 +158,73 @@ static void test_quantum(void **state)
     struct h2io_sched q = {0};
     struct h2io_light l = {0};
     /* Never more than a quantum, whatever nghttp2 offers. */
-    assert_int_equal(h2io_quantum(&q, 5, &l, 1000, 1 << 20, 1 << 20), H2IO_QUANTUM);
+    assert_int_equal(h2io_quantum(&q, 5, &l, 1 << 20, 1 << 20), H2IO_QUANTUM);
     assert_int_equal(q.n, 0);
-    assert_int_equal(h2io_quantum(&q, 5, &l, 1000, 100, 16384), 100);
-    assert_int_equal(h2io_quantum(&q, 5, &l, 1000, 0, 16384), 0);
+    assert_int_equal(h2io_quantum(&q, 5, &l, 100, 16384), 100);
+    assert_int_equal(h2io_quantum(&q, 5, &l, 0, 16384), 0);
     assert_int_equal(q.n, 0);
     while (l.level + H2IO_QUANTUM < H2IO_YOUNG)
-        assert_int_equal(h2io_quantum(&q, 5, &l, 1000, 1 << 20, 16384), H2IO_QUANTUM);
+        assert_int_equal(h2io_quantum(&q, 5, &l, 1 << 20, 16384), H2IO_QUANTUM);
     assert_int_equal(q.n, 0);
-    h2io_quantum(&q, 5, &l, 1000, 1 << 20, 16384); /* past 64 KiB at once: bulk */
+    h2io_quantum(&q, 5, &l, 1 << 20, 16384); /* past 64 KiB at once: bulk */
     assert_int_equal(q.n, 1);
     assert_int_equal(q.due[0].id, 5);
     assert_int_equal(q.due[0].weight, H2IO_WEIGHT_BULK);
     q.n = 0;
-    h2io_quantum(&q, 5, &l, 1000, 1 << 20, 16384);
+    h2io_quantum(&q, 5, &l, 1 << 20, 16384);
     assert_int_equal(q.n, 0); /* once */
 }
 
-/* The rule is what a stream sent recently, not in total: a stream that
- * sends 1,200 bytes every 10 ms (a ping) stays young for ever; one that
- * sends a quantum every millisecond turns bulk after 64 KiB and stays
- * bulk while it goes on, however long; after a pause of more than
- * H2IO_LIGHT_MS it is young again, and bulk again after another 64 KiB
- * at full speed; one that sends at just under 256 KiB/s stays young. */
+/* The rule is what a stream sent recently, not in total, with the
+ * connection's DATA as the clock: a stream that sends 1,200 bytes for
+ * every 100 KiB of the others' stays young for ever; one that sends every
+ * quantum turns bulk after 64 KiB and stays bulk while it goes on,
+ * however long; once the others have sent 4 MiB (its level, at most 128
+ * KiB, drained by 64 KiB) it is not yet young, a little more and it is,
+ * and bulk again after another 64 KiB alone; one that sends just under a
+ * 64th of what the others send stays young. */
 static void test_light_is_recent(void **state)
 {
     (void)state;
     struct h2io_sched q = {0};
     struct h2io_light ping = {0}, bulk = {0}, slow = {0};
-    uint64_t t = 5000;
-    for (int i = 0; i < 100000; i++, t += 10) /* 1,000 s, 120 MB */
-        h2io_quantum(&q, 1, &ping, t, 1200, 16384);
+    for (int i = 0; i < 100000; i++) { /* 120 MB of pings in 10 GB */
+        h2io_quantum(&q, 1, &ping, 1200, 16384);
+        q.data += 100 * 1024;
+    }
     assert_int_equal(q.n, 0);
     assert_false(ping.bulk);
-    for (int i = 0; i < 5; i++, t++) /* 64 KiB, less 4 ms' drain: 5 quanta */
-        h2io_quantum(&q, 3, &bulk, t, 1 << 20, 16384);
+    for (int i = 0; i < 4; i++)
+        h2io_quantum(&q, 3, &bulk, 1 << 20, 16384);
     assert_int_equal(q.n, 1);
     assert_int_equal(q.due[0].weight, H2IO_WEIGHT_BULK);
     q.n = 0;
-    for (int i = 0; i < 100000; i++, t++)
-        h2io_quantum(&q, 3, &bulk, t, 1 << 20, 16384);
+    for (int i = 0; i < 100000; i++)
+        h2io_quantum(&q, 3, &bulk, 1 << 20, 16384);
     assert_int_equal(q.n, 0);
     assert_true(bulk.bulk);
-    /* A pause as long as H2IO_LIGHT_MS is not enough (the level is at
-     * 128 KiB, drained by 64 KiB), a longer one is. */
-    t += H2IO_LIGHT_MS - 1;
-    h2io_quantum(&q, 3, &bulk, t, 100, 16384);
+    q.data += 4u << 20; /* the others' 4 MiB: level 64 KiB, still bulk */
+    h2io_quantum(&q, 3, &bulk, 100, 16384);
     assert_int_equal(q.n, 0);
-    t += 2 * H2IO_LIGHT_MS;
-    h2io_quantum(&q, 3, &bulk, t, 100, 16384);
+    q.data += (4u << 20) + 64 * 100; /* and 4 MiB more */
+    h2io_quantum(&q, 3, &bulk, 100, 16384);
     assert_int_equal(q.n, 1);
     assert_int_equal(q.due[0].id, 3);
     assert_int_equal(q.due[0].weight, H2IO_WEIGHT_YOUNG);
     assert_false(bulk.bulk);
     q.n = 0;
-    for (int i = 0; i < 5; i++, t++)
-        h2io_quantum(&q, 3, &bulk, t, 1 << 20, 16384);
+    for (int i = 0; i < 4; i++)
+        h2io_quantum(&q, 3, &bulk, 1 << 20, 16384);
     assert_int_equal(q.n, 1);
     assert_int_equal(q.due[0].weight, H2IO_WEIGHT_BULK);
     q.n = 0;
-    /* 16 KiB every 65 ms: 252 KiB/s. */
-    for (int i = 0; i < 10000; i++, t += 65)
-        h2io_quantum(&q, 5, &slow, t, 1 << 20, 16384);
+    /* 16 KiB for every 64 * 16 KiB + 1 KiB of the others' DATA. */
+    for (int i = 0; i < 10000; i++) {
+        h2io_quantum(&q, 5, &slow, 1 << 20, 16384);
+        q.data += 64 * 16384 + 1024;
+    }
     assert_int_equal(q.n, 0);
+    assert_false(slow.bulk);
 }
 
 static void test_young_goes_ahead_of_bulk(void **state)
@@ -268,8 +269,8 @@ static void test_young_goes_ahead_of_bulk(void **state)
     nghttp2_session_callbacks_del(cb);
 }
 
-/* A stream that sends a 48 KiB message (3 quanta) every 200 ms (240
- * KiB/s) beside 8 bulk streams (a quantum each every 8 ms): each of its
+/* A stream that sends a 48 KiB message (3 quanta) for every 300 of the
+ * 8 bulk streams' quanta (4.7 MiB: a 100th of the traffic): each of its
  * messages leaves in one piece, no bulk frame between its quanta, long
  * after it has sent 64 KiB in total (20 messages, 960 KiB). With a total
  * count it turned bulk during its 2nd message, and from then on every
@@ -304,12 +305,12 @@ static void test_light_stream_stays_ahead(void **state)
     int32_t id;
     uint32_t len;
     for (int msg = 0; msg < 20; msg++) {
-        for (int f = 0; f < 200; f++, now_ms++) { /* 200 ms of bulk */
+        for (int f = 0; f < 300; f++) {
             assert_true(next_frame(&sv, &buf, &type, &id, &len, &flags));
             assert_int_not_equal(id, light);
         }
         sv.src[NBULK].left = 3 * H2IO_QUANTUM;
-        h2io_resume(sv.s, light, &sv.src[NBULK].light, now_ms);
+        h2io_resume(sv.s, &sv.q, light, &sv.src[NBULK].light);
         int before = 0, inside = 0, frames = 0;
         while (frames < 3) {
             assert_true(next_frame(&sv, &buf, &type, &id, &len, &flags));
