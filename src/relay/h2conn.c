@@ -71,9 +71,10 @@ struct h2stream {
     size_t tx_off, tx_len;
     uint32_t hdr_bytes; /* the header list's size so far (RFC 9113 6.5.2) */
     uint64_t handed;    /* bytes its session has read from rx */
-    uint64_t sent;      /* DATA handed to nghttp2 (young until H2IO_YOUNG) */
     uint64_t credited;  /* ... of which the client got credit back for */
     struct h2flow_win win;
+    /* Its recent DATA: young or bulk (h2io.h). */
+    struct h2io_light light;
     struct h2stream_req req;
     struct h2http *http; /* a plain request's translation (front_h2_http.c) */
 };
@@ -453,7 +454,7 @@ static ssize_t on_read_data(nghttp2_session *ss, int32_t id, uint8_t *buf, size_
     struct h2conn *hc = user;
     struct h2stream *s = src->ptr;
     size_t have = s->tx_len - s->tx_off;
-    size_t n = h2io_quantum(&hc->sched, id, &s->sent, have, len);
+    size_t n = h2io_quantum(&hc->sched, id, &s->light, have, len);
     bool was_full = s->tx_len >= H2_TX_MAX;
     if (n)
         memcpy(buf, s->tx + s->tx_off, n);
@@ -1027,7 +1028,7 @@ ssize_t h2stream_tx_write(struct conn *c, const void *p, size_t len)
         h2io_udp_note(&s->hc->udp, loop_now(&c->w->loop));
     if (s->deferred) {
         s->deferred = false;
-        nghttp2_session_resume_data(s->hc->s, s->id);
+        h2io_resume(s->hc->s, &s->hc->sched, s->id, &s->light);
     }
     h2conn_kick(s->hc);
     return (ssize_t)n;

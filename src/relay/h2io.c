@@ -91,16 +91,45 @@ void h2io_young_later(struct h2io_sched *q, int32_t id)
     h2io_due(q, id, H2IO_WEIGHT_YOUNG);
 }
 
-size_t h2io_quantum(struct h2io_sched *q, int32_t id, uint64_t *sent, size_t have, size_t len)
+/* Drain what the connection's DATA since l's last drain took away; the
+ * level never passes 2 * H2IO_YOUNG, so a bulk stream that pauses while
+ * the others send 4 MiB is light again. */
+static void h2io_drain(const struct h2io_sched *q, struct h2io_light *l)
+{
+    uint64_t drain = (q->data - l->at) / H2IO_LIGHT_SHARE;
+    l->level = l->level > drain ? l->level - drain : 0;
+    l->at = q->data;
+}
+
+void h2io_resume(nghttp2_session *s, struct h2io_sched *q, int32_t id, struct h2io_light *l)
+{
+    h2io_drain(q, l);
+    if (l->bulk && l->level < H2IO_YOUNG) {
+        l->bulk = false;
+        h2io_weigh(s, id, H2IO_WEIGHT_YOUNG);
+    }
+    nghttp2_session_resume_data(s, id);
+}
+
+size_t h2io_quantum(struct h2io_sched *q, int32_t id, struct h2io_light *l, size_t have, size_t len)
 {
     size_t n = have < len ? have : len;
     if (n > H2IO_QUANTUM)
         n = H2IO_QUANTUM;
     if (n == 0)
         return 0;
-    if (*sent < H2IO_YOUNG && *sent + n >= H2IO_YOUNG)
-        h2io_due(q, id, H2IO_WEIGHT_BULK);
-    *sent += n;
+    h2io_drain(q, l);
+    q->data += n;
+    l->at = q->data;
+    l->level += n;
+    if (l->level > 2 * H2IO_YOUNG)
+        l->level = 2 * H2IO_YOUNG;
+    /* At most one change per quantum (and so per frame: h2io_sched). */
+    bool bulk = l->level >= H2IO_YOUNG;
+    if (bulk != l->bulk) {
+        l->bulk = bulk;
+        h2io_due(q, id, bulk ? H2IO_WEIGHT_BULK : H2IO_WEIGHT_YOUNG);
+    }
     return n;
 }
 

@@ -27,9 +27,27 @@
  * cap keeps it so whatever the peer's SETTINGS_MAX_FRAME_SIZE). */
 #define H2IO_QUANTUM (16u * 1024)
 
-/* A stream is young until it has sent this much DATA: a request, a TLS
- * handshake or a small response goes ahead of the bulk streams. */
-#define H2IO_YOUNG (64u * 1024)
+/* A stream is young (light) while it has sent less than this much DATA
+ * recently: a request, a TLS handshake or a small response goes ahead of
+ * the bulk streams, and so does a stream that sends little but often (a
+ * ping, an interactive session, a datagram association's pings) however
+ * long it lives. "Recently" is a bucket (struct h2io_light) that fills
+ * with each quantum and drains by one byte for every H2IO_LIGHT_SHARE
+ * bytes of DATA the other streams of its connection hand on: a stream
+ * that sends more than a 64th of what the others send turns bulk, one
+ * that sends less, or pauses while the others go on, is young again. The clock is the
+ * connection's bytes, not time, so a carrier that stalls (a peer that does
+ * not read) drains nobody. A total count (what it was) made a pinger bulk
+ * for ever after its first 64 KiB. */
+#define H2IO_YOUNG       (64u * 1024)
+#define H2IO_LIGHT_SHARE 64u
+
+/* What a stream sent recently (zero it when the stream starts). */
+struct h2io_light {
+    uint64_t level; /* bytes, drained up to the connection's DATA count at */
+    uint64_t at;    /* struct h2io_sched's data at the last drain */
+    bool bulk;      /* its weight is H2IO_WEIGHT_BULK (else young) */
+};
 
 /* RFC 7540 5.3's weights (nghttp2 serves the stream of least virtual
  * time, each quantum advancing it by bytes * 256 / weight): a young
@@ -111,6 +129,7 @@ uint32_t h2io_udp_upto(struct h2io_udp *u, int fd, uint64_t now_ms, uint32_t dee
  * change per frame: the room never fills while h2io_gather drains it. */
 #define H2IO_DUE_MAX 4
 struct h2io_sched {
+    uint64_t data; /* DATA bytes handed to nghttp2 on the connection */
     struct {
         int32_t id;
         int32_t weight;
@@ -173,11 +192,21 @@ void h2io_young(nghttp2_session *s, int32_t id);
 void h2io_young_later(struct h2io_sched *q, int32_t id);
 
 /* A data provider of stream id holds have bytes and nghttp2 takes up to
- * len: how many to hand it (at most H2IO_QUANTUM). *sent counts the
- * stream's DATA: the bytes that take it to H2IO_YOUNG make it bulk
- * (weight H2IO_WEIGHT_BULK under the root), queued in q for h2io_gather.
- * Call it from the data provider only. */
-size_t h2io_quantum(struct h2io_sched *q, int32_t id, uint64_t *sent, size_t have, size_t len);
+ * len: how many to hand it (at most H2IO_QUANTUM), counted in q's data.
+ * l counts the stream's recent DATA (H2IO_YOUNG): the bytes that fill it
+ * to H2IO_YOUNG make the stream bulk (weight H2IO_WEIGHT_BULK under the
+ * root), a quantum that finds it drained below makes it young again
+ * (H2IO_WEIGHT_YOUNG); each change queued in q for h2io_gather. Call it
+ * from the data provider only. */
+size_t h2io_quantum(struct h2io_sched *q, int32_t id, struct h2io_light *l, size_t have,
+                    size_t len);
+
+/* A deferred data provider of stream id has DATA again: nghttp2 resumes
+ * it, at the young weight first when l has drained below H2IO_YOUNG since
+ * its last quantum (so that quantum is already scheduled as a young
+ * stream's: a change decided by h2io_quantum applies only after it).
+ * Never from inside an nghttp2 callback. */
+void h2io_resume(nghttp2_session *s, struct h2io_sched *q, int32_t id, struct h2io_light *l);
 
 /* Append what s has to send to *buf (*len bytes used) while fewer than
  * upto are gathered, applying q's weight changes after each frame; a

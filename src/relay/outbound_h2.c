@@ -346,7 +346,7 @@ static ssize_t on_read_data(nghttp2_session *ss, int32_t id, uint8_t *buf, size_
         s->deferred = true;
         return NGHTTP2_ERR_DEFERRED;
     }
-    size_t n = h2io_quantum(&hc->sched, id, &s->sent, have, len);
+    size_t n = h2io_quantum(&hc->sched, id, &s->light, have, len);
     memcpy(buf, s->tx + s->tx_off, n);
     s->tx_off += n;
     if (s->tx_off == s->tx_len)
@@ -1369,7 +1369,7 @@ ssize_t outbound_h2_stream_write(struct ho_stream *s, const void *p, size_t len,
     s->tx_len += n;
     if (s->deferred) {
         s->deferred = false;
-        nghttp2_session_resume_data(s->hc->s, s->id);
+        h2io_resume(s->hc->s, &s->hc->sched, s->id, &s->light);
     }
     ho_kick(s->hc);
     return (ssize_t)n;
@@ -1514,7 +1514,7 @@ void outbound_h2_stream_more(struct ho_stream *s)
 {
     if (s->deferred) {
         s->deferred = false;
-        nghttp2_session_resume_data(s->hc->s, s->id);
+        h2io_resume(s->hc->s, &s->hc->sched, s->id, &s->light);
     }
     ho_kick(s->hc);
 }

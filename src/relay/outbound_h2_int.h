@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "proto/h2flow.h"
+#include "relay/h2io.h"
 #include "util/addr.h"
 #include "util/list.h"
 
@@ -56,8 +57,9 @@ struct ho_stream {
     uint8_t *tx; /* client -> parent */
     size_t tx_off, tx_len;
     uint64_t handed, credited; /* bytes read by the session / credited back */
-    uint64_t sent;             /* DATA handed to nghttp2 (young until H2IO_YOUNG) */
     struct h2flow_win win;
+    /* Its recent DATA: young or bulk (h2io.h). */
+    struct h2io_light light;
     struct addr ip; /* the destination as dialled, for a second dial */
     uint16_t port;
     bool has_name;

@@ -3,7 +3,9 @@
  * h2io_test.c: the HTTP/2 sending order (relay/h2io.c; TUNNEL.md, "Flow
  * control", Sending) with real nghttp2 sessions in memory and no sockets:
  * a data provider hands at most one 16 KiB quantum, a stream is young
- * until 64 KiB and bulk after, and a young stream's 64 KiB response leaves
+ * while it sent under 64 KiB recently (a 250 ms bucket) and bulk after,
+ * a light stream stays ahead of bulk ones however much it sent in total,
+ * and a young stream's 64 KiB response leaves
  * in one piece while 8 bulk streams have DATA ready (without the young
  * weight nghttp2's round-robin puts 8 bulk frames between its quanta), on
  * a server session (h2conn.c's responses) and on a client session
@@ -26,8 +28,9 @@
 #define NBULK 8
 
 struct src {
-    uint64_t sent;
+    struct h2io_light light;
     size_t left; /* SIZE_MAX: endless */
+    bool pause;  /* at 0 left: wait for more (deferred), not the end */
 };
 
 struct srv { /* one side: the server, or the client in the last test */
@@ -42,11 +45,13 @@ static ssize_t on_read(nghttp2_session *ss, int32_t id, uint8_t *buf, size_t len
     (void)ss;
     struct srv *sv = user;
     struct src *sr = source->ptr;
-    size_t n = h2io_quantum(&sv->q, id, &sr->sent, sr->left, len);
+    if (sr->left == 0 && sr->pause)
+        return NGHTTP2_ERR_DEFERRED;
+    size_t n = h2io_quantum(&sv->q, id, &sr->light, sr->left, len);
     memset(buf, 'x', n);
     if (sr->left != SIZE_MAX)
         sr->left -= n;
-    if (sr->left == 0)
+    if (sr->left == 0 && !sr->pause)
         *flags |= NGHTTP2_DATA_FLAG_EOF;
     return (ssize_t)n;
 }
@@ -144,30 +149,82 @@ static void run_bulk(struct srv *sv, uint8_t **buf)
             data += len;
     }
     for (int i = 0; i < NBULK; i++)
-        assert_true(sv->src[i].sent > H2IO_YOUNG);
+        assert_true(sv->src[i].light.bulk);
 }
 
 static void test_quantum(void **state)
 {
     (void)state;
     struct h2io_sched q = {0};
-    uint64_t sent = 0;
+    struct h2io_light l = {0};
     /* Never more than a quantum, whatever nghttp2 offers. */
-    assert_int_equal(h2io_quantum(&q, 5, &sent, 1 << 20, 1 << 20), H2IO_QUANTUM);
+    assert_int_equal(h2io_quantum(&q, 5, &l, 1 << 20, 1 << 20), H2IO_QUANTUM);
     assert_int_equal(q.n, 0);
-    assert_int_equal(h2io_quantum(&q, 5, &sent, 100, 16384), 100);
-    assert_int_equal(h2io_quantum(&q, 5, &sent, 0, 16384), 0);
+    assert_int_equal(h2io_quantum(&q, 5, &l, 100, 16384), 100);
+    assert_int_equal(h2io_quantum(&q, 5, &l, 0, 16384), 0);
     assert_int_equal(q.n, 0);
-    while (sent + H2IO_QUANTUM < H2IO_YOUNG)
-        assert_int_equal(h2io_quantum(&q, 5, &sent, 1 << 20, 16384), H2IO_QUANTUM);
+    while (l.level + H2IO_QUANTUM < H2IO_YOUNG)
+        assert_int_equal(h2io_quantum(&q, 5, &l, 1 << 20, 16384), H2IO_QUANTUM);
     assert_int_equal(q.n, 0);
-    h2io_quantum(&q, 5, &sent, 1 << 20, 16384); /* past 64 KiB: bulk */
+    h2io_quantum(&q, 5, &l, 1 << 20, 16384); /* past 64 KiB at once: bulk */
     assert_int_equal(q.n, 1);
     assert_int_equal(q.due[0].id, 5);
     assert_int_equal(q.due[0].weight, H2IO_WEIGHT_BULK);
     q.n = 0;
-    h2io_quantum(&q, 5, &sent, 1 << 20, 16384);
+    h2io_quantum(&q, 5, &l, 1 << 20, 16384);
     assert_int_equal(q.n, 0); /* once */
+}
+
+/* The rule is what a stream sent recently, not in total, with the
+ * connection's DATA as the clock: a stream that sends 1,200 bytes for
+ * every 100 KiB of the others' stays young for ever; one that sends every
+ * quantum turns bulk after 64 KiB and stays bulk while it goes on,
+ * however long; once the others have sent 4 MiB (its level, at most 128
+ * KiB, drained by 64 KiB) it is not yet young, a little more and it is,
+ * and bulk again after another 64 KiB alone; one that sends just under a
+ * 64th of what the others send stays young. */
+static void test_light_is_recent(void **state)
+{
+    (void)state;
+    struct h2io_sched q = {0};
+    struct h2io_light ping = {0}, bulk = {0}, slow = {0};
+    for (int i = 0; i < 100000; i++) { /* 120 MB of pings in 10 GB */
+        h2io_quantum(&q, 1, &ping, 1200, 16384);
+        q.data += 100 * 1024;
+    }
+    assert_int_equal(q.n, 0);
+    assert_false(ping.bulk);
+    for (int i = 0; i < 4; i++)
+        h2io_quantum(&q, 3, &bulk, 1 << 20, 16384);
+    assert_int_equal(q.n, 1);
+    assert_int_equal(q.due[0].weight, H2IO_WEIGHT_BULK);
+    q.n = 0;
+    for (int i = 0; i < 100000; i++)
+        h2io_quantum(&q, 3, &bulk, 1 << 20, 16384);
+    assert_int_equal(q.n, 0);
+    assert_true(bulk.bulk);
+    q.data += 4u << 20; /* the others' 4 MiB: level 64 KiB, still bulk */
+    h2io_quantum(&q, 3, &bulk, 100, 16384);
+    assert_int_equal(q.n, 0);
+    q.data += (4u << 20) + 64 * 100; /* and 4 MiB more */
+    h2io_quantum(&q, 3, &bulk, 100, 16384);
+    assert_int_equal(q.n, 1);
+    assert_int_equal(q.due[0].id, 3);
+    assert_int_equal(q.due[0].weight, H2IO_WEIGHT_YOUNG);
+    assert_false(bulk.bulk);
+    q.n = 0;
+    for (int i = 0; i < 4; i++)
+        h2io_quantum(&q, 3, &bulk, 1 << 20, 16384);
+    assert_int_equal(q.n, 1);
+    assert_int_equal(q.due[0].weight, H2IO_WEIGHT_BULK);
+    q.n = 0;
+    /* 16 KiB for every 64 * 16 KiB + 1 KiB of the others' DATA. */
+    for (int i = 0; i < 10000; i++) {
+        h2io_quantum(&q, 5, &slow, 1 << 20, 16384);
+        q.data += 64 * 16384 + 1024;
+    }
+    assert_int_equal(q.n, 0);
+    assert_false(slow.bulk);
 }
 
 static void test_young_goes_ahead_of_bulk(void **state)
@@ -205,6 +262,74 @@ static void test_young_goes_ahead_of_bulk(void **state)
      * equal weights: 8 per gap, 24). */
     assert_true(bulk_before <= NBULK);
     assert_int_equal(bulk_inside, 0);
+    free(buf);
+    nghttp2_session_del(cl);
+    nghttp2_session_del(sv.s);
+    nghttp2_session_callbacks_del(ccb);
+    nghttp2_session_callbacks_del(cb);
+}
+
+/* A stream that sends a 48 KiB message (3 quanta) for every 300 of the
+ * 8 bulk streams' quanta (4.7 MiB: a 100th of the traffic): each of its
+ * messages leaves in one piece, no bulk frame between its quanta, long
+ * after it has sent 64 KiB in total (20 messages, 960 KiB). With a total
+ * count it turned bulk during its 2nd message, and from then on every
+ * bulk stream sent a quantum between each two of its quanta (nghttp2's
+ * round-robin at equal weights). */
+static void test_light_stream_stays_ahead(void **state)
+{
+    (void)state;
+    nghttp2_session_callbacks *cb;
+    assert_int_equal(nghttp2_session_callbacks_new(&cb), 0);
+    struct srv sv = {0};
+    assert_int_equal(nghttp2_session_server_new(&sv.s, cb, &sv), 0);
+    nghttp2_session *cl;
+    nghttp2_session_callbacks *ccb;
+    assert_int_equal(nghttp2_session_callbacks_new(&ccb), 0);
+    assert_int_equal(nghttp2_session_client_new(&cl, ccb, NULL), 0);
+    nghttp2_settings_entry iv = {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1u << 30};
+    assert_int_equal(nghttp2_submit_settings(cl, NGHTTP2_FLAG_NONE, &iv, 1), 0);
+    assert_int_equal(nghttp2_session_set_local_window_size(cl, NGHTTP2_FLAG_NONE, 0, 1 << 30), 0);
+    client_feed(cl, sv.s, NBULK + 1);
+    for (int i = 0; i < NBULK; i++) {
+        sv.src[i].left = SIZE_MAX;
+        respond(&sv, 1 + 2 * i, &sv.src[i]);
+    }
+    int32_t light = 1 + 2 * NBULK;
+    sv.src[NBULK].pause = true;
+    respond(&sv, light, &sv.src[NBULK]);
+    uint8_t *buf = malloc(64 * 1024);
+    assert_non_null(buf);
+    run_bulk(&sv, &buf);
+    uint8_t type, flags;
+    int32_t id;
+    uint32_t len;
+    for (int msg = 0; msg < 20; msg++) {
+        for (int f = 0; f < 300; f++) {
+            assert_true(next_frame(&sv, &buf, &type, &id, &len, &flags));
+            assert_int_not_equal(id, light);
+        }
+        sv.src[NBULK].left = 3 * H2IO_QUANTUM;
+        h2io_resume(sv.s, &sv.q, light, &sv.src[NBULK].light);
+        int before = 0, inside = 0, frames = 0;
+        while (frames < 3) {
+            assert_true(next_frame(&sv, &buf, &type, &id, &len, &flags));
+            if (type != NGHTTP2_DATA)
+                continue;
+            if (id == light)
+                frames++;
+            else if (frames)
+                inside++;
+            else
+                before++;
+            assert_true(before + inside < 100);
+        }
+        assert_true(before <= NBULK); /* as a new young stream's (below) */
+        assert_int_equal(inside, 0);
+    }
+    assert_false(sv.src[NBULK].light.bulk);
+    for (int i = 0; i < NBULK; i++)
+        assert_true(sv.src[i].light.bulk);
     free(buf);
     nghttp2_session_del(cl);
     nghttp2_session_del(sv.s);
@@ -354,6 +479,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quantum),
+        cmocka_unit_test(test_light_is_recent),
+        cmocka_unit_test(test_light_stream_stays_ahead),
         cmocka_unit_test(test_young_goes_ahead_of_bulk),
         cmocka_unit_test(test_client_young_goes_ahead_of_bulk),
         cmocka_unit_test(test_udp_shallow_queue),
