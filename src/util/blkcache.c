@@ -30,6 +30,7 @@
 
 #define BC_LARGE BLKCACHE_CLASSES
 #define BC_TAG   0x6b6c6263u /* "cblk": a pointer this allocator did not give is fatal */
+#define BC_IDLE  0x656c6469u /* "idle": a cached block; freeing it again is fatal */
 
 struct bc_hdr {
     alignas(max_align_t) uint32_t cls;
@@ -163,6 +164,7 @@ void *blkcache_alloc(size_t n)
         h = t->head[c];
         t->head[c] = h->u.next;
         t->count[c]--;
+        h->tag = BC_TAG;
         bump(&t->n.hits);
         return shape(h, n);
     }
@@ -202,6 +204,7 @@ void blkcache_free(void *p)
     if (c < BC_LARGE && t) {
         if (t->count[c] < BLKCACHE_KEEP) {
             BC_POISON(h + 1, class_size(c));
+            h->tag = BC_IDLE;
             h->u.next = t->head[c];
             t->head[c] = h;
             t->count[c]++;

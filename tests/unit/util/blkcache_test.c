@@ -9,7 +9,10 @@
 #include "harness.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdalign.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "util/blkcache.h"
 
@@ -236,10 +239,36 @@ static void test_cached_blocks_are_poisoned(void **state)
 #endif
 }
 
+/* A block freed twice, or a pointer this allocator did not hand out, ends
+ * the process (SIGABRT) instead of corrupting a free list. */
+static void test_double_free_and_foreign_pointer_abort(void **state)
+{
+    (void)state;
+    for (int which = 0; which < 2; which++) {
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            static alignas(max_align_t) unsigned char foreign[64];
+            if (which == 0) {
+                void *p = blkcache_alloc(40);
+                blkcache_free(p);
+                blkcache_free(p); /* cached now: its tag says so */
+            } else {
+                blkcache_free(foreign + 32);
+            }
+            _exit(0);
+        }
+        int st = 0;
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_classes, setup),
+        cmocka_unit_test_setup(test_double_free_and_foreign_pointer_abort, setup),
         cmocka_unit_test_setup(test_reuse_is_lifo_and_counted, setup),
         cmocka_unit_test_setup(test_calloc_zeroes_a_dirty_block, setup),
         cmocka_unit_test_setup(test_realloc_across_classes_and_libc, setup),
