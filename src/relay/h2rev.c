@@ -278,6 +278,20 @@ static int h2rev_udp_socket(struct worker *w, const struct addr *a, const struct
     return fd;
 }
 
+/* fd (or -errno) becomes c's bound socket, watched for input: true; else
+ * it is closed and c fails with "bind-failed" (false). */
+static bool h2rev_take_socket(struct conn *c, int fd)
+{
+    if (fd >= 0 && sock_local_addr(fd, &c->bnd) == 0 &&
+        loop_io_add(&c->w->loop, &c->up, fd, EPOLLIN) == 0)
+        return true;
+    if (fd >= 0)
+        close(fd);
+    c->err = fd < 0 ? fd : -EIO;
+    conn_fail(c, OUT_FAILED, "bind-failed");
+    return false;
+}
+
 static void h2rev_listen(struct conn *c, struct h2rev *x)
 {
     c->cmd = CONN_CMD_BIND;
@@ -297,14 +311,8 @@ static void h2rev_listen(struct conn *c, struct h2rev *x)
     }
     int fd =
         x->udp ? h2rev_udp_socket(c->w, &x->bind, NULL, NULL) : sock_listen(&x->bind, 128, false);
-    if (fd < 0 || sock_local_addr(fd, &c->bnd) < 0 ||
-        loop_io_add(&c->w->loop, &c->up, fd, EPOLLIN) < 0) {
-        if (fd >= 0)
-            close(fd);
-        c->err = fd < 0 ? fd : -EIO;
-        conn_fail(c, OUT_FAILED, "bind-failed");
+    if (!h2rev_take_socket(c, fd))
         return;
-    }
     x->token = ++next_token;
     list_add_tail(worker_listeners(), &x->link);
     x->linked = true;
@@ -404,14 +412,8 @@ static void h2rev_assoc(struct conn *c, struct h2rev *x)
         addr_unmap(&local);
         fd = h2rev_udp_socket(c->w, &local, &conn_cfg(c)->udp, &adv);
     }
-    if (fd < 0 || sock_local_addr(fd, &c->bnd) < 0 ||
-        loop_io_add(&c->w->loop, &c->up, fd, EPOLLIN) < 0) {
-        if (fd >= 0)
-            close(fd);
-        c->err = fd < 0 ? fd : -EIO;
-        conn_fail(c, OUT_FAILED, "bind-failed");
+    if (!h2rev_take_socket(c, fd))
         return;
-    }
     c->target = ctl->c->target; /* the application */
     c->dst_port = c->bnd.port;
     if (h2udp_assoc_start(c, ctl->c) < 0) {
