@@ -28,7 +28,7 @@
 #                    [--targets T[,T]] [--out FILE] [--results FILE] [--keep]
 #                    [--treemon] [--build-head] [--dry-run]
 #                    [--wan SPEC]... [--wan-duration S] [--wan-warmup S]
-#                    [--wan-requests N] [--wan-rate N] [--wan-bulk N]
+#                    [--wan-requests N] [--wan-rate N] [--wan-bulk N] [--wan-rows LIST]
 #
 # Runs as root on Debian 12 (it installs the missing peers the selected
 # targets need with apt-get, no others); as another user it measures what is
@@ -143,6 +143,8 @@ Options:
                      8 x 1 MiB downloads
   --wan-rate N       requests a second of the latency row (default 50)
   --wan-bulk N       bulk streams beside them (default 7)
+  --wan-rows LIST    only these rows of each --wan path, comma separated:
+                     throughput-1, throughput-8, requests, latency
                      The --wan targets: direct, ferry-tunnel,
                      ferry-tunnel-2c, ssh-d, ss-libev-aes by default;
                      ferry-tunnel-wss when --targets names it. 3 rounds of
@@ -212,7 +214,7 @@ OUT=""
 RESULTS=""
 KEEP=0
 WANS=()
-WAN_DURATION="" WAN_WARMUP="" WAN_REQUESTS="" WAN_RATE=50 WAN_BULK=7
+WAN_DURATION="" WAN_WARMUP="" WAN_REQUESTS="" WAN_RATE=50 WAN_BULK=7 WAN_ROWS=""
 TREEMON=0
 BUILD_HEAD=0
 DRY_RUN=0
@@ -240,6 +242,7 @@ while [ $# -gt 0 ]; do
     --wan-requests) WAN_REQUESTS=${2:?--wan-requests needs a number}; shift ;;
     --wan-rate) WAN_RATE=${2:?--wan-rate needs requests per second}; shift ;;
     --wan-bulk) WAN_BULK=${2:?--wan-bulk needs a number of streams}; shift ;;
+    --wan-rows) WAN_ROWS=${2:?--wan-rows needs a list of rows}; shift ;;
     --keep) KEEP=1 ;;
     --treemon) TREEMON=1 ;;
     --build-head) BUILD_HEAD=1 ;;
@@ -268,6 +271,11 @@ for x in WAN_DURATION WAN_WARMUP WAN_RATE; do
 done
 for x in WAN_REQUESTS WAN_BULK; do
     [[ "${!x}" =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: --${x,,}: not a positive number: ${!x}" >&2; exit 2; }
+done
+IFS=, read -r -a _rows <<<"$WAN_ROWS"
+for x in "${_rows[@]}"; do
+    [[ " throughput-1 throughput-8 requests latency " == *" $x "* ]] ||
+        { echo "compare.sh: --wan-rows: unknown row '$x' (throughput-1, throughput-8, requests, latency)" >&2; exit 2; }
 done
 # --out and --results are relative to where the script was started from.
 if [ -z "$OUT" ]; then OUT=$ROOT/build/bench/benchmarks.md; elif [[ $OUT != /* ]]; then OUT=$ORIG_PWD/$OUT; fi

@@ -31,7 +31,15 @@ WAN_ALL_TARGETS=(direct ferry-tunnel ferry-tunnel-2c ferry-tunnel-wss ssh-d ss-l
 # reads and checks), so nothing but TCP's own windows limits what is in
 # flight. "latency": WAN_BULK one-way bulk streams run through the same
 # tunnel while small requests go on a fixed timetable (--rate).
-wan_variants() { # wan_variants K
+wan_variants() { # wan_variants K: the rows --wan-rows keeps
+    local k=$1 line
+    while IFS= read -r line; do
+        local row=${line%%|*}
+        row=${row#wan"$k"-}
+        [ -z "$WAN_ROWS" ] || [[ ",$WAN_ROWS," == *",$row,"* ]] && echo "$line"
+    done < <(wan_variants_all "$k")
+}
+wan_variants_all() { # wan_variants_all K
     local k=$1 T=direct,ferry-tunnel,ferry-tunnel-wss,ssh-d,ss-libev-aes lreq
     lreq=$(awk -v r="$WAN_RATE" -v d="$WAN_DURATION" 'BEGIN { n = int(r * d); print (n < 20 ? 20 : n) }')
     echo "wan$k-throughput-1|throughput|--connections 1 --direction down --payload 64k|$T|wan"

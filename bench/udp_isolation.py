@@ -12,6 +12,11 @@ shared machine compare those two, not runs with each other).
 
   FERRY_BIN=$PWD/ferry bench/udp_isolation.py [--rounds 3] [--flood-s 3]
 
+With --via relay the same two associations go through ferry's own direct
+UDP relay (one `ferry serve`, no tunnel), and with --via none straight to
+the echoes: the machine's own floor, what two cores shared by the flooder,
+the echoes and the pinger give a ping under a flood with no proxy at all.
+
 Bounded: each flood lasts --flood-s seconds (at most 5,000,000 datagrams);
 a ping not answered within 1 s counts as lost. Prints; never asserts.
 """
@@ -44,8 +49,40 @@ def echo_proc(port_q):
         s.sendto(d, p)
 
 
+class Plain:
+    """The UdpAssoc calls used here, without a proxy (--via none)."""
+
+    def __init__(self, proxy=None):
+        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.udp.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        self.udp.bind(("127.0.0.1", 0))
+
+    def send(self, dest, data):
+        self.udp.sendto(data, dest)
+
+    def echo(self, dest, data, timeout=1.0):
+        self.udp.sendto(data, dest)
+        end = time.monotonic() + timeout
+        while (left := end - time.monotonic()) > 0:
+            self.udp.settimeout(left)
+            try:
+                got = self.udp.recv(65536)
+            except socket.timeout:
+                break
+            if got == data:
+                return got
+        raise AssertionError("no echo")
+
+    def close(self):
+        self.udp.close()
+
+
+def assoc(proxy):
+    return Plain() if proxy is None else UdpAssoc(proxy)
+
+
 def flood_proc(proxy, dest, secs, ready, out_q):
-    a = UdpAssoc(proxy)
+    a = assoc(proxy)
     a.echo(dest, b"warm", timeout=10)
     ready.set()
     blob = payload("f", 1200)
@@ -86,26 +123,33 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--flood-s", type=float, default=3.0)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--via", choices=("tunnel", "relay", "none"), default="tunnel")
     args = ap.parse_args()
     d = Path(tempfile.mkdtemp(prefix="udp-isolation-"))
-    print("logs in", d, flush=True)
+    print("logs in", d, "via", args.via, flush=True)
     factory = FerryFactory(d)
-    srv, pin = tcu.start_server(d, factory)
-    s = {"dir": d, "srv": srv, "pin": pin, "url": f"https://127.0.0.1:{srv.port}",
-         "auth": d / "alice.auth"}
-    c = tcu.TunnelClient(s)
+    c, proxy, srv = None, None, None
+    if args.via == "tunnel":
+        srv, pin = tcu.start_server(d, factory)
+        s = {"dir": d, "srv": srv, "pin": pin, "url": f"https://127.0.0.1:{srv.port}",
+             "auth": d / "alice.auth"}
+        c = tcu.TunnelClient(s)
+        proxy = c.proxy
+    elif args.via == "relay":
+        srv = factory()
+        proxy = ("127.0.0.1", srv.port)
     q = mp.Queue()
     echoes = [mp.Process(target=echo_proc, args=(q,), daemon=True) for _ in range(2)]
     for e in echoes:
         e.start()
     ef, ep = ("127.0.0.1", q.get(timeout=10)), ("127.0.0.1", q.get(timeout=10))
-    pinger = UdpAssoc(c.proxy)
+    pinger = assoc(proxy)
     try:
         pinger.echo(ep, b"warm", timeout=10)
         for r in range(args.rounds):
             idle, il = pings(pinger, ep, 100)
             ready, out = mp.Event(), mp.Queue()
-            fp = mp.Process(target=flood_proc, args=(c.proxy, ef, args.flood_s, ready, out),
+            fp = mp.Process(target=flood_proc, args=(proxy, ef, args.flood_s, ready, out),
                             daemon=True)
             fp.start()
             ready.wait(15)
@@ -113,7 +157,7 @@ def main():
             load, ll = pings(pinger, ep, n)
             sent = out.get(timeout=30)
             fp.join(10)
-            drops = tcu.metric(c.maddr, "ferry_udp_dropped_total", reason="queue")
+            drops = tcu.metric(c.maddr, "ferry_udp_dropped_total", reason="queue") if c else 0
             ratio = pct(load, .95) / pct(idle, .95) if idle and load else float("nan")
             print(f"round {r}: idle {line(idle)} lost {il}/100; flood {line(load)} lost {ll}/{n}; "
                   f"p95 flood/idle {ratio:.1f}x; flood sent {sent}, client queue drops "
@@ -121,7 +165,8 @@ def main():
             time.sleep(0.5)
     finally:
         pinger.close()
-        c.stop()
+        if c:
+            c.stop()
         for e in echoes:
             e.terminate()
         problems = factory.finalize()

@@ -71,6 +71,13 @@ def test_compare_wan_options_are_settable():
     p = subprocess.run([os.path.join(ROOT, "bench", "compare.sh"), "--dry-run", "--wan", "x",
                         "--wan-rate", "fast"], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert p.returncode == 2 and "--wan_rate" in p.stderr.replace("-wan-rate", "-wan_rate")
+    # --wan-rows keeps only the rows named, and names the ones it knows
+    out = dry_run("--only", "tunnel", "--wan", "delay=5ms", "--wan-rows", "latency,throughput-1")
+    rows = {l.split()[1] for l in out if l.startswith("run:")}
+    assert rows == {"wan1-latency", "wan1-throughput-1"}, rows
+    p = subprocess.run([os.path.join(ROOT, "bench", "compare.sh"), "--dry-run", "--wan", "delay=5ms",
+                        "--wan-rows", "latency,fast"], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert p.returncode == 2 and "unknown row 'fast'" in p.stderr, p.stderr
 
 
 def m(v, unit=""):
