@@ -96,6 +96,19 @@ tun_counts() {
     echo "$dr $pk"
 }
 
+# tcp_counts: "RETRANSMITTED SENT" TCP segments of both namespaces (from
+# /proc/net/snmp, per namespace): the run's senders' retransmissions, what
+# a tunnel's streams wait for behind a lost segment.
+tcp_counts() {
+    local ns r=0 o=0 line
+    for ns in "$WNS_A" "$WNS_B"; do
+        line=$(in_ns "$ns" awk '/^Tcp:/ { if (h) { print $13, $12 } else h = 1 }' /proc/net/snmp 2>/dev/null)
+        [ -n "$line" ] || continue
+        r=$((r + ${line% *})) o=$((o + ${line#* }))
+    done
+    echo "$r $o"
+}
+
 # wan_wait NS PORT PID: 0 when PORT listens in NS within 10 s, 1 otherwise.
 wan_wait() {
     local i
@@ -224,12 +237,12 @@ wan_run() { # wan_run ROUND K SPEC VNAME SCEN VOPTS HOW T
             bulk=$LAST_PID
             sleep "$WAN_WARMUP"
         fi
-        local tun0 tun1
-        tun0=$(tun_counts)
+        local tun0 tun1 tcp0 tcp1
+        tun0=$(tun_counts) tcp0=$(tcp_counts)
         "$PY" bench/treemon.py run --exclude-tree "$MAINPID" --settle "$SETTLE" --out "$TMPD/other.json" -- \
             timeout -k 5 300 ip netns exec "$WNS_A" "$FERRY" bench "$scen" "${args[@]}" \
             >"$TMPD/run.out" 2>"$TMPD/run.err" || rc=$?
-        tun1=$(tun_counts)
+        tun1=$(tun_counts) tcp1=$(tcp_counts)
         if [ -n "$bulk" ]; then # it ends by itself after the requests; its figures go with them
             wait "$bulk" 2>/dev/null || true
             unset "LIVE[$bulk]"
@@ -241,7 +254,8 @@ wan_run() { # wan_run ROUND K SPEC VNAME SCEN VOPTS HOW T
             err="the bench exited with status $rc"
         fi
         "$PY" bench/report.py wanrtt --line "$TMPD/run.out" --ping "$d/ping.out" --bulk "$d/bulk.out" \
-            --spec "$spec" --path "$k" --tun "$((${tun1% *} - ${tun0% *})) $((${tun1#* } - ${tun0#* }))" --skip "$([ "$scen" = throughput ] || [ "$how" = wanbulk ] && echo "$WAN_WARMUP" || echo 0)" || true
+            --spec "$spec" --path "$k" --tun "$((${tun1% *} - ${tun0% *})) $((${tun1#* } - ${tun0#* }))" \
+            --tcp "$((${tcp1% *} - ${tcp0% *})) $((${tcp1#* } - ${tcp0#* }))" --skip "$([ "$scen" = throughput ] || [ "$how" = wanbulk ] && echo "$WAN_WARMUP" || echo 0)" || true
         NRUNS=$((NRUNS + 1))
     fi
     local died=""

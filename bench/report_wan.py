@@ -56,6 +56,7 @@ def cmd_wanrtt(argv):
     ap.add_argument("--skip", type=float, default=0.0, help="seconds of ping to leave out (warm-up)")
     ap.add_argument("--spec", required=True)
     ap.add_argument("--path", type=int, required=True)
+    ap.add_argument("--tcp", help="'RETRANSMITTED SENT' TCP segments of both namespaces in the run")
     ap.add_argument("--tun", help="'DROPPED PACKETS': the TUN devices' counts over the run, both sides")
     a = ap.parse_args(argv)
     try:
@@ -86,6 +87,12 @@ def cmd_wanrtt(argv):
         try:
             dropped, packets = (int(x) for x in a.tun.split())
             wan["tun_dropped"], wan["tun_packets"] = dropped, packets
+        except ValueError:
+            pass
+    if a.tcp:
+        try:
+            retrans, sent = (int(x) for x in a.tcp.split())
+            wan["tcp_retrans"], wan["tcp_out"] = retrans, sent
         except ValueError:
             pass
     rec["wan"] = wan
@@ -166,6 +173,14 @@ class WanSection:
                 if ((run.get("wan") or {}).get("bulk") or {}).get("total") is not None]
         return statistics.median(vals) if vals else None
 
+    def retr(self, v, t):
+        """The median share of TCP segments retransmitted in v's runs of t
+        (both namespaces: the tunnel's carriers, or the plain connections),
+        in %; None without counts."""
+        vals = [100.0 * w["tcp_retrans"] / w["tcp_out"] for w in (run.get("wan") or {} for run in self.runs(v, t))
+                if w.get("tcp_out")]
+        return statistics.median(vals) if vals else None
+
     def fig(self, v, t, metric, with_rtt=True):
         """'median [RTT ms]' or the reason there is none."""
         c = self.r.cell(v, t)
@@ -195,7 +210,7 @@ class WanSection:
         p1, p8 = self.m(v1, "direct", "total"), self.m(v8, "direct", "total")
         header = ["target", "1 stream MiB/s [RTT]", "× plain TCP", "8 streams MiB/s [RTT]", "× plain TCP",
                   "requests/s [RTT]", "latency p50 / p99 ms", "beside 7 bulk: p50 / p99 ms [RTT]",
-                  "bulk MiB/s", "failures"]
+                  "bulk MiB/s", "retransmitted: 1 stream / beside bulk", "failures"]
         rows = []
         for t in self.rows(k):
             h1, h8 = self.m(v1, t, "total"), self.m(v8, t, "total")
@@ -222,6 +237,7 @@ class WanSection:
                          self.fig(v8, t, "total"),
                          self.ratio(h8, p8) if t != "direct" and h8 and p8 else ("1.00×" if t == "direct" else "–"),
                          self.fig(vr, t, "requests"), lat, blat, self.fmt(self.bulk(vl, t)),
+                         " / ".join("–" if x is None else f"{x:.1f} %" for x in (self.retr(v1, t), self.retr(vl, t))),
                          "; ".join(issues) or "none"])
         return self.md_table(header, rows)
 

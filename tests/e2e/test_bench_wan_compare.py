@@ -106,7 +106,8 @@ def wan_results(path):
                 ("wan1-requests", "requests", rq, {}),
                 ("wan1-latency", "requests", rq, {"bulk": {"streams": 7, "total": 99.0, "ok": True}})):
             lines.append({"scenario": scen, "ok": True, "params": {"direction": "down"}, "metrics": metrics,
-                          "notes": [], "wan": dict(wan, **extra, tun_packets=10000,
+                          "notes": [], "wan": dict(wan, **extra, tun_packets=10000, tcp_out=1000,
+                                                   tcp_retrans=25 if t == "ssh-d" else 10,
                                                    tun_dropped=300 if (t, variant) == ("ssh-d", "wan1-throughput-8")
                                                    else 0),
                           "compare": {"round": 1, "variant": variant, "target": t, "cpu_source": "bench"}})
@@ -131,7 +132,9 @@ def test_report_renders_a_wan_path(tmp_path):
                           "shadowsocks-libev (aes-256-gcm)"]
     ft = rows["ferry tunnel (h2)"]
     assert ft[:4] == ["95.0 [60 ms]", "0.95×", "105 [60 ms]", "0.95×"]
-    assert ft[6] == "101 / 100 [60 ms]" and ft[7] == "99.0" and ft[8] == "none"
+    assert ft[6] == "101 / 100 [60 ms]" and ft[7] == "99.0" and ft[9] == "none"
+    # the share of TCP segments retransmitted in both namespaces, per row
+    assert ft[8] == "1.0 % / 1.0 %" and rows["OpenSSH ssh -D"][8] == "2.5 % / 2.5 %"
     assert "**stalled**" not in md  # one-way streams: the other way is empty by design
     assert "- one stream: ferry tunnel 95.0 vs plain TCP 100 MiB/s, **0.95×** (target ≥ 0.9×: met)" in md
     assert "- one stream: ferry tunnel vs ssh -D 30.0 MiB/s, **3.17×** (target ≥ 2.5×: met)" in md
@@ -161,7 +164,7 @@ def test_wanrtt_adds_the_rtt_under_load_and_the_bulk(tmp_path):
                                 "metrics": {"total": m(88.5, "MiB/s")}}) + "\n")
     p = subprocess.run([sys.executable, REPORT, "wanrtt", "--line", str(line), "--ping", str(ping),
                         "--bulk", str(bulk), "--spec", "delay=25ms", "--path", "2", "--skip", "0.5",
-                        "--tun", "12 3400"],
+                        "--tun", "12 3400", "--tcp", "7 5000"],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     rec = json.loads(line.read_text().splitlines()[-1])
@@ -170,3 +173,4 @@ def test_wanrtt_adds_the_rtt_under_load_and_the_bulk(tmp_path):
     assert w["rtt_ms"]["n"] == 5 and w["rtt_ms"]["p50"] == 54.0 and w["rtt_ms"]["max"] == 200.0
     assert w["bulk"] == {"streams": 7, "total": 88.5, "ok": True}
     assert (w["tun_dropped"], w["tun_packets"]) == (12, 3400)
+    assert (w["tcp_retrans"], w["tcp_out"]) == (7, 5000)
