@@ -163,8 +163,10 @@ class WanSection:
         c = self.r.cell(v, t)
         return c.runs if c else []
 
-    def rtt(self, v, t):
-        vals = [run["wan"]["rtt_ms"]["p50"] for run in self.runs(v, t)
+    def rtt(self, v, t, q="p50"):
+        """The median over v's runs of t of the RTT under load (ping's q:
+        p50, p90 or max of each run)."""
+        vals = [run["wan"]["rtt_ms"][q] for run in self.runs(v, t)
                 if (run.get("wan") or {}).get("rtt_ms")]
         return statistics.median(vals) if vals else None
 
@@ -324,6 +326,13 @@ class WanSection:
             out.append(f"- beside {self.bulk_streams(vl)} bulk streams: a small request's p99 through the ferry "
                        f"tunnel {self.fmt(p99)} ms (target ≤ 2 RTT + 10 ms = {goal:.0f} ms, RTT {rtt:.0f} ms "
                        f"{how}: {'met' if p99 <= goal else '**not met**'})")
+            # The target sets a p99 against the RTT's median; the queue
+            # the bulk builds varies, and the ping sees that too.
+            r90 = self.rtt(vl, "ferry-tunnel", "p90")
+            if r90 is not None and r90 > rtt:
+                out.append(f"  - against the RTT's own p90 under that load ({r90:.0f} ms; the queue the bulk "
+                           f"builds comes and goes): 2 RTT + 10 ms = {2 * r90 + GOAL_P99_SLACK_MS:.0f} ms, "
+                           f"{'met' if p99 <= 2 * r90 + GOAL_P99_SLACK_MS else 'not met'}")
         return out
 
     def bulk_streams(self, v):

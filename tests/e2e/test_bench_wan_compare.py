@@ -140,6 +140,7 @@ def test_report_renders_a_wan_path(tmp_path):
     assert "- one stream: ferry tunnel vs ssh -D 30.0 MiB/s, **3.17×** (target ≥ 2.5×: met)" in md
     assert ("- beside 7 bulk streams: a small request's p99 through the ferry tunnel 100 ms (target ≤ "
             "2 RTT + 10 ms = 130 ms, RTT 60 ms measured under that load: met)") in md
+    assert "  - against the RTT's own p90 under that load (70 ms; " in md and "= 150 ms, met" in md
     assert "8 streams over one tunnel connection" not in md  # a loss target: this path loses nothing
     # One run lost 2.9 % of its packets in a TUN device's queue, before the forwarder.
     assert ("**In 1 of these 16 runs the kernel dropped 0.5 % or more of the packets before the "
