@@ -43,8 +43,8 @@
 #include "proto/capsule.h"
 #include "proto/masque.h"
 #include "proto/socks5.h"
-#include "relay/h2conn.h"
 #include "relay/h2io.h"
+#include "relay/h2stream.h"
 #include "relay/session.h"
 
 /* Read from the stream per drive before yielding to other sessions. */
