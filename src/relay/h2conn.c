@@ -53,21 +53,6 @@
 #define H2_OUT_CAP  (64u * 1024) /* frames gathered before one TLS write */
 #define H2_READ_MAX (64u * 1024)
 
-_Thread_local struct h2flow_budget h2conn_worker_budget;
-
-void h2stream_free(struct h2stream *s)
-{
-    struct h2conn *hc = s->hc;
-    h2flow_charge(&hc->budget, -(int64_t)s->win.window);
-    h2flow_charge(&h2conn_worker_budget, -(int64_t)s->win.window);
-    list_del(&s->link);
-    hc->nstreams--;
-    free(s->rx);
-    free(s->tx);
-    free(s->req.fields);
-    free(s);
-}
-
 /* Over an abuse budget: GOAWAY(ENHANCE_YOUR_CALM), counted; the carrier
  * flushes it and closes. */
 static const char *const calm_what[H2_CALM_COUNT] = {
@@ -119,22 +104,14 @@ static int on_begin_headers(nghttp2_session *ss, const nghttp2_frame *f, void *u
     const struct config_http2 *hc2 = h2cfg(hc);
     /* Admission: the stream's window out of the budgets (the connection's
      * grows as it fills); one that cannot keep H2FLOW_WIN_MIN is refused. */
-    uint32_t win = h2flow_admit(&hc->budget, &h2conn_worker_budget, 0, hc2->window);
+    uint32_t win = h2flow_admit(&hc->budget, &h2stream_worker_budget, 0, hc2->window);
     if (win < H2FLOW_WIN_MIN) {
         nghttp2_submit_rst_stream(ss, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_REFUSED_STREAM);
         return 0;
     }
-    struct h2stream *s = calloc(1, sizeof(*s));
+    struct h2stream *s = h2stream_new(hc, f->hd.stream_id, win);
     if (!s)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* the stream is reset */
-    s->hc = hc;
-    s->id = f->hd.stream_id;
-    list_add_tail(&hc->streams, &s->link);
-    hc->nstreams++;
-    s->win.window = win;
-    h2flow_charge(&hc->budget, s->win.window);
-    h2flow_charge(&h2conn_worker_budget, s->win.window);
-    s->win.epoch_us = clock_us();
     if (s->win.window < hc2->window)
         nghttp2_session_set_local_window_size(ss, NGHTTP2_FLAG_NONE, s->id, (int32_t)s->win.window);
     nghttp2_session_set_stream_user_data(ss, s->id, s);
@@ -690,8 +667,8 @@ void h2conn_begin_ws(struct conn *c, struct wslink *ws)
         conn_close_err(c, "no-memory", -ENOMEM);
         return;
     }
-    if (!h2conn_worker_budget.cap)
-        h2conn_worker_budget.cap = h2conn_worker_budget.max = hc2->worker_budget;
+    if (!h2stream_worker_budget.cap)
+        h2stream_worker_budget.cap = h2stream_worker_budget.max = hc2->worker_budget;
     stat_add(&c->w->stats.h2_conns, 1);
     stat_add(&c->w->stats.h2_conns_opened, 1);
     c->h2 = hc;

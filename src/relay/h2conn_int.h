@@ -2,14 +2,15 @@
 /*
  * h2conn_int.h: what the HTTP/2 server's two files share and nobody else
  * sees: the connection (struct h2conn) and a stream's state (struct
- * h2stream), the worker's window budget, and the few small calls both
- * make. h2conn.c, the connection, creates each stream (a request's
- * HEADERS), fills its receive buffer from nghttp2's callbacks, and frees
- * it; h2stream.c, the calls of a stream's session (h2stream.h), drains
- * the receive buffer, fills the send buffer (which nghttp2 reads through
- * its data provider there) and asks the connection to move the bytes
- * (h2conn_kick). Only those two include it. Everything runs on the
- * worker's thread.
+ * h2stream), the worker's window budget, and the few small calls between
+ * them. h2conn.c, the connection, admits each stream (a request's
+ * HEADERS: h2stream_new), fills its receive buffer from nghttp2's
+ * callbacks, and lets go of it when nghttp2 closes it; h2stream.c owns a
+ * stream's state (h2stream_new, h2stream_free) and the calls of its
+ * session (h2stream.h): it drains the receive buffer, fills the send
+ * buffer (which nghttp2 reads through its data provider there) and asks
+ * the connection to move the bytes (h2conn_kick). Only those two include
+ * it. Everything runs on the worker's thread.
  */
 #ifndef FERRY_RELAY_H2CONN_INT_H
 #define FERRY_RELAY_H2CONN_INT_H
@@ -87,8 +88,9 @@ struct h2conn {
 };
 
 /* The worker's budget for granted stream windows (one loop per thread;
- * h2conn.c sets its cap with the worker's first connection). */
-extern _Thread_local struct h2flow_budget h2conn_worker_budget;
+ * h2conn.c sets its cap with the worker's first connection, and admits
+ * each new stream's window under it). */
+extern _Thread_local struct h2flow_budget h2stream_worker_budget;
 
 static inline const struct config_http2 *h2cfg(const struct h2conn *hc)
 {
@@ -110,9 +112,13 @@ static inline void h2stream_wake(struct h2stream *s, uint8_t ev)
     loop_defer(&s->c->w->loop, &s->c->task);
 }
 
+/* A new stream id on hc (its request's HEADERS began) with a receive
+ * window of win bytes, already admitted: charged to hc's budget and the
+ * worker's, in hc's list. NULL without memory. */
+struct h2stream *h2stream_new(struct h2conn *hc, int32_t id, uint32_t win);
 /* Free s, which both nghttp2 and its session have let go of (or whose
  * carrier is dying): its window goes back to the budgets, it leaves its
- * connection's list (h2conn.c, which created it). */
+ * connection's list. */
 void h2stream_free(struct h2stream *s);
 
 #endif

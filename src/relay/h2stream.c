@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * h2stream.c: the HTTP/2 server's streams as their sessions see them
- * (h2stream.h): a stream session's client side (recv/send/shutdown, and
- * the raw rx/tx of a plain request's translation), its answer (respond,
- * interim, respond_fields), the stream credit given back as its bytes
- * reach the destination, and the window tuning that comes with it
- * (h2stream_tune: proto/h2flow's rule through h2io_window_consumed(),
- * admitted under the connection's budget and the worker's). The
- * connection (h2conn.c, h2conn_int.h) creates each stream, feeds its
- * receive buffer from nghttp2's callbacks and frees it.
+ * h2stream.c: the HTTP/2 server's streams: a stream's state from
+ * h2stream_new() to h2stream_free() (its window charged to the
+ * connection's budget and the worker's, h2stream_worker_budget), and the
+ * stream as its session sees it (h2stream.h): the session's client side
+ * (recv/send/shutdown, and the raw rx/tx of a plain request's
+ * translation), its answer (respond, interim, respond_fields; nghttp2
+ * reads the DATA through on_read_data), the stream credit given back as
+ * its bytes reach the destination, and the window tuning that comes with
+ * it (h2stream_tune: proto/h2flow's rule through h2io_window_consumed()).
+ * The connection (h2conn.c; h2conn_int.h) admits each stream, feeds its
+ * receive buffer from nghttp2's callbacks and says when it is gone.
  *
  * It must not: write to the socket or free the carrier (a call here only
  * fills or drains a stream's buffers, submits to nghttp2 and defers the
@@ -28,6 +30,41 @@
 #include "relay/h2conn_int.h"
 #include "relay/h2io.h"
 #include "relay/session.h"
+
+/* ---- a stream's state --------------------------------------------------- */
+
+_Thread_local struct h2flow_budget h2stream_worker_budget;
+
+struct h2stream *h2stream_new(struct h2conn *hc, int32_t id, uint32_t win)
+{
+    struct h2stream *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->hc = hc;
+    s->id = id;
+    list_add_tail(&hc->streams, &s->link);
+    hc->nstreams++;
+    s->win.window = win;
+    h2flow_charge(&hc->budget, s->win.window);
+    h2flow_charge(&h2stream_worker_budget, s->win.window);
+    s->win.epoch_us = clock_us();
+    return s;
+}
+
+void h2stream_free(struct h2stream *s)
+{
+    struct h2conn *hc = s->hc;
+    h2flow_charge(&hc->budget, -(int64_t)s->win.window);
+    h2flow_charge(&h2stream_worker_budget, -(int64_t)s->win.window);
+    list_del(&s->link);
+    hc->nstreams--;
+    free(s->rx);
+    free(s->tx);
+    free(s->req.fields);
+    free(s);
+}
+
+/* ---- a stream's session ------------------------------------------------ */
 
 void h2stream_attach(struct h2stream *s, struct conn *c)
 {
@@ -70,7 +107,7 @@ static void h2stream_tune(struct h2stream *s, size_t n)
                                                   (int32_t)s->win.window);
         return;
     }
-    if (!h2io_window_consumed(hc->s, s->id, &s->win, n, &hc->budget, &h2conn_worker_budget,
+    if (!h2io_window_consumed(hc->s, s->id, &s->win, n, &hc->budget, &h2stream_worker_budget,
                               &hc->rtt, hc->c->cli.fd, h2cfg(hc)->window_max, &now))
         return;
     uint64_t ms = loop_now(&hc->c->w->loop);
@@ -181,7 +218,7 @@ void h2stream_window_fix(struct conn *c, uint32_t win)
         return;
     int64_t less = (int64_t)s->win.window - (int64_t)win;
     h2flow_charge(&s->hc->budget, -less);
-    h2flow_charge(&h2conn_worker_budget, -less);
+    h2flow_charge(&h2stream_worker_budget, -less);
     s->win.window = win;
     nghttp2_session_set_local_window_size(s->hc->s, NGHTTP2_FLAG_NONE, s->id, (int32_t)win);
 }
