@@ -2,11 +2,11 @@
 /*
  * h2conn.c: the HTTP/2 connection (h2conn.h): an nghttp2 server session
  * driven by the carrier session's events (memory I/O, no threads):
- * nghttp2's callbacks, which create the streams and fill their receive
+ * nghttp2's callbacks, which admit the streams and fill their receive
  * buffers, reading and flushing the socket, SETTINGS, GOAWAY, the
  * lingering close, the idle timeout, the connection's life and the abuse
- * budgets. The calls of a stream's session are h2stream.c's (h2stream.h);
- * what the two share is h2conn_int.h.
+ * budgets. A stream's state and the calls of its session are h2stream.c's
+ * (h2stream.h); what the two share is h2conn_int.h.
  *
  * Flow control (docs/architecture.md, "HTTP/2 inbound"): nghttp2 runs
  * with NGHTTP2_OPT_NO_AUTO_WINDOW_UPDATE; the connection window is
