@@ -31,7 +31,7 @@
 #include "log/log.h"
 #include "relay/errmap.h"
 #include "relay/front.h"
-#include "relay/h2conn.h"
+#include "relay/h2stream.h"
 #include "relay/h2udp.h"
 #include "relay/outbound.h"
 #include "relay/outbound_h2.h"

@@ -20,8 +20,8 @@
 #include "log/log.h"
 #include "proto/http1.h"
 #include "relay/front.h"
-#include "relay/h2conn.h"
 #include "relay/h2rev.h"
+#include "relay/h2stream.h"
 #include "relay/h2udp.h"
 #include "relay/session.h"
 

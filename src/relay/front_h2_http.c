@@ -25,7 +25,7 @@
 #include "proto/h2h1.h"
 #include "proto/http1.h"
 #include "relay/front.h"
-#include "relay/h2conn.h"
+#include "relay/h2stream.h"
 #include "relay/session.h"
 
 #define RESP_HEAD_SLACK 512 /* what http.c's rewrite adds to a head */

@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * h2conn.c: the HTTP/2 connection (h2conn.h): an nghttp2 server session
- * driven by the carrier session's events (memory I/O, no threads), the
- * streams' byte queues both ways, flow control and the abuse budgets.
+ * driven by the carrier session's events (memory I/O, no threads):
+ * nghttp2's callbacks, which admit the streams and fill their receive
+ * buffers, reading and flushing the socket, SETTINGS, GOAWAY, the
+ * lingering close, the idle timeout, the connection's life and the abuse
+ * budgets. A stream's state and the calls of its session are h2stream.c's
+ * (h2stream.h); what the two share is h2conn_int.h.
  *
  * Flow control (docs/architecture.md, "HTTP/2 inbound"): nghttp2 runs
  * with NGHTTP2_OPT_NO_AUTO_WINDOW_UPDATE; the connection window is
  * returned as DATA arrives (consume_connection), a stream's as its session
- * reads the bytes on towards the destination (consume_stream), so a
- * stalled stream blocks only itself. A stream's window starts at
+ * reads the bytes on towards the destination (consume_stream, h2stream.c),
+ * so a stalled stream blocks only itself. A stream's window starts at
  * [http2] window and doubles by proto/h2flow's rule up to window_max,
  * each growth admitted under the connection's budget and the worker's.
  * The TLS socket is always read: once a connection is over budget it is
@@ -28,7 +32,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <nghttp2/nghttp2.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -40,108 +43,15 @@
 #include "proto/h2h1.h"
 #include "proto/ws.h"
 #include "relay/front.h"
+#include "relay/h2conn_int.h"
 #include "relay/h2io.h"
 #include "relay/session.h"
 #include "relay/tunnel_log.h"
 #include "relay/wslink.h"
 #include "tls/tls.h"
 
-#define H2_TX_MAX   (128u * 1024) /* bytes a stream holds for the client */
-#define H2_OUT_CAP  (64u * 1024)  /* frames gathered before one TLS write */
+#define H2_OUT_CAP  (64u * 1024) /* frames gathered before one TLS write */
 #define H2_READ_MAX (64u * 1024)
-
-struct h2conn;
-
-struct h2stream {
-    struct list link; /* in hc->streams */
-    struct h2conn *hc;
-    struct conn *c; /* the stream's session; NULL once it ended */
-    int32_t id;
-    bool gone;      /* nghttp2 closed the stream */
-    bool responded; /* the response HEADERS are submitted */
-    bool rx_eof;    /* END_STREAM from the client */
-    bool tx_eof;    /* our END_STREAM is due after tx */
-    bool deferred;  /* the data provider waits for tx */
-    bool reset;     /* the client reset it */
-    bool rst_after; /* RST_STREAM(NO_ERROR) once our END_STREAM is out */
-    bool win_fixed; /* h2stream_window_fix(): never tuned */
-    uint8_t *rx;    /* client -> destination, up to the granted window */
-    size_t rx_off, rx_len, rx_cap;
-    uint8_t *tx; /* destination -> client, at most H2_TX_MAX */
-    size_t tx_off, tx_len;
-    uint32_t hdr_bytes; /* the header list's size so far (RFC 9113 6.5.2) */
-    uint64_t handed;    /* bytes its session has read from rx */
-    uint64_t credited;  /* ... of which the client got credit back for */
-    struct h2flow_win win;
-    /* Its recent DATA: young or bulk (h2io.h). */
-    struct h2io_light light;
-    struct h2stream_req req;
-    struct h2http *http; /* a plain request's translation (front_h2_http.c) */
-};
-
-struct h2conn {
-    struct conn *c; /* the carrier */
-    nghttp2_session *s;
-    struct list streams;
-    uint32_t nstreams;
-    struct h2flow_budget budget;
-    struct h2flow_rtt rtt;
-    struct h2io_sched sched; /* young/bulk weight changes due */
-    struct h2io_udp udp;     /* CONNECT-UDP on it: a shallower queue */
-    struct h2flow_rate r_reset, r_ping, r_settings, r_empty;
-    uint64_t ping_us; /* when our PING went out; 0: none outstanding */
-    uint64_t ping_ms; /* when the last one did */
-    uint32_t hdr_block;
-    bool calm;    /* over an abuse budget: GOAWAY(ENHANCE_YOUR_CALM) queued */
-    bool goaway;  /* a graceful GOAWAY was sent */
-    bool failed;  /* nghttp2 failed: flush what is queued, then close */
-    bool dying;   /* the carrier is closing: no nghttp2 calls from streams */
-    uint8_t *out; /* frames gathered for the next TLS write */
-    uint32_t out_off, out_len;
-    struct wslink *ws;  /* the WebSocket transport (wslink.h); NULL: plain h2 */
-    struct release rel; /* freed after the batch of events that closed it */
-    /* For the tunnel-close line (tunnel_log.h): streams it carried, bytes
-     * read from and written to the client, the first authenticated user
-     * of its streams ("": none). */
-    uint64_t streams_total, rx_bytes, tx_bytes;
-    char user[256];
-};
-
-/* The worker's budget for granted stream windows (one loop per thread). */
-static _Thread_local struct h2flow_budget worker_budget;
-
-static const struct config_http2 *h2cfg(const struct h2conn *hc)
-{
-    return &conn_cfg(hc->c)->http2;
-}
-
-static void h2conn_kick(struct h2conn *hc)
-{
-    if (!hc->dying)
-        loop_defer(&hc->c->w->loop, &hc->c->task);
-}
-
-/* Wake a stream's session for readiness bits ev. */
-static void h2stream_wake(struct h2stream *s, uint8_t ev)
-{
-    if (!s->c)
-        return;
-    s->c->cli_ev |= ev;
-    loop_defer(&s->c->w->loop, &s->c->task);
-}
-
-static void h2stream_free(struct h2stream *s)
-{
-    struct h2conn *hc = s->hc;
-    h2flow_charge(&hc->budget, -(int64_t)s->win.window);
-    h2flow_charge(&worker_budget, -(int64_t)s->win.window);
-    list_del(&s->link);
-    hc->nstreams--;
-    free(s->rx);
-    free(s->tx);
-    free(s->req.fields);
-    free(s);
-}
 
 /* Over an abuse budget: GOAWAY(ENHANCE_YOUR_CALM), counted; the carrier
  * flushes it and closes. */
@@ -194,22 +104,14 @@ static int on_begin_headers(nghttp2_session *ss, const nghttp2_frame *f, void *u
     const struct config_http2 *hc2 = h2cfg(hc);
     /* Admission: the stream's window out of the budgets (the connection's
      * grows as it fills); one that cannot keep H2FLOW_WIN_MIN is refused. */
-    uint32_t win = h2flow_admit(&hc->budget, &worker_budget, 0, hc2->window);
+    uint32_t win = h2flow_admit(&hc->budget, &h2stream_worker_budget, 0, hc2->window);
     if (win < H2FLOW_WIN_MIN) {
         nghttp2_submit_rst_stream(ss, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_REFUSED_STREAM);
         return 0;
     }
-    struct h2stream *s = calloc(1, sizeof(*s));
+    struct h2stream *s = h2stream_new(hc, f->hd.stream_id, win);
     if (!s)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* the stream is reset */
-    s->hc = hc;
-    s->id = f->hd.stream_id;
-    list_add_tail(&hc->streams, &s->link);
-    hc->nstreams++;
-    s->win.window = win;
-    h2flow_charge(&hc->budget, s->win.window);
-    h2flow_charge(&worker_budget, s->win.window);
-    s->win.epoch_us = clock_us();
     if (s->win.window < hc2->window)
         nghttp2_session_set_local_window_size(ss, NGHTTP2_FLAG_NONE, s->id, (int32_t)s->win.window);
     nghttp2_session_set_stream_user_data(ss, s->id, s);
@@ -445,33 +347,6 @@ static int on_stream_close(nghttp2_session *ss, int32_t id, uint32_t code, void 
     }
     h2stream_wake(s, SIDE_RD | SIDE_WR); /* its session frees s when it ends */
     return 0;
-}
-
-static ssize_t on_read_data(nghttp2_session *ss, int32_t id, uint8_t *buf, size_t len,
-                            uint32_t *flags, nghttp2_data_source *src, void *user)
-{
-    (void)ss;
-    struct h2conn *hc = user;
-    struct h2stream *s = src->ptr;
-    size_t have = s->tx_len - s->tx_off;
-    size_t n = h2io_quantum(&hc->sched, id, &s->light, have, len);
-    bool was_full = s->tx_len >= H2_TX_MAX;
-    if (n)
-        memcpy(buf, s->tx + s->tx_off, n);
-    s->tx_off += n;
-    if (s->tx_off == s->tx_len)
-        s->tx_off = s->tx_len = 0;
-    if (n && was_full)
-        h2stream_wake(s, SIDE_WR);
-    if (s->tx_off == s->tx_len && s->tx_eof) {
-        *flags |= NGHTTP2_DATA_FLAG_EOF;
-        return (ssize_t)n;
-    }
-    if (n == 0) {
-        s->deferred = true;
-        return NGHTTP2_ERR_DEFERRED;
-    }
-    return (ssize_t)n;
 }
 
 /* A refused stream's END_STREAM is out: now tell the client to stop
@@ -792,8 +667,8 @@ void h2conn_begin_ws(struct conn *c, struct wslink *ws)
         conn_close_err(c, "no-memory", -ENOMEM);
         return;
     }
-    if (!worker_budget.cap)
-        worker_budget.cap = worker_budget.max = hc2->worker_budget;
+    if (!h2stream_worker_budget.cap)
+        h2stream_worker_budget.cap = h2stream_worker_budget.max = hc2->worker_budget;
     stat_add(&c->w->stats.h2_conns, 1);
     stat_add(&c->w->stats.h2_conns_opened, 1);
     c->h2 = hc;
@@ -838,326 +713,4 @@ void h2conn_goaway_all(struct worker *w)
         stat_add(&w->stats.h2_goaway_shutdown, 1);
         h2conn_kick(hc);
     }
-}
-
-/* ---- a stream's session ------------------------------------------------ */
-
-void h2stream_attach(struct h2stream *s, struct conn *c)
-{
-    s->c = c;
-    c->tun_id = s->hc->c->id; /* the access line's tunnel= stream= peer= */
-    c->tun_stream = (uint32_t)s->id;
-    c->tun_peer = s->hc->c->client;
-}
-
-const void *h2stream_carrier(const struct conn *c)
-{
-    return c->h2s ? c->h2s->hc : NULL;
-}
-
-int32_t h2stream_id(const struct conn *c)
-{
-    return c->h2s ? c->h2s->id : 0;
-}
-
-const struct h2stream_req *h2stream_req(const struct conn *c)
-{
-    return &c->h2s->req;
-}
-
-/* The stream's window after consuming n more bytes: at each half window,
- * maybe grown (h2flow_tune, admitted under the budgets), then a new
- * epoch. */
-static void h2stream_tune(struct h2stream *s, size_t n)
-{
-    struct h2conn *hc = s->hc;
-    uint64_t now;
-    if (s->win_fixed) {
-        /* Our SETTINGS' initial window reaches a stream only once the
-         * client acknowledged it, and may have raised this one since
-         * h2stream_window_fix(): down again (nghttp2 then holds the
-         * difference back from the credit it returns). */
-        if (nghttp2_session_get_stream_effective_local_window_size(hc->s, s->id) >
-            (int32_t)s->win.window)
-            nghttp2_session_set_local_window_size(hc->s, NGHTTP2_FLAG_NONE, s->id,
-                                                  (int32_t)s->win.window);
-        return;
-    }
-    if (!h2io_window_consumed(hc->s, s->id, &s->win, n, &hc->budget, &worker_budget, &hc->rtt,
-                              hc->c->cli.fd, h2cfg(hc)->window_max, &now))
-        return;
-    uint64_t ms = loop_now(&hc->c->w->loop);
-    if (!hc->ping_us && ms - hc->ping_ms >= H2IO_PROBE_MS) {
-        hc->ping_us = now;
-        hc->ping_ms = ms;
-        nghttp2_submit_ping(hc->s, NGHTTP2_FLAG_NONE, NULL);
-    }
-}
-
-ssize_t h2stream_recv(struct conn *c, void *p, size_t len)
-{
-    if (c->h2s->http)
-        return h2http_recv(c, c->h2s->http, p, len);
-    return h2stream_rx_read(c, p, len);
-}
-
-ssize_t h2stream_send(struct conn *c, const void *p, size_t len)
-{
-    if (c->h2s->http)
-        return h2http_send(c, c->h2s->http, p, len);
-    return h2stream_tx_write(c, p, len);
-}
-
-int h2stream_shutdown(struct conn *c)
-{
-    if (c->h2s->http)
-        return h2http_shutdown(c, c->h2s->http);
-    return h2stream_tx_end(c);
-}
-
-void h2stream_set_http(struct conn *c, struct h2http *x)
-{
-    c->h2s->http = x;
-}
-
-struct h2http *h2stream_http(const struct conn *c)
-{
-    return c->h2s ? c->h2s->http : NULL;
-}
-
-size_t h2stream_tx_room(const struct conn *c)
-{
-    const struct h2stream *s = c->h2s;
-    return H2_TX_MAX - (s->tx_len - s->tx_off);
-}
-
-bool h2stream_rx_done(const struct conn *c)
-{
-    return c->h2s->rx_eof;
-}
-
-void h2stream_consumed(struct conn *c, size_t n)
-{
-    struct h2stream *s = c->h2s;
-    if (!n || s->gone || s->hc->dying)
-        return;
-    s->credited += n;
-    nghttp2_session_consume_stream(s->hc->s, s->id, n);
-    h2stream_tune(s, n);
-    h2conn_kick(s->hc);
-}
-
-ssize_t h2stream_rx_read(struct conn *c, void *p, size_t len)
-{
-    struct h2stream *s = c->h2s;
-    size_t have = s->rx_len - s->rx_off;
-    if (have == 0) {
-        if (s->rx_eof)
-            return 0;
-        errno = s->reset || s->gone || s->hc->dying ? ECONNRESET : EAGAIN;
-        if (errno == EAGAIN)
-            c->cli_ev &= (uint8_t)~SIDE_RD;
-        return -1;
-    }
-    size_t n = have < len ? have : len;
-    memcpy(p, s->rx + s->rx_off, n);
-    s->rx_off += n;
-    if (s->rx_off == s->rx_len)
-        s->rx_off = s->rx_len = 0;
-    s->handed += n;
-    return (ssize_t)n;
-}
-
-void h2stream_credit(struct conn *c)
-{
-    struct h2stream *s = c->h2s;
-    /* Every byte of c2u is the stream's: what reached the destination. */
-    uint64_t done = c->c2u.bytes < s->handed ? c->c2u.bytes : s->handed;
-    if (done <= s->credited || s->gone || s->hc->dying)
-        return;
-    size_t n = (size_t)(done - s->credited);
-    s->credited = done;
-    /* Stream credit on consumption: the bytes are in the destination's
-     * socket, so a slow destination holds back only its own stream. */
-    nghttp2_session_consume_stream(s->hc->s, s->id, n);
-    h2stream_tune(s, n);
-    h2conn_kick(s->hc);
-}
-
-void h2stream_window_fix(struct conn *c, uint32_t win)
-{
-    struct h2stream *s = c->h2s;
-    if (s->gone || s->hc->dying)
-        return;
-    s->win_fixed = true;
-    if (win >= s->win.window)
-        return;
-    int64_t less = (int64_t)s->win.window - (int64_t)win;
-    h2flow_charge(&s->hc->budget, -less);
-    h2flow_charge(&worker_budget, -less);
-    s->win.window = win;
-    nghttp2_session_set_local_window_size(s->hc->s, NGHTTP2_FLAG_NONE, s->id, (int32_t)win);
-}
-
-ssize_t h2stream_tx_write(struct conn *c, const void *p, size_t len)
-{
-    struct h2stream *s = c->h2s;
-    if (s->gone || s->hc->dying || s->tx_eof) {
-        errno = EPIPE;
-        return -1;
-    }
-    if (s->tx_off) {
-        memmove(s->tx, s->tx + s->tx_off, s->tx_len - s->tx_off);
-        s->tx_len -= s->tx_off;
-        s->tx_off = 0;
-    }
-    size_t room = H2_TX_MAX - s->tx_len;
-    if (room == 0) {
-        c->cli_ev &= (uint8_t)~SIDE_WR; /* on_read_data wakes it */
-        errno = EAGAIN;
-        return -1;
-    }
-    if (!s->tx && !(s->tx = malloc(H2_TX_MAX))) {
-        errno = ENOMEM;
-        return -1;
-    }
-    size_t n = len < room ? len : room;
-    memcpy(s->tx + s->tx_len, p, n);
-    s->tx_len += n;
-    if (c->cmd == CONN_CMD_UDP)
-        h2io_udp_note(&s->hc->udp, loop_now(&c->w->loop));
-    if (s->deferred) {
-        s->deferred = false;
-        h2io_resume(s->hc->s, &s->hc->sched, s->id, &s->light);
-    }
-    h2conn_kick(s->hc);
-    return (ssize_t)n;
-}
-
-size_t h2stream_room(const struct conn *c)
-{
-    const struct h2stream *s = c->h2s;
-    if (s->gone || s->hc->dying || s->tx_eof)
-        return 0;
-    return h2stream_tx_room(c);
-}
-
-int h2stream_tx_end(struct conn *c)
-{
-    struct h2stream *s = c->h2s;
-    if (s->gone || s->hc->dying) {
-        errno = ENOTCONN;
-        return -1;
-    }
-    s->tx_eof = true;
-    if (s->deferred) {
-        s->deferred = false;
-        nghttp2_session_resume_data(s->hc->s, s->id);
-    }
-    h2conn_kick(s->hc);
-    return 0;
-}
-
-void h2stream_respond(struct conn *c, int status, bool end, const char *name, const char *value)
-{
-    struct h2stream *s = c->h2s;
-    if (s->gone || s->hc->dying || s->responded)
-        return;
-    /* nghttp2_nv takes non-const pointers it only reads: copies. */
-    char key[8] = ":status", st[8], xn[32] = "", xv[64] = "";
-    snprintf(st, sizeof(st), "%03u", (unsigned)status % 1000u);
-    if (name) {
-        snprintf(xn, sizeof(xn), "%s", name);
-        snprintf(xv, sizeof(xv), "%s", value ? value : "");
-    }
-    nghttp2_nv nv[2] = {
-        {(uint8_t *)key, (uint8_t *)st, 7, 3, NGHTTP2_NV_FLAG_NONE},
-        {(uint8_t *)xn, (uint8_t *)xv, strlen(xn), strlen(xv), NGHTTP2_NV_FLAG_NONE},
-    };
-    nghttp2_data_provider dp = {.source.ptr = s, .read_callback = on_read_data};
-    s->responded = true;
-    if (end)
-        s->tx_eof = true;
-    else
-        h2io_young(s->hc->s, s->id); /* before its first DATA */
-    nghttp2_submit_response(s->hc->s, s->id, nv, name ? 2 : 1, end ? NULL : &dp);
-    h2conn_kick(s->hc);
-}
-
-void h2stream_respond_fields(struct conn *c, int status, const struct h1h2_field *f, size_t n,
-                             bool end)
-{
-    struct h2stream *s = c->h2s;
-    if (s->gone || s->hc->dying || s->responded)
-        return;
-    nghttp2_nv *nv = calloc(n + 1, sizeof(*nv));
-    if (!nv) {
-        nghttp2_submit_rst_stream(s->hc->s, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_INTERNAL_ERROR);
-        h2conn_kick(s->hc);
-        return;
-    }
-    /* nghttp2 copies names and values (no NO_COPY flags): pointers into
-     * the translator's buffers do for the call. */
-    char key[8] = ":status", st[8];
-    snprintf(st, sizeof(st), "%03u", (unsigned)status % 1000u);
-    nv[0] = (nghttp2_nv){(uint8_t *)key, (uint8_t *)st, 7, 3, NGHTTP2_NV_FLAG_NONE};
-    for (size_t i = 0; i < n; i++)
-        nv[i + 1] = (nghttp2_nv){(uint8_t *)(uintptr_t)f[i].name, (uint8_t *)(uintptr_t)f[i].value,
-                                 f[i].nlen, f[i].vlen, NGHTTP2_NV_FLAG_NONE};
-    nghttp2_data_provider dp = {.source.ptr = s, .read_callback = on_read_data};
-    s->responded = true;
-    if (end)
-        s->tx_eof = true;
-    else
-        h2io_young(s->hc->s, s->id); /* before its first DATA */
-    if (nghttp2_submit_response(s->hc->s, s->id, nv, n + 1, end ? NULL : &dp) < 0)
-        nghttp2_submit_rst_stream(s->hc->s, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_INTERNAL_ERROR);
-    free(nv);
-    h2conn_kick(s->hc);
-}
-
-void h2stream_interim(struct conn *c, int status)
-{
-    struct h2stream *s = c->h2s;
-    if (s->gone || s->hc->dying || s->responded)
-        return;
-    char key[8] = ":status", st[8];
-    snprintf(st, sizeof(st), "%03u", (unsigned)status % 1000u);
-    nghttp2_nv nv = {(uint8_t *)key, (uint8_t *)st, 7, 3, NGHTTP2_NV_FLAG_NONE};
-    nghttp2_submit_headers(s->hc->s, NGHTTP2_FLAG_NONE, s->id, NULL, &nv, 1, NULL);
-    h2conn_kick(s->hc);
-}
-
-void h2stream_detach(struct conn *c)
-{
-    struct h2stream *s = c->h2s;
-    if (!s)
-        return;
-    c->h2s = NULL;
-    s->c = NULL;
-    if (c->authed && c->user && !s->hc->user[0]) /* the tunnel's user, for its close line */
-        snprintf(s->hc->user, sizeof(s->hc->user), "%s", c->user);
-    if (s->hc->dying)
-        return; /* the carrier frees it */
-    if (s->gone) {
-        struct h2conn *hc = s->hc;
-        h2stream_free(s);
-        h2conn_kick(hc); /* a draining connection may be done now */
-        return;
-    }
-    /* Bytes unread or undelivered give their credit back: nobody will
-     * deliver them. */
-    size_t left = s->rx_len - s->rx_off + (size_t)(s->handed - s->credited);
-    if (left)
-        nghttp2_session_consume_stream(s->hc->s, s->id, left);
-    s->rx_off = s->rx_len = 0;
-    if (!s->responded || !s->tx_eof)
-        nghttp2_submit_rst_stream(s->hc->s, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_CONNECT_ERROR);
-    else if (!s->rx_eof)
-        s->rst_after = true; /* the client need not send on (RFC 9113 8.1) */
-    else if (s->deferred) {
-        s->deferred = false;
-        nghttp2_session_resume_data(s->hc->s, s->id);
-    }
-    h2conn_kick(s->hc);
 }

@@ -40,7 +40,7 @@
 #include "log/log.h"
 #include "proto/capsule.h"
 #include "proto/h2h1.h"
-#include "relay/h2conn.h"
+#include "relay/h2stream.h"
 #include "relay/h2udp.h"
 #include "relay/session.h"
 #include "udp/udp.h"

@@ -15,7 +15,7 @@
  * udp.associations of its listener; limits.bandwidth_* drop datagrams
  * (never delay them) as in the SOCKS relay; after udp.idle without a datagram
  * either way the stream ends (END_STREAM). Toward the client the queue is
- * the stream's send buffer (h2conn.c): a datagram that does not fit whole
+ * the stream's send buffer (h2stream.c): a datagram that does not fit whole
  * is dropped and counted, so a slow client stalls nothing. From the
  * client, capsules are consumed as they arrive (sent, or dropped and
  * counted), so the stream's credit always comes back: a UDP stream never
@@ -43,8 +43,8 @@
 #include "proto/capsule.h"
 #include "proto/masque.h"
 #include "proto/socks5.h"
-#include "relay/h2conn.h"
 #include "relay/h2io.h"
+#include "relay/h2stream.h"
 #include "relay/session.h"
 
 /* Read from the stream per drive before yielding to other sessions. */

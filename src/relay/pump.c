@@ -24,7 +24,7 @@
 #include "core/buf.h"
 #include "core/pipe.h"
 #include "relay/conn.h"
-#include "relay/h2conn.h"
+#include "relay/h2stream.h"
 #include "relay/outbound.h"
 #include "relay/outbound_h2rev.h"
 #include "relay/session.h"
