@@ -14,7 +14,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/types.h>
 
 #include <nghttp2/nghttp2.h>
 
@@ -175,6 +174,7 @@ void outbound_h2_slot_wait(struct ho_slot *sl, struct ho_stream *s);
 void outbound_h2_slot_unref(struct ho_slot *sl);
 /* Does slot sl's parent speak only http/1.1 (mux = auto picked it)? */
 bool outbound_h2_slot_http1(const struct ho_slot *sl);
+
 /* ---- outbound_h2_stream.c: the streams --------------------------------- */
 
 /* News for s's user: its session's readiness bits ev (c->up_ev, or
