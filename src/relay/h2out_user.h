@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * h2out_user.h: streams on the HTTP/2 outbound's connections
- * (outbound_h2.c) for users other than a session, such as a CONNECT-UDP
+ * (outbound_h2_stream.c) for users other than a session, such as a CONNECT-UDP
  * flow (udp_tunnel.c): an extended CONNECT (RFC 8441) with a :protocol and
  * a :path, on the worker's one connection to the parent, opened (or waited
  * for) as a session's CONNECT is. The user owns a task: every piece of news
@@ -26,7 +26,7 @@ struct ho_stream;
 
 /* Open a stream to outbound ob of cfg (an HTTPS parent spoken HTTP/2) with
  * :protocol proto (a string that outlives the stream) and :path path
- * (copied), and for connect-udp capsule-protocol: ?1 (outbound_h2.c's one
+ * (copied), and for connect-udp capsule-protocol: ?1 (outbound_h2_stream.c's one
  * header builder, shared with the reverse streams). News defers wake. NULL when cfg is no
  * configuration of w's, the parent speaks only http/1.1, or memory is
  * short. */

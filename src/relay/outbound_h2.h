@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * outbound_h2.h: the streams of an HTTP/2 outbound's tunnel connection
- * (outbound_h2.c) as the reverse remotes (outbound_h2rev.c) use them:
+ * (outbound_h2_stream.c) as the reverse remotes (outbound_h2rev.c) use them:
  * extended CONNECT streams (RFC 8441) that no session dialled, held by a
  * reverse object until one becomes the client side of a session. Only
  * relay/ includes it. Everything runs on the worker's thread.
@@ -86,7 +86,7 @@ void outbound_h2_stream_credit(struct ho_stream *s, uint64_t delivered);
  * ways; freed once nghttp2 lets go too. */
 void outbound_h2_stream_release(struct ho_stream *s);
 
-/* ---- outbound_h2rev.c, called by outbound_h2.c -------------------------- */
+/* ---- outbound_h2rev.c, called by outbound_h2_stream.c ------------------- */
 
 /* A response field of a stream owned by rv (inside nghttp2's callback). */
 void outbound_h2rev_header(void *rv, const uint8_t *name, size_t namelen, const uint8_t *value,

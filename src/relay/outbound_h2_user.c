@@ -4,11 +4,12 @@
  * session: h2out_user.h's calls (CONNECT-UDP flows, udp_tunnel.c and
  * outbound_h2rev_udp.c) and the looks the reverse remotes take at theirs
  * (outbound_h2.h, outbound_h2rev.c). Each is an extended CONNECT on the
- * worker's connection to the parent, which outbound_h2.c owns: opening,
- * submitting, nghttp2's callbacks, credit, the end and the free are all
- * there. This file only reads and fills a stream's buffers and asks
- * outbound_h2.c (outbound_h2_int.h) to move them; it never touches a
- * connection or a slot itself, and never calls a user back.
+ * worker's connection to the parent (outbound_h2.c): opening,
+ * submitting, nghttp2's callbacks, credit, the end and the free are
+ * outbound_h2_stream.c's. This file only reads and fills a stream's
+ * buffers and asks outbound_h2_stream.c (outbound_h2_int.h) to move them;
+ * it never touches a connection or a slot itself, and never calls a user
+ * back.
  */
 #include <errno.h>
 #include <stdlib.h>

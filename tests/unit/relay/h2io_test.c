@@ -9,7 +9,7 @@
  * in one piece while 8 bulk streams have DATA ready (without the young
  * weight nghttp2's round-robin puts 8 bulk frames between its quanta), on
  * a server session (h2conn.c's responses) and on a client session
- * (outbound_h2.c's CONNECT uploads). Frames are read back from what
+ * (outbound_h2_stream.c's CONNECT uploads). Frames are read back from what
  * h2io_gather produces, in order. And a carrier that carries datagrams
  * keeps a shallow queue (TCP_NOTSENT_LOWAT and the gather, read back from
  * a real TCP socket) for a second after the last one, then the deep one.
@@ -337,7 +337,7 @@ static void test_light_stream_stays_ahead(void **state)
     nghttp2_session_callbacks_del(cb);
 }
 
-/* The client's side (outbound_h2.c): a request's stream exists once its
+/* The client's side (outbound_h2_stream.c): a request's stream exists once its
  * HEADERS went out, and turns young from that frame's on_frame_send. */
 static int on_send(nghttp2_session *ss, const nghttp2_frame *f, void *user)
 {
