@@ -22,9 +22,9 @@
 WAN_SINK=9000
 # The targets placed on the path: the client half's SOCKS5 port in A.
 declare -A WAN_PORT=([ferry-tunnel]=1080 [ferry-tunnel-2c]=1083 [ferry-tunnel-wss]=1084 [ssh-d]=1081
-    [ss-libev-aes]=1082)
+    [ss-libev-aes]=1082 [ferry-tunnel-fo]=1085)
 # shellcheck disable=SC2034 # compare.sh chooses from it
-WAN_ALL_TARGETS=(direct ferry-tunnel ferry-tunnel-2c ferry-tunnel-wss ssh-d ss-libev-aes)
+WAN_ALL_TARGETS=(direct ferry-tunnel ferry-tunnel-fo ferry-tunnel-2c ferry-tunnel-wss ssh-d ss-libev-aes)
 
 # The variants of path K (1-based): name|scenario|options|targets|how.
 # Throughput is one way (down: a source in B sends, the client in A
@@ -48,8 +48,10 @@ wan_variants_all() { # wan_variants_all K
     local t8=$T
     [[ ",${WANS[$((k - 1))]}," =~ ,loss=0*[1-9]|,loss=0*\.[0-9]*[1-9] ]] && t8+=,ferry-tunnel-2c
     echo "wan$k-throughput-8|throughput|--connections 8 --direction down --payload 64k|$t8|wan"
-    echo "wan$k-requests|requests|--requests $WAN_REQUESTS --warm-requests 20 --downloads 8 --download-size 1m|$T|wan"
-    echo "wan$k-latency|requests|--rate $WAN_RATE --requests $lreq --warm-requests 0 --downloads 1 --download-size 1k|$T|wanbulk"
+    # --fast-open saves a round trip before a request's first byte: the
+    # rows where that shows.
+    echo "wan$k-requests|requests|--requests $WAN_REQUESTS --warm-requests 20 --downloads 8 --download-size 1m|$T,ferry-tunnel-fo|wan"
+    echo "wan$k-latency|requests|--rate $WAN_RATE --requests $lreq --warm-requests 0 --downloads 1 --download-size 1k|$T,ferry-tunnel-fo|wanbulk"
 }
 
 # Things that need making once: a certificate for ferry's server half
@@ -159,13 +161,14 @@ wan_up() { # wan_up K SPEC TARGETS...
     wan_wait "$WNS_B" $WAN_SINK "$WAN_SINK_PID" || { WAN_ERR="the sink did not start: $(why "$d/sink.log")"; return 1; }
     for t in "$@"; do
         case $t in
-        ferry-tunnel | ferry-tunnel-2c)
+        ferry-tunnel | ferry-tunnel-2c | ferry-tunnel-fo)
             [ -n "${WPIDS[ferry-serve]:-}${WSTATUS[ferry-serve]:-}" ] ||
                 wan_start_half ferry-serve "$WNS_B" 8443 "$d/serve.log" "$FERRY" serve -c "$d/serve.conf" || true
             if [ -n "${WSTATUS[ferry-serve]:-}" ]; then WSTATUS[$t]=${WSTATUS[ferry-serve]}; continue; fi
             WPIDS[$t]=${WPIDS[ferry-serve]}
             wan_start_half "$t" "$WNS_A" "${WAN_PORT[$t]}" "$d/$t.log" "$FERRY" client \
-                "https://10.77.0.2:8443" --pin "$WAN_PIN" -w "$([ "$t" = ferry-tunnel ] && echo 1 || echo 2)" \
+                "https://10.77.0.2:8443" --pin "$WAN_PIN" -w "$([ "$t" = ferry-tunnel-2c ] && echo 2 || echo 1)" \
+                $([ "$t" = ferry-tunnel-fo ] && echo --fast-open) \
                 "127.0.0.1:${WAN_PORT[$t]}:socks" || true ;;
         ferry-tunnel-wss)
             if wan_start_half "$t" "$WNS_B" 8444 "$d/serve-wss.log" "$FERRY" serve -c "$d/serve-wss.conf"; then
@@ -309,6 +312,7 @@ wan_peers() {
         direct) how="no proxy: the bench in A connects across the path to \`ferry bench sink\` in B (plain TCP: the reference)" ;;
         ferry-tunnel) how="\`ferry client https://10.77.0.2:8443 --pin PIN -w 1 127.0.0.1:1080:socks\` in A (one worker: one tunnel connection, HTTP/2 + TLS 1.3) -> \`ferry serve\` with \`listen = tls://10.77.0.2:8443\` in B (a throwaway certificate, \`allow to 10.77.0.2/32\`, defaults otherwise); CPU of both" ;;
         ferry-tunnel-2c) how="the same with \`-w 2\`: two client workers, each with its own tunnel connection (ferry has no \`tunnel.connections\` setting: one connection per client worker); CPU of both" ;;
+        ferry-tunnel-fo) how="the same with \`--fast-open\`: a session is answered as soon as its CONNECT stream is sent, its first bytes following at once (one round trip less); CPU of both" ;;
         ferry-tunnel-wss) how="\`ferry client wss://10.77.0.2:8444/tunnel -w 1\` in A -> \`ferry serve\` with \`listen = tls://10.77.0.2:8444 websocket=/tunnel\` in B; CPU of both" ;;
         ssh-d) how="\`ssh -N -D 127.0.0.1:1081 root@10.77.0.2\` in A -> \`sshd -D\` on 10.77.0.2:2222 in B (throwaway ed25519 keys, OpenSSH's default ciphers); CPU of ssh and of sshd's tree" ;;
         ss-libev-aes) how="\`ss-local -u -b 127.0.0.1\` in A -> \`ss-server -u\` on 10.77.0.2:8388 in B, aes-256-gcm; CPU of both" ;;

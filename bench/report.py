@@ -48,7 +48,8 @@ HOP_TARGETS = ["ferry-ferry", "ferry-dante", "dante-dante"]
 # The https group's TLS targets: in its section only, too.
 HTTPS_TARGETS = ["ferry-tls-h1", "ferry-tls-h2", "stunnel", "squid-https", "nghttpx"]
 # The tunnel group's encrypted tunnels: in its section only, too.
-TUNNEL_TARGETS = ["ferry-tunnel", "ferry-tunnel-wss", "ssh-d", "ss-libev-aes", "ferry-tunnel-2c"]
+TUNNEL_TARGETS = ["ferry-tunnel", "ferry-tunnel-wss", "ssh-d", "ss-libev-aes", "ferry-tunnel-2c",
+                  "ferry-tunnel-fo"]
 # The edge group's edges (SNI / Minecraft host routing): in its section only.
 EDGE_TARGETS = ["ferry-edge", "haproxy-edge", "nginx-edge"]
 TARGETS = ["direct", "ferry", "dante", "microsocks", "ss-libev", "haproxy", "tinyproxy",
@@ -73,6 +74,7 @@ LABELS = {
     "ferry-tunnel": "ferry tunnel (h2)",
     "ferry-tunnel-wss": "ferry tunnel (wss)",
     "ferry-tunnel-2c": "ferry tunnel (h2), 2 connections",
+    "ferry-tunnel-fo": "ferry tunnel (h2), --fast-open",
     "ssh-d": "OpenSSH ssh -D",
     "ss-libev-aes": "shadowsocks-libev (aes-256-gcm)",
     "ferry-edge": "ferry edge",
@@ -115,6 +117,7 @@ SHORT = {
     "ferry-tunnel": "ferry\\ntunnel h2",
     "ferry-tunnel-wss": "ferry\\ntunnel wss",
     "ferry-tunnel-2c": "ferry h2\\n2 conns",
+    "ferry-tunnel-fo": "ferry h2\\nfast open",
     "ssh-d": "ssh -D",
     "ss-libev-aes": "ss-libev\\naes-gcm",
 }
@@ -138,6 +141,7 @@ COLORS = {
     "ferry-tunnel": "#a61e4d",
     "ferry-tunnel-wss": "#c2255c",
     "ferry-tunnel-2c": "#e64980",
+    "ferry-tunnel-fo": "#f783ac",
     "ssh-d": "#343a40",
     "ss-libev-aes": "#862e9c",
 }

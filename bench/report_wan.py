@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 
 # The rows, in order: plain TCP across the same path is the reference.
-ROWS = ["direct", "ferry-tunnel", "ferry-tunnel-2c", "ferry-tunnel-wss", "ssh-d", "ss-libev-aes"]
+ROWS = ["direct", "ferry-tunnel", "ferry-tunnel-fo", "ferry-tunnel-2c", "ferry-tunnel-wss", "ssh-d", "ss-libev-aes"]
 # Issue 19's targets: one stream >= 90 % of plain TCP and >= 2.5x ssh -D at
 # 0 % loss; at loss, 8 streams >= 1.5x ssh -D; beside 7 bulk streams a small
 # request's p99 <= 2 RTT + 10 ms.
@@ -333,7 +333,19 @@ class WanSection:
                 out.append(f"  - against the RTT's own p90 under that load ({r90:.0f} ms; the queue the bulk "
                            f"builds comes and goes): 2 RTT + 10 ms = {2 * r90 + GOAL_P99_SLACK_MS:.0f} ms, "
                            f"{'met' if p99 <= 2 * r90 + GOAL_P99_SLACK_MS else 'not met'}")
+        out += self.verdict_fast_open(vl)
         return out
+
+    def verdict_fast_open(self, vl):
+        """The p99 beside the bulk with --fast-open (one round trip less
+        before a request's first byte), against the same target."""
+        p99, rtt = self.m(vl, "ferry-tunnel-fo", "latency_p99"), self.rtt(vl, "ferry-tunnel-fo")
+        if p99 is None or not rtt:
+            return []
+        goal = 2 * rtt + GOAL_P99_SLACK_MS
+        return [f"- the same through `ferry client --fast-open`: {self.fmt(p99)} ms (2 RTT + 10 ms = "
+                f"{goal:.0f} ms, RTT {rtt:.0f} ms measured under that load: "
+                f"{'met' if p99 <= goal else '**not met**'})"]
 
     def bulk_streams(self, v):
         for t in ROWS:

@@ -418,6 +418,11 @@ int outbound_set_key(struct config_outbound *o, const char *key, const char *v, 
         snprintf(o->ws_path, sizeof(o->ws_path), "%s", v);
         return 0;
     }
+    if (!strcmp(key, "fast_open")) {
+        if (parse_bool(v, &o->fast_open))
+            return ERR("'%s': expected yes or no", v);
+        return 0;
+    }
     if (!strcmp(key, "tunnel_wait"))
         return set_duration_key(&o->tunnel_wait_ms, v, 1, 3600000, "a duration (1ms to 1h)", err,
                                 errlen);
@@ -456,7 +461,7 @@ int outbound_set_key(struct config_outbound *o, const char *key, const char *v, 
     }
     return ERR("unknown key (known: url, members, strategy, health_check, health_target, "
                "backoff, connect_timeout, pin, ca_file, credentials_file, source, device, "
-               "ip_preference, mux, tunnel_wait, reverse, websocket)");
+               "ip_preference, mux, tunnel_wait, fast_open, reverse, websocket)");
 }
 
 /* ---- the whole list ------------------------------------------------------ */
@@ -563,6 +568,10 @@ static void check_section(const struct config_outbound *o, struct msglist *errs)
         why = "mux is for https:// parents";
     else if (o->ws_path[0] && o->kind != OUTBOUND_KIND_HTTPS)
         why = "websocket is for https:// parents";
+    else if (o->fast_open && o->kind != OUTBOUND_KIND_HTTPS)
+        why = "fast_open is for https:// parents spoken HTTP/2";
+    else if (o->fast_open && o->mux == OUTBOUND_MUX_HTTP1)
+        why = "fast_open sends the first bytes on the HTTP/2 stream: not with mux = http1";
     else if (o->ws_path[0] && o->mux == OUTBOUND_MUX_HTTP1)
         why = "websocket carries the HTTP/2 tunnel: not with mux = http1";
     else if (o->has_pin && o->ca_file)

@@ -158,6 +158,11 @@ struct config_outbound {
      * a TLS-terminating reverse proxy or CDN in front; "": plain h2. */
     char ws_path[128];
     uint32_t tunnel_wait_ms;
+    /* fast_open = yes (HTTP/2 only): a session is connected for its client
+     * as soon as its CONNECT stream is sent on a connection that is up, and
+     * its first bytes follow at once; a refusal then closes it instead of
+     * answering (relay/outbound_h2.c). */
+    bool fast_open;
     /* A pool: members by index into config.outbounds, in order. */
     uint16_t members[OUTBOUND_MAX_MEMBERS];
     uint8_t nmembers;

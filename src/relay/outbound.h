@@ -71,6 +71,10 @@ struct outbound_ops {
      * reached the client (c->u2c.bytes), e.g. flow-control credit. NULL:
      * nothing to do. */
     void (*credit)(struct conn *c);
+    /* After read or write failed: the outbound's own name for why (a
+     * fast-opened stream the parent refused: "parent-refused"), the
+     * access log's end=; NULL (or a NULL op): the pump's "upstream-error". */
+    const char *(*why)(const struct conn *c);
 };
 
 extern const struct outbound_ops outbound_direct;

@@ -50,15 +50,19 @@ struct ho_stream {
      * sees the response's fields. */
     struct task *wake;
     void *rv;
-    const char *xproto;   /* :protocol (NULL: a plain CONNECT), and ... */
-    char *xpath;          /* ... :path (owned) */
-    int32_t id;           /* 0: not submitted */
-    int status;           /* the response's :status; 0 while none */
-    bool waiting;         /* in sl->waiters */
-    bool gone;            /* nghttp2 closed it (or its connection died) */
-    bool reset;           /* ended without a clean END_STREAM both ways */
-    bool retry;           /* refused by a GOAWAY before it was processed: dial again */
-    bool http1;           /* the parent speaks http/1.1 (auto): go the HTTP/1 way */
+    const char *xproto; /* :protocol (NULL: a plain CONNECT), and ... */
+    char *xpath;        /* ... :path (owned) */
+    int32_t id;         /* 0: not submitted */
+    int status;         /* the response's :status; 0 while none */
+    bool waiting;       /* in sl->waiters */
+    bool gone;          /* nghttp2 closed it (or its connection died) */
+    bool reset;         /* ended without a clean END_STREAM both ways */
+    bool retry;         /* refused by a GOAWAY before it was processed: dial again */
+    bool http1;         /* the parent speaks http/1.1 (auto): go the HTTP/1 way */
+    /* fast_open (outbound_h2_row.c): the session is to be answered once its
+     * CONNECT went out (fast), and was (answered): the parent's refusal
+     * then ends it instead of failing its dial (said: logged once). */
+    bool fast, answered, said;
     uint8_t fail_o;       /* enum outcome of the attempt that failed it now ... */
     const char *fail_why; /* ... and why; NULL: none */
     bool rx_eof, tx_eof, deferred;

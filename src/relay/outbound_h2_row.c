@@ -13,7 +13,16 @@
  * then fails as tunnel-down (SOCKS 0x03, HTTP 503). Its news comes from
  * its task (conn_resume() calls the event hook in state CONNECT), never
  * from an nghttp2 callback.
+ *
+ * fast_open = yes: a session whose CONNECT goes out on a connection that
+ * is up at once (not a pool's member: a pool could not fail over a session
+ * already answered) is answered from its task right after (conn_connected,
+ * its bytes following the HEADERS), unless the parent answered first. A
+ * refusal after that (a non-2xx status, or the stream closed before any
+ * answer) ends the session from the pump: the read fails and the access
+ * line says end=parent-refused.
  */
+#include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -50,6 +59,10 @@ static void ob_h2_queue(struct conn *c, struct ho_stream *s)
     if (sl->cur && sl->cur->st == HO_UP && !sl->cur->goaway) {
         loop_timer_arm_at(l, &c->timer, c->deadline > now + 1000 ? c->deadline : now + 1000);
         outbound_h2_stream_submit(sl->cur, s);
+        if (o->fast_open && c->ob_rule == c->ob && s->hc && !s->gone) {
+            s->fast = true;
+            outbound_h2_stream_wake(s, SIDE_WR); /* answered from its task */
+        }
         return;
     }
     /* A pool's member keeps to the pool's connect budget: the next member
@@ -115,8 +128,9 @@ static void ob_h2_event(struct conn *c, uint32_t events)
         ob_h2_dial(c, named ? c->dst_name : NULL, &ip, port);
         return;
     }
-    if (s->status >= 200 && s->status <= 299) {
-        c->up_ev |= SIDE_WR; /* the stream takes bytes from now on */
+    if ((s->status >= 200 && s->status <= 299) || (s->fast && !s->status && !s->gone)) {
+        s->answered = !s->status; /* before the parent: fast_open */
+        c->up_ev |= SIDE_WR;      /* the stream takes bytes from now on */
         conn_connected(c);
         return;
     }
@@ -164,8 +178,35 @@ static void ob_h2_close(struct conn *c)
     ob_h2_release(c);
 }
 
+/* A session answered before the parent (fast_open) that the parent then
+ * refused (a non-2xx status, or a stream closed with none): true, logged
+ * once. */
+static bool ob_h2_refused(const struct conn *c)
+{
+    struct ho_stream *s = c->ob_priv;
+    if (!s || !s->answered || (s->status >= 200 && s->status <= 299) || (!s->status && !s->gone))
+        return false;
+    if (!s->said && log_enabled(LOG_DEBUG)) {
+        const struct config_outbound *ob = sl_ob(s->sl);
+        char words[80] = "the stream closed before an answer";
+        if (s->status)
+            parent_http_status_why(s->status, ob->user != NULL, words, sizeof(words));
+        log_write(LOG_DEBUG, "conn %llu: outbound %s: parent %s port %u, after a fast open: %s",
+                  (unsigned long long)c->id, ob->name, ob->host, ob->port, words);
+    }
+    s->said = true;
+    return true;
+}
+
 static ssize_t ob_h2_read(struct conn *c, void *p, size_t len, uint8_t *want)
 {
+    const struct ho_stream *s = c->ob_priv;
+    if (s && s->answered && !s->status && !s->gone) {
+        *want = SIDE_RD; /* nothing comes before the parent's answer */
+        return -EAGAIN;
+    }
+    if (ob_h2_refused(c))
+        return -ECONNREFUSED; /* not its error body: the session ends */
     return outbound_h2_stream_read(c->ob_priv, p, len, want);
 }
 
@@ -191,6 +232,11 @@ static void ob_h2_credit(struct conn *c)
     outbound_h2_stream_credit(c->ob_priv, c->u2c.bytes);
 }
 
+static const char *ob_h2_why(const struct conn *c)
+{
+    return ob_h2_refused(c) ? "parent-refused" : NULL;
+}
+
 const struct outbound_ops outbound_h2 = {
     .name = "https-h2",
     .splice = false,
@@ -204,4 +250,5 @@ const struct outbound_ops outbound_h2 = {
     .shutdown_wr = ob_h2_shutdown_wr,
     .pending = ob_h2_pending,
     .credit = ob_h2_credit,
+    .why = ob_h2_why,
 };

@@ -456,6 +456,9 @@ static int pump_stream(struct conn *c)
         outbound_h2rev_credit(c); /* ... a reverse session's, through the tunnel */
     if (o->credit)
         o->credit(c); /* ... and for what reached the client (outbound_h2.c) */
+    const char *why = rc < 0 && o->why ? o->why(c) : NULL;
+    if (why)
+        c->why = why; /* the outbound knows better (a refused fast open) */
     relay_count_bytes(c);
     return rc;
 }

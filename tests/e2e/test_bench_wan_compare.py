@@ -32,20 +32,22 @@ def test_compare_wan_places_every_tunnel_on_the_path():
     paths = [l for l in out if l.startswith("path ")]
     assert paths == [
         "path 1: ferry bench wan --path delay=25ms,rate=1gbit,queue=50ms "
-        "(targets: direct ferry-tunnel ferry-tunnel-2c ssh-d ss-libev-aes)",
+        "(targets: direct ferry-tunnel ferry-tunnel-fo ferry-tunnel-2c ssh-d ss-libev-aes)",
         "path 2: ferry bench wan --path delay=25ms,loss=1% "
-        "(targets: direct ferry-tunnel ferry-tunnel-2c ssh-d ss-libev-aes)"]
+        "(targets: direct ferry-tunnel ferry-tunnel-fo ferry-tunnel-2c ssh-d ss-libev-aes)"]
     runs = [l for l in out if l.startswith("run:")]
     assert not any("not run" in l for l in runs)
     by = {}
     for l in runs:
         by.setdefault(l.split()[1], []).append(l.split()[2].rstrip(":"))
     for k in (1, 2):
-        for v in ("throughput-1", "requests", "latency"):
-            assert by[f"wan{k}-{v}"] == ["direct", "ferry-tunnel", "ssh-d", "ss-libev-aes"], v
+        assert by[f"wan{k}-throughput-1"] == ["direct", "ferry-tunnel", "ssh-d", "ss-libev-aes"]
+        for v in ("requests", "latency"):  # --fast-open where a round trip shows
+            assert by[f"wan{k}-{v}"] == ["direct", "ferry-tunnel", "ferry-tunnel-fo", "ssh-d", "ss-libev-aes"], v
     assert by["wan1-throughput-8"] == ["direct", "ferry-tunnel", "ssh-d", "ss-libev-aes"]
     assert by["wan2-throughput-8"] == ["direct", "ferry-tunnel", "ferry-tunnel-2c", "ssh-d", "ss-libev-aes"]
-    ports = {"ferry-tunnel": 1080, "ssh-d": 1081, "ss-libev-aes": 1082, "ferry-tunnel-2c": 1083}
+    ports = {"ferry-tunnel": 1080, "ssh-d": 1081, "ss-libev-aes": 1082, "ferry-tunnel-2c": 1083,
+             "ferry-tunnel-fo": 1085}
     for l in runs:
         v, t = l.split()[1], l.split()[2].rstrip(":")
         assert "--target 10.77.0.2:9000" in l, l
@@ -111,6 +113,16 @@ def wan_results(path):
                                                    tun_dropped=300 if (t, variant) == ("ssh-d", "wan1-throughput-8")
                                                    else 0),
                           "compare": {"round": 1, "variant": variant, "target": t, "cpu_source": "bench"}})
+    # --fast-open: the request rows only
+    lines.append({"peer": {"target": "ferry-tunnel-fo", "status": "ok", "how": "fo", "mode": "wan",
+                           "cpu_source": "bench"}})
+    rq = {"requests": m(50, "1/s"), "latency_p50": m(51, "ms"), "latency_p99": m(70, "ms"),
+          "failed_requests": m(0), "failed_downloads": m(0), "corrupt_bodies": m(0)}
+    for variant in ("wan1-requests", "wan1-latency"):
+        lines.append({"scenario": "requests", "ok": True, "params": {"direction": "down"}, "metrics": rq,
+                      "notes": [], "wan": dict(wan, tun_packets=10000, tun_dropped=0),
+                      "compare": {"round": 1, "variant": variant, "target": "ferry-tunnel-fo",
+                                  "cpu_source": "bench"}})
     path.write_text("".join(json.dumps(l) + "\n" for l in lines))
 
 
@@ -128,8 +140,9 @@ def test_report_renders_a_wan_path(tmp_path):
     start = lines.index("### Path 1: RTT 50 ms (25ms each way), loss 0%, rate 1gbit, queue 50ms")
     rows = {l.split("|")[1].strip(): [c.strip() for c in l.split("|")[2:-1]]
             for l in lines[start:start + 12] if l.startswith("| ") and not l.startswith("| target")}
-    assert list(rows) == ["direct (no proxy)", "ferry tunnel (h2)", "OpenSSH ssh -D",
-                          "shadowsocks-libev (aes-256-gcm)"]
+    assert list(rows) == ["direct (no proxy)", "ferry tunnel (h2)", "ferry tunnel (h2), --fast-open",
+                          "OpenSSH ssh -D", "shadowsocks-libev (aes-256-gcm)"]
+    assert rows["ferry tunnel (h2), --fast-open"][0] == "not run"
     ft = rows["ferry tunnel (h2)"]
     assert ft[:4] == ["95.0 [60 ms]", "0.95×", "105 [60 ms]", "0.95×"]
     assert ft[6] == "101 / 100 [60 ms]" and ft[7] == "99.0" and ft[9] == "none"
@@ -141,9 +154,11 @@ def test_report_renders_a_wan_path(tmp_path):
     assert ("- beside 7 bulk streams: a small request's p99 through the ferry tunnel 100 ms (target ≤ "
             "2 RTT + 10 ms = 130 ms, RTT 60 ms measured under that load: met)") in md
     assert "  - against the RTT's own p90 under that load (70 ms; " in md and "= 150 ms, met" in md
+    assert ("- the same through `ferry client --fast-open`: 70.0 ms (2 RTT + 10 ms = 130 ms, RTT 60 ms "
+            "measured under that load: met)") in md
     assert "8 streams over one tunnel connection" not in md  # a loss target: this path loses nothing
     # One run lost 2.9 % of its packets in a TUN device's queue, before the forwarder.
-    assert ("**In 1 of these 16 runs the kernel dropped 0.5 % or more of the packets before the "
+    assert ("**In 1 of these 18 runs the kernel dropped 0.5 % or more of the packets before the "
             "forwarder read them (a TUN device's queue of 500 packets was full; worst 2.9%):**") in md
     if os.path.exists("/usr/bin/gnuplot"):
         chart = tmp_path / "r-wan1.svg"
