@@ -234,7 +234,11 @@ static int dir_read(struct wan_dir *d)
             d->sh.full_dropped += g.nseg;
             continue;
         }
-        dir_queue(d, p, (size_t)n, now_ns());
+        uint64_t now = now_ns();
+        dir_queue(d, p, (size_t)n, now);
+        /* a batch of 64 KiB packets is milliseconds of reads: what fell
+         * due meanwhile leaves now, not after the batch */
+        (void)dir_release(d, now);
     }
     return 0;
 }
