@@ -8,8 +8,9 @@
  *
  * Three parts: the path's parameters and what happens to one packet
  * (wanpath.c, pure: no I/O, no clock, a seeded PRNG), the forwarder
- * (wanfwd.c: the TUN descriptors, the queues, the threads), and the
- * namespaces and the commands run in them (wan.c).
+ * (wanfwd.c: the TUN descriptors, the queues, the threads; with TUN
+ * offloads it cuts GSO packets into their segments with wangso.c, pure),
+ * and the namespaces and the commands run in them (wan.c).
  */
 #ifndef FERRY_BENCH_WAN_H
 #define FERRY_BENCH_WAN_H
