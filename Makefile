@@ -76,7 +76,8 @@ UNIT_SRC := $(sort $(shell find tests/unit -name '*_test.c' 2>/dev/null))
 UNIT_HDR := $(sort $(shell find tests/unit -name '*.h' 2>/dev/null))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/*_fuzz.c))
 # Pure code a fuzz harness may link: parsers and their utilities.
-FUZZ_LIB := $(sort $(wildcard src/proto/*.c)) src/util/addr.c src/util/parse.c src/acct/statefile.c
+FUZZ_LIB := $(sort $(wildcard src/proto/*.c)) src/util/addr.c src/util/parse.c src/acct/statefile.c \
+            src/bench/wangso.c
 
 # The status page's files, built into the binary (src/admin/assets.c).
 ADMIN_ASSETS := $(sort $(wildcard src/admin/assets/*))

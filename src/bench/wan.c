@@ -61,6 +61,11 @@ static const char usage[] =
     "                 a packet that finds it full is dropped (counted)\n"
     "  --mtu N        MTU of both TUN devices (default 1500)\n"
     "  --threads 1|2  one forwarding loop for both directions, or one each (default)\n"
+    "  --gso on|off   TUN offloads (default on): senders hand over TCP packets of up\n"
+    "                 to 64 KiB, cut into their wire segments; each segment is lost,\n"
+    "                 rate-limited, queued and counted alone, and the segments that\n"
+    "                 pass leave as runs (one write each, spread <= 250 us). off: a\n"
+    "                 read and a write per packet (the stack segments)\n"
     "\n"
     "What runs on it (each by /bin/sh -c; FERRY_WAN_A and FERRY_WAN_B hold the two\n"
     "addresses, FERRY_WAN_NS_A and FERRY_WAN_NS_B the namespaces' names):\n"
@@ -69,7 +74,8 @@ static const char usage[] =
     "                 status, and B's command gets SIGTERM\n"
     "  (neither)      hold the path until SIGINT/SIGTERM; use ip netns exec NAME\n"
     "When ready, one line on stderr names the namespaces; at the end, the counts\n"
-    "of each direction (packets in, out, lost, tail-dropped).\n";
+    "of each direction (packets in, out, lost, tail-dropped: wire packets, so\n"
+    "segments with gso on; and GSO packets read, their segments, pieces written).\n";
 
 /* The run: the path and the commands. */
 struct wan_run {
@@ -148,10 +154,24 @@ static int sysctl_write(const char *path, const char *text)
     return rc;
 }
 
-/* Inside namespace fd ns: the TUN device WAN_IFNAME (non-blocking) and the
- * TCP buffer maxima; back to this process's own namespace after. Returns
- * the TUN descriptor, or -errno. */
-static int tun_open_in(int nsfd, int selffd)
+/* With gso: a virtio_net_hdr before every packet (the legacy 10 bytes:
+ * num_buffers of the 12-byte one only means something with mergeable
+ * receive buffers, which a TUN device does not use) and the offloads that
+ * make the stack hand over GSO packets (checksum, TSO for IPv4 and IPv6;
+ * not TSO_ECN: a packet with CWR is segmented by the stack). */
+static int tun_offload(int fd)
+{
+    int hdr = 10;
+    if (ioctl(fd, TUNSETVNETHDRSZ, &hdr) < 0 ||
+        ioctl(fd, TUNSETOFFLOAD, (unsigned long)(TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6)) < 0)
+        return -errno;
+    return 0;
+}
+
+/* Inside namespace fd ns: the TUN device WAN_IFNAME (non-blocking; with
+ * gso, the offloads) and the TCP buffer maxima; back to this process's own
+ * namespace after. Returns the TUN descriptor, or -errno. */
+static int tun_open_in(int nsfd, int selffd, bool gso)
 {
     if (setns(nsfd, CLONE_NEWNET) < 0)
         return -errno;
@@ -160,10 +180,12 @@ static int tun_open_in(int nsfd, int selffd)
     if (!rc) {
         struct ifreq ifr;
         memset(&ifr, 0, sizeof(ifr));
-        ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
+        ifr.ifr_flags = (short)(IFF_TUN | IFF_NO_PI | (gso ? IFF_VNET_HDR : 0));
         memcpy(ifr.ifr_name, WAN_IFNAME, sizeof(WAN_IFNAME));
         if (ioctl(fd, TUNSETIFF, &ifr) < 0)
             rc = -errno;
+        else if (gso)
+            rc = tun_offload(fd);
     }
     if (!rc && (sysctl_write("/proc/sys/net/ipv4/tcp_rmem", WAN_TCP_MEM) ||
                 sysctl_write("/proc/sys/net/ipv4/tcp_wmem", WAN_TCP_MEM)))
@@ -207,7 +229,7 @@ static int path_make(struct wan_path *p, const struct wan_conf *c)
         char path[96];
         snprintf(path, sizeof(path), NETNS_DIR "/%s", p->ns[k]);
         p->nsfd[k] = open(path, O_RDONLY | O_CLOEXEC);
-        rc = p->nsfd[k] < 0 ? -errno : tun_open_in(p->nsfd[k], p->selffd);
+        rc = p->nsfd[k] < 0 ? -errno : tun_open_in(p->nsfd[k], p->selffd, c->gso);
         if (rc < 0) {
             fprintf(stderr, "ferry bench wan: a TUN device in %s: %s\n", p->ns[k], strerror(-rc));
             break;
@@ -385,19 +407,14 @@ static int wait_end(struct wan_run *r, const sigset_t *set)
 /* The command line into c and r. Returns -1 to go on, else an exit status. */
 static int wan_opts(int argc, char **argv, struct wan_conf *c, struct wan_run *r)
 {
-    static const struct option opts[] = {{"delay", required_argument, NULL, 0},
-                                         {"jitter", required_argument, NULL, 0},
-                                         {"loss", required_argument, NULL, 0},
-                                         {"rate", required_argument, NULL, 0},
-                                         {"queue", required_argument, NULL, 0},
-                                         {"seed", required_argument, NULL, 0},
-                                         {"mtu", required_argument, NULL, 0},
-                                         {"threads", required_argument, NULL, 0},
-                                         {"path", required_argument, NULL, 'p'},
-                                         {"in-a", required_argument, NULL, 'a'},
-                                         {"in-b", required_argument, NULL, 'b'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        {"delay", required_argument, NULL, 0},  {"jitter", required_argument, NULL, 0},
+        {"loss", required_argument, NULL, 0},   {"rate", required_argument, NULL, 0},
+        {"queue", required_argument, NULL, 0},  {"seed", required_argument, NULL, 0},
+        {"mtu", required_argument, NULL, 0},    {"threads", required_argument, NULL, 0},
+        {"gso", required_argument, NULL, 0},    {"path", required_argument, NULL, 'p'},
+        {"in-a", required_argument, NULL, 'a'}, {"in-b", required_argument, NULL, 'b'},
+        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0}};
     int ch, idx;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "h", opts, &idx)) != -1) {

@@ -8,8 +8,9 @@
  *
  * Three parts: the path's parameters and what happens to one packet
  * (wanpath.c, pure: no I/O, no clock, a seeded PRNG), the forwarder
- * (wanfwd.c: the TUN descriptors, the queues, the threads), and the
- * namespaces and the commands run in them (wan.c).
+ * (wanfwd.c: the TUN descriptors, the queues, the threads; with TUN
+ * offloads it cuts GSO packets into their segments with wangso.c, pure),
+ * and the namespaces and the commands run in them (wan.c).
  */
 #ifndef FERRY_BENCH_WAN_H
 #define FERRY_BENCH_WAN_H
@@ -38,18 +39,19 @@ struct wan_conf {
     uint64_t seed;      /* of the PRNG (each direction derives its own) */
     unsigned mtu;       /* of both TUN devices */
     unsigned threads;   /* 2: one per direction; 1: one loop for both */
+    bool gso;           /* TUN offloads: GSO packets in, cut into per-segment pieces */
     uint64_t loss_cut;  /* derived: a draw below it is a loss (loss * 2^64) */
 };
 
 /* The defaults: no delay, no loss, no cap, a 50 ms queue, seed 1, MTU
- * 1500, a thread per direction. */
+ * 1500, a thread per direction, gso on. */
 void wan_conf_init(struct wan_conf *c);
 
 /* Set one parameter by name, as `--NAME VALUE` or `NAME=VALUE` of a spec:
  * delay and jitter ("25ms", "500us", "1.5ms", "0"), loss ("0.5%", 0..100),
  * rate ("100mbit", "1gbit", "800kbit", "1000000bit", or "0"/"none" for no
  * cap), queue (a time, 1us..10s), seed (a whole number), mtu (576..9000),
- * threads (1 or 2). Returns 0, -ENOENT for an unknown name, -EINVAL for a
+ * threads (1 or 2), gso (on or off). Returns 0, -ENOENT for an unknown name, -EINVAL for a
  * malformed value, -ERANGE for one out of range. Pure. */
 int wan_conf_set(struct wan_conf *c, const char *name, const char *value);
 
@@ -59,7 +61,8 @@ int wan_conf_set(struct wan_conf *c, const char *name, const char *value);
 int wan_conf_parse(struct wan_conf *c, const char *spec, const char **bad);
 
 /* The path in words ("delay 25 ms +- 1 ms, loss 0.5 %, rate 1000 Mbit/s,
- * queue 50 ms"), into out[cap]. */
+ * queue 50 ms, MTU 1500, GSO off"; nothing said of GSO when on), into
+ * out[cap]. */
 void wan_conf_describe(const struct wan_conf *c, char *out, size_t cap);
 
 /* What happens to one packet. */
@@ -101,7 +104,14 @@ uint64_t wan_prng_next(uint64_t *state);
 struct wan_fwd;
 
 /* Start forwarding between the TUN descriptors fd_a and fd_b (non-blocking,
- * open in their namespaces) with c's path: c->threads threads. Returns
+ * open in their namespaces; with c->gso, opened with IFF_VNET_HDR, a
+ * 10-byte virtio_net_hdr, and TCP segmentation offload) with c's path:
+ * c->threads threads. Each segment of a GSO packet is one packet for the
+ * shaper (loss, rate, queue and counts are per segment, as on the wire);
+ * the segments that pass leave as pieces: runs of consecutive passed
+ * segments of one GSO packet, a run cut also where a segment's release
+ * time is more than 250 us after the run's first one's, each piece one
+ * write released at its last segment's release time (wanfwd.c). Returns
  * the forwarder, or NULL with errno set. c must outlive it. */
 struct wan_fwd *wan_fwd_start(const struct wan_conf *c, int fd_a, int fd_b);
 

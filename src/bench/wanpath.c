@@ -27,6 +27,7 @@ void wan_conf_init(struct wan_conf *c)
     c->seed = 1;
     c->mtu = 1500;
     c->threads = 2;
+    c->gso = true;
 }
 
 uint64_t wan_prng_next(uint64_t *state)
@@ -140,6 +141,12 @@ int wan_conf_set(struct wan_conf *c, const char *name, const char *value)
             c->threads = (unsigned)u;
         return rc;
     }
+    if (strcmp(name, "gso") == 0) {
+        if (strcmp(value, "on") != 0 && strcmp(value, "off") != 0)
+            return -EINVAL;
+        c->gso = strcmp(value, "on") == 0;
+        return 0;
+    }
     return -ENOENT;
 }
 
@@ -175,8 +182,9 @@ void wan_conf_describe(const struct wan_conf *c, char *out, size_t cap)
     if (c->rate_bps)
         snprintf(rate, sizeof(rate), "%.6g Mbit/s, queue %.6g ms", (double)c->rate_bps / 1e6,
                  (double)c->queue_ns / 1e6);
-    snprintf(out, cap, "delay %.6g ms +- %.6g ms each way, loss %.6g %%, rate %s, MTU %u",
-             (double)c->delay_ns / 1e6, (double)c->jitter_ns / 1e6, c->loss * 100, rate, c->mtu);
+    snprintf(out, cap, "delay %.6g ms +- %.6g ms each way, loss %.6g %%, rate %s, MTU %u%s",
+             (double)c->delay_ns / 1e6, (double)c->jitter_ns / 1e6, c->loss * 100, rate, c->mtu,
+             c->gso ? "" : ", GSO off");
 }
 
 void wan_shaper_init(struct wan_shaper *s, const struct wan_conf *c, unsigned dir)

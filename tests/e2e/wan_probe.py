@@ -57,8 +57,12 @@ def _tcp_conn(c: socket.socket) -> None:
             head += got
         kind, n = head[:1], struct.unpack("!Q", head[1:])[0]
         if kind == b"D":
-            data = pattern(n)
-            c.sendall(data)
+            # the pattern is one block over and over: sent as it is made,
+            # so the client's clock does not count making 400 MB first
+            block = pattern(CHUNK)
+            for _ in range(n // CHUNK):
+                c.sendall(block)
+            c.sendall(block[: n % CHUNK])
             return
         h, left = hashlib.sha256(), n
         while left:
@@ -157,6 +161,7 @@ def tcp(port: int, nbytes: int, down: bool) -> dict:
     c = _connect(port, time.monotonic() + 5)
     c.settimeout(60)
     data = pattern(nbytes)
+    want = hashlib.sha256(data).digest()  # before the clock starts
     start = time.monotonic()
     c.sendall((b"D" if down else b"U") + struct.pack("!Q", nbytes))
     if down:
@@ -167,7 +172,7 @@ def tcp(port: int, nbytes: int, down: bool) -> dict:
                 break
             h.update(got)
             left -= len(got)
-        intact = left == 0 and h.digest() == hashlib.sha256(data).digest()
+        intact = left == 0 and h.digest() == want
     else:
         c.sendall(data)
         digest = b""
@@ -176,7 +181,7 @@ def tcp(port: int, nbytes: int, down: bool) -> dict:
             if not got:
                 break
             digest += got
-        intact = digest == hashlib.sha256(data).digest()
+        intact = digest == want
     secs = time.monotonic() - start
     c.close()
     return {"bytes": nbytes, "seconds": secs, "mib_s": nbytes / secs / 2**20, "intact": intact}

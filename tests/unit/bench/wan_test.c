@@ -20,6 +20,7 @@ static void test_conf_words(void **state)
     struct wan_conf c;
     wan_conf_init(&c);
     assert_true(c.queue_ns == 50 * MS && c.mtu == 1500 && c.threads == 2 && c.rate_bps == 0);
+    assert_true(c.gso);
     const char *bad = "x";
     assert_int_equal(
         wan_conf_parse(&c, "delay=25ms,jitter=500us,loss=0.5%,rate=1gbit,queue=20ms", &bad), 0);
@@ -36,6 +37,15 @@ static void test_conf_words(void **state)
     assert_true(c.delay_ns == 0);
     assert_int_equal(wan_conf_set(&c, "threads", "1"), 0);
     assert_int_equal(c.threads, 1);
+    char words[160];
+    wan_conf_describe(&c, words, sizeof(words));
+    assert_null(strstr(words, "GSO"));
+    assert_int_equal(wan_conf_parse(&c, "gso=off,delay=2ms", &bad), 0);
+    assert_false(c.gso);
+    wan_conf_describe(&c, words, sizeof(words));
+    assert_non_null(strstr(words, "GSO off"));
+    assert_int_equal(wan_conf_set(&c, "gso", "on"), 0);
+    assert_true(c.gso);
 }
 
 static void test_conf_refuses(void **state)
@@ -55,6 +65,8 @@ static void test_conf_refuses(void **state)
     assert_int_equal(wan_conf_set(&c, "mtu", "100"), -ERANGE);
     assert_int_equal(wan_conf_set(&c, "threads", "3"), -ERANGE);
     assert_int_equal(wan_conf_set(&c, "colour", "blue"), -ENOENT);
+    assert_int_equal(wan_conf_set(&c, "gso", "yes"), -EINVAL);
+    assert_int_equal(wan_conf_set(&c, "gso", ""), -EINVAL);
     const char *spec = "delay=1ms,bogus=2";
     assert_int_equal(wan_conf_parse(&c, spec, &bad), -ENOENT);
     assert_ptr_equal(bad, spec + 10);
