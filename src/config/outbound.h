@@ -161,7 +161,7 @@ struct config_outbound {
     /* fast_open = yes (HTTP/2 only): a session is connected for its client
      * as soon as its CONNECT stream is sent on a connection that is up, and
      * its first bytes follow at once; a refusal then closes it instead of
-     * answering (relay/outbound_h2.c). */
+     * answering (relay/outbound_h2_row.c). */
     bool fast_open;
     /* A pool: members by index into config.outbounds, in order. */
     uint16_t members[OUTBOUND_MAX_MEMBERS];
