@@ -207,7 +207,8 @@ static void test_names_and_sections(void **state)
         x, 4,
         "%s:7: outbound a.secret: unknown key (known: url, members, strategy, "
         "health_check, health_target, backoff, connect_timeout, pin, ca_file, "
-        "credentials_file, source, device, ip_preference, mux, tunnel_wait, reverse, websocket)",
+        "credentials_file, source, device, ip_preference, mux, tunnel_wait, fast_open, reverse, "
+        "websocket)",
         x->path);
     expect_msg(x, 5, "%s:8: [outbound a] is defined twice (at %s:4)", x->path, x->path);
 }
@@ -254,20 +255,23 @@ static void test_checks_that_hang_together(void **state)
 static void test_mux(void **state)
 {
     struct ctx *x = *state;
-    expect_load_ok(x,
-                   "[outbound a]\nurl = https://x\npin = "
-                   "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"
-                   "[outbound b]\nurl = https://x\nmux = h2\ntunnel_wait = 2s\npin = "
-                   "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"
-                   "[outbound c]\nurl = https://x\nmux = http1\npin = "
-                   "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n",
-                   NULL);
+    expect_load_ok(
+        x,
+        "[outbound a]\nurl = https://x\npin = "
+        "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"
+        "[outbound b]\nurl = https://x\nmux = h2\ntunnel_wait = 2s\nfast_open = yes\npin = "
+        "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"
+        "[outbound c]\nurl = https://x\nmux = http1\npin = "
+        "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n",
+        NULL);
     const struct config_outbound *a = ob(x->c, "a"), *b = ob(x->c, "b"), *c = ob(x->c, "c");
     assert_int_equal(a->mux, OUTBOUND_MUX_AUTO);
     assert_int_equal(a->tunnel_wait_ms, 10000);
     assert_non_null(a->tls_h2);
     assert_int_equal(b->mux, OUTBOUND_MUX_H2);
     assert_int_equal(b->tunnel_wait_ms, 2000);
+    assert_false(a->fast_open); /* off unless asked for */
+    assert_true(b->fast_open);
     assert_int_equal(c->mux, OUTBOUND_MUX_HTTP1);
     assert_null(c->tls_h2);
 }
@@ -281,6 +285,23 @@ static void test_mux_errors(void **state)
                       NULL, 2);
     expect_msg(x, 0, "%s:3: outbound a.mux: 'h3': expected auto, h2 or http1", x->path);
     expect_msg(x, 1, "%s:4: outbound b: mux is for https:// parents", x->path);
+}
+
+/* fast_open: yes or no, on an https:// parent spoken HTTP/2 only. */
+static void test_fast_open_errors(void **state)
+{
+    struct ctx *x = *state;
+    expect_load_fails(x,
+                      "[outbound a]\nurl = https://x\nfast_open = soon\n"
+                      "[outbound b]\nurl = socks5://x\nfast_open = yes\n"
+                      "[outbound c]\nurl = https://x\nmux = http1\nfast_open = yes\n",
+                      NULL, 3);
+    expect_msg(x, 0, "%s:3: outbound a.fast_open: 'soon': expected yes or no", x->path);
+    expect_msg(x, 1, "%s:4: outbound b: fast_open is for https:// parents spoken HTTP/2", x->path);
+    expect_msg(x, 2,
+               "%s:7: outbound c: fast_open sends the first bytes on the HTTP/2 stream: not with "
+               "mux = http1",
+               x->path);
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -299,6 +320,7 @@ int main(void)
         T(test_checks_that_hang_together),
         T(test_mux),
         T(test_mux_errors),
+        T(test_fast_open_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
