@@ -53,13 +53,33 @@ uint32_t h2io_udp_window(uint32_t max_datagram)
     return two > H2IO_UDP_WINDOW ? (uint32_t)two : H2IO_UDP_WINDOW;
 }
 
+uint32_t h2io_depth_of(uint64_t cwnd_bytes, uint64_t rtt_us)
+{
+    if (rtt_us < H2IO_DEEP_RTT_US || !cwnd_bytes)
+        return H2IO_NOTSENT_LOWAT;
+    /* cwnd is at most 2^32 segments of 64 KiB: no overflow times 4000 */
+    uint64_t q =
+        rtt_us / 10 < H2IO_DEPTH_US ? cwnd_bytes / 10 : cwnd_bytes * H2IO_DEPTH_US / rtt_us;
+    if (q < H2IO_NOTSENT_LOWAT)
+        return H2IO_NOTSENT_LOWAT;
+    return q > H2IO_DEPTH_MAX ? H2IO_DEPTH_MAX : (uint32_t)q;
+}
+
 uint32_t h2io_udp_upto(struct h2io_udp *u, int fd, uint64_t now_ms, uint32_t deep)
 {
     bool shallow = u->last_ms && now_ms - u->last_ms < H2IO_UDP_HOLD_MS;
-    if (shallow != u->shallow) {
-        int lowat = (int)(shallow ? H2IO_UDP_LOWAT : H2IO_NOTSENT_LOWAT);
-        (void)setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
-        u->shallow = shallow;
+    if (!shallow && (!u->probe_ms || now_ms - u->probe_ms >= H2IO_DEPTH_MS)) {
+        u->probe_ms = now_ms ? now_ms : 1;
+        struct tcp_info ti;
+        socklen_t tl = sizeof(ti);
+        if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &tl) == 0)
+            u->depth = h2io_depth_of((uint64_t)ti.tcpi_snd_cwnd * ti.tcpi_snd_mss, ti.tcpi_rtt);
+    }
+    uint32_t lowat = shallow ? H2IO_UDP_LOWAT : u->depth ? u->depth : H2IO_NOTSENT_LOWAT;
+    if (lowat != (u->lowat ? u->lowat : H2IO_NOTSENT_LOWAT)) {
+        int v = (int)lowat;
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &v, sizeof(v));
+        u->lowat = lowat;
     }
     return shallow && deep > H2IO_UDP_GATHER ? H2IO_UDP_GATHER : deep;
 }

@@ -461,6 +461,65 @@ static void test_udp_shallow_queue(void **state)
     close(fd);
 }
 
+/* The unsent queue grows with a long fast path's rate (4 ms, or a tenth
+ * of the RTT, of cwnd per RTT) and never shrinks below the floor; short
+ * RTTs keep the floor. */
+static void test_depth_of(void **state)
+{
+    (void)state;
+    assert_int_equal(h2io_depth_of(0, 50000), H2IO_NOTSENT_LOWAT);
+    /* loopback and LAN: the floor, however large the window */
+    assert_int_equal(h2io_depth_of(64u << 20, 50), H2IO_NOTSENT_LOWAT);
+    assert_int_equal(h2io_depth_of(64u << 20, H2IO_DEEP_RTT_US - 1), H2IO_NOTSENT_LOWAT);
+    /* 100 Mbit/s at 80 ms: 1 MB per RTT is 25 KB in 2 ms, under the floor */
+    assert_int_equal(h2io_depth_of(1000000, 80000), H2IO_NOTSENT_LOWAT);
+    /* 1 Gbit/s start-up at 100 ms: 2.89 x 12.5 MB per RTT, 1.4 MB in 4 ms */
+    assert_int_equal(h2io_depth_of(36125000, 100000), 36125000ull * H2IO_DEPTH_US / 100000);
+    /* 10 ms at 1 Gbit/s: a tenth of the RTT, 1 ms of 1.25 MB per RTT */
+    assert_int_equal(h2io_depth_of(12500000, 10000), 12500000 / 10);
+    /* the ceiling */
+    assert_int_equal(h2io_depth_of(400u << 20, 10000), H2IO_DEPTH_MAX);
+    assert_int_equal(h2io_depth_of(UINT32_MAX * 65536ull, H2IO_DEEP_RTT_US), H2IO_DEPTH_MAX);
+}
+
+/* On a connected loopback socket TCP_INFO is read (at most every
+ * H2IO_DEPTH_MS) and its short RTT keeps the floor. */
+static void test_depth_reads_the_socket(void **state)
+{
+    (void)state;
+    int ls = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof(a);
+    assert_int_equal(bind(ls, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(ls, 1), 0);
+    assert_int_equal(getsockname(ls, (struct sockaddr *)&a, &al), 0);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    int peer = accept(ls, NULL, NULL);
+    assert_true(peer >= 0);
+    h2io_carrier(fd);
+    struct h2io_udp u = {0};
+    assert_int_equal(h2io_udp_upto(&u, fd, 7000, 64 * 1024), 64 * 1024);
+    assert_int_equal(u.probe_ms, 7000);
+    assert_int_equal(u.depth, H2IO_NOTSENT_LOWAT);
+    assert_int_equal(lowat_of(fd), H2IO_NOTSENT_LOWAT);
+    /* a deeper depth (as a long path would give) is set on the socket,
+     * and kept until the next read */
+    u.depth = 512 * 1024;
+    assert_int_equal(h2io_udp_upto(&u, fd, 7000 + H2IO_DEPTH_MS - 1, 64 * 1024), 64 * 1024);
+    assert_int_equal(lowat_of(fd), 512 * 1024);
+    /* datagrams: shallow whatever the depth */
+    h2io_udp_note(&u, 7050);
+    assert_int_equal(h2io_udp_upto(&u, fd, 7060, 64 * 1024), H2IO_UDP_GATHER);
+    assert_int_equal(lowat_of(fd), H2IO_UDP_LOWAT);
+    /* a quiet second later the socket is read again: loopback, the floor */
+    assert_int_equal(h2io_udp_upto(&u, fd, 7050 + H2IO_UDP_HOLD_MS, 64 * 1024), 64 * 1024);
+    assert_int_equal(lowat_of(fd), H2IO_NOTSENT_LOWAT);
+    close(peer);
+    close(fd);
+    close(ls);
+}
+
 /* A CONNECT-UDP stream's window: 32 KiB, or room for two of the largest
  * capsules (payload, context id, type and length varints) when
  * udp.max_datagram is raised, so a capsule split across windows always
@@ -484,6 +543,8 @@ int main(void)
         cmocka_unit_test(test_young_goes_ahead_of_bulk),
         cmocka_unit_test(test_client_young_goes_ahead_of_bulk),
         cmocka_unit_test(test_udp_shallow_queue),
+        cmocka_unit_test(test_depth_of),
+        cmocka_unit_test(test_depth_reads_the_socket),
         cmocka_unit_test(test_udp_window),
         cmocka_unit_test(test_whole_records),
     };
