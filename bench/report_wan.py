@@ -83,18 +83,13 @@ def cmd_wanrtt(argv):
             m = b[-1].get("metrics", {})
             wan["bulk"] = {"streams": (b[-1].get("params") or {}).get("connections"),
                            "total": (m.get("total") or {}).get("median"), "ok": b[-1].get("ok", True)}
-    if a.tun:
+    # Two counts each, "A B"; a malformed pair is left out.
+    for text, keys in ((a.tun, ("tun_dropped", "tun_packets")), (a.tcp, ("tcp_retrans", "tcp_out"))):
         try:
-            dropped, packets = (int(x) for x in a.tun.split())
-            wan["tun_dropped"], wan["tun_packets"] = dropped, packets
+            first, second = (int(x) for x in (text or "").split())
         except ValueError:
-            pass
-    if a.tcp:
-        try:
-            retrans, sent = (int(x) for x in a.tcp.split())
-            wan["tcp_retrans"], wan["tcp_out"] = retrans, sent
-        except ValueError:
-            pass
+            continue
+        wan[keys[0]], wan[keys[1]] = first, second
     rec["wan"] = wan
     lines[idx[-1]] = json.dumps(rec)
     with open(a.line, "w") as f:

@@ -105,27 +105,27 @@ static void ob_h2_dial(struct conn *c, const char *name, const struct addr *ip, 
     ob_h2_queue(c, s);
 }
 
+/* Let s go and dial its destination again through out: the HTTP/1.1 way
+ * (mux = auto found an http/1.1 parent), or a new stream (a GOAWAY refused
+ * this one before the parent processed it). */
+static void ob_h2_redial(struct conn *c, struct ho_stream *s, const struct outbound_ops *out)
+{
+    struct addr ip = s->ip;
+    uint16_t port = s->port;
+    bool named = s->has_name;
+    ob_h2_release(c);
+    c->out = out;
+    out->dial(c, named ? c->dst_name : NULL, &ip, port);
+}
+
 static void ob_h2_event(struct conn *c, uint32_t events)
 {
     (void)events;
     struct ho_stream *s = c->ob_priv;
     if (!s || s->waiting)
         return;
-    if (s->http1) {
-        struct addr ip = s->ip;
-        uint16_t port = s->port;
-        bool named = s->has_name;
-        ob_h2_release(c);
-        c->out = &outbound_https;
-        c->out->dial(c, named ? c->dst_name : NULL, &ip, port);
-        return;
-    }
-    if (s->retry) {
-        struct addr ip = s->ip;
-        uint16_t port = s->port;
-        bool named = s->has_name;
-        ob_h2_release(c);
-        ob_h2_dial(c, named ? c->dst_name : NULL, &ip, port);
+    if (s->http1 || s->retry) {
+        ob_h2_redial(c, s, s->http1 ? &outbound_https : &outbound_h2);
         return;
     }
     if ((s->status >= 200 && s->status <= 299) || (s->fast && !s->status && !s->gone)) {

@@ -500,6 +500,21 @@ class OrderClient(H2Client):
         self.want = 65536  # the young stream's bytes that make at_last
         self.at_first = self.at_last = None
 
+    @classmethod
+    def wide(cls, addr, ca):
+        """One with a small receive buffer and stream windows of 16 MiB
+        (acknowledged): the queues, not the windows, fill."""
+        cl = cls(addr, ca, rcvbuf=32 * 1024)
+        try:
+            cl.conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 16 * MiB})
+            cl.flush()
+            cl.wait(lambda: cl.conn.local_settings.initial_window_size == 16 * MiB,
+                    what="the SETTINGS ACK")
+        except BaseException:
+            cl.close()
+            raise
+        return cl
+
     def _event(self, ev):
         super()._event(ev)
         if isinstance(ev, h2.events.DataReceived) and ev.stream_id != self.young:
@@ -528,13 +543,8 @@ def test_h2_young_stream_goes_ahead_of_bulk(ferry, cert):
     bulk_src, young_src = EndlessServer(), ReadySourceServer()
     try:
         f = h2_ferry(ferry, cert)
-        cl = OrderClient(f.addr, cert[0], rcvbuf=32 * 1024)
+        cl = OrderClient.wide(f.addr, cert[0])
         try:
-            # Stream windows of 16 MiB: the queues, not the windows, fill.
-            cl.conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 16 * MiB})
-            cl.flush()
-            cl.wait(lambda: cl.conn.local_settings.initial_window_size == 16 * MiB,
-                    what="the SETTINGS ACK")
             bulk = [cl.connect(f"127.0.0.1:{bulk_src.port}") for _ in range(8)]
             cl.wait(lambda: cl.bulk >= 4 * MiB, timeout=60, what="4 MiB of bulk")
             cl.young = cl.connect(f"127.0.0.1:{young_src.port}")
@@ -599,12 +609,8 @@ def test_h2_light_stream_stays_ahead_of_bulk(ferry, cert):
     bulk_src, src = EndlessServer(), RepeatSourceServer()
     try:
         f = h2_ferry(ferry, cert)
-        cl = OrderClient(f.addr, cert[0], rcvbuf=32 * 1024)
+        cl = OrderClient.wide(f.addr, cert[0])
         try:
-            cl.conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 16 * MiB})
-            cl.flush()
-            cl.wait(lambda: cl.conn.local_settings.initial_window_size == 16 * MiB,
-                    what="the SETTINGS ACK")
             cl.young = cl.connect(f"127.0.0.1:{src.port}")
             cl.wait(lambda: cl.streams[cl.young]["status"] is not None, what="a response")
             assert cl.streams[cl.young]["status"] == 200

@@ -227,20 +227,40 @@ static void test_light_is_recent(void **state)
     assert_false(slow.bulk);
 }
 
+/* A server session (sv) and a client session whose windows (1 GiB)
+ * never hold the server's DATA back, for the scheduling tests. */
+struct pair {
+    nghttp2_session_callbacks *cb, *ccb;
+    nghttp2_session *cl;
+};
+
+static void pair_up(struct srv *sv, struct pair *p)
+{
+    assert_int_equal(nghttp2_session_callbacks_new(&p->cb), 0);
+    assert_int_equal(nghttp2_session_server_new(&sv->s, p->cb, sv), 0);
+    assert_int_equal(nghttp2_session_callbacks_new(&p->ccb), 0);
+    assert_int_equal(nghttp2_session_client_new(&p->cl, p->ccb, NULL), 0);
+    nghttp2_settings_entry iv = {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1u << 30};
+    assert_int_equal(nghttp2_submit_settings(p->cl, NGHTTP2_FLAG_NONE, &iv, 1), 0);
+    assert_int_equal(nghttp2_session_set_local_window_size(p->cl, NGHTTP2_FLAG_NONE, 0, 1 << 30),
+                     0);
+}
+
+static void pair_down(struct srv *sv, struct pair *p)
+{
+    nghttp2_session_del(p->cl);
+    nghttp2_session_del(sv->s);
+    nghttp2_session_callbacks_del(p->ccb);
+    nghttp2_session_callbacks_del(p->cb);
+}
+
 static void test_young_goes_ahead_of_bulk(void **state)
 {
     (void)state;
-    nghttp2_session_callbacks *cb;
-    assert_int_equal(nghttp2_session_callbacks_new(&cb), 0);
     struct srv sv = {0};
-    assert_int_equal(nghttp2_session_server_new(&sv.s, cb, &sv), 0);
-    nghttp2_session *cl;
-    nghttp2_session_callbacks *ccb;
-    assert_int_equal(nghttp2_session_callbacks_new(&ccb), 0);
-    assert_int_equal(nghttp2_session_client_new(&cl, ccb, NULL), 0);
-    nghttp2_settings_entry iv = {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1u << 30};
-    assert_int_equal(nghttp2_submit_settings(cl, NGHTTP2_FLAG_NONE, &iv, 1), 0);
-    assert_int_equal(nghttp2_session_set_local_window_size(cl, NGHTTP2_FLAG_NONE, 0, 1 << 30), 0);
+    struct pair pr;
+    pair_up(&sv, &pr);
+    nghttp2_session *cl = pr.cl;
     client_feed(cl, sv.s, NBULK);
     for (int i = 0; i < NBULK; i++) {
         sv.src[i].left = SIZE_MAX;
@@ -263,10 +283,7 @@ static void test_young_goes_ahead_of_bulk(void **state)
     assert_true(bulk_before <= NBULK);
     assert_int_equal(bulk_inside, 0);
     free(buf);
-    nghttp2_session_del(cl);
-    nghttp2_session_del(sv.s);
-    nghttp2_session_callbacks_del(ccb);
-    nghttp2_session_callbacks_del(cb);
+    pair_down(&sv, &pr);
 }
 
 /* A stream that sends a 48 KiB message (3 quanta) for every 300 of the
@@ -279,17 +296,10 @@ static void test_young_goes_ahead_of_bulk(void **state)
 static void test_light_stream_stays_ahead(void **state)
 {
     (void)state;
-    nghttp2_session_callbacks *cb;
-    assert_int_equal(nghttp2_session_callbacks_new(&cb), 0);
     struct srv sv = {0};
-    assert_int_equal(nghttp2_session_server_new(&sv.s, cb, &sv), 0);
-    nghttp2_session *cl;
-    nghttp2_session_callbacks *ccb;
-    assert_int_equal(nghttp2_session_callbacks_new(&ccb), 0);
-    assert_int_equal(nghttp2_session_client_new(&cl, ccb, NULL), 0);
-    nghttp2_settings_entry iv = {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1u << 30};
-    assert_int_equal(nghttp2_submit_settings(cl, NGHTTP2_FLAG_NONE, &iv, 1), 0);
-    assert_int_equal(nghttp2_session_set_local_window_size(cl, NGHTTP2_FLAG_NONE, 0, 1 << 30), 0);
+    struct pair pr;
+    pair_up(&sv, &pr);
+    nghttp2_session *cl = pr.cl;
     client_feed(cl, sv.s, NBULK + 1);
     for (int i = 0; i < NBULK; i++) {
         sv.src[i].left = SIZE_MAX;
@@ -331,10 +341,7 @@ static void test_light_stream_stays_ahead(void **state)
     for (int i = 0; i < NBULK; i++)
         assert_true(sv.src[i].light.bulk);
     free(buf);
-    nghttp2_session_del(cl);
-    nghttp2_session_del(sv.s);
-    nghttp2_session_callbacks_del(ccb);
-    nghttp2_session_callbacks_del(cb);
+    pair_down(&sv, &pr);
 }
 
 /* The client's side (outbound_h2_stream.c): a request's stream exists once its
